@@ -76,7 +76,13 @@ impl Format {
         let emin = 1 - self.bias;
         let e = if a == 0.0 { emin } else { (a.log2().floor() as i32).max(emin) };
         // Guard against log2 rounding at exact powers of two.
-        let e = if a >= 2f64.powi(e + 1) { e + 1 } else if e > emin && a < 2f64.powi(e) { e - 1 } else { e };
+        let e = if a >= 2f64.powi(e + 1) {
+            e + 1
+        } else if e > emin && a < 2f64.powi(e) {
+            e - 1
+        } else {
+            e
+        };
         let quantum = 2f64.powi(e - self.mbits);
         let rounded = (a / quantum).round_ties_even() * quantum;
         if rounded > self.max_finite() {
@@ -130,10 +136,9 @@ mod tests {
     #[test]
     fn every_code_round_trips() {
         for b in 0..=255u8 {
-            for (dec, enc) in [
-                (e4m3_to_f64 as fn(u8) -> f64, f64_to_e4m3 as fn(f64, bool) -> u8),
-                (e5m2_to_f64, f64_to_e5m2),
-            ] {
+            for (dec, enc) in
+                [(e4m3_to_f64 as fn(u8) -> f64, f64_to_e4m3 as fn(f64, bool) -> u8), (e5m2_to_f64, f64_to_e5m2)]
+            {
                 let v = dec(b);
                 if v.is_nan() {
                     assert!(dec(enc(v, false)).is_nan());

@@ -1,0 +1,721 @@
+//! The op set of the tile IR.
+//!
+//! An op is an [`OpKind`] (what it does, with its compile-time parameters) plus
+//! operands, results, regions and a location (see [`crate::OpData`]). Operand
+//! and result *types* carry dtypes, shapes and signedness; the kind carries only
+//! what types cannot. Conventions for operand lists are documented per variant.
+//!
+//! The text form of a kind is its [`OpKind::name`] and [`OpKind::attrs`];
+//! [`OpKind::from_parts`] parses it back. Add an op here and the printer,
+//! parser and verifier's generic checks follow.
+
+use crate::attr::Attr;
+
+/// Declares a C-like enum with a text name per variant, `name()`, `from_name()` and `ALL`.
+macro_rules! named_enum {
+    ($(#[$m:meta])* $vis:vis enum $E:ident { $($(#[$vm:meta])* $V:ident = $s:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+        $vis enum $E { $($(#[$vm])* $V),* }
+        impl $E {
+            pub const ALL: &'static [$E] = &[$($E::$V),*];
+            pub fn name(self) -> &'static str {
+                match self { $($E::$V => $s),* }
+            }
+            pub fn from_name(s: &str) -> Option<$E> {
+                match s { $($s => Some($E::$V),)* _ => None }
+            }
+        }
+    };
+}
+
+named_enum! {
+    /// Elementwise binary operations; both operands and the result have the same type
+    /// (the front end inserts casts and broadcasts first). Signedness comes from the type.
+    pub enum BinaryOp {
+        Add = "add",
+        Sub = "sub",
+        Mul = "mul",
+        /// Floats: IEEE division. Integers: truncating division (C, Triton's `//`); division by zero is an error in the interpreter.
+        Div = "div",
+        /// Floats: C `fmod` (sign of the dividend). Integers: C remainder (Triton's `%`).
+        Rem = "rem",
+        And = "and",
+        Or = "or",
+        Xor = "xor",
+        Shl = "shl",
+        /// Arithmetic for signed integers, logical for unsigned.
+        Shr = "shr",
+        /// Floats: NaN-suppressing (IEEE maxNum, Triton's default `propagate_nan=NONE`).
+        Max = "max",
+        Min = "min",
+        /// Floats: NaN-propagating (`propagate_nan=ALL`).
+        MaxNan = "max_nan",
+        MinNan = "min_nan",
+        /// High half of the full product, unsigned (`tl.umulhi`).
+        UMulHi = "umulhi",
+        Pow = "pow",
+        Atan2 = "atan2",
+        Hypot = "hypot",
+        CopySign = "copysign",
+    }
+}
+
+named_enum! {
+    /// Elementwise unary operations. The result type equals the operand type
+    /// except for the predicates (`isnan`, `isinf`, `isfinite`, `signbit`), which give i1.
+    pub enum UnaryOp {
+        Neg = "neg",
+        /// Bitwise not; on i1 a logical not.
+        Not = "not",
+        Abs = "abs",
+        Exp = "exp",
+        Exp2 = "exp2",
+        Exp10 = "exp10",
+        Expm1 = "expm1",
+        Log = "log",
+        Log2 = "log2",
+        Log10 = "log10",
+        Log1p = "log1p",
+        Sqrt = "sqrt",
+        /// Correctly rounded square root (`tl.sqrt_rn`); `sqrt` may be approximate on the GPU.
+        SqrtRn = "sqrt_rn",
+        Rsqrt = "rsqrt",
+        Cbrt = "cbrt",
+        Sin = "sin",
+        Cos = "cos",
+        Tan = "tan",
+        Asin = "asin",
+        Acos = "acos",
+        Atan = "atan",
+        Sinh = "sinh",
+        Cosh = "cosh",
+        Tanh = "tanh",
+        Asinh = "asinh",
+        Acosh = "acosh",
+        Atanh = "atanh",
+        Erf = "erf",
+        Erfc = "erfc",
+        Floor = "floor",
+        Ceil = "ceil",
+        Trunc = "trunc",
+        /// Round half to even.
+        Rint = "rint",
+        /// Round half away from zero.
+        Round = "round",
+        IsNan = "isnan",
+        IsInf = "isinf",
+        IsFinite = "isfinite",
+        Signbit = "signbit",
+        Popc = "popc",
+        Clz = "clz",
+    }
+}
+
+named_enum! {
+    /// Comparisons. Integers compare signed or unsigned by type; float comparisons are
+    /// ordered (false on NaN) except `ne`, which is unordered (true on NaN), as in Triton.
+    pub enum CmpPred {
+        Eq = "eq",
+        Ne = "ne",
+        Lt = "lt",
+        Le = "le",
+        Gt = "gt",
+        Ge = "ge",
+    }
+}
+
+named_enum! {
+    /// How `cast` converts.
+    pub enum CastKind {
+        /// Value conversion: int↔int (sign/zero extension by source signedness, truncation),
+        /// int↔float (float→int truncates toward zero), float↔float (rounding per `rounding`;
+        /// conversions to fp8 saturate to the largest finite value), anything→i1 is `!= 0`.
+        Convert = "convert",
+        /// Reinterpret the bits; same width.
+        Bitcast = "bitcast",
+        PtrToInt = "ptr_to_int",
+        IntToPtr = "int_to_ptr",
+    }
+}
+
+named_enum! {
+    /// Rounding of a narrowing float conversion.
+    pub enum Rounding {
+        Rtne = "rtne",
+        Rtz = "rtz",
+    }
+}
+
+named_enum! {
+    /// `cache_modifier` of `tl.load`/`tl.store` (`""`, `.ca`, `.cg`, `.cs`, `.cv`, `.wb`, `.wt`).
+    pub enum CacheModifier {
+        None = "none",
+        Ca = "ca",
+        Cg = "cg",
+        Cs = "cs",
+        Cv = "cv",
+        Wb = "wb",
+        Wt = "wt",
+    }
+}
+
+named_enum! {
+    /// `eviction_policy` of `tl.load`/`tl.store`.
+    pub enum EvictionPolicy {
+        Normal = "normal",
+        First = "evict_first",
+        Last = "evict_last",
+    }
+}
+
+named_enum! {
+    /// The read-modify-write of `atomic_rmw`. Min/max use the signedness of the type;
+    /// `fadd` is not separate: `add` on a float type is a float add.
+    pub enum RmwOp {
+        Add = "add",
+        Max = "max",
+        Min = "min",
+        And = "and",
+        Or = "or",
+        Xor = "xor",
+        Xchg = "xchg",
+    }
+}
+
+named_enum! {
+    /// Memory ordering of atomics (`sem=`).
+    pub enum MemSem {
+        Relaxed = "relaxed",
+        Acquire = "acquire",
+        Release = "release",
+        AcqRel = "acq_rel",
+    }
+}
+
+named_enum! {
+    /// Scope of atomics (`scope=`).
+    pub enum MemScope {
+        Gpu = "gpu",
+        Cta = "cta",
+        Sys = "sys",
+    }
+}
+
+named_enum! {
+    /// `input_precision` of `tl.dot` for f32 inputs.
+    pub enum InputPrecision {
+        Tf32 = "tf32",
+        Tf32x3 = "tf32x3",
+        Ieee = "ieee",
+    }
+}
+
+/// A constant's value; its type is the op's result type (a tensor result means a splat).
+/// Integers are stored as i64 bits: an unsigned 64-bit value above `i64::MAX` is stored wrapped.
+#[derive(Copy, Clone, Debug)]
+pub enum Const {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl PartialEq for Const {
+    fn eq(&self, other: &Const) -> bool {
+        match (self, other) {
+            (Const::Int(a), Const::Int(b)) => a == b,
+            // Bitwise, so that NaN constants are equal to themselves for CSE.
+            (Const::Float(a), Const::Float(b)) => a.to_bits() == b.to_bits(),
+            (Const::Bool(a), Const::Bool(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+impl Eq for Const {}
+
+impl std::hash::Hash for Const {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        match self {
+            Const::Int(v) => (0u8, *v).hash(h),
+            Const::Float(v) => (1u8, v.to_bits()).hash(h),
+            Const::Bool(v) => (2u8, *v).hash(h),
+        }
+    }
+}
+
+/// What an op does. Operand conventions are given per variant as `[a, b, ...]`;
+/// `?` marks optional trailing operands (their presence is seen from the operand count).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    // ---- values from nowhere ----
+    /// `[]` → scalar or splat tensor.
+    Constant(Const),
+    /// `[]` → `tensor<(end-start) x i32>` holding start..end.
+    Arange { start: i32, end: i32 },
+    /// `[]` → i32.
+    ProgramId { axis: u8 },
+    /// `[]` → i32.
+    NumPrograms { axis: u8 },
+
+    // ---- shape manipulation ----
+    /// `[scalar]` → tensor of that element.
+    Splat,
+    /// `[tensor]` → tensor whose size-1 dims are expanded to the result shape (same rank).
+    Broadcast,
+    /// `[tensor]` → tensor with a new size-1 dim at `axis`.
+    ExpandDims { axis: u32 },
+    /// `[tensor]` → same element count, new shape. `can_reorder` lets the compiler permute elements.
+    Reshape { can_reorder: bool },
+    /// `[tensor]` → permuted dims: result dim i is operand dim `perm[i]`.
+    Trans { perm: Vec<u32> },
+    /// `[a, b]` (same type) → shape + [2] along a new last dim.
+    Join,
+    /// `[tensor with last dim 2]` → two results without the last dim.
+    Split,
+    /// `[a, b]` → concatenation along dim 0.
+    Cat,
+
+    // ---- elementwise ----
+    /// `[a, b]` → same type.
+    Binary(BinaryOp),
+    /// `[a]` → same type (i1 for predicates).
+    Unary(UnaryOp),
+    /// `[a, b]` → i1 of the same shape.
+    Cmp(CmpPred),
+    /// `[cond: i1, a, b]` → type of a.
+    Select,
+    /// `[a, b, c]` → a*b+c with one rounding.
+    Fma,
+    /// `[a]` → result type (same shape).
+    Cast { kind: CastKind, rounding: Rounding },
+    /// `[ptr, offset: int]` → ptr advanced by `offset` elements of its pointee.
+    AddPtr,
+
+    // ---- memory ----
+    /// `[ptr, mask?, other?]` → values; masked-off lanes get `other` (0 when absent).
+    Load { cache: CacheModifier, evict: EvictionPolicy, volatile: bool },
+    /// `[ptr, value, mask?]` → nothing.
+    Store { cache: CacheModifier, evict: EvictionPolicy },
+    /// `[ptr, value, mask?]` → old values (masked-off lanes: 0).
+    AtomicRmw { op: RmwOp, sem: MemSem, scope: MemScope },
+    /// `[ptr, cmp, value]` → old values.
+    AtomicCas { sem: MemSem, scope: MemScope },
+
+    // ---- block-level compute ----
+    /// `[a: MxK, b: KxN, acc: MxN]` → MxN of acc's type (acc += a@b). Batched 3-D allowed.
+    Dot { precision: InputPrecision, max_num_imprecise_acc: u32 },
+    /// `[x0..xn]` → n results with `axis` removed. One region with 2n block args
+    /// (accumulated values, then new values) ending in `yield` of n values.
+    Reduce { axis: u32 },
+    /// `[x0..xn]` → n results of the operand shapes (inclusive scan). Region as for `reduce`.
+    Scan { axis: u32, reverse: bool },
+
+    // ---- hints and debugging ----
+    /// `[x]` → x; promises every element is a multiple of `values[dim]` along each dim.
+    MultipleOf { values: Vec<u32> },
+    /// `[x]` → x; promises runs of `values[dim]` contiguous elements.
+    MaxContiguous { values: Vec<u32> },
+    /// `[x]` → x; promises runs of `values[dim]` equal elements.
+    MaxConstancy { values: Vec<u32> },
+    /// `[cond: i1]` → nothing; the compiler may assume `cond` holds.
+    Assume,
+    /// `[x...]` → nothing; prints `prefix` and the values per program.
+    Print { prefix: String, hex: bool },
+    /// `[cond]` → nothing; stops the launch with `msg` where `cond` is false.
+    Assert { msg: String },
+
+    // ---- control flow and calls ----
+    /// `[lb, ub, step, init...]` → one result per init. Region: block args `(iv, iter...)`, ends in `yield`.
+    For,
+    /// `[cond: i1 scalar]` → results. Regions: then, else (each ends in `yield` of the results).
+    If,
+    /// `[init...]` → results. Region 0 (before): args like init, ends in `condition`;
+    /// region 1 (after): args like `condition`'s forwarded values, ends in `yield` of the next inits.
+    While,
+    /// Terminator of `for`/`if`/`while`-after/`reduce`/`scan` regions.
+    Yield,
+    /// `[cond, forwarded...]`: terminator of a `while`'s before region.
+    Condition,
+    /// `[args...]` → callee's results.
+    Call { callee: String },
+    /// `[values...]`: terminator of a function body.
+    Return,
+}
+
+/// What an op may do besides computing its results; decides what CSE, DCE and LICM may touch.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Effect {
+    /// Result depends only on operands: may be merged, moved or deleted when unused.
+    Pure,
+    /// Reads memory: may be deleted when unused, not merged or moved across writes.
+    Read,
+    /// Writes memory, prints, traps or calls: never deleted, merged or reordered.
+    Write,
+}
+
+fn ident(s: &str) -> Attr {
+    Attr::Ident(s.to_string())
+}
+
+fn ints(v: &[u32]) -> Attr {
+    Attr::Ints(v.iter().map(|&x| x as i64).collect())
+}
+
+/// Looks up attributes by key while parsing a kind, with helpful errors.
+struct Attrs<'a> {
+    op: &'a str,
+    list: &'a [(String, Attr)],
+}
+
+impl Attrs<'_> {
+    fn get(&self, key: &str) -> Result<&Attr, String> {
+        self.list
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+            .ok_or_else(|| format!("op `{}` needs attribute `{key}`", self.op))
+    }
+
+    fn int(&self, key: &str) -> Result<i64, String> {
+        self.get(key)?.as_int().ok_or_else(|| format!("attribute `{key}` of `{}` must be an integer", self.op))
+    }
+
+    fn bool_or(&self, key: &str, default: bool) -> Result<bool, String> {
+        match self.list.iter().find(|(k, _)| k == key) {
+            None => Ok(default),
+            Some((_, v)) => {
+                v.as_bool().ok_or_else(|| format!("attribute `{key}` of `{}` must be true or false", self.op))
+            }
+        }
+    }
+
+    fn string(&self, key: &str) -> Result<String, String> {
+        self.get(key)?
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("attribute `{key}` of `{}` must be a string", self.op))
+    }
+
+    fn u32s(&self, key: &str) -> Result<Vec<u32>, String> {
+        let v = self.get(key)?.as_ints().ok_or_else(|| format!("attribute `{key}` of `{}` must be a list", self.op))?;
+        v.iter()
+            .map(|&x| u32::try_from(x).map_err(|_| format!("attribute `{key}` of `{}`: {x} out of range", self.op)))
+            .collect()
+    }
+
+    fn small(&self, key: &str, max: i64) -> Result<i64, String> {
+        let v = self.int(key)?;
+        if (0..=max).contains(&v) {
+            Ok(v)
+        } else {
+            Err(format!("attribute `{key}` of `{}` must be in 0..={max}, got {v}", self.op))
+        }
+    }
+
+    /// An enum attribute given as a bare word, with a default when absent.
+    fn word<T>(&self, key: &str, parse: fn(&str) -> Option<T>, default: T) -> Result<T, String> {
+        match self.list.iter().find(|(k, _)| k == key) {
+            None => Ok(default),
+            Some((_, v)) => {
+                let s = v.as_ident().ok_or_else(|| format!("attribute `{key}` of `{}` must be a word", self.op))?;
+                parse(s).ok_or_else(|| format!("unknown value `{s}` for attribute `{key}` of `{}`", self.op))
+            }
+        }
+    }
+}
+
+impl OpKind {
+    /// The op's name in the text form. Elementwise families print as their operation
+    /// (`add`, `exp`, `cmp` takes a `pred` attribute).
+    pub fn name(&self) -> &'static str {
+        use OpKind::*;
+        match self {
+            Constant(_) => "constant",
+            Arange { .. } => "arange",
+            ProgramId { .. } => "program_id",
+            NumPrograms { .. } => "num_programs",
+            Splat => "splat",
+            Broadcast => "broadcast",
+            ExpandDims { .. } => "expand_dims",
+            Reshape { .. } => "reshape",
+            Trans { .. } => "trans",
+            Join => "join",
+            Split => "split",
+            Cat => "cat",
+            Binary(op) => op.name(),
+            Unary(op) => op.name(),
+            Cmp(_) => "cmp",
+            Select => "select",
+            Fma => "fma",
+            Cast { .. } => "cast",
+            AddPtr => "addptr",
+            Load { .. } => "load",
+            Store { .. } => "store",
+            AtomicRmw { .. } => "atomic_rmw",
+            AtomicCas { .. } => "atomic_cas",
+            Dot { .. } => "dot",
+            Reduce { .. } => "reduce",
+            Scan { .. } => "scan",
+            MultipleOf { .. } => "multiple_of",
+            MaxContiguous { .. } => "max_contiguous",
+            MaxConstancy { .. } => "max_constancy",
+            Assume => "assume",
+            Print { .. } => "print",
+            Assert { .. } => "assert",
+            For => "for",
+            If => "if",
+            While => "while",
+            Yield => "yield",
+            Condition => "condition",
+            Call { .. } => "call",
+            Return => "return",
+        }
+    }
+
+    /// The op's parameters as `key = value` pairs (defaults omitted where noted in `from_parts`).
+    pub fn attrs(&self) -> Vec<(&'static str, Attr)> {
+        use OpKind::*;
+        match self {
+            Constant(c) => vec![(
+                "value",
+                match *c {
+                    Const::Int(v) => Attr::Int(v),
+                    Const::Float(v) => Attr::Float(v),
+                    Const::Bool(v) => Attr::Bool(v),
+                },
+            )],
+            Arange { start, end } => vec![("start", Attr::Int(*start as i64)), ("end", Attr::Int(*end as i64))],
+            ProgramId { axis } | NumPrograms { axis } => vec![("axis", Attr::Int(*axis as i64))],
+            ExpandDims { axis } => vec![("axis", Attr::Int(*axis as i64))],
+            Reshape { can_reorder } => {
+                if *can_reorder {
+                    vec![("can_reorder", Attr::Bool(true))]
+                } else {
+                    vec![]
+                }
+            }
+            Trans { perm } => vec![("perm", ints(perm))],
+            Cmp(p) => vec![("pred", ident(p.name()))],
+            Cast { kind, rounding } => {
+                let mut v = vec![("kind", ident(kind.name()))];
+                if *rounding != Rounding::Rtne {
+                    v.push(("rounding", ident(rounding.name())));
+                }
+                v
+            }
+            Load { cache, evict, volatile } => {
+                let mut v = vec![];
+                if *cache != CacheModifier::None {
+                    v.push(("cache", ident(cache.name())));
+                }
+                if *evict != EvictionPolicy::Normal {
+                    v.push(("evict", ident(evict.name())));
+                }
+                if *volatile {
+                    v.push(("volatile", Attr::Bool(true)));
+                }
+                v
+            }
+            Store { cache, evict } => {
+                let mut v = vec![];
+                if *cache != CacheModifier::None {
+                    v.push(("cache", ident(cache.name())));
+                }
+                if *evict != EvictionPolicy::Normal {
+                    v.push(("evict", ident(evict.name())));
+                }
+                v
+            }
+            AtomicRmw { op, sem, scope } => {
+                vec![("op", ident(op.name())), ("sem", ident(sem.name())), ("scope", ident(scope.name()))]
+            }
+            AtomicCas { sem, scope } => vec![("sem", ident(sem.name())), ("scope", ident(scope.name()))],
+            Dot { precision, max_num_imprecise_acc } => {
+                let mut v = vec![("precision", ident(precision.name()))];
+                if *max_num_imprecise_acc != 0 {
+                    v.push(("max_num_imprecise_acc", Attr::Int(*max_num_imprecise_acc as i64)));
+                }
+                v
+            }
+            Reduce { axis } => vec![("axis", Attr::Int(*axis as i64))],
+            Scan { axis, reverse } => vec![("axis", Attr::Int(*axis as i64)), ("reverse", Attr::Bool(*reverse))],
+            MultipleOf { values } | MaxContiguous { values } | MaxConstancy { values } => {
+                vec![("values", ints(values))]
+            }
+            Print { prefix, hex } => vec![("prefix", Attr::Str(prefix.clone())), ("hex", Attr::Bool(*hex))],
+            Assert { msg } => vec![("msg", Attr::Str(msg.clone()))],
+            Call { callee } => vec![("callee", Attr::Str(callee.clone()))],
+            Splat | Broadcast | Join | Split | Cat | Binary(_) | Unary(_) | Select | Fma | AddPtr | Assume | For
+            | If | While | Yield | Condition | Return => vec![],
+        }
+    }
+
+    /// Parses a kind back from its text name and attributes.
+    pub fn from_parts(name: &str, list: &[(String, Attr)]) -> Result<OpKind, String> {
+        use OpKind::*;
+        let a = Attrs { op: name, list };
+        let sem = |a: &Attrs| a.word("sem", MemSem::from_name, MemSem::AcqRel);
+        let scope = |a: &Attrs| a.word("scope", MemScope::from_name, MemScope::Gpu);
+        Ok(match name {
+            "constant" => Constant(match a.get("value")? {
+                Attr::Int(v) => Const::Int(*v),
+                Attr::Float(v) => Const::Float(*v),
+                Attr::Bool(v) => Const::Bool(*v),
+                other => return Err(format!("constant value must be a number or bool, got {other}")),
+            }),
+            "arange" => Arange {
+                start: i32::try_from(a.int("start")?).map_err(|e| e.to_string())?,
+                end: i32::try_from(a.int("end")?).map_err(|e| e.to_string())?,
+            },
+            "program_id" => ProgramId { axis: a.small("axis", 2)? as u8 },
+            "num_programs" => NumPrograms { axis: a.small("axis", 2)? as u8 },
+            "splat" => Splat,
+            "broadcast" => Broadcast,
+            "expand_dims" => ExpandDims { axis: a.small("axis", 63)? as u32 },
+            "reshape" => Reshape { can_reorder: a.bool_or("can_reorder", false)? },
+            "trans" => Trans { perm: a.u32s("perm")? },
+            "join" => Join,
+            "split" => Split,
+            "cat" => Cat,
+            "cmp" => Cmp(a.word("pred", CmpPred::from_name, CmpPred::Eq).and_then(|p| {
+                a.get("pred")?;
+                Ok(p)
+            })?),
+            "select" => Select,
+            "fma" => Fma,
+            "cast" => Cast {
+                kind: a.word("kind", CastKind::from_name, CastKind::Convert)?,
+                rounding: a.word("rounding", Rounding::from_name, Rounding::Rtne)?,
+            },
+            "addptr" => AddPtr,
+            "load" => Load {
+                cache: a.word("cache", CacheModifier::from_name, CacheModifier::None)?,
+                evict: a.word("evict", EvictionPolicy::from_name, EvictionPolicy::Normal)?,
+                volatile: a.bool_or("volatile", false)?,
+            },
+            "store" => Store {
+                cache: a.word("cache", CacheModifier::from_name, CacheModifier::None)?,
+                evict: a.word("evict", EvictionPolicy::from_name, EvictionPolicy::Normal)?,
+            },
+            "atomic_rmw" => AtomicRmw {
+                op: a.word("op", RmwOp::from_name, RmwOp::Add).and_then(|o| {
+                    a.get("op")?;
+                    Ok(o)
+                })?,
+                sem: sem(&a)?,
+                scope: scope(&a)?,
+            },
+            "atomic_cas" => AtomicCas { sem: sem(&a)?, scope: scope(&a)? },
+            "dot" => Dot {
+                precision: a.word("precision", InputPrecision::from_name, InputPrecision::Tf32)?,
+                max_num_imprecise_acc: match a.list.iter().find(|(k, _)| k == "max_num_imprecise_acc") {
+                    None => 0,
+                    Some(_) => a.small("max_num_imprecise_acc", u32::MAX as i64)? as u32,
+                },
+            },
+            "reduce" => Reduce { axis: a.small("axis", 63)? as u32 },
+            "scan" => Scan { axis: a.small("axis", 63)? as u32, reverse: a.bool_or("reverse", false)? },
+            "multiple_of" => MultipleOf { values: a.u32s("values")? },
+            "max_contiguous" => MaxContiguous { values: a.u32s("values")? },
+            "max_constancy" => MaxConstancy { values: a.u32s("values")? },
+            "assume" => Assume,
+            "print" => Print { prefix: a.string("prefix")?, hex: a.bool_or("hex", false)? },
+            "assert" => Assert { msg: a.string("msg")? },
+            "for" => For,
+            "if" => If,
+            "while" => While,
+            "yield" => Yield,
+            "condition" => Condition,
+            "call" => Call { callee: a.string("callee")? },
+            "return" => Return,
+            other => {
+                if let Some(op) = BinaryOp::from_name(other) {
+                    Binary(op)
+                } else if let Some(op) = UnaryOp::from_name(other) {
+                    Unary(op)
+                } else {
+                    return Err(format!("unknown op `{other}`"));
+                }
+            }
+        })
+    }
+
+    pub fn effect(&self) -> Effect {
+        use OpKind::*;
+        match self {
+            Load { volatile: false, .. } => Effect::Read,
+            Load { volatile: true, .. }
+            | Store { .. }
+            | AtomicRmw { .. }
+            | AtomicCas { .. }
+            | Print { .. }
+            | Assert { .. }
+            | Assume
+            | Call { .. }
+            | Yield
+            | Condition
+            | Return => Effect::Write,
+            // Structured control flow is as effectful as what its regions hold; passes look inside.
+            For | If | While => Effect::Write,
+            _ => Effect::Pure,
+        }
+    }
+
+    pub fn is_terminator(&self) -> bool {
+        matches!(self, OpKind::Yield | OpKind::Condition | OpKind::Return)
+    }
+
+    /// Number of regions an op of this kind has.
+    pub fn num_regions(&self) -> usize {
+        match self {
+            OpKind::For | OpKind::Reduce { .. } | OpKind::Scan { .. } => 1,
+            OpKind::If | OpKind::While => 2,
+            _ => 0,
+        }
+    }
+
+    /// Elementwise ops apply the same scalar function at every index of their (same-shape) operands.
+    pub fn is_elementwise(&self) -> bool {
+        use OpKind::*;
+        matches!(self, Binary(_) | Unary(_) | Cmp(_) | Select | Fma | Cast { .. } | AddPtr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(k: OpKind) {
+        let attrs: Vec<(String, Attr)> = k.attrs().into_iter().map(|(a, b)| (a.to_string(), b)).collect();
+        assert_eq!(OpKind::from_parts(k.name(), &attrs).unwrap(), k);
+    }
+
+    #[test]
+    fn kinds_round_trip_through_name_and_attrs() {
+        for &op in BinaryOp::ALL {
+            round_trip(OpKind::Binary(op));
+        }
+        for &op in UnaryOp::ALL {
+            round_trip(OpKind::Unary(op));
+        }
+        for &p in CmpPred::ALL {
+            round_trip(OpKind::Cmp(p));
+        }
+        round_trip(OpKind::Constant(Const::Float(-0.0)));
+        round_trip(OpKind::Constant(Const::Int(-7)));
+        round_trip(OpKind::Load { cache: CacheModifier::Cg, evict: EvictionPolicy::Last, volatile: true });
+        round_trip(OpKind::AtomicRmw { op: RmwOp::Xchg, sem: MemSem::Relaxed, scope: MemScope::Cta });
+        round_trip(OpKind::Dot { precision: InputPrecision::Ieee, max_num_imprecise_acc: 32 });
+        round_trip(OpKind::Trans { perm: vec![1, 0, 2] });
+        round_trip(OpKind::Cast { kind: CastKind::Convert, rounding: Rounding::Rtz });
+        round_trip(OpKind::Print { prefix: "x = \"".into(), hex: true });
+        round_trip(OpKind::Scan { axis: 1, reverse: true });
+    }
+
+    #[test]
+    fn bad_attrs_are_errors() {
+        assert!(OpKind::from_parts("cmp", &[]).is_err());
+        assert!(OpKind::from_parts("program_id", &[("axis".into(), Attr::Int(3))]).is_err());
+        assert!(OpKind::from_parts("frobnicate", &[]).is_err());
+    }
+}
