@@ -6,6 +6,7 @@
 //! arena (its index never dangles) but is no longer part of the function:
 //! everything that walks the IR goes through block op lists.
 
+use crate::layout::{Layout, LayoutId};
 use crate::loc::{Loc, SourceFile};
 use crate::ops::OpKind;
 use crate::types::Type;
@@ -88,6 +89,8 @@ pub struct Function {
     pub values: PrimaryMap<Value, ValueData>,
     pub ops: PrimaryMap<Op, OpData>,
     pub blocks: PrimaryMap<Block, BlockData>,
+    /// Interned layouts referred to by GPU-IR tensor types (empty in tile IR).
+    pub layouts: PrimaryMap<LayoutId, Layout>,
 }
 
 /// A translation unit: functions (kernels and helpers) and the source files locations refer to.
@@ -120,6 +123,7 @@ impl Function {
             values: PrimaryMap::new(),
             ops: PrimaryMap::new(),
             blocks: PrimaryMap::new(),
+            layouts: PrimaryMap::new(),
         };
         let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
         f.body = f.new_block(&types);
@@ -275,6 +279,14 @@ impl Function {
             }
         }
         counts
+    }
+
+    /// Interns a layout: returns the id of an equal layout already in the table, or adds it.
+    pub fn intern_layout(&mut self, l: Layout) -> LayoutId {
+        if let Some((id, _)) = self.layouts.iter().find(|(_, x)| **x == l) {
+            return id;
+        }
+        self.layouts.push(l)
     }
 
     /// The terminator of a block, if its last op is one.

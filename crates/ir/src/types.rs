@@ -1,5 +1,6 @@
 //! Types of tile-IR values: scalars, pointers, and tensors of static shape.
 
+use crate::layout::LayoutId;
 use smallvec::SmallVec;
 use std::fmt;
 use trident_core::DType;
@@ -75,7 +76,12 @@ pub type Shape = SmallVec<[u32; 4]>;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Type {
     Scalar(Elem),
-    Tensor { shape: Shape, elem: Elem },
+    /// `layout` is `None` in tile IR; GPU lowering sets it on every tensor.
+    Tensor {
+        shape: Shape,
+        elem: Elem,
+        layout: Option<LayoutId>,
+    },
 }
 
 impl Type {
@@ -84,7 +90,7 @@ impl Type {
     }
 
     pub fn tensor(shape: &[u32], e: impl Into<Elem>) -> Type {
-        Type::Tensor { shape: shape.iter().copied().collect(), elem: e.into() }
+        Type::Tensor { shape: shape.iter().copied().collect(), elem: e.into(), layout: None }
     }
 
     pub fn i1() -> Type {
@@ -135,11 +141,29 @@ impl Type {
     pub fn with_elem(&self, e: impl Into<Elem>) -> Type {
         match self {
             Type::Scalar(_) => Type::Scalar(e.into()),
-            Type::Tensor { shape, .. } => Type::Tensor { shape: shape.clone(), elem: e.into() },
+            Type::Tensor { shape, layout, .. } => {
+                Type::Tensor { shape: shape.clone(), elem: e.into(), layout: *layout }
+            }
         }
     }
 
-    /// Same element, given shape (a tensor even when `shape` is empty? no: empty → scalar).
+    /// The layout of a GPU-IR tensor.
+    pub fn layout(&self) -> Option<LayoutId> {
+        match self {
+            Type::Scalar(_) => None,
+            Type::Tensor { layout, .. } => *layout,
+        }
+    }
+
+    /// Same shape and element, given layout (no-op on scalars).
+    pub fn with_layout(&self, l: Option<LayoutId>) -> Type {
+        match self {
+            Type::Scalar(e) => Type::Scalar(*e),
+            Type::Tensor { shape, elem, .. } => Type::Tensor { shape: shape.clone(), elem: *elem, layout: l },
+        }
+    }
+
+    /// Same element, given shape, no layout (an empty shape gives a scalar).
     pub fn with_shape(&self, shape: &[u32]) -> Type {
         if shape.is_empty() {
             Type::Scalar(self.elem())
@@ -173,12 +197,16 @@ impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Type::Scalar(e) => write!(f, "{e}"),
-            Type::Tensor { shape, elem } => {
+            Type::Tensor { shape, elem, layout } => {
                 f.write_str("tensor<")?;
                 for d in shape {
                     write!(f, "{d}x")?;
                 }
-                write!(f, "{elem}>")
+                write!(f, "{elem}")?;
+                if let Some(l) = layout {
+                    write!(f, ", {l}")?;
+                }
+                f.write_str(">")
             }
         }
     }
