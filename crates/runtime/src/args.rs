@@ -1,0 +1,766 @@
+//! The command line of `trident run`: kernel arguments, grid, saves and options.
+//!
+//! ```text
+//! trident run FILE.py::KERNEL --grid X[,Y[,Z]] [--backend auto|interp|emu|cuda]
+//!     [--num-warps N] [--num-stages N] [--seed N] [--save NAME=PATH.npy]... NAME=VALUE...
+//! ```
+//!
+//! Every kernel parameter, constexprs included, is given as `NAME=VALUE`:
+//!
+//! | VALUE | meaning |
+//! |---|---|
+//! | `@PATH.npy` | a tensor read from a `.npy` file, with the file's dtype and shape |
+//! | `@PATH.npy:DTYPE` | the same, converted to DTYPE: how to pass a bf16 or fp8 tensor, which `.npy` files hold as f32 |
+//! | `KIND:DTYPE:SHAPE` | a generated tensor; KIND is `zeros`, `ones`, `empty`, `rand` or `randn`; SHAPE is `128x64` (empty for a 0-d tensor) |
+//! | `42`, `-3`, `0x1f` | an integer (Python's `int(v, 0)` syntax) |
+//! | `0.5`, `1e-05`, `inf` | a float |
+//! | `True`, `False` | a bool (`true`/`false` too) |
+//!
+//! In `@PATH:DTYPE` the suffix after the last `:` is taken as a dtype when it
+//! contains neither `/` nor `.`; so `@x.npy:bf16` declares bf16, while
+//! `@C:/data/x.npy` stays a path.
+//!
+//! Generated tensors (see [`crate::rng`] for the exact streams): `rand` and
+//! `randn` are deterministic given `--seed` (default 0), each argument drawing
+//! from its own stream named by the argument name; `empty` is *poisoned* so
+//! that a kernel which reads memory it never wrote, or a check that looks at
+//! elements the kernel should not touch, shows it: NaN for float dtypes and
+//! bytes `0xAB` for integer dtypes (`0xABAB_ABAB` = -1414812757 as i32; bool
+//! elements hold the byte 0xAB, which reads as true). This differs from the
+//! Triton oracle, whose `empty` is zero-filled.
+//!
+//! Tensors are passed to kernels as pointers to their first element.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use trident_core::tensor::encode_f64;
+use trident_core::{DType, HostTensor};
+
+use crate::npy;
+use crate::rng::{generate, Distribution, SplitMix64};
+
+/// The value of one kernel argument, ready to launch with.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgValue {
+    /// A tensor: the kernel receives a pointer to its first element.
+    Tensor(HostTensor),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl ArgValue {
+    /// The tensor, if this is one.
+    pub fn as_tensor(&self) -> Option<&HostTensor> {
+        match self {
+            ArgValue::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The value as an integer: ints, and bools as 0/1.
+    pub fn as_int(&self) -> Option<i64> {
+        match *self {
+            ArgValue::Int(v) => Some(v),
+            ArgValue::Bool(b) => Some(b as i64),
+            _ => None,
+        }
+    }
+
+    /// The value as a float: floats, and ints converted.
+    pub fn as_float(&self) -> Option<f64> {
+        match *self {
+            ArgValue::Float(v) => Some(v),
+            ArgValue::Int(v) => Some(v as f64),
+            _ => None,
+        }
+    }
+
+    /// The value as a bool: bools only.
+    pub fn as_bool(&self) -> Option<bool> {
+        match *self {
+            ArgValue::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// A bad argument: which one, and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgError {
+    /// The argument's name (`x`), the option (`--grid`), or the offending token when it has no name.
+    pub arg: String,
+    /// What is wrong, quoting the text given.
+    pub message: String,
+}
+
+impl ArgError {
+    pub fn new(arg: impl Into<String>, message: impl Into<String>) -> ArgError {
+        ArgError { arg: arg.into(), message: message.into() }
+    }
+}
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "argument `{}`: {}", self.arg, self.message)
+    }
+}
+
+impl std::error::Error for ArgError {}
+
+/// How a generated tensor is filled.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TensorKind {
+    Zeros,
+    Ones,
+    /// Poisoned: NaN for floats, 0xAB bytes for integers.
+    Empty,
+    /// Uniform: floats in [0, 1), integers in 0..100.
+    Rand,
+    /// Standard normal (integers: rounded toward zero).
+    Randn,
+}
+
+impl TensorKind {
+    pub fn parse(s: &str) -> Option<TensorKind> {
+        Some(match s {
+            "zeros" => TensorKind::Zeros,
+            "ones" => TensorKind::Ones,
+            "empty" => TensorKind::Empty,
+            "rand" => TensorKind::Rand,
+            "randn" => TensorKind::Randn,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TensorKind::Zeros => "zeros",
+            TensorKind::Ones => "ones",
+            TensorKind::Empty => "empty",
+            TensorKind::Rand => "rand",
+            TensorKind::Randn => "randn",
+        }
+    }
+}
+
+/// A parsed but not yet materialised VALUE: nothing read, nothing generated.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ValueSpec {
+    /// `@PATH` or `@PATH:DTYPE`.
+    File {
+        path: PathBuf,
+        dtype: Option<DType>,
+    },
+    /// `KIND:DTYPE:SHAPE`.
+    Generated {
+        kind: TensorKind,
+        dtype: DType,
+        shape: Vec<usize>,
+    },
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+/// One `NAME=VALUE`, parsed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArgSpec {
+    pub name: String,
+    /// The text as given, `NAME=VALUE`, for messages.
+    pub text: String,
+    pub spec: ValueSpec,
+}
+
+/// One argument with its value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arg {
+    pub name: String,
+    /// The text as given, `NAME=VALUE`, for messages.
+    pub text: String,
+    pub value: ArgValue,
+}
+
+/// Parses `NAME=VALUE` (syntax only: files are not read, tensors not generated).
+pub fn parse_arg(text: &str) -> Result<ArgSpec, ArgError> {
+    let Some((name, value)) = text.split_once('=') else {
+        return Err(ArgError::new(text, "expected NAME=VALUE"));
+    };
+    if !is_identifier(name) {
+        return Err(ArgError::new(text, format!("`{name}` is not a parameter name")));
+    }
+    let spec = parse_value(value).map_err(|m| ArgError::new(name, format!("{m} (in `{text}`)")))?;
+    Ok(ArgSpec { name: name.to_string(), text: text.to_string(), spec })
+}
+
+/// Parses and materialises `NAME=VALUE` in one step (see [`ArgSpec::materialize`]).
+pub fn parse_and_materialize(text: &str, seed: u64) -> Result<Arg, ArgError> {
+    parse_arg(text)?.materialize(seed)
+}
+
+impl ArgSpec {
+    /// Reads the file or generates the tensor; `seed` is the run's `--seed`.
+    pub fn materialize(&self, seed: u64) -> Result<Arg, ArgError> {
+        let err = |m: String| ArgError::new(&self.name, format!("{m} (in `{}`)", self.text));
+        let value = match &self.spec {
+            ValueSpec::File { path, dtype } => {
+                let t = match dtype {
+                    Some(dt) => npy::read_as(path, *dt),
+                    None => npy::read(path),
+                }
+                .map_err(|e| err(e.to_string()))?;
+                ArgValue::Tensor(t)
+            }
+            ValueSpec::Generated { kind, dtype, shape } => {
+                check_size(*dtype, shape).map_err(err)?;
+                ArgValue::Tensor(generate_tensor(*kind, *dtype, shape, seed, &self.name))
+            }
+            ValueSpec::Int(v) => ArgValue::Int(*v),
+            ValueSpec::Float(v) => ArgValue::Float(*v),
+            ValueSpec::Bool(v) => ArgValue::Bool(*v),
+        };
+        Ok(Arg { name: self.name.clone(), text: self.text.clone(), value })
+    }
+
+    /// For generated tensors, their dtype and shape (known without materialising).
+    pub fn generated_layout(&self) -> Option<(DType, &[usize])> {
+        match &self.spec {
+            ValueSpec::Generated { dtype, shape, .. } => Some((*dtype, shape)),
+            _ => None,
+        }
+    }
+}
+
+/// Materialises every spec, rejecting a name given twice.
+pub fn materialize_all(specs: &[ArgSpec], seed: u64) -> Result<Vec<Arg>, ArgError> {
+    let mut out: Vec<Arg> = Vec::with_capacity(specs.len());
+    for s in specs {
+        if out.iter().any(|a| a.name == s.name) {
+            return Err(ArgError::new(&s.name, format!("given twice (again in `{}`)", s.text)));
+        }
+        out.push(s.materialize(seed)?);
+    }
+    Ok(out)
+}
+
+/// Builds a generated tensor; `name` picks the random stream (see [`crate::rng`]).
+pub fn generate_tensor(kind: TensorKind, dtype: DType, shape: &[usize], seed: u64, name: &str) -> HostTensor {
+    match kind {
+        TensorKind::Zeros => HostTensor::zeros(dtype, shape),
+        TensorKind::Ones => {
+            let mut t = HostTensor::zeros(dtype, shape);
+            let w = dtype.size_bytes();
+            let mut one = [0u8; 8];
+            encode_f64(dtype, 1.0, &mut one[..w]);
+            for e in t.data.chunks_exact_mut(w) {
+                e.copy_from_slice(&one[..w]);
+            }
+            t
+        }
+        TensorKind::Empty => poisoned(dtype, shape),
+        TensorKind::Rand => generate(&mut SplitMix64::for_argument(seed, name), Distribution::Uniform, dtype, shape),
+        TensorKind::Randn => generate(&mut SplitMix64::for_argument(seed, name), Distribution::Normal, dtype, shape),
+    }
+}
+
+/// The byte every element of a poisoned integer tensor is filled with.
+pub const POISON_BYTE: u8 = 0xAB;
+
+/// A tensor filled with the `empty` poison: NaN for floats, [`POISON_BYTE`] for integers and bool.
+pub fn poisoned(dtype: DType, shape: &[usize]) -> HostTensor {
+    let mut t = HostTensor::zeros(dtype, shape);
+    if dtype.is_float() {
+        let w = dtype.size_bytes();
+        let mut nan = [0u8; 8];
+        encode_f64(dtype, f64::NAN, &mut nan[..w]);
+        for e in t.data.chunks_exact_mut(w) {
+            e.copy_from_slice(&nan[..w]);
+        }
+    } else {
+        t.data.fill(POISON_BYTE);
+    }
+    t
+}
+
+fn check_size(dtype: DType, shape: &[usize]) -> Result<(), String> {
+    let bytes = shape.iter().try_fold(dtype.size_bytes(), |a, &d| a.checked_mul(d));
+    match bytes {
+        Some(b) if b <= npy::MAX_BYTES => Ok(()),
+        _ => Err(format!("a {dtype} tensor of shape {shape:?} is larger than {} bytes", npy::MAX_BYTES)),
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_alphabetic() || c == '_') && chars.all(|c| c.is_alphanumeric() || c == '_')
+}
+
+/// Parses a VALUE (the part after `NAME=`).
+pub fn parse_value(v: &str) -> Result<ValueSpec, String> {
+    if let Some(rest) = v.strip_prefix('@') {
+        return parse_file(rest);
+    }
+    let head = v.split(':').next().unwrap_or("");
+    if let Some(kind) = TensorKind::parse(head) {
+        return parse_generated(kind, v);
+    }
+    parse_scalar(v)
+}
+
+fn parse_file(rest: &str) -> Result<ValueSpec, String> {
+    if let Some((path, suffix)) = rest.rsplit_once(':') {
+        if !suffix.is_empty() && !suffix.contains(['/', '\\', '.']) {
+            let dtype = DType::parse(suffix).ok_or_else(|| format!("unknown dtype `{suffix}` after the file name"))?;
+            if path.is_empty() {
+                return Err("missing file name after `@`".into());
+            }
+            return Ok(ValueSpec::File { path: PathBuf::from(path), dtype: Some(dtype) });
+        }
+    }
+    if rest.is_empty() {
+        return Err("missing file name after `@`".into());
+    }
+    Ok(ValueSpec::File { path: Path::new(rest).to_path_buf(), dtype: None })
+}
+
+fn parse_generated(kind: TensorKind, v: &str) -> Result<ValueSpec, String> {
+    let parts: Vec<&str> = v.split(':').collect();
+    if parts.len() < 2 || parts.len() > 3 {
+        return Err(format!("expected {}:DTYPE:SHAPE, e.g. {}:f32:128x64", kind.name(), kind.name()));
+    }
+    let dtype = DType::parse(parts[1]).ok_or_else(|| format!("unknown dtype `{}`", parts[1]))?;
+    let shape = match parts.get(2) {
+        None | Some(&"") => Vec::new(),
+        Some(s) => parse_shape(s)?,
+    };
+    Ok(ValueSpec::Generated { kind, dtype, shape })
+}
+
+/// Parses `128x64` into `[128, 64]` (dimensions may be 0).
+pub fn parse_shape(s: &str) -> Result<Vec<usize>, String> {
+    s.split('x')
+        .map(|d| {
+            if d.is_empty() || !d.bytes().all(|b| b.is_ascii_digit()) {
+                Err(format!("bad shape `{s}`: dimensions are non-negative integers separated by `x`"))
+            } else {
+                d.parse::<usize>().map_err(|_| format!("bad shape `{s}`: dimension `{d}` is too large"))
+            }
+        })
+        .collect()
+}
+
+/// Parses a scalar literal: bool, then integer (Python `int(v, 0)` rules), then float.
+pub fn parse_scalar(v: &str) -> Result<ValueSpec, String> {
+    match v {
+        "True" | "true" => return Ok(ValueSpec::Bool(true)),
+        "False" | "false" => return Ok(ValueSpec::Bool(false)),
+        _ => {}
+    }
+    match parse_python_int(v) {
+        Some(Ok(i)) => return Ok(ValueSpec::Int(i)),
+        Some(Err(m)) => return Err(m),
+        None => {}
+    }
+    let cleaned = strip_digit_underscores(v).ok_or_else(|| not_a_value(v))?;
+    match cleaned.parse::<f64>() {
+        Ok(f) => Ok(ValueSpec::Float(f)),
+        Err(_) => Err(not_a_value(v)),
+    }
+}
+
+fn not_a_value(v: &str) -> String {
+    format!(
+        "`{v}` is not a value: expected @FILE.npy, zeros|ones|empty|rand|randn:DTYPE:SHAPE, an integer, a float, or True/False"
+    )
+}
+
+/// `None` if `v` is not integer syntax at all; `Some(Err)` if it is but does not fit in i64.
+fn parse_python_int(v: &str) -> Option<Result<i64, String>> {
+    let (neg, body) = match v.as_bytes().first()? {
+        b'-' => (true, &v[1..]),
+        b'+' => (false, &v[1..]),
+        _ => (false, v),
+    };
+    let lower = body.to_ascii_lowercase();
+    let (radix, digits) = if let Some(d) = lower.strip_prefix("0x") {
+        (16, d.trim_start_matches('_'))
+    } else if let Some(d) = lower.strip_prefix("0o") {
+        (8, d.trim_start_matches('_'))
+    } else if let Some(d) = lower.strip_prefix("0b") {
+        (2, d.trim_start_matches('_'))
+    } else {
+        // Python rejects decimal integers with leading zeros (`010`), except zero itself;
+        // such text then parses as a float, as in the oracle.
+        if body.len() > 1 && body.starts_with('0') && body.bytes().any(|b| b != b'0' && b != b'_') {
+            return None;
+        }
+        (10, lower.as_str())
+    };
+    let digits = strip_digit_underscores(digits)?;
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    let magnitude = match u128::from_str_radix(&digits, radix) {
+        Ok(m) => m,
+        Err(_) => return Some(Err(format!("integer `{v}` does not fit in 64 bits"))),
+    };
+    let value = if neg { -(magnitude as i128) } else { magnitude as i128 };
+    Some(i64::try_from(value).map_err(|_| format!("integer `{v}` does not fit in a signed 64-bit integer")))
+}
+
+/// Removes `_` between digits (Python's digit grouping); `None` if one is misplaced.
+fn strip_digit_underscores(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        if c == b'_' {
+            let ok = i > 0 && i + 1 < b.len() && b[i - 1].is_ascii_alphanumeric() && b[i + 1].is_ascii_alphanumeric();
+            if !ok {
+                return None;
+            }
+        }
+    }
+    Some(s.replace('_', ""))
+}
+
+/// A launch grid: the number of programs along each axis (all ≥ 1).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Grid {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+
+impl Grid {
+    pub fn dims(self) -> [u32; 3] {
+        [self.x, self.y, self.z]
+    }
+
+    /// Total number of programs.
+    pub fn programs(self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+}
+
+impl fmt::Display for Grid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{},{},{}", self.x, self.y, self.z)
+    }
+}
+
+/// Parses `--grid X[,Y[,Z]]`: one to three positive integers; missing ones are 1.
+pub fn parse_grid(s: &str) -> Result<Grid, ArgError> {
+    let err = |m: String| ArgError::new("--grid", m);
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    if parts.is_empty() || parts.len() > 3 || s.trim().is_empty() {
+        return Err(err(format!("expected X[,Y[,Z]] with one to three dimensions, got `{s}`")));
+    }
+    let mut dims = [1u32; 3];
+    for (i, p) in parts.iter().enumerate() {
+        let v: i64 = p.parse().map_err(|_| err(format!("`{p}` in `{s}` is not an integer")))?;
+        if v <= 0 {
+            return Err(err(format!("grid dimensions must be positive, got {v} in `{s}`")));
+        }
+        dims[i] = u32::try_from(v).map_err(|_| err(format!("grid dimension {v} in `{s}` is too large")))?;
+    }
+    Ok(Grid { x: dims[0], y: dims[1], z: dims[2] })
+}
+
+/// `--save NAME=PATH`: write tensor argument NAME to PATH after the launch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SaveSpec {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+/// Parses the value of `--save NAME=PATH`.
+pub fn parse_save(s: &str) -> Result<SaveSpec, ArgError> {
+    match s.split_once('=') {
+        Some((name, path)) if is_identifier(name) && !path.is_empty() => {
+            Ok(SaveSpec { name: name.to_string(), path: PathBuf::from(path) })
+        }
+        _ => Err(ArgError::new("--save", format!("expected NAME=PATH.npy, got `{s}`"))),
+    }
+}
+
+/// Which backend runs the kernel.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// The best available: the GPU if there is one, else the interpreter.
+    #[default]
+    Auto,
+    Interp,
+    Emu,
+    Cuda,
+}
+
+impl Backend {
+    pub fn parse(s: &str) -> Option<Backend> {
+        Some(match s {
+            "auto" => Backend::Auto,
+            "interp" => Backend::Interp,
+            "emu" => Backend::Emu,
+            "cuda" => Backend::Cuda,
+            _ => return None,
+        })
+    }
+}
+
+/// Everything after `trident run`, parsed (arguments not yet materialised).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunCommand {
+    /// The kernel file.
+    pub file: PathBuf,
+    /// The kernel's name (`None` when `::KERNEL` was omitted: the file must then hold exactly one kernel).
+    pub kernel: Option<String>,
+    pub grid: Grid,
+    pub backend: Backend,
+    pub num_warps: Option<u32>,
+    pub num_stages: Option<u32>,
+    pub seed: u64,
+    pub saves: Vec<SaveSpec>,
+    pub args: Vec<ArgSpec>,
+}
+
+impl RunCommand {
+    /// Parses the words after `run`. Options may be written `--opt VALUE` or `--opt=VALUE`.
+    pub fn parse<S: AsRef<str>>(words: &[S]) -> Result<RunCommand, ArgError> {
+        let mut target: Option<&str> = None;
+        let (mut grid, mut backend, mut warps, mut stages, mut seed) = (None, Backend::Auto, None, None, 0u64);
+        let mut saves = Vec::new();
+        let mut args: Vec<ArgSpec> = Vec::new();
+        let mut i = 0;
+        while i < words.len() {
+            let w = words[i].as_ref();
+            i += 1;
+            if let Some(opt) = w.strip_prefix("--") {
+                let (opt, value) = match opt.split_once('=') {
+                    Some((o, v)) => (o, v),
+                    None => {
+                        let v = words.get(i).map(|s| s.as_ref()).ok_or_else(|| ArgError::new(w, "needs a value"))?;
+                        i += 1;
+                        (opt, v)
+                    }
+                };
+                let flag = format!("--{opt}");
+                match opt {
+                    "grid" => grid = Some(parse_grid(value)?),
+                    "backend" => {
+                        backend = Backend::parse(value).ok_or_else(|| {
+                            ArgError::new(&flag, format!("unknown backend `{value}` (auto, interp, emu or cuda)"))
+                        })?
+                    }
+                    "num-warps" => {
+                        let n = parse_u64(&flag, value)?;
+                        if !n.is_power_of_two() || n > 64 {
+                            return Err(ArgError::new(&flag, format!("must be a power of two up to 64, got {n}")));
+                        }
+                        warps = Some(n as u32);
+                    }
+                    "num-stages" => {
+                        let n = parse_u64(&flag, value)?;
+                        stages = Some(u32::try_from(n).map_err(|_| ArgError::new(&flag, "too large"))?);
+                    }
+                    "seed" => seed = parse_u64(&flag, value)?,
+                    "save" => saves.push(parse_save(value)?),
+                    _ => return Err(ArgError::new(&flag, "unknown option")),
+                }
+            } else if w.contains('=') {
+                let spec = parse_arg(w)?;
+                if args.iter().any(|a| a.name == spec.name) {
+                    return Err(ArgError::new(&spec.name, format!("given twice (again in `{w}`)")));
+                }
+                args.push(spec);
+            } else if target.is_none() {
+                target = Some(w);
+            } else {
+                return Err(ArgError::new(w, "unexpected word: arguments are NAME=VALUE"));
+            }
+        }
+        let target = target.ok_or_else(|| ArgError::new("FILE.py::KERNEL", "no kernel given"))?;
+        let (file, kernel) = match target.split_once("::") {
+            Some((f, k)) if !k.is_empty() => (f, Some(k.to_string())),
+            Some((f, _)) => (f, None),
+            None => (target, None),
+        };
+        if file.is_empty() {
+            return Err(ArgError::new(target, "no kernel file given"));
+        }
+        let grid = grid.ok_or_else(|| ArgError::new("--grid", "is required"))?;
+        for s in &saves {
+            if !args.iter().any(|a| a.name == s.name) {
+                return Err(ArgError::new("--save", format!("`{}` is not one of the arguments given", s.name)));
+            }
+        }
+        Ok(RunCommand {
+            file: PathBuf::from(file),
+            kernel,
+            grid,
+            backend,
+            num_warps: warps,
+            num_stages: stages,
+            seed,
+            saves,
+            args,
+        })
+    }
+
+    /// Materialises every argument with this command's seed.
+    pub fn materialize(&self) -> Result<Vec<Arg>, ArgError> {
+        materialize_all(&self.args, self.seed)
+    }
+}
+
+fn parse_u64(flag: &str, v: &str) -> Result<u64, ArgError> {
+    v.parse::<u64>().map_err(|_| ArgError::new(flag, format!("expected a non-negative integer, got `{v}`")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(text: &str) -> ArgValue {
+        parse_and_materialize(text, 0).unwrap().value
+    }
+
+    #[test]
+    fn scalars() {
+        assert_eq!(value("n=42"), ArgValue::Int(42));
+        assert_eq!(value("n=-3"), ArgValue::Int(-3));
+        assert_eq!(value("n=0x1F"), ArgValue::Int(31));
+        assert_eq!(value("n=1_000"), ArgValue::Int(1000));
+        assert_eq!(value("n=-9223372036854775808"), ArgValue::Int(i64::MIN));
+        assert_eq!(value("eps=1e-05"), ArgValue::Float(1e-5));
+        assert_eq!(value("p=0.5"), ArgValue::Float(0.5));
+        assert_eq!(value("p=-inf"), ArgValue::Float(f64::NEG_INFINITY));
+        // Python: int("010", 0) fails, float("010") is 10.0.
+        assert_eq!(value("p=010"), ArgValue::Float(10.0));
+        assert_eq!(value("c=True"), ArgValue::Bool(true));
+        assert_eq!(value("c=false"), ArgValue::Bool(false));
+    }
+
+    #[test]
+    fn generated_tensors() {
+        let ArgValue::Tensor(t) = value("x=randn:f16:128x64") else { panic!() };
+        assert_eq!((t.dtype, t.shape.as_slice()), (DType::F16, &[128usize, 64][..]));
+        let v = t.to_f64_vec();
+        assert!(v.iter().any(|&x| x < -1.0) && v.iter().any(|&x| x > 1.0));
+
+        let ArgValue::Tensor(t) = value("x=ones:bfloat16:3") else { panic!() };
+        assert_eq!(t.to_f64_vec(), vec![1.0; 3]);
+        let ArgValue::Tensor(t) = value("x=zeros:int32:2x0") else { panic!() };
+        assert_eq!(t.numel(), 0);
+        let ArgValue::Tensor(t) = value("x=rand:f32") else { panic!() };
+        assert!(t.shape.is_empty() && t.numel() == 1);
+    }
+
+    #[test]
+    fn empty_is_poisoned() {
+        let ArgValue::Tensor(t) = value("y=empty:f16:4") else { panic!() };
+        assert!(t.to_f64_vec().iter().all(|x| x.is_nan()));
+        let ArgValue::Tensor(t) = value("y=empty:i32:2") else { panic!() };
+        assert_eq!(t.to_f64_vec(), vec![0xABAB_ABABu32 as i32 as f64; 2]);
+        let ArgValue::Tensor(t) = value("y=empty:bool:2") else { panic!() };
+        assert_eq!(t.data, vec![0xAB, 0xAB]);
+    }
+
+    #[test]
+    fn seeds_and_names_pick_streams() {
+        let a = parse_and_materialize("x=rand:f32:16", 0).unwrap().value;
+        let b = parse_and_materialize("y=rand:f32:16", 0).unwrap().value;
+        let c = parse_and_materialize("x=rand:f32:16", 1).unwrap().value;
+        assert_ne!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(a, parse_and_materialize("x=rand:f32:16", 0).unwrap().value);
+    }
+
+    #[test]
+    fn file_values() {
+        assert_eq!(
+            parse_value("@x.npy:bf16").unwrap(),
+            ValueSpec::File { path: "x.npy".into(), dtype: Some(DType::BF16) }
+        );
+        assert_eq!(parse_value("@dir/x.npy").unwrap(), ValueSpec::File { path: "dir/x.npy".into(), dtype: None });
+        assert_eq!(parse_value("@C:/d/x.npy").unwrap(), ValueSpec::File { path: "C:/d/x.npy".into(), dtype: None });
+        assert!(parse_value("@x.npy:f99").unwrap_err().contains("f99"));
+
+        let dir = std::env::temp_dir().join(format!("trident-args-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("w.npy");
+        let t = generate_tensor(TensorKind::Randn, DType::BF16, &[3, 2], 4, "w");
+        npy::write(&p, &t).unwrap();
+        let got = parse_and_materialize(&format!("w=@{}:bf16", p.display()), 0).unwrap().value;
+        assert_eq!(got, ArgValue::Tensor(t));
+        let err = parse_and_materialize(&format!("w=@{}", dir.join("nope.npy").display()), 0).unwrap_err();
+        assert_eq!(err.arg, "w");
+        assert!(err.to_string().contains("nope.npy"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_argument() {
+        for (text, arg, needle) in [
+            ("x=randn:f99:4", "x", "f99"),
+            ("x=randn:f32:4xq", "x", "bad shape"),
+            ("x=randn:f32:-4", "x", "bad shape"),
+            ("x=randn", "x", "DTYPE:SHAPE"),
+            ("x=rand:f32:4:5", "x", "DTYPE:SHAPE"),
+            ("n=12abc", "n", "not a value"),
+            ("n=99999999999999999999", "n", "64"),
+            ("n=", "n", "not a value"),
+            ("x", "x", "NAME=VALUE"),
+            ("1x=3", "1x=3", "parameter name"),
+            ("x=zeros:f64:4294967296x4294967296", "x", "larger"),
+        ] {
+            let err = parse_and_materialize(text, 0).unwrap_err();
+            assert_eq!(err.arg, arg, "{text}");
+            assert!(err.to_string().contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn grids() {
+        assert_eq!(parse_grid("64").unwrap().dims(), [64, 1, 1]);
+        assert_eq!(parse_grid("2,3").unwrap().dims(), [2, 3, 1]);
+        assert_eq!(parse_grid("2,3,4").unwrap().programs(), 24);
+        for bad in ["", "0", "-1", "1,2,3,4", "a", "1,,2", "5000000000"] {
+            let e = parse_grid(bad).unwrap_err();
+            assert_eq!(e.arg, "--grid", "{bad}");
+        }
+    }
+
+    #[test]
+    fn saves() {
+        assert_eq!(parse_save("y=out/y.npy").unwrap(), SaveSpec { name: "y".into(), path: "out/y.npy".into() });
+        assert!(parse_save("y").is_err());
+        assert!(parse_save("=a.npy").is_err());
+        assert!(parse_save("y=").is_err());
+    }
+
+    #[test]
+    fn run_command() {
+        let words = "kernels/softmax.py::softmax_kernel --grid 4 --backend=interp --num-warps 8 --seed 7 \
+                     --save y=/tmp/y.npy x=randn:f32:4x33 y=empty:f32:4x33 n_cols=33 BLOCK=64";
+        let words: Vec<&str> = words.split_whitespace().collect();
+        let cmd = RunCommand::parse(&words).unwrap();
+        assert_eq!(cmd.file, PathBuf::from("kernels/softmax.py"));
+        assert_eq!(cmd.kernel.as_deref(), Some("softmax_kernel"));
+        assert_eq!(cmd.grid.dims(), [4, 1, 1]);
+        assert_eq!(cmd.backend, Backend::Interp);
+        assert_eq!((cmd.num_warps, cmd.num_stages, cmd.seed), (Some(8), None, 7));
+        assert_eq!(cmd.args.len(), 4);
+        let args = cmd.materialize().unwrap();
+        assert_eq!(args[2].value, ArgValue::Int(33));
+
+        let bad = |s: &str| RunCommand::parse(&s.split_whitespace().collect::<Vec<_>>()).unwrap_err();
+        assert_eq!(bad("k.py::f n=1").arg, "--grid");
+        assert_eq!(bad("k.py::f --grid 1 n=1 n=2").arg, "n");
+        assert_eq!(bad("k.py::f --grid 1 --num-warps 3").arg, "--num-warps");
+        assert_eq!(bad("k.py::f --grid 1 --backend tpu").arg, "--backend");
+        assert_eq!(bad("k.py::f --grid 1 --frobnicate 1").arg, "--frobnicate");
+        assert_eq!(bad("k.py::f --grid 1 --save y=y.npy x=1").arg, "--save");
+        assert_eq!(bad("k.py::f --grid").arg, "--grid");
+        assert_eq!(bad("k.py::f other --grid 1").arg, "other");
+        assert_eq!(bad("--grid 1").arg, "FILE.py::KERNEL");
+    }
+}

@@ -1,0 +1,15 @@
+//! The host side of `trident run`.
+//!
+//! * [`args`]: the command line — `NAME=VALUE` kernel arguments (files,
+//!   generated tensors, scalars), `--grid`, `--save`, the run options — parsed
+//!   into [`args::ArgValue`]s with errors that name the argument.
+//! * [`npy`]: numpy `.npy` files for every Trident dtype (bf16/fp8 stored as f32).
+//! * [`rng`]: the deterministic generator behind `rand` and `randn` tensors.
+//!
+//! Launching kernels on the backends will be added here later.
+
+pub mod args;
+pub mod npy;
+pub mod rng;
+
+pub use args::{Arg, ArgError, ArgSpec, ArgValue, Backend, Grid, RunCommand, SaveSpec, TensorKind, ValueSpec};
