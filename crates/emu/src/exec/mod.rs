@@ -1,0 +1,235 @@
+//! Running a launch: the grid of CTAs (in parallel with rayon), each CTA's warps
+//! (see `cta`), and per-class instruction semantics (`int`, `float`, `convert`,
+//! `compare`, `memory_ops`, `collective`, `tensor`, `printf`).
+
+mod collective;
+mod compare;
+mod convert;
+mod cta;
+mod float;
+mod int;
+mod memory_ops;
+mod printf;
+mod race;
+mod tensor;
+mod validate;
+mod warp;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+use trident_core::HostTensor;
+
+use crate::clock;
+use crate::error::EmuError;
+use crate::memory::{buffer_base, GlobalMem, MAX_BUFFERS, MODULE_REGION0};
+use crate::parse::Module;
+pub(crate) use validate::validate;
+
+/// One kernel argument.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelArg {
+    /// A buffer in global memory; the kernel receives a pointer to its first element.
+    Buffer(HostTensor),
+    /// A null pointer.
+    Null,
+    /// A scalar, as raw bits (the low bytes are used, as many as the parameter is wide).
+    Scalar(u64),
+}
+
+/// How to launch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchConfig {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Bytes of dynamic shared memory (`.extern .shared` arrays). Triton kernels need
+    /// the `shared` value from their compile metadata here.
+    pub dynamic_shared_bytes: u32,
+    /// Report shared-memory data races between barriers as errors.
+    pub check_races: bool,
+    /// Run CTAs on all cores (rayon). `false` runs them one after another, in order,
+    /// which makes global atomics' order (and float atomic sums) deterministic.
+    pub parallel: bool,
+    /// Also print device `printf` output to stdout (it is always collected in the report).
+    pub print_stdout: bool,
+    /// A CTA stops with an error after this many warp-instructions (guards against hangs).
+    pub max_warp_instructions_per_cta: u64,
+}
+
+impl Default for LaunchConfig {
+    fn default() -> Self {
+        LaunchConfig {
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            dynamic_shared_bytes: 0,
+            check_races: true,
+            parallel: true,
+            print_stdout: false,
+            max_warp_instructions_per_cta: 1 << 30,
+        }
+    }
+}
+
+/// What a successful launch reports.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LaunchReport {
+    /// Modelled kernel duration in cycles (see the `clock` module docs).
+    pub cycles: u64,
+    /// Modelled cycles of each CTA, in linear CTA order.
+    pub cta_cycles: Vec<u64>,
+    /// Sum over executed warp instructions of the number of active lanes.
+    pub lane_instructions: u64,
+    /// Warp instructions issued.
+    pub warp_instructions: u64,
+    /// Device `printf` output, CTA by CTA in linear order, lanes in order.
+    pub printf: String,
+}
+
+/// Launch-wide read-only state shared by all CTAs.
+pub(crate) struct Launch<'a> {
+    pub module: &'a Module,
+    pub func: u32,
+    pub global: GlobalMem,
+    pub params: Vec<u8>,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub nthreads: u32,
+    pub nwarps: u32,
+    pub dyn_smem: u32,
+    pub total_smem: u32,
+    pub check_races: bool,
+    pub max_steps: u64,
+    pub abort: AtomicBool,
+}
+
+/// Largest shared memory a CTA may use (sm_90's limit).
+const MAX_SHARED: u32 = 227 * 1024;
+
+/// Runs `entry` of `module` over the grid. Buffers in `args` are updated only if the
+/// launch succeeds; on error they are left exactly as they were.
+pub fn launch(
+    module: &Module,
+    entry: &str,
+    cfg: &LaunchConfig,
+    args: &mut [KernelArg],
+) -> Result<LaunchReport, EmuError> {
+    let func = module.entry(entry)?;
+    let func_idx = module.funcs.iter().position(|f| std::ptr::eq(f, func)).unwrap_or(0) as u32;
+    if args.len() != func.params.len() {
+        let names: Vec<String> = module.entry_params(entry)?.iter().map(|p| p.name()).collect();
+        return Err(EmuError::launch(format!(
+            "`{entry}` takes {} arguments ({}), got {}",
+            func.params.len(),
+            names.join(", "),
+            args.len()
+        )));
+    }
+    if args.len() > MAX_BUFFERS {
+        return Err(EmuError::launch("too many arguments"));
+    }
+    let nthreads = cfg.block.iter().map(|&b| b as u64).product::<u64>();
+    if cfg.block.contains(&0) || cfg.grid.contains(&0) {
+        return Err(EmuError::launch(format!("empty grid {:?} or block {:?}", cfg.grid, cfg.block)));
+    }
+    if nthreads > 1024 || cfg.block[2] > 64 {
+        return Err(EmuError::launch(format!("block {:?} has more than 1024 threads (or z > 64)", cfg.block)));
+    }
+    if cfg.grid[1] > 65535 || cfg.grid[2] > 65535 {
+        return Err(EmuError::launch(format!("grid {:?}: y and z must be at most 65535", cfg.grid)));
+    }
+    let total_smem = module.dyn_shared_base.max(module.shared_static) as u64 + cfg.dynamic_shared_bytes as u64;
+    if total_smem > MAX_SHARED as u64 {
+        return Err(EmuError::launch(format!(
+            "CTA needs {total_smem} bytes of shared memory, more than the {MAX_SHARED} available"
+        )));
+    }
+
+    // Parameter buffer and global memory (copies of the caller's buffers).
+    let mut global = GlobalMem::new();
+    let psize = func.params.iter().map(|p| p.offset + p.size).max().unwrap_or(0) as usize;
+    let mut params = vec![0u8; psize];
+    for (i, (arg, p)) in args.iter().zip(&func.params).enumerate() {
+        let bits: u64 = match arg {
+            KernelArg::Buffer(t) => {
+                if p.size != 8 {
+                    return Err(EmuError::launch(format!(
+                        "argument {i} is a buffer, but parameter `{}` is {} bytes, not a 64-bit pointer",
+                        p.name, p.size
+                    )));
+                }
+                let name = format!("buffer argument {i} ({} {:?})", t.dtype, t.shape);
+                global.set_region(i, name, &t.data, true);
+                buffer_base(i)
+            }
+            KernelArg::Null => 0,
+            KernelArg::Scalar(v) => *v,
+        };
+        let at = p.offset as usize;
+        let n = (p.size as usize).min(8);
+        params[at..at + n].copy_from_slice(&bits.to_le_bytes()[..n]);
+    }
+    for (j, g) in module.globals.iter().enumerate() {
+        let writable = g.space != crate::ir::Space::Const;
+        global.set_region(MODULE_REGION0 + j, format!("module variable `{}`", g.name), &g.data, writable);
+    }
+
+    let launch = Launch {
+        module,
+        func: func_idx,
+        global,
+        params,
+        grid: cfg.grid,
+        block: cfg.block,
+        nthreads: nthreads as u32,
+        nwarps: (nthreads as u32).div_ceil(32),
+        dyn_smem: cfg.dynamic_shared_bytes,
+        total_smem: total_smem as u32,
+        check_races: cfg.check_races,
+        max_steps: cfg.max_warp_instructions_per_cta,
+        abort: AtomicBool::new(false),
+    };
+    let ncta = cfg.grid.iter().map(|&g| g as u64).product::<u64>();
+    let run_one = |linear: u64| -> Option<Result<cta::CtaResult, EmuError>> {
+        if launch.abort.load(Ordering::Relaxed) {
+            return None;
+        }
+        let gx = cfg.grid[0] as u64;
+        let gy = cfg.grid[1] as u64;
+        let ctaid = [(linear % gx) as u32, ((linear / gx) % gy) as u32, (linear / (gx * gy)) as u32];
+        let r = cta::run_cta(&launch, ctaid, linear as u32);
+        if r.is_err() {
+            launch.abort.store(true, Ordering::Relaxed);
+        }
+        Some(r)
+    };
+    let results: Vec<Option<Result<cta::CtaResult, EmuError>>> = if cfg.parallel {
+        (0..ncta).into_par_iter().map(run_one).collect()
+    } else {
+        (0..ncta).map(run_one).collect()
+    };
+    let mut report = LaunchReport::default();
+    for r in results.into_iter().flatten() {
+        let r = r?;
+        report.cta_cycles.push(r.cycles);
+        report.lane_instructions += r.lane_instrs;
+        report.warp_instructions += r.warp_instrs;
+        report.printf.push_str(&r.printf);
+    }
+    if report.cta_cycles.len() as u64 != ncta {
+        return Err(EmuError::launch("launch aborted"));
+    }
+    let slots = clock::NUM_SMS * clock::ctas_per_sm(launch.nthreads, launch.total_smem);
+    report.cycles = clock::kernel_cycles(&report.cta_cycles, slots);
+    if cfg.print_stdout {
+        print!("{}", report.printf);
+    }
+    // Success: hand the buffers back.
+    for (i, arg) in args.iter_mut().enumerate() {
+        if let KernelArg::Buffer(t) = arg {
+            if let Some(bytes) = launch.global.region_bytes(i) {
+                t.data = bytes;
+            }
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,68 @@
+//! Shared-memory race detection. Between two barriers (an epoch), every shared byte
+//! remembers which warp wrote it and which warps read it; a write after another
+//! warp's read or write, or a read after another warp's write, in the same epoch is
+//! a data race. Lanes of one warp never race with each other (they run in lockstep),
+//! and atomics are not tracked.
+
+#[derive(Copy, Clone, Default)]
+struct Cell {
+    epoch: u32,
+    /// Writing warp + 1 (0: none this epoch).
+    writer: u16,
+    readers: u32,
+    line: u32,
+}
+
+pub struct RaceShadow {
+    cells: Vec<Cell>,
+    epoch: u32,
+}
+
+/// A detected conflict: the other warp and the line of its access.
+pub struct Conflict {
+    pub other_warp: u32,
+    pub other_line: u32,
+    pub other_wrote: bool,
+}
+
+impl RaceShadow {
+    pub fn new(bytes: usize) -> RaceShadow {
+        RaceShadow { cells: vec![Cell::default(); bytes], epoch: 1 }
+    }
+
+    pub fn new_epoch(&mut self) {
+        self.epoch += 1;
+    }
+
+    /// Records an access of `len` bytes at `off` by `warp`; returns a conflict if any.
+    pub fn access(&mut self, off: usize, len: usize, warp: u32, write: bool, line: u32) -> Option<Conflict> {
+        let bit = 1u32 << (warp & 31);
+        let me = warp as u16 + 1;
+        for c in self.cells.get_mut(off..off + len)?.iter_mut() {
+            if c.epoch != self.epoch {
+                *c = Cell { epoch: self.epoch, writer: 0, readers: 0, line: 0 };
+            }
+            if c.writer != 0 && c.writer != me {
+                return Some(Conflict { other_warp: c.writer as u32 - 1, other_line: c.line, other_wrote: true });
+            }
+            if write {
+                let others = c.readers & !bit;
+                if others != 0 {
+                    return Some(Conflict {
+                        other_warp: others.trailing_zeros(),
+                        other_line: c.line,
+                        other_wrote: false,
+                    });
+                }
+                c.writer = me;
+                c.line = line;
+            } else {
+                c.readers |= bit;
+                if c.writer == 0 {
+                    c.line = line;
+                }
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,492 @@
+//! A warp: 32 lanes in lockstep. Registers are stored lane-minor (`reg * 32 + lane`)
+//! so an instruction is a tight loop over lanes. Divergence uses a reconvergence
+//! stack: a branch whose lanes disagree pushes both paths, each tagged with the
+//! branch's immediate post-dominator, where they merge again.
+
+use std::collections::VecDeque;
+
+use super::race::RaceShadow;
+use super::Launch;
+use crate::error::{EmuError, ErrorKind};
+use crate::ir::{AddrBase, Instr, Kind, Operand, Sreg, NO_PC};
+
+pub const FULL: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub pc: u32,
+    pub mask: u32,
+    pub reconv: u32,
+}
+
+pub struct Frame {
+    pub func: u32,
+    pub regs: Vec<u64>,
+    pub stack: Vec<Entry>,
+    /// Lanes that made the call; return values are copied back for them.
+    pub call_mask: u32,
+    /// (callee offset, caller offset, bytes) in local memory, copied on return.
+    pub ret_copy: Vec<(u32, u32, u32)>,
+}
+
+impl Frame {
+    pub fn new(func: u32, nregs: u32, mask: u32) -> Frame {
+        Frame {
+            func,
+            regs: vec![0; nregs as usize * 32],
+            stack: vec![Entry { pc: 0, mask, reconv: NO_PC }],
+            call_mask: mask,
+            ret_copy: Vec::new(),
+        }
+    }
+}
+
+/// One lane's `cp.async` copy, read at issue, written to shared memory at completion.
+pub struct PendingCopy {
+    pub lane: u32,
+    pub dst: u32,
+    pub len: u8,
+    pub bytes: [u8; 16],
+    pub line: u32,
+}
+
+pub struct Warp {
+    pub id: u32,
+    /// Lanes that exist (the last warp of a CTA may be partial).
+    pub lanes: u32,
+    pub exited: u32,
+    pub frames: Vec<Frame>,
+    pub clock: u64,
+    pub done: bool,
+    pub cp_open: Vec<PendingCopy>,
+    pub cp_groups: VecDeque<Vec<PendingCopy>>,
+    pub warp_instrs: u64,
+    pub lane_instrs: u64,
+}
+
+/// Per-CTA memory and outputs.
+pub struct CtaMem {
+    pub ctaid: [u32; 3],
+    pub linear: u32,
+    pub shared: Vec<u8>,
+    pub local: Vec<u8>,
+    pub local_size: u32,
+    pub race: Option<RaceShadow>,
+    pub printf: String,
+}
+
+/// Why a warp stopped running.
+pub enum Stop {
+    /// Its time slice ran out.
+    Yield,
+    /// It reached `bar.sync`/`bar.arrive`.
+    Barrier { id: u32, count: Option<u32>, wait: bool },
+    Done,
+}
+
+/// An executing warp with everything an instruction may touch.
+pub struct Ex<'a, 'b> {
+    pub l: &'a Launch<'b>,
+    pub m: &'a mut CtaMem,
+    pub w: &'a mut Warp,
+}
+
+pub type R<T> = Result<T, EmuError>;
+
+pub fn unsupported(ins: &Instr, why: &str) -> EmuError {
+    EmuError::new(ErrorKind::Unsupported, format!("unsupported instruction form ({why}) of {:?}", ins.kind))
+}
+
+impl Ex<'_, '_> {
+    pub fn frame(&self) -> &Frame {
+        // A running warp always has a frame (checked by `run`).
+        &self.w.frames[self.w.frames.len() - 1]
+    }
+
+    pub fn frame_mut(&mut self) -> &mut Frame {
+        let n = self.w.frames.len();
+        &mut self.w.frames[n - 1]
+    }
+
+    /// Linear thread index of `lane`.
+    pub fn tid(&self, lane: u32) -> u32 {
+        self.w.id * 32 + lane
+    }
+
+    pub fn thread_xyz(&self, lane: u32) -> [u32; 3] {
+        let t = self.tid(lane);
+        let b = self.l.block;
+        [t % b[0], (t / b[0]) % b[1], t / (b[0] * b[1])]
+    }
+
+    pub fn sreg(&self, s: Sreg, lane: u32) -> u64 {
+        let b = self.l.block;
+        let g = self.l.grid;
+        let t = self.thread_xyz(lane);
+        match s {
+            Sreg::Tid(d) => t[d as usize] as u64,
+            Sreg::Ntid(d) => b[d as usize] as u64,
+            Sreg::Ctaid(d) => self.m.ctaid[d as usize] as u64,
+            Sreg::Nctaid(d) => g[d as usize] as u64,
+            Sreg::LaneId => lane as u64,
+            Sreg::WarpId => self.w.id as u64,
+            Sreg::NWarpId => self.l.nwarps as u64,
+            Sreg::SmId => (self.m.linear % crate::clock::NUM_SMS) as u64,
+            Sreg::NSmId => crate::clock::NUM_SMS as u64,
+            Sreg::GridId => 0,
+            Sreg::Clock => self.w.clock & 0xffff_ffff,
+            Sreg::Clock64 => self.w.clock,
+            // Nanoseconds at a modelled 1 GHz.
+            Sreg::GlobalTimer => self.w.clock,
+            Sreg::DynSmem => self.l.dyn_smem as u64,
+            Sreg::TotalSmem => self.l.total_smem as u64,
+            Sreg::LaneMaskEq => 1u64 << lane,
+            Sreg::LaneMaskLt => (1u64 << lane) - 1,
+            Sreg::LaneMaskLe => (2u64 << lane) - 1,
+            Sreg::LaneMaskGt => (!((2u64 << lane) - 1)) & 0xffff_ffff,
+            Sreg::LaneMaskGe => (!((1u64 << lane) - 1)) & 0xffff_ffff,
+        }
+    }
+
+    /// All 32 lanes of a scalar source operand.
+    pub fn src(&self, op: &Operand) -> R<[u64; 32]> {
+        match op {
+            Operand::Reg(r) => {
+                let at = *r as usize * 32;
+                let regs = &self.frame().regs;
+                let s = regs.get(at..at + 32).ok_or_else(|| bad_operand("register out of range"))?;
+                let mut out = [0u64; 32];
+                out.copy_from_slice(s);
+                Ok(out)
+            }
+            Operand::Imm(v) => Ok([*v; 32]),
+            Operand::NotReg(r) => {
+                let mut v = self.src(&Operand::Reg(*r))?;
+                for x in v.iter_mut() {
+                    *x = (*x == 0) as u64;
+                }
+                Ok(v)
+            }
+            Operand::Sreg(s) => {
+                let mut out = [0u64; 32];
+                for (lane, o) in out.iter_mut().enumerate() {
+                    *o = self.sreg(*s, lane as u32);
+                }
+                Ok(out)
+            }
+            _ => Err(bad_operand("expected a register or immediate")),
+        }
+    }
+
+    /// One lane of a source operand.
+    pub fn src1(&self, op: &Operand, lane: u32) -> R<u64> {
+        match op {
+            Operand::Reg(r) => self
+                .frame()
+                .regs
+                .get(*r as usize * 32 + lane as usize)
+                .copied()
+                .ok_or_else(|| bad_operand("register out of range")),
+            Operand::Imm(v) => Ok(*v),
+            Operand::NotReg(r) => Ok((self.src1(&Operand::Reg(*r), lane)? == 0) as u64),
+            Operand::Sreg(s) => Ok(self.sreg(*s, lane)),
+            _ => Err(bad_operand("expected a register or immediate")),
+        }
+    }
+
+    /// Writes `vals` (masked to `width_mask`) to the active lanes of a destination.
+    pub fn dst(&mut self, op: &Operand, mask: u32, vals: &[u64; 32], width_mask: u64) -> R<()> {
+        match op {
+            Operand::Reg(r) => {
+                let at = *r as usize * 32;
+                let regs = &mut self.frame_mut().regs;
+                let d = regs.get_mut(at..at + 32).ok_or_else(|| bad_operand("register out of range"))?;
+                if mask == FULL {
+                    for (d, v) in d.iter_mut().zip(vals) {
+                        *d = v & width_mask;
+                    }
+                } else {
+                    for lane in 0..32 {
+                        if mask >> lane & 1 != 0 {
+                            d[lane] = vals[lane] & width_mask;
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Operand::Sink => Ok(()),
+            _ => Err(bad_operand("destination must be a register")),
+        }
+    }
+
+    /// The address an `[addr]` operand names, for one lane.
+    pub fn addr(&self, op: &Operand, lane: u32) -> R<u64> {
+        match op {
+            Operand::Addr(AddrBase::Reg(r), off) => Ok(self.src1(&Operand::Reg(*r), lane)?.wrapping_add(*off as u64)),
+            Operand::Addr(AddrBase::Abs(a), off) => Ok(a.wrapping_add(*off as u64)),
+            // Some instructions accept a plain register or immediate as an address.
+            Operand::Reg(_) | Operand::Imm(_) => self.src1(op, lane),
+            _ => Err(bad_operand("expected an address")),
+        }
+    }
+
+    /// Guard mask of an instruction within `mask`.
+    pub fn guard(&self, ins: &Instr, mask: u32) -> R<u32> {
+        let Some((p, neg)) = ins.guard else { return Ok(mask) };
+        let at = p as usize * 32;
+        let regs = &self.frame().regs;
+        let s = regs.get(at..at + 32).ok_or_else(|| bad_operand("predicate out of range"))?;
+        let mut g = 0u32;
+        for (lane, v) in s.iter().enumerate() {
+            if (*v != 0) != neg {
+                g |= 1 << lane;
+            }
+        }
+        Ok(g & mask)
+    }
+
+    /// Removes lanes from every reconvergence entry of every frame (thread exit).
+    fn exit_lanes(&mut self, lanes: u32) {
+        self.w.exited |= lanes;
+        for f in self.w.frames.iter_mut() {
+            for e in f.stack.iter_mut() {
+                e.mask &= !lanes;
+            }
+        }
+    }
+
+    /// Runs up to `budget` instructions.
+    pub fn run(&mut self, budget: u64) -> R<Stop> {
+        let module = self.l.module;
+        let mut steps = 0u64;
+        loop {
+            if steps >= budget {
+                return Ok(Stop::Yield);
+            }
+            let Some(frame) = self.w.frames.last_mut() else {
+                self.finish()?;
+                return Ok(Stop::Done);
+            };
+            let Some(top) = frame.stack.last_mut() else {
+                self.return_from_frame()?;
+                continue;
+            };
+            let func = &module.funcs[frame.func as usize];
+            if top.mask == 0 || top.pc == top.reconv || top.pc as usize >= func.instrs.len() {
+                if top.mask != 0 && top.pc != top.reconv {
+                    // Ran off the end of the body: an implicit return.
+                    let lanes = top.mask;
+                    frame.stack.pop();
+                    if self.w.frames.len() == 1 {
+                        self.exit_lanes(lanes);
+                    } else {
+                        let f = self.frame_mut();
+                        for e in f.stack.iter_mut() {
+                            e.mask &= !lanes;
+                        }
+                    }
+                } else {
+                    frame.stack.pop();
+                }
+                continue;
+            }
+            let pc = top.pc;
+            let full = top.mask;
+            let ins = &func.instrs[pc as usize];
+            let mask = self.guard(ins, full).map_err(|e| self.locate(e, ins, full))?;
+            steps += 1;
+            self.w.clock += ins.cost as u64;
+            self.w.warp_instrs += 1;
+            self.w.lane_instrs += mask.count_ones() as u64;
+            match ins.kind {
+                Kind::Bra => {
+                    let target = match ins.ops.first() {
+                        Some(Operand::Target(t)) => *t,
+                        _ => return Err(self.locate(bad_operand("branch without a label"), ins, full)),
+                    };
+                    let frame = self.frame_mut();
+                    let Some(top) = frame.stack.last_mut() else { continue };
+                    if mask == full {
+                        top.pc = target;
+                    } else if mask == 0 {
+                        top.pc = pc + 1;
+                    } else {
+                        let r = ins.reconv;
+                        top.pc = r;
+                        frame.stack.push(Entry { pc: pc + 1, mask: full & !mask, reconv: r });
+                        frame.stack.push(Entry { pc: target, mask, reconv: r });
+                    }
+                }
+                Kind::Exit | Kind::Ret => {
+                    self.advance(pc);
+                    if mask != 0 {
+                        if ins.kind == Kind::Exit || self.w.frames.len() == 1 {
+                            self.exit_lanes(mask);
+                        } else {
+                            let f = self.frame_mut();
+                            for e in f.stack.iter_mut() {
+                                e.mask &= !mask;
+                            }
+                        }
+                    }
+                }
+                Kind::Trap if mask != 0 => {
+                    return Err(self.locate(EmuError::new(ErrorKind::Runtime, "trap executed"), ins, mask));
+                }
+                Kind::Call => {
+                    self.advance(pc);
+                    if mask != 0 {
+                        self.call(ins, mask).map_err(|e| self.locate(e, ins, mask))?;
+                    }
+                }
+                Kind::Bar if !ins.m.red => {
+                    self.advance(pc);
+                    if mask != 0 {
+                        let id = match ins.ops.first() {
+                            Some(op) => self.src1(op, mask.trailing_zeros()).map_err(|e| self.locate(e, ins, mask))?,
+                            None => 0,
+                        };
+                        let count = match ins.ops.get(1) {
+                            Some(op) => {
+                                Some(self.src1(op, mask.trailing_zeros()).map_err(|e| self.locate(e, ins, mask))? as u32)
+                            }
+                            None => None,
+                        };
+                        if id >= 16 {
+                            return Err(self.locate(
+                                EmuError::new(ErrorKind::Runtime, format!("barrier id {id} out of range 0..16")),
+                                ins,
+                                mask,
+                            ));
+                        }
+                        return Ok(Stop::Barrier { id: id as u32, count, wait: !ins.m.arrive });
+                    }
+                }
+                _ => {
+                    self.advance(pc);
+                    if mask != 0 {
+                        self.exec(ins, mask).map_err(|e| self.locate(e, ins, mask))?;
+                    }
+                }
+            }
+        }
+    }
+
+    fn advance(&mut self, pc: u32) {
+        if let Some(top) = self.frame_mut().stack.last_mut() {
+            top.pc = pc + 1;
+        }
+    }
+
+    /// Adds the PTX line, CTA and thread to an error from an instruction.
+    pub fn locate(&self, mut e: EmuError, ins: &Instr, mask: u32) -> EmuError {
+        if e.line.is_none() {
+            e = e.at_line(ins.line, self.l.module.line_text(ins.line));
+        }
+        if e.cta.is_none() {
+            let lane = if mask == 0 { 0 } else { mask.trailing_zeros() };
+            e = e.at_thread(self.m.ctaid, self.thread_xyz(lane));
+        }
+        e
+    }
+
+    /// The warp finished: outstanding asynchronous copies land.
+    fn finish(&mut self) -> R<()> {
+        self.w.done = true;
+        self.complete_copies(usize::MAX, true)
+    }
+
+    fn return_from_frame(&mut self) -> R<()> {
+        let Some(f) = self.w.frames.pop() else { return Ok(()) };
+        if self.w.frames.is_empty() {
+            return Ok(());
+        }
+        let live = f.call_mask & !self.w.exited;
+        let ls = self.m.local_size as usize;
+        for lane in 0..32 {
+            if live >> lane & 1 == 0 {
+                continue;
+            }
+            let base = self.tid(lane) as usize * ls;
+            for &(from, to, n) in &f.ret_copy {
+                let (from, to, n) = (base + from as usize, base + to as usize, n as usize);
+                if from + n <= self.m.local.len() && to + n <= self.m.local.len() {
+                    self.m.local.copy_within(from..from + n, to);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn call(&mut self, ins: &Instr, mask: u32) -> R<()> {
+        let (Some(Operand::ParamList(rets)), Some(Operand::Target(fi)), Some(Operand::ParamList(args))) =
+            (ins.ops.first(), ins.ops.get(1), ins.ops.get(2))
+        else {
+            return Err(bad_operand("malformed call"));
+        };
+        let module = self.l.module;
+        let callee = module.funcs.get(*fi as usize).ok_or_else(|| bad_operand("bad call target"))?;
+        if callee.external {
+            return super::printf::builtin(self, &callee.name, rets, args, mask);
+        }
+        if self.w.frames.len() >= 64 {
+            return Err(EmuError::new(ErrorKind::Runtime, "call depth exceeds 64 (recursion is not supported)"));
+        }
+        if args.len() != callee.params.len() || rets.len() > callee.rets.len() {
+            return Err(EmuError::new(
+                ErrorKind::Runtime,
+                format!("call of `{}` with wrong number of arguments or results", callee.name),
+            ));
+        }
+        let ls = self.m.local_size as usize;
+        for lane in 0..32 {
+            if mask >> lane & 1 == 0 {
+                continue;
+            }
+            let base = self.tid(lane) as usize * ls;
+            for (a, p) in args.iter().zip(&callee.params) {
+                let n = p.size as usize;
+                let (from, to) = (base + a.offset as usize, base + p.offset as usize);
+                if from + n <= self.m.local.len() && to + n <= self.m.local.len() {
+                    self.m.local.copy_within(from..from + n, to);
+                }
+            }
+        }
+        let mut f = Frame::new(*fi, callee.nregs, mask);
+        f.ret_copy = rets.iter().zip(&callee.rets).map(|(r, d)| (d.offset, r.offset, d.size)).collect();
+        self.w.frames.push(f);
+        Ok(())
+    }
+
+    /// Dispatches an ordinary (non-control) instruction to its class.
+    fn exec(&mut self, ins: &Instr, mask: u32) -> R<()> {
+        use Kind::*;
+        match ins.kind {
+            Add | Sub | Mul | Mad | Min | Max | Abs | Neg | Div | Rem if ins.ty().is_float() => {
+                super::float::exec(self, ins, mask)
+            }
+            Fma | Rcp | Sqrt | Rsqrt | Ex2 | Lg2 | Sin | Cos | Tanh | Copysign | Testp => {
+                super::float::exec(self, ins, mask)
+            }
+            Add | Sub | Mul | Mad | Mul24 | Mad24 | Div | Rem | Abs | Neg | Min | Max | Sad | Popc | Clz | Brev
+            | Bfind | Bfe | Bfi | And | Or | Xor | Not | Cnot | Shl | Shr | Shf | Lop3 | Prmt => {
+                super::int::exec(self, ins, mask)
+            }
+            Setp | Set | Selp | Slct => super::compare::exec(self, ins, mask),
+            Cvt => super::convert::exec(self, ins, mask),
+            Mov | Cvta => super::int::mov(self, ins, mask),
+            Ld | St | Atom | Red | CpAsync | CpAsyncCommit | CpAsyncWait | CpAsyncWaitAll => {
+                super::memory_ops::exec(self, ins, mask)
+            }
+            Ldmatrix | Stmatrix | Mma => super::tensor::exec(self, ins, mask),
+            Shfl | Vote | Match | Activemask | Redux => super::collective::exec(self, ins, mask),
+            Fence | Prefetch | BarWarp | Nanosleep | Trap => Ok(()),
+            Bar => Err(unsupported(ins, "bar.red")),
+            Bra | Call | Ret | Exit => Ok(()),
+        }
+    }
+}
+
+pub fn bad_operand(msg: &str) -> EmuError {
+    EmuError::new(ErrorKind::Runtime, format!("bad operand: {msg}"))
+}

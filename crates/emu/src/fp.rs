@@ -1,0 +1,250 @@
+//! Floating-point helpers: correctly rounded f32/f64 results under every PTX
+//! rounding mode (from an f64 value plus its exact error term), the small formats
+//! (f16, bf16, tf32, fp8) with directed rounding and saturation, flush-to-zero,
+//! and the GPU's canonical NaN.
+
+use crate::ir::Rnd;
+use half::{bf16, f16};
+
+pub const F32_CANON_NAN: u32 = 0x7fff_ffff;
+pub const F16_CANON_NAN: u16 = 0x7fff;
+pub const F64_CANON_NAN: u64 = 0x7fff_ffff_ffff_ffff;
+
+/// `s + e` exactly equals `a + b`.
+pub fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    let e = (a - (s - bb)) + (b - bb);
+    (s, if e.is_finite() { e } else { 0.0 })
+}
+
+/// `p + e` exactly equals `a * b`.
+pub fn two_prod(a: f64, b: f64) -> (f64, f64) {
+    let p = a * b;
+    let e = a.mul_add(b, -p);
+    (p, if e.is_finite() { e } else { 0.0 })
+}
+
+/// Rounds the exact value `s + e` (s the f64 nearest to it) to f32.
+pub fn round_f32(s: f64, e: f64, rnd: Rnd) -> f32 {
+    let r0 = s as f32;
+    if s.is_nan() || (e == 0.0 && matches!(rnd.dir(), Rnd::Rn)) {
+        return r0;
+    }
+    if r0.is_infinite() && !s.is_infinite() {
+        // Overflow: nearest keeps infinity; directed modes may stop at the largest finite value.
+        let big = f32::MAX.copysign(r0);
+        return match rnd.dir() {
+            Rnd::Rz => big,
+            Rnd::Rm if r0 > 0.0 => big,
+            Rnd::Rp if r0 < 0.0 => big,
+            _ => r0,
+        };
+    }
+    // Sign of (candidate - exact).
+    let diff = |c: f32| (c as f64 - s) - e;
+    let d0 = diff(r0);
+    if d0 == 0.0 {
+        return r0;
+    }
+    let pos = s > 0.0 || (s == 0.0 && e > 0.0);
+    match rnd.dir() {
+        Rnd::Rm => {
+            if d0 > 0.0 {
+                r0.next_down()
+            } else {
+                r0
+            }
+        }
+        Rnd::Rp => {
+            if d0 < 0.0 {
+                r0.next_up()
+            } else {
+                r0
+            }
+        }
+        Rnd::Rz => {
+            if pos && d0 > 0.0 {
+                r0.next_down()
+            } else if !pos && d0 < 0.0 {
+                r0.next_up()
+            } else {
+                r0
+            }
+        }
+        _ => {
+            let other = if d0 > 0.0 { r0.next_down() } else { r0.next_up() };
+            let d1 = diff(other);
+            if d1.abs() < d0.abs() {
+                other
+            } else if d1.abs() == d0.abs() {
+                let away = if other.abs() > r0.abs() { other } else { r0 };
+                if rnd == Rnd::Rna {
+                    away
+                } else if r0.to_bits() & 1 == 0 {
+                    r0
+                } else {
+                    other
+                }
+            } else {
+                r0
+            }
+        }
+    }
+}
+
+/// Rounds the exact value `s + e` (s already the nearest f64) in direction `rnd`.
+pub fn round_f64(s: f64, e: f64, rnd: Rnd) -> f64 {
+    if e == 0.0 || !s.is_finite() {
+        return s;
+    }
+    match rnd.dir() {
+        Rnd::Rm if e < 0.0 => s.next_down(),
+        Rnd::Rp if e > 0.0 => s.next_up(),
+        Rnd::Rz if s > 0.0 && e < 0.0 => s.next_down(),
+        Rnd::Rz if s < 0.0 && e > 0.0 => s.next_up(),
+        _ => s,
+    }
+}
+
+pub fn ftz32(x: f32) -> f32 {
+    if x.is_subnormal() {
+        0.0f32.copysign(x)
+    } else {
+        x
+    }
+}
+
+pub fn canon32(x: f32) -> u32 {
+    if x.is_nan() {
+        F32_CANON_NAN
+    } else {
+        x.to_bits()
+    }
+}
+
+pub fn canon64(x: f64) -> u64 {
+    if x.is_nan() {
+        F64_CANON_NAN
+    } else {
+        x.to_bits()
+    }
+}
+
+/// Rounds an integral value in mode `rnd` (the `.rni/.rzi/.rmi/.rpi` family).
+pub fn round_int(x: f64, rnd: Rnd) -> f64 {
+    match rnd.dir() {
+        Rnd::Rz => x.trunc(),
+        Rnd::Rm => x.floor(),
+        Rnd::Rp => x.ceil(),
+        Rnd::Rna => x.round(),
+        _ => x.round_ties_even(),
+    }
+}
+
+/// Half-precision formats the emulator converts to.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Small {
+    F16,
+    BF16,
+}
+
+pub fn small_to_f64(fmt: Small, bits: u16) -> f64 {
+    match fmt {
+        Small::F16 => f16::from_bits(bits).to_f64(),
+        Small::BF16 => bf16::from_bits(bits).to_f64(),
+    }
+}
+
+fn small_rn(fmt: Small, x: f64) -> u16 {
+    match fmt {
+        Small::F16 => f16::from_f64(x).to_bits(),
+        Small::BF16 => bf16::from_f64(x).to_bits(),
+    }
+}
+
+/// Next representable value up (`up`) or down from `bits` in a sign-magnitude 16-bit format.
+fn small_step(bits: u16, up: bool) -> u16 {
+    let neg = bits & 0x8000 != 0;
+    let mag = bits & 0x7fff;
+    if mag == 0 {
+        return if up { 1 } else { 0x8001 };
+    }
+    if up != neg {
+        bits + 1
+    } else {
+        bits - 1
+    }
+}
+
+/// Rounds `x + e` to f16/bf16 in mode `rnd`; `satfinite` clamps to the largest finite value.
+pub fn to_small(fmt: Small, x: f64, e: f64, rnd: Rnd, satfinite: bool) -> u16 {
+    if x.is_nan() {
+        return F16_CANON_NAN;
+    }
+    let mut r = small_rn(fmt, x);
+    let diff = |b: u16| (small_to_f64(fmt, b) - x) - e;
+    let d0 = diff(r);
+    let dir = rnd.dir();
+    if d0 != 0.0 && !(dir == Rnd::Rn && e == 0.0) {
+        let pos = x > 0.0 || (x == 0.0 && e > 0.0);
+        let down = small_step(r, false);
+        let up = small_step(r, true);
+        r = match dir {
+            Rnd::Rm if d0 > 0.0 => down,
+            Rnd::Rp if d0 < 0.0 => up,
+            Rnd::Rz if pos && d0 > 0.0 => down,
+            Rnd::Rz if !pos && d0 < 0.0 => up,
+            Rnd::Rn | Rnd::Rna => {
+                let other = if d0 > 0.0 { down } else { up };
+                let d1 = diff(other);
+                if d1.abs() < d0.abs() || (d1.abs() == d0.abs() && (rnd == Rnd::Rna || r & 1 == 1)) {
+                    other
+                } else {
+                    r
+                }
+            }
+            _ => r,
+        };
+        // Directed rounding never produces infinity from a finite value past the range
+        // in the direction away from it.
+        let mag = r & 0x7fff;
+        let inf = match fmt {
+            Small::F16 => 0x7c00,
+            Small::BF16 => 0x7f80,
+        };
+        if mag > inf {
+            r = (r & 0x8000) | (inf - 1);
+        }
+    }
+    if satfinite {
+        let v = small_to_f64(fmt, r);
+        if v.is_infinite() {
+            let max = match fmt {
+                Small::F16 => 0x7bff,
+                Small::BF16 => 0x7f7f,
+            };
+            r = (r & 0x8000) | max;
+        }
+    }
+    r
+}
+
+/// f32 → tf32 bits (kept in a 32-bit container, low 13 bits zero).
+pub fn to_tf32(x: f32, rnd: Rnd) -> u32 {
+    let b = x.to_bits();
+    if x.is_nan() {
+        return F32_CANON_NAN;
+    }
+    if x.is_infinite() {
+        return b;
+    }
+    match rnd.dir() {
+        Rnd::Rz => b & !0x1fff,
+        Rnd::Rn => {
+            let lsb = (b >> 13) & 1;
+            (b.wrapping_add(0xfff + lsb)) & !0x1fff
+        }
+        _ => (b.wrapping_add(0x1000)) & !0x1fff,
+    }
+}

@@ -1,0 +1,565 @@
+//! Second pass: one raw statement → one decoded [`Instr`]. Opcode modifiers become
+//! enums, names become register indices or addresses. Any opcode or modifier not
+//! known here is rejected as unsupported rather than guessed at.
+
+use std::collections::HashMap;
+
+use super::literal::{lit_bits, parse_lit};
+use super::raw::RawOp;
+use super::Sym;
+use crate::error::{EmuError, ErrorKind};
+use crate::ir::*;
+
+pub struct Ctx<'a> {
+    /// Register name → (first index, vector width).
+    pub regs: &'a HashMap<String, (u32, u32)>,
+    pub syms: &'a HashMap<String, Sym>,
+    pub labels: &'a HashMap<String, u32>,
+    pub is_entry: bool,
+}
+
+fn unsupported(opcode: &str, why: &str) -> EmuError {
+    let mut msg = format!("unsupported instruction `{opcode}`");
+    if !why.is_empty() {
+        msg.push_str(" (");
+        msg.push_str(why);
+        msg.push(')');
+    }
+    EmuError::new(ErrorKind::Unsupported, msg)
+}
+
+fn perr(msg: impl Into<String>) -> EmuError {
+    EmuError::new(ErrorKind::Parse, msg)
+}
+
+fn cmp_of(s: &str) -> Option<Cmp> {
+    use Cmp::*;
+    Some(match s {
+        "eq" => Eq,
+        "ne" => Ne,
+        "lt" => Lt,
+        "le" => Le,
+        "gt" => Gt,
+        "ge" => Ge,
+        "lo" => Lo,
+        "ls" => Ls,
+        "hi" => Hi,
+        "hs" => Hs,
+        "equ" => Equ,
+        "neu" => Neu,
+        "ltu" => Ltu,
+        "leu" => Leu,
+        "gtu" => Gtu,
+        "geu" => Geu,
+        "num" => Num,
+        "nan" => Nan,
+        _ => return None,
+    })
+}
+
+fn sreg_of(s: &str) -> Option<Sreg> {
+    let dim = |d: &str| match d {
+        "x" => Some(0u8),
+        "y" => Some(1),
+        "z" => Some(2),
+        _ => None,
+    };
+    if let Some((base, d)) = s.split_once('.') {
+        let d = dim(d)?;
+        return Some(match base {
+            "%tid" => Sreg::Tid(d),
+            "%ntid" => Sreg::Ntid(d),
+            "%ctaid" => Sreg::Ctaid(d),
+            "%nctaid" => Sreg::Nctaid(d),
+            _ => return None,
+        });
+    }
+    Some(match s {
+        "%laneid" => Sreg::LaneId,
+        "%warpid" => Sreg::WarpId,
+        "%nwarpid" => Sreg::NWarpId,
+        "%smid" => Sreg::SmId,
+        "%nsmid" => Sreg::NSmId,
+        "%gridid" => Sreg::GridId,
+        "%clock" => Sreg::Clock,
+        "%clock64" => Sreg::Clock64,
+        "%globaltimer" => Sreg::GlobalTimer,
+        "%dynamic_smem_size" => Sreg::DynSmem,
+        "%total_smem_size" => Sreg::TotalSmem,
+        "%lanemask_eq" => Sreg::LaneMaskEq,
+        "%lanemask_lt" => Sreg::LaneMaskLt,
+        "%lanemask_le" => Sreg::LaneMaskLe,
+        "%lanemask_gt" => Sreg::LaneMaskGt,
+        "%lanemask_ge" => Sreg::LaneMaskGe,
+        _ => return None,
+    })
+}
+
+impl Ctx<'_> {
+    fn reg(&self, name: &str) -> Option<u32> {
+        if let Some(&(i, _)) = self.regs.get(name) {
+            return Some(i);
+        }
+        // `%v.x` element of a vector register.
+        let (base, comp) = name.rsplit_once('.')?;
+        let &(i, w) = self.regs.get(base)?;
+        let k = match comp {
+            "x" | "r" => 0,
+            "y" | "g" => 1,
+            "z" | "b" => 2,
+            "w" | "a" => 3,
+            _ => return None,
+        };
+        (k < w).then_some(i + k)
+    }
+
+    fn name(&self, n: &str, off: i64) -> Result<Operand, EmuError> {
+        if n == "_" {
+            return Ok(Operand::Sink);
+        }
+        if off == 0 {
+            if let Some(r) = self.reg(n) {
+                return Ok(Operand::Reg(r));
+            }
+            if let Some(s) = sreg_of(n) {
+                return Ok(Operand::Sreg(s));
+            }
+            if let Some(&pc) = self.labels.get(n) {
+                return Ok(Operand::Target(pc));
+            }
+        }
+        match self.syms.get(n) {
+            Some(Sym::Shared(a)) => Ok(Operand::Imm((*a as i64).wrapping_add(off) as u64)),
+            Some(Sym::Global(a)) => Ok(Operand::Imm((*a as i64).wrapping_add(off) as u64)),
+            Some(Sym::Local(a)) => Ok(Operand::Imm((*a as i64).wrapping_add(off) as u64)),
+            Some(Sym::Func(i)) if off == 0 => Ok(Operand::Target(*i)),
+            Some(Sym::KParam(_)) => Err(perr(format!("taking the address of kernel parameter `{n}` is not supported"))),
+            _ => Err(perr(format!("unknown name `{n}`"))),
+        }
+    }
+
+    fn operand(&self, op: &RawOp, ty: Ty) -> Result<Operand, EmuError> {
+        Ok(match op {
+            RawOp::Name(n) => self.name(n, 0)?,
+            RawOp::SymOff(n, off) => self.name(n, *off)?,
+            RawOp::Num { text, neg } => {
+                let lit = parse_lit(text, *neg).ok_or_else(|| perr(format!("bad number `{text}`")))?;
+                Operand::Imm(lit_bits(lit, ty))
+            }
+            RawOp::Vec(items) => Operand::Vec(items.iter().map(|o| self.operand(o, ty)).collect::<Result<_, _>>()?),
+            RawOp::Not(n) => Operand::NotReg(self.reg(n).ok_or_else(|| perr(format!("unknown register `{n}`")))?),
+            RawOp::Pair(a, b) => Operand::Vec(vec![self.name(a, 0)?, self.name(b, 0)?]),
+            RawOp::Addr { base, off } => match base {
+                None => Operand::Addr(AddrBase::Abs(*off as u64), 0),
+                Some(n) => {
+                    if let Some(r) = self.reg(n) {
+                        Operand::Addr(AddrBase::Reg(r), *off)
+                    } else {
+                        match self.syms.get(n.as_str()) {
+                            Some(Sym::Shared(a)) => Operand::Addr(AddrBase::Abs(*a as u64), *off),
+                            Some(Sym::Global(a)) => Operand::Addr(AddrBase::Abs(*a), *off),
+                            Some(Sym::Local(a)) => Operand::Addr(AddrBase::Abs(*a as u64), *off),
+                            Some(Sym::KParam(a)) => Operand::Addr(AddrBase::Abs(*a as u64), *off),
+                            _ => return Err(perr(format!("unknown name `{n}` in address"))),
+                        }
+                    }
+                }
+            },
+            RawOp::List(items) => {
+                let mut refs = Vec::new();
+                for i in items {
+                    match i {
+                        RawOp::Name(n) => match self.syms.get(n.as_str()) {
+                            Some(Sym::Local(a)) => refs.push(ParamRef { offset: *a, size: 0 }),
+                            _ => return Err(perr(format!("call argument `{n}` is not a .param variable"))),
+                        },
+                        _ => return Err(perr("call arguments must be .param variables")),
+                    }
+                }
+                Operand::ParamList(refs)
+            }
+        })
+    }
+
+    /// What kind of symbol an address operand names (for `ld.param` and friends).
+    fn addr_sym(&self, op: &RawOp) -> Option<Sym> {
+        match op {
+            RawOp::Addr { base: Some(n), .. } if self.reg(n).is_none() => self.syms.get(n.as_str()).copied(),
+            _ => None,
+        }
+    }
+}
+
+/// Minimum operand count per kind (checked here so the executor can index freely).
+fn min_ops(k: Kind) -> usize {
+    use Kind::*;
+    match k {
+        Mad | Mad24 | Fma | Selp | Slct | Prmt | Bfe | Shf | Sad => 4,
+        Bfi | Lop3 => 5,
+        Add | Sub | Mul | Mul24 | Div | Rem | Min | Max | And | Or | Xor | Shl | Shr | Copysign | Setp | Set
+        | CpAsync => 3,
+        Abs | Neg | Popc | Clz | Brev | Bfind | Not | Cnot | Rcp | Sqrt | Rsqrt | Ex2 | Lg2 | Sin | Cos | Tanh
+        | Testp | Cvt | Cvta | Mov | Ld | St | Ldmatrix | Stmatrix | Red => 2,
+        Atom | Vote | Redux => 3,
+        Match => 3,
+        Shfl => 4,
+        Mma => 4,
+        Activemask | Bra | CpAsyncWait | Nanosleep => 1,
+        _ => 0,
+    }
+}
+
+/// The type immediates in operand `idx` are read as.
+fn imm_ty(k: Kind, tys: &[Ty], idx: usize) -> Ty {
+    use Kind::*;
+    let t0 = tys.first().copied().unwrap_or(Ty::B32);
+    match k {
+        Cvt if idx >= 1 => tys.get(1).copied().unwrap_or(t0),
+        Setp | Set if idx >= 1 => *tys.last().unwrap_or(&t0),
+        Shl | Shr if idx == 2 => Ty::U32,
+        Shf if idx == 3 => Ty::U32,
+        Bfe if idx >= 2 => Ty::U32,
+        Bfi if idx >= 3 => Ty::U32,
+        Selp if idx == 3 => Ty::Pred,
+        Slct if idx == 3 => tys.get(1).copied().unwrap_or(Ty::S32),
+        Mad if idx == 3 => t0,
+        Shfl | Vote | Match | Bar | Redux | Activemask | Prmt | Lop3 => Ty::B32,
+        Cvta => Ty::U64,
+        Ld | St | Atom | Red | Mma | Ldmatrix | Stmatrix | CpAsync => t0,
+        _ => t0,
+    }
+}
+
+pub fn decode(
+    ctx: &Ctx,
+    guard: Option<&(String, bool)>,
+    opcode: &str,
+    raw: &[RawOp],
+    line: u32,
+) -> Result<Instr, EmuError> {
+    let parts: Vec<&str> = opcode.split('.').collect();
+    let base = parts[0];
+    let mut m = Mods { vec: 1, ..Mods::default() };
+    let mut tys: Vec<Ty> = Vec::new();
+    let mut rest: &[&str] = &parts[1..];
+    let p1 = parts.get(1).copied().unwrap_or("");
+    let kind = match base {
+        "add" => Kind::Add,
+        "sub" => Kind::Sub,
+        "mul" => Kind::Mul,
+        "mad" => Kind::Mad,
+        "mul24" => Kind::Mul24,
+        "mad24" => Kind::Mad24,
+        "fma" => Kind::Fma,
+        "div" => Kind::Div,
+        "rem" => Kind::Rem,
+        "abs" => Kind::Abs,
+        "neg" => Kind::Neg,
+        "min" => Kind::Min,
+        "max" => Kind::Max,
+        "sad" => Kind::Sad,
+        "popc" => Kind::Popc,
+        "clz" => Kind::Clz,
+        "brev" => Kind::Brev,
+        "bfind" => Kind::Bfind,
+        "bfe" => Kind::Bfe,
+        "bfi" => Kind::Bfi,
+        "and" => Kind::And,
+        "or" => Kind::Or,
+        "xor" => Kind::Xor,
+        "not" => Kind::Not,
+        "cnot" => Kind::Cnot,
+        "shl" => Kind::Shl,
+        "shr" => Kind::Shr,
+        "shf" => Kind::Shf,
+        "lop3" => Kind::Lop3,
+        "prmt" => Kind::Prmt,
+        "rcp" => Kind::Rcp,
+        "sqrt" => Kind::Sqrt,
+        "rsqrt" => Kind::Rsqrt,
+        "ex2" => Kind::Ex2,
+        "lg2" => Kind::Lg2,
+        "sin" => Kind::Sin,
+        "cos" => Kind::Cos,
+        "tanh" => Kind::Tanh,
+        "copysign" => Kind::Copysign,
+        "testp" => Kind::Testp,
+        "setp" => Kind::Setp,
+        "set" => Kind::Set,
+        "selp" => Kind::Selp,
+        "slct" => Kind::Slct,
+        "cvt" => Kind::Cvt,
+        "cvta" => Kind::Cvta,
+        "mov" => Kind::Mov,
+        "ld" | "ldu" => Kind::Ld,
+        "st" => Kind::St,
+        "atom" => Kind::Atom,
+        "red" => Kind::Red,
+        "cp" if p1 == "async" => {
+            rest = &parts[2..];
+            match parts.get(2).copied() {
+                Some("commit_group") => Kind::CpAsyncCommit,
+                Some("wait_group") => Kind::CpAsyncWait,
+                Some("wait_all") => Kind::CpAsyncWaitAll,
+                Some("ca") | Some("cg") => Kind::CpAsync,
+                _ => return Err(unsupported(opcode, "")),
+            }
+        }
+        "ldmatrix" => Kind::Ldmatrix,
+        "stmatrix" => Kind::Stmatrix,
+        "mma" => Kind::Mma,
+        "shfl" => Kind::Shfl,
+        "vote" => Kind::Vote,
+        "match" => Kind::Match,
+        "activemask" => Kind::Activemask,
+        "redux" => Kind::Redux,
+        "bar" | "barrier" => {
+            rest = &parts[1..];
+            match p1 {
+                "sync" => Kind::Bar,
+                "arrive" => {
+                    m.arrive = true;
+                    Kind::Bar
+                }
+                "red" => {
+                    m.red = true;
+                    Kind::Bar
+                }
+                "warp" if parts.get(2) == Some(&"sync") => {
+                    rest = &parts[3..];
+                    Kind::BarWarp
+                }
+                "" if base == "bar" => return Err(unsupported(opcode, "")),
+                "" => Kind::Bar,
+                "aligned" => Kind::Bar,
+                _ => return Err(unsupported(opcode, "")),
+            }
+        }
+        "fence" | "membar" | "griddepcontrol" => {
+            rest = &[];
+            Kind::Fence
+        }
+        "nanosleep" => Kind::Nanosleep,
+        "prefetch" | "prefetchu" | "applypriority" | "discard" => {
+            rest = &[];
+            Kind::Prefetch
+        }
+        "createpolicy" => {
+            // Cache policies only steer caches: the policy value is opaque, any value will do.
+            let dst = raw.first().ok_or_else(|| perr("createpolicy needs a destination"))?;
+            let ops = vec![ctx.operand(dst, Ty::B64)?, Operand::Imm(0)];
+            return Ok(finish(Kind::Mov, guard, ctx, vec![Ty::B64], m, ops, line)?);
+        }
+        "bra" => Kind::Bra,
+        "call" => Kind::Call,
+        "ret" => Kind::Ret,
+        "exit" => Kind::Exit,
+        "trap" => Kind::Trap,
+        _ => return Err(unsupported(opcode, "")),
+    };
+    let mut layouts = 0;
+    for &p in rest {
+        if let Some(t) = Ty::parse(p) {
+            tys.push(t);
+            continue;
+        }
+        let is_cmp_kind = matches!(kind, Kind::Setp | Kind::Set | Kind::Slct);
+        let is_atom_kind = matches!(kind, Kind::Atom | Kind::Red | Kind::Redux);
+        match p {
+            "rn" => m.rnd = Rnd::Rn,
+            "rz" => m.rnd = Rnd::Rz,
+            "rm" => m.rnd = Rnd::Rm,
+            "rp" => m.rnd = Rnd::Rp,
+            "rna" => m.rnd = Rnd::Rna,
+            "rni" => m.rnd = Rnd::Rni,
+            "rzi" => m.rnd = Rnd::Rzi,
+            "rmi" => m.rnd = Rnd::Rmi,
+            "rpi" => m.rnd = Rnd::Rpi,
+            "ftz" => m.ftz = true,
+            "sat" => m.sat = true,
+            "satfinite" => m.satfinite = true,
+            "approx" => m.approx = true,
+            "full" => m.full = true,
+            "NaN" => m.nan = true,
+            "relu" => m.relu = true,
+            "uni" if kind != Kind::Vote => m.uni = true,
+            "cc" => m.cc = true,
+            "wide" => m.mul = MulMode::Wide,
+            "lo" | "hi" if matches!(kind, Kind::Mul | Kind::Mad | Kind::Mul24 | Kind::Mad24) => {
+                m.mul = if p == "hi" { MulMode::Hi } else { MulMode::Lo }
+            }
+            _ if is_cmp_kind && cmp_of(p).is_some() => m.cmp = cmp_of(p),
+            "and" | "or" | "xor" if !is_atom_kind => {
+                m.boolop = Some(match p {
+                    "and" => BoolOp::And,
+                    "or" => BoolOp::Or,
+                    _ => BoolOp::Xor,
+                })
+            }
+            "popc" if kind == Kind::Bar => m.boolop = None,
+            "global" => m.space = Some(Space::Global),
+            "shared" | "shared::cta" => m.space = Some(Space::Shared),
+            "local" => m.space = Some(Space::Local),
+            "const" => m.space = Some(Space::Const),
+            "param" | "param::entry" | "param::func" => m.space = Some(Space::Param),
+            "to" if kind == Kind::Cvta => m.to = true,
+            "v2" => m.vec = 2,
+            "v4" => m.vec = 4,
+            "v8" => m.vec = 8,
+            "add" | "min" | "max" | "exch" | "cas" | "inc" | "dec" | "and" | "or" | "xor" if is_atom_kind => {
+                m.atom = Some(match p {
+                    "add" => AtomOp::Add,
+                    "min" => AtomOp::Min,
+                    "max" => AtomOp::Max,
+                    "exch" => AtomOp::Exch,
+                    "cas" => AtomOp::Cas,
+                    "inc" => AtomOp::Inc,
+                    "dec" => AtomOp::Dec,
+                    "and" => AtomOp::And,
+                    "or" => AtomOp::Or,
+                    _ => AtomOp::Xor,
+                })
+            }
+            "up" | "down" | "bfly" | "idx" if kind == Kind::Shfl => {
+                m.shfl = Some(match p {
+                    "up" => ShflMode::Up,
+                    "down" => ShflMode::Down,
+                    "bfly" => ShflMode::Bfly,
+                    _ => ShflMode::Idx,
+                })
+            }
+            "all" | "any" | "uni" | "ballot" if kind == Kind::Vote => {
+                m.vote = Some(match p {
+                    "all" => VoteMode::All,
+                    "any" => VoteMode::Any,
+                    "uni" => VoteMode::Uni,
+                    _ => VoteMode::Ballot,
+                })
+            }
+            "all" | "any" if kind == Kind::Match => m.all = p == "all",
+            "trans" => m.trans = true,
+            "x1" => m.count = 1,
+            "x2" => m.count = 2,
+            "x4" => m.count = 4,
+            "m8n8" => m.shape = (8, 8, 0),
+            "row" | "col" if kind == Kind::Mma => {
+                if layouts == 0 {
+                    m.arow = p == "row";
+                } else {
+                    m.bcol = p == "col";
+                }
+                layouts += 1;
+            }
+            "l" | "r" if kind == Kind::Shf => m.left = p == "l",
+            "wrap" | "clamp" if kind == Kind::Shf => m.clamp = p == "clamp",
+            "sync" | "aligned" | "nc" | "ca" | "cg" | "cs" | "lu" | "cv" | "wb" | "wt" | "volatile" | "relaxed"
+            | "acquire" | "release" | "acq_rel" | "weak" | "mmio" | "cta" | "gpu" | "sys" | "noftz" | "unified"
+            | "async" => {}
+            "L2::cache_hint" => m.cache_hint = true,
+            "f4e" if kind == Kind::Prmt => m.count = 1,
+            "b4e" if kind == Kind::Prmt => m.count = 2,
+            "rc8" if kind == Kind::Prmt => m.count = 3,
+            "ecl" if kind == Kind::Prmt => m.count = 4,
+            "ecr" if kind == Kind::Prmt => m.count = 5,
+            "rc16" if kind == Kind::Prmt => m.count = 6,
+            "shiftamt" if kind == Kind::Bfind => m.count = 1,
+            "finite" if kind == Kind::Testp => m.count = 1,
+            "infinite" if kind == Kind::Testp => m.count = 2,
+            "number" if kind == Kind::Testp => m.count = 3,
+            "notanumber" if kind == Kind::Testp => m.count = 4,
+            "normal" if kind == Kind::Testp => m.count = 5,
+            "subnormal" if kind == Kind::Testp => m.count = 6,
+            _ if p.starts_with("L1::") || p.starts_with("L2::") || p.starts_with("level::") => {}
+            _ if kind == Kind::Mma && p.starts_with('m') && parse_shape(p).is_some() => {
+                m.shape = parse_shape(p).unwrap_or((0, 0, 0))
+            }
+            _ => return Err(unsupported(opcode, &format!("modifier `.{p}`"))),
+        }
+    }
+    if matches!(kind, Kind::Shfl | Kind::Vote | Kind::Match) && !rest.contains(&"sync") {
+        m.nosync = true;
+    }
+    if kind == Kind::Ldmatrix && m.count == 0 {
+        return Err(unsupported(opcode, "ldmatrix needs .x1/.x2/.x4"));
+    }
+    if kind == Kind::Stmatrix && m.count == 0 {
+        return Err(unsupported(opcode, "stmatrix needs .x1/.x2/.x4"));
+    }
+    if kind == Kind::Mma && !(m.arow && m.bcol) && m.shape != (0, 0, 0) {
+        // Only the .row.col forms exist for the shapes we support (m16n8kX); reject others.
+        return Err(unsupported(opcode, "only .row.col mma layouts are supported"));
+    }
+
+    // Operands.
+    let mut ops = Vec::with_capacity(raw.len());
+    if kind == Kind::Call {
+        // call{.uni} (rets), func, (args){, proto};
+        let mut rets = Operand::ParamList(Vec::new());
+        let mut args = Operand::ParamList(Vec::new());
+        let mut target = None;
+        for r in raw {
+            match r {
+                RawOp::List(_) if target.is_none() => rets = ctx.operand(r, Ty::B32)?,
+                RawOp::List(_) => args = ctx.operand(r, Ty::B32)?,
+                RawOp::Name(n) if target.is_none() => match ctx.syms.get(n.as_str()) {
+                    Some(Sym::Func(i)) => target = Some(Operand::Target(*i)),
+                    _ => return Err(unsupported(opcode, "indirect calls")),
+                },
+                _ => {}
+            }
+        }
+        let target = target.ok_or_else(|| perr("call without a target"))?;
+        ops = vec![rets, target, args];
+    } else {
+        for (i, r) in raw.iter().enumerate() {
+            ops.push(ctx.operand(r, imm_ty(kind, &tys, i))?);
+        }
+    }
+    // State spaces of parameters: entry params are the uniform kernel parameter buffer;
+    // function and call parameters live in per-thread local memory.
+    if matches!(kind, Kind::Ld | Kind::St) && m.space == Some(Space::Param) {
+        let addr_raw = if kind == Kind::Ld { raw.get(1) } else { raw.first() };
+        match addr_raw.and_then(|a| ctx.addr_sym(a)) {
+            Some(Sym::KParam(_)) if ctx.is_entry && kind == Kind::Ld => {}
+            Some(Sym::Local(_)) => m.space = Some(Space::Local),
+            _ => return Err(unsupported(opcode, "parameter access other than a named .param")),
+        }
+    } else if let Some(a) = raw.iter().find_map(|r| ctx.addr_sym(r)) {
+        if matches!(a, Sym::KParam(_)) {
+            return Err(unsupported(opcode, "kernel parameters are read with ld.param"));
+        }
+    }
+    finish(kind, guard, ctx, tys, m, ops, line)
+}
+
+fn parse_shape(p: &str) -> Option<(u8, u8, u8)> {
+    let p = p.strip_prefix('m')?;
+    let (mm, rest) = p.split_once('n')?;
+    let (nn, kk) = rest.split_once('k')?;
+    Some((mm.parse().ok()?, nn.parse().ok()?, kk.parse().ok()?))
+}
+
+fn finish(
+    kind: Kind,
+    guard: Option<&(String, bool)>,
+    ctx: &Ctx,
+    tys: Vec<Ty>,
+    m: Mods,
+    ops: Vec<Operand>,
+    line: u32,
+) -> Result<Instr, EmuError> {
+    if ops.len() < min_ops(kind) {
+        return Err(perr(format!("{kind:?} needs at least {} operands, got {}", min_ops(kind), ops.len())));
+    }
+    let guard = match guard {
+        None => None,
+        Some((g, neg)) => Some((ctx.reg(g).ok_or_else(|| perr(format!("unknown predicate `{g}`")))?, *neg)),
+    };
+    let mut ins = Instr { kind, guard, tys, m, ops, line, reconv: NO_PC, cost: 0 };
+    super::super::exec::validate(&ins).map_err(|e| match e.kind {
+        ErrorKind::Unsupported => e,
+        _ => e,
+    })?;
+    ins.cost = crate::clock::cost(&ins);
+    Ok(ins)
+}
