@@ -56,3 +56,143 @@ fn vector_add() {
     assert_close(buf(&args, 2), &want, 0.0, "vadd");
     assert!(r.cycles > 0 && r.lane_instructions > 0);
 }
+
+#[test]
+fn softmax_rows() {
+    let (m, threads, shared) = load("softmax");
+    let mut rng = Rng(2);
+    let (rows, cols) = (6usize, 100usize);
+    let x = random(&mut rng, DType::F32, &[rows, cols], 5.0);
+    let mut want = vec![0f64; rows * cols];
+    for r in 0..rows {
+        let row: Vec<f64> = (0..cols).map(|c| x.get_f64(r * cols + c)).collect();
+        let mx = row.iter().cloned().fold(f64::MIN, f64::max);
+        let s: f64 = row.iter().map(|v| (v - mx).exp()).sum();
+        for c in 0..cols {
+            want[r * cols + c] = (row[c] - mx).exp() / s;
+        }
+    }
+    let mut args = vec![
+        KernelArg::Buffer(x),
+        KernelArg::Buffer(poisoned(DType::F32, &[rows, cols])),
+        KernelArg::Scalar(cols as u64),
+        KernelArg::Scalar(cols as u64),
+        KernelArg::Null,
+        KernelArg::Null,
+    ];
+    launch(&m, "row_softmax", &cfg([rows as u32, 1, 1], threads, shared), &mut args).unwrap();
+    assert_close(buf(&args, 1), &want, 1e-5, "softmax");
+}
+
+#[test]
+fn layer_norm() {
+    let (m, threads, shared) = load("layernorm");
+    let mut rng = Rng(3);
+    let (rows, cols) = (8usize, 200usize);
+    let x = random(&mut rng, DType::F16, &[rows, cols], 3.0);
+    let w = random(&mut rng, DType::F32, &[cols], 1.0);
+    let b = random(&mut rng, DType::F32, &[cols], 1.0);
+    let eps = 1e-5f32;
+    let mut want = vec![0f64; rows * cols];
+    for r in 0..rows {
+        let row: Vec<f64> = (0..cols).map(|c| x.get_f64(r * cols + c)).collect();
+        let mu = row.iter().sum::<f64>() / cols as f64;
+        let var = row.iter().map(|v| (v - mu) * (v - mu)).sum::<f64>() / cols as f64;
+        for c in 0..cols {
+            want[r * cols + c] = (row[c] - mu) / (var + eps as f64).sqrt() * w.get_f64(c) + b.get_f64(c);
+        }
+    }
+    let mut args = vec![
+        KernelArg::Buffer(x),
+        KernelArg::Buffer(w),
+        KernelArg::Buffer(b),
+        KernelArg::Buffer(poisoned(DType::F16, &[rows, cols])),
+        KernelArg::Scalar(cols as u64),
+        KernelArg::Scalar(cols as u64),
+        f32_bits(eps),
+        KernelArg::Null,
+        KernelArg::Null,
+    ];
+    launch(&m, "layernorm", &cfg([rows as u32, 1, 1], threads, shared), &mut args).unwrap();
+    // Output is f16: allow its rounding.
+    assert_close(buf(&args, 3), &want, 2e-3, "layernorm");
+}
+
+fn matmul_case(mm: usize, nn: usize, kk: usize, seed: u64) {
+    let (m, threads, shared) = load("matmul");
+    let mut rng = Rng(seed);
+    let a = random(&mut rng, DType::F16, &[mm, kk], 1.0);
+    let b = random(&mut rng, DType::F16, &[kk, nn], 1.0);
+    let mut want = vec![0f64; mm * nn];
+    for i in 0..mm {
+        for j in 0..nn {
+            want[i * nn + j] = (0..kk).map(|k| a.get_f64(i * kk + k) * b.get_f64(k * nn + j)).sum();
+        }
+    }
+    let mut args = vec![
+        KernelArg::Buffer(a),
+        KernelArg::Buffer(b),
+        KernelArg::Buffer(poisoned(DType::F16, &[mm, nn])),
+        KernelArg::Scalar(mm as u64),
+        KernelArg::Scalar(nn as u64),
+        KernelArg::Scalar(kk as u64),
+        KernelArg::Scalar(kk as u64), // stride of A's rows
+        KernelArg::Scalar(nn as u64), // stride of B's rows
+        KernelArg::Scalar(nn as u64), // stride of C's rows
+        KernelArg::Null,
+        KernelArg::Null,
+    ];
+    let grid = [(mm as u32).div_ceil(64), (nn as u32).div_ceil(64), 1];
+    let r = launch(&m, "matmul", &cfg(grid, threads, shared), &mut args).unwrap();
+    assert_close(buf(&args, 2), &want, 2e-3, &format!("matmul {mm}x{nn}x{kk}"));
+    assert!(r.cycles > 0);
+}
+
+#[test]
+fn matmul_tensor_cores() {
+    // K = 80 is not a multiple of the 32-wide K tile: the last tile's cp.async copies
+    // read zero bytes (src-size 0) and zero-fill.
+    matmul_case(128, 64, 80, 4);
+}
+
+#[test]
+fn matmul_tensor_cores_square() {
+    matmul_case(64, 128, 128, 5);
+}
+
+#[test]
+fn flash_attention_forward() {
+    let (m, threads, shared) = load("attn_fwd");
+    let mut rng = Rng(6);
+    let (bh, seq, d) = (2usize, 64usize, 32usize);
+    let q = random(&mut rng, DType::F16, &[bh, seq, d], 1.0);
+    let k = random(&mut rng, DType::F16, &[bh, seq, d], 1.0);
+    let v = random(&mut rng, DType::F16, &[bh, seq, d], 1.0);
+    let scale = 1.0 / (d as f64).sqrt();
+    let mut want = vec![0f64; bh * seq * d];
+    for h in 0..bh {
+        let at = |t: &HostTensor, i: usize, j: usize| t.get_f64((h * seq + i) * d + j);
+        for i in 0..seq {
+            let s: Vec<f64> = (0..seq).map(|j| (0..d).map(|x| at(&q, i, x) * at(&k, j, x)).sum::<f64>() * scale).collect();
+            let mx = s.iter().cloned().fold(f64::MIN, f64::max);
+            let p: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
+            let l: f64 = p.iter().sum();
+            for x in 0..d {
+                want[(h * seq + i) * d + x] = (0..seq).map(|j| p[j] * at(&v, j, x)).sum::<f64>() / l;
+            }
+        }
+    }
+    let mut args = vec![
+        KernelArg::Buffer(q),
+        KernelArg::Buffer(k),
+        KernelArg::Buffer(v),
+        KernelArg::Buffer(poisoned(DType::F16, &[bh, seq, d])),
+        KernelArg::Scalar(seq as u64),
+        f32_bits(scale as f32),
+        KernelArg::Null,
+        KernelArg::Null,
+    ];
+    let grid = [(seq / 32) as u32, bh as u32, 1];
+    launch(&m, "attn_fwd", &cfg(grid, threads, shared), &mut args).unwrap();
+    assert_close(buf(&args, 3), &want, 1e-2, "attention");
+}

@@ -34,7 +34,11 @@ impl Ex<'_, '_> {
         Ok(self.tid(lane) as usize * ls as usize + off as usize)
     }
 
-    fn shared_check(&mut self, off: u64, len: usize, write: bool, line: u32) -> R<usize> {
+    /// Bounds-checks a shared access and records it for race detection. `new` holds the
+    /// bytes a write stores: bytes it leaves unchanged are not counted as written, since
+    /// warps holding replicated data (common in Triton's layouts) store equal values.
+    fn shared_check(&mut self, off: u64, len: usize, new: Option<&[u8]>, line: u32) -> R<usize> {
+        let write = new.is_some();
         let size = self.m.shared.len() as u64;
         if off + len as u64 > size {
             return Err(mem_err(format!(
@@ -43,7 +47,14 @@ impl Ex<'_, '_> {
         }
         let warp = self.w.id;
         if let Some(r) = self.m.race.as_mut() {
-            if let Some(c) = r.access(off as usize, len, warp, write, line) {
+            let conflict = match new {
+                None => r.access(off as usize, len, warp, false, line),
+                Some(bytes) => {
+                    let old = &self.m.shared[off as usize..off as usize + len];
+                    (0..len).filter(|&i| old[i] != bytes[i]).find_map(|i| r.access(off as usize + i, 1, warp, true, line))
+                }
+            };
+            if let Some(c) = conflict {
                 return Err(EmuError::new(
                     ErrorKind::Race,
                     format!(
@@ -64,7 +75,7 @@ impl Ex<'_, '_> {
         check_align(addr, out.len() as u64).map_err(mem_err)?;
         match self.place(space, addr) {
             Place::Shared(off) => {
-                let at = self.shared_check(off, out.len(), false, line)?;
+                let at = self.shared_check(off, out.len(), None, line)?;
                 out.copy_from_slice(&self.m.shared[at..at + out.len()]);
             }
             Place::Local(off) => {
@@ -88,7 +99,7 @@ impl Ex<'_, '_> {
         check_align(addr, src.len() as u64).map_err(mem_err)?;
         match self.place(space, addr) {
             Place::Shared(off) => {
-                let at = self.shared_check(off, src.len(), true, line)?;
+                let at = self.shared_check(off, src.len(), Some(src), line)?;
                 self.m.shared[at..at + src.len()].copy_from_slice(src);
             }
             Place::Local(off) => {
@@ -118,7 +129,7 @@ impl Ex<'_, '_> {
     fn apply_copies(&mut self, g: Vec<PendingCopy>) -> R<()> {
         for c in g {
             let n = c.len as usize;
-            let at = self.shared_check(c.dst as u64, n, true, c.line).map_err(|e| {
+            let at = self.shared_check(c.dst as u64, n, Some(&c.bytes[..n]), c.line).map_err(|e| {
                 e.at_line(c.line, self.l.module.line_text(c.line)).at_thread(self.m.ctaid, self.thread_xyz(c.lane))
             })?;
             self.m.shared[at..at + n].copy_from_slice(&c.bytes[..n]);

@@ -297,13 +297,17 @@ pub fn decode(
         "red" => Kind::Red,
         "cp" if p1 == "async" => {
             rest = &parts[2..];
-            match parts.get(2).copied() {
+            let k = match parts.get(2).copied() {
                 Some("commit_group") => Kind::CpAsyncCommit,
                 Some("wait_group") => Kind::CpAsyncWait,
                 Some("wait_all") => Kind::CpAsyncWaitAll,
                 Some("ca") | Some("cg") => Kind::CpAsync,
                 _ => return Err(unsupported(opcode, "")),
+            };
+            if k != Kind::CpAsync {
+                rest = &parts[3..];
             }
+            k
         }
         "ldmatrix" => Kind::Ldmatrix,
         "stmatrix" => Kind::Stmatrix,
