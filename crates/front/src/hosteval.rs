@@ -1,0 +1,800 @@
+//! A small evaluator for host-side Python expressions: module-level constants,
+//! parameter defaults, `@triton.autotune` configs and `@triton.heuristics` lambdas.
+//!
+//! It understands literals, names of module-level values, arithmetic and
+//! comparisons, list/tuple/dict displays and comprehensions, `triton.Config`,
+//! `triton.next_power_of_2`, `triton.cdiv`, `tl.constexpr`, dtypes (Triton's
+//! and torch's spellings) and a few Python builtins. Anything else is reported
+//! as "not statically known".
+
+use crate::globals::{Global, Globals, Mod};
+use crate::source::SrcRef;
+use crate::value::{binop, compare, parse_py_int, ConstValue, PyBinOp, PyCmp};
+use crate::Config;
+use ruff_python_ast::{self as ast, Expr, Number};
+use ruff_text_size::{Ranged, TextRange};
+use trident_core::DType;
+use trident_ir::{Diagnostic, Elem};
+
+/// A host-side value.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum HostValue {
+    Const(ConstValue),
+    List(Vec<HostValue>),
+    Dict(Vec<(HostValue, HostValue)>),
+    Config(Box<Config>),
+    /// A tensor argument seen by a heuristic: only its dtype is known.
+    Tensor(Elem),
+    Module(Mod),
+    /// A function or class of a known module (`triton.Config`, `triton.cdiv`).
+    Func(Mod, String),
+    /// A Python builtin (`min`, `len`).
+    PyBuiltin(&'static str),
+    /// A lambda, kept as its source range for later evaluation.
+    Lambda(TextRange),
+    /// A value of a foreign module (`torch.float16` is understood; the rest is opaque).
+    Foreign(String),
+}
+
+impl HostValue {
+    pub(crate) fn into_const(self) -> Option<ConstValue> {
+        match self {
+            HostValue::Const(c) => Some(c),
+            HostValue::List(v) => {
+                v.into_iter().map(HostValue::into_const).collect::<Option<Vec<_>>>().map(ConstValue::Tuple)
+            }
+            _ => None,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            HostValue::Const(c) => format!("`{c}`"),
+            HostValue::List(_) => "a list".into(),
+            HostValue::Dict(_) => "a dict".into(),
+            HostValue::Config(_) => "a triton.Config".into(),
+            HostValue::Tensor(_) => "a tensor".into(),
+            HostValue::Module(m) => format!("module `{}`", m.display()),
+            HostValue::Func(m, n) => format!("`{}.{n}`", m.display()),
+            HostValue::PyBuiltin(n) => format!("builtin `{n}`"),
+            HostValue::Lambda(_) => "a lambda".into(),
+            HostValue::Foreign(s) => format!("`{s}`"),
+        }
+    }
+}
+
+const PY_BUILTINS: &[&str] =
+    &["min", "max", "abs", "int", "float", "bool", "len", "range", "list", "tuple", "str", "round", "sum", "pow"];
+
+/// torch dtype names that heuristics compare against.
+fn torch_dtype(name: &str) -> Option<DType> {
+    Some(match name {
+        "float16" | "half" => DType::F16,
+        "bfloat16" => DType::BF16,
+        "float32" | "float" => DType::F32,
+        "float64" | "double" => DType::F64,
+        "int8" => DType::I8,
+        "int16" | "short" => DType::I16,
+        "int32" | "int" => DType::I32,
+        "int64" | "long" => DType::I64,
+        "uint8" => DType::U8,
+        "uint16" => DType::U16,
+        "uint32" => DType::U32,
+        "uint64" => DType::U64,
+        "bool" => DType::I1,
+        "float8_e4m3fn" => DType::F8E4M3,
+        "float8_e5m2" => DType::F8E5M2,
+        _ => return None,
+    })
+}
+
+/// Triton dtype attribute names of `triton.language`.
+pub(crate) fn tl_dtype(name: &str) -> Option<DType> {
+    Some(match name {
+        "int1" => DType::I1,
+        "int8" => DType::I8,
+        "int16" => DType::I16,
+        "int32" => DType::I32,
+        "int64" => DType::I64,
+        "uint8" => DType::U8,
+        "uint16" => DType::U16,
+        "uint32" => DType::U32,
+        "uint64" => DType::U64,
+        "float8e4nv" => DType::F8E4M3,
+        "float8e5" => DType::F8E5M2,
+        "float16" => DType::F16,
+        "bfloat16" => DType::BF16,
+        "float32" => DType::F32,
+        "float64" => DType::F64,
+        _ => return None,
+    })
+}
+
+/// Triton's signature strings (`"i32"`, `"fp16"`, `"*fp32"`) as used in annotations.
+pub(crate) fn sig_type(s: &str) -> Option<Elem> {
+    if let Some(p) = s.strip_prefix("*k").or_else(|| s.strip_prefix('*')) {
+        return sig_type(p).and_then(|e| e.num()).map(Elem::ptr);
+    }
+    let d = match s {
+        "i1" | "u1" => DType::I1,
+        "i8" => DType::I8,
+        "i16" => DType::I16,
+        "i32" => DType::I32,
+        "i64" => DType::I64,
+        "u8" => DType::U8,
+        "u16" => DType::U16,
+        "u32" => DType::U32,
+        "u64" => DType::U64,
+        "fp16" => DType::F16,
+        "bf16" => DType::BF16,
+        "fp32" => DType::F32,
+        "fp64" => DType::F64,
+        "fp8e4nv" => DType::F8E4M3,
+        "fp8e5" => DType::F8E5M2,
+        _ => return None,
+    };
+    Some(Elem::Num(d))
+}
+
+fn py_float_const(x: f64) -> HostValue {
+    HostValue::Const(ConstValue::Float(x))
+}
+
+pub(crate) struct HostEval<'a> {
+    pub globals: &'a Globals,
+    pub src: SrcRef<'a>,
+    /// Names bound by comprehensions and lambda parameters, innermost last.
+    pub locals: Vec<(String, HostValue)>,
+}
+
+type R<T> = Result<T, Diagnostic>;
+
+impl<'a> HostEval<'a> {
+    pub(crate) fn new(globals: &'a Globals, src: SrcRef<'a>) -> HostEval<'a> {
+        HostEval { globals, src, locals: vec![] }
+    }
+
+    fn unknown(&self, e: &Expr, what: impl Into<String>) -> Diagnostic {
+        self.src.error(e.range(), format!("cannot evaluate this expression statically: {}", what.into()))
+    }
+
+    pub(crate) fn eval_const(&mut self, e: &Expr) -> R<ConstValue> {
+        let v = self.eval(e)?;
+        let d = v.describe();
+        v.into_const().ok_or_else(|| self.unknown(e, format!("{d} is not a compile-time constant")))
+    }
+
+    pub(crate) fn eval(&mut self, e: &Expr) -> R<HostValue> {
+        use HostValue as H;
+        Ok(match e {
+            Expr::NumberLiteral(n) => match &n.value {
+                Number::Int(i) => H::Const(ConstValue::Int(
+                    parse_py_int(&i.to_string()).ok_or_else(|| self.unknown(e, "integer literal too large"))?,
+                )),
+                Number::Float(f) => py_float_const(*f),
+                Number::Complex { .. } => return Err(self.unknown(e, "complex numbers are not supported")),
+            },
+            Expr::BooleanLiteral(b) => H::Const(ConstValue::Bool(b.value)),
+            Expr::NoneLiteral(_) => H::Const(ConstValue::None),
+            Expr::StringLiteral(s) => H::Const(ConstValue::Str(s.value.to_str().to_string())),
+            Expr::Name(n) => self.name(e, n.id.as_str())?,
+            Expr::Attribute(a) => {
+                let base = self.eval(&a.value)?;
+                self.attr(e, base, a.attr.id.as_str())?
+            }
+            Expr::Tuple(t) => H::List(t.elts.iter().map(|x| self.eval(x)).collect::<R<_>>()?),
+            Expr::List(t) => H::List(t.elts.iter().map(|x| self.eval(x)).collect::<R<_>>()?),
+            Expr::Dict(d) => {
+                let mut items = vec![];
+                for item in &d.items {
+                    let Some(k) = &item.key else {
+                        return Err(self.unknown(e, "`**` in a dict display"));
+                    };
+                    items.push((self.eval(k)?, self.eval(&item.value)?));
+                }
+                H::Dict(items)
+            }
+            Expr::ListComp(c) => H::List(self.comprehension(&c.generators, &c.elt)?),
+            Expr::Generator(c) => H::List(self.comprehension(&c.generators, &c.elt)?),
+            Expr::Lambda(l) => H::Lambda(l.range),
+            Expr::UnaryOp(u) => {
+                let v = self.eval_const(&u.operand)?;
+                H::Const(match u.op {
+                    ast::UnaryOp::Not => ConstValue::Bool(!v.truthy().unwrap_or(true)),
+                    ast::UnaryOp::UAdd => v,
+                    ast::UnaryOp::USub => {
+                        binop(PyBinOp::Sub, &ConstValue::Int(0), &v).map_err(|m| self.src.error(e.range(), m))?
+                    }
+                    ast::UnaryOp::Invert => match v.as_int() {
+                        Some(i) => ConstValue::Int(!i),
+                        None => return Err(self.unknown(e, "`~` needs an integer")),
+                    },
+                })
+            }
+            Expr::BinOp(b) => {
+                let l = self.eval(&b.left)?;
+                let r = self.eval(&b.right)?;
+                match (l, r) {
+                    (H::List(x), H::List(y)) if b.op == ast::Operator::Add => H::List(x.into_iter().chain(y).collect()),
+                    (l, r) => {
+                        let (Some(l), Some(r)) = (l.into_const(), r.into_const()) else {
+                            return Err(self.unknown(e, "operands are not constants"));
+                        };
+                        let op = py_binop(b.op).ok_or_else(|| self.unknown(e, "unsupported operator"))?;
+                        H::Const(binop(op, &l, &r).map_err(|m| self.src.error(e.range(), m))?)
+                    }
+                }
+            }
+            Expr::Compare(c) => {
+                let mut l = self.eval(&c.left)?;
+                let mut result = true;
+                for (op, rhs) in c.ops.iter().zip(c.comparators.iter()) {
+                    let r = self.eval(rhs)?;
+                    let ok = match op {
+                        ast::CmpOp::In | ast::CmpOp::NotIn => {
+                            let found = match &r {
+                                H::List(items) => items.contains(&l),
+                                H::Dict(items) => items.iter().any(|(k, _)| *k == l),
+                                H::Const(ConstValue::Str(s)) => match &l {
+                                    H::Const(ConstValue::Str(x)) => s.contains(x.as_str()),
+                                    _ => false,
+                                },
+                                _ => return Err(self.unknown(e, "`in` needs a list, dict or string")),
+                            };
+                            found == (*op == ast::CmpOp::In)
+                        }
+                        ast::CmpOp::Is | ast::CmpOp::IsNot => (l == r) == (*op == ast::CmpOp::Is),
+                        _ => {
+                            let cmp = py_cmp(*op).ok_or_else(|| self.unknown(e, "unsupported comparison"))?;
+                            match (&l, &r) {
+                                (H::Const(a), H::Const(b)) => {
+                                    compare(cmp, a, b).map_err(|m| self.src.error(e.range(), m))?
+                                }
+                                _ if matches!(cmp, PyCmp::Eq | PyCmp::Ne) => (l == r) == (cmp == PyCmp::Eq),
+                                _ => return Err(self.unknown(e, "cannot order these values")),
+                            }
+                        }
+                    };
+                    result &= ok;
+                    if !result {
+                        break;
+                    }
+                    l = r;
+                }
+                H::Const(ConstValue::Bool(result))
+            }
+            Expr::BoolOp(b) => {
+                let is_and = b.op == ast::BoolOp::And;
+                let mut last = H::Const(ConstValue::Bool(is_and));
+                for v in &b.values {
+                    last = self.eval(v)?;
+                    let t = match &last {
+                        H::Const(c) => c.truthy().unwrap_or(true),
+                        H::List(l) => !l.is_empty(),
+                        _ => true,
+                    };
+                    if t != is_and {
+                        break;
+                    }
+                }
+                last
+            }
+            Expr::If(i) => {
+                let c = self.eval_const(&i.test)?;
+                if c.truthy().unwrap_or(false) {
+                    self.eval(&i.body)?
+                } else {
+                    self.eval(&i.orelse)?
+                }
+            }
+            Expr::Subscript(s) => {
+                let base = self.eval(&s.value)?;
+                let idx = self.eval(&s.slice)?;
+                self.subscript(e, base, idx)?
+            }
+            Expr::Call(c) => self.call(e, c)?,
+            _ => return Err(self.unknown(e, "unsupported expression")),
+        })
+    }
+
+    fn name(&self, e: &Expr, n: &str) -> R<HostValue> {
+        if let Some((_, v)) = self.locals.iter().rev().find(|(k, _)| k == n) {
+            return Ok(v.clone());
+        }
+        match self.globals.get(n) {
+            Some(Global::Value(v)) => Ok(v.clone()),
+            Some(Global::Module(m)) => Ok(HostValue::Module(*m)),
+            Some(Global::Attr(m, a)) => self.module_attr(e, *m, a),
+            Some(Global::Opaque(what)) => Ok(HostValue::Foreign(what.clone())),
+            Some(Global::Jit(_)) | Some(Global::HostDef(_)) => {
+                Err(self.unknown(e, format!("`{n}` is a function, not a value")))
+            }
+            Some(Global::Ambiguous(why)) => Err(self.unknown(e, why.clone())),
+            None if n == "__name__" => Ok(HostValue::Const(ConstValue::Str("trident_kernel_module".into()))),
+            None => match PY_BUILTINS.iter().find(|b| **b == n) {
+                Some(b) => Ok(HostValue::PyBuiltin(b)),
+                None => Err(self.unknown(e, format!("name `{n}` is not defined at module level"))),
+            },
+        }
+    }
+
+    fn module_attr(&self, _e: &Expr, m: Mod, a: &str) -> R<HostValue> {
+        if let Some(sub) = m.submodule(a) {
+            return Ok(HostValue::Module(sub));
+        }
+        match m {
+            Mod::Language => {
+                if let Some(d) = tl_dtype(a) {
+                    return Ok(HostValue::Const(ConstValue::dtype(d)));
+                }
+                Ok(HostValue::Func(m, a.to_string()))
+            }
+            Mod::PyMath => match a {
+                "pi" => Ok(py_float_const(std::f64::consts::PI)),
+                "e" => Ok(py_float_const(std::f64::consts::E)),
+                "inf" => Ok(py_float_const(f64::INFINITY)),
+                "nan" => Ok(py_float_const(f64::NAN)),
+                "tau" => Ok(py_float_const(std::f64::consts::TAU)),
+                _ => Ok(HostValue::Func(m, a.to_string())),
+            },
+            Mod::Triton | Mod::Math | Mod::Libdevice | Mod::Extra | Mod::ExtraVendor => {
+                Ok(HostValue::Func(m, a.to_string()))
+            }
+        }
+    }
+
+    fn attr(&self, e: &Expr, base: HostValue, a: &str) -> R<HostValue> {
+        match base {
+            HostValue::Module(m) => self.module_attr(e, m, a),
+            HostValue::Foreign(what) => {
+                if what == "torch" {
+                    if let Some(d) = torch_dtype(a) {
+                        return Ok(HostValue::Const(ConstValue::dtype(d)));
+                    }
+                }
+                Ok(HostValue::Foreign(format!("{what}.{a}")))
+            }
+            HostValue::Tensor(el) if a == "dtype" => Ok(HostValue::Const(ConstValue::DType(el))),
+            HostValue::Const(ConstValue::DType(el)) => match a {
+                "element_ty" => match el {
+                    Elem::Ptr { pointee, .. } => Ok(HostValue::Const(ConstValue::dtype(pointee))),
+                    _ => Err(self.unknown(e, "`element_ty` of a non-pointer dtype")),
+                },
+                "primitive_bitwidth" => Ok(HostValue::Const(ConstValue::Int(match el {
+                    Elem::Num(d) => d.bits() as i128,
+                    Elem::Ptr { .. } => 64,
+                }))),
+                "itemsize" => Ok(HostValue::Const(ConstValue::Int(match el {
+                    Elem::Num(d) => d.size_bytes() as i128,
+                    Elem::Ptr { .. } => 8,
+                }))),
+                _ => Err(self.unknown(e, format!("dtype has no attribute `{a}` here"))),
+            },
+            HostValue::Config(c) => match a {
+                "num_warps" => Ok(HostValue::Const(ConstValue::Int(c.num_warps as i128))),
+                "num_stages" => Ok(HostValue::Const(ConstValue::Int(c.num_stages as i128))),
+                "kwargs" => Ok(HostValue::Dict(
+                    c.kwargs
+                        .iter()
+                        .map(|(k, v)| (HostValue::Const(ConstValue::Str(k.clone())), HostValue::Const(v.clone())))
+                        .collect(),
+                )),
+                _ => Err(self.unknown(e, format!("Config has no attribute `{a}` here"))),
+            },
+            other => Err(self.unknown(e, format!("attribute `{a}` of {}", other.describe()))),
+        }
+    }
+
+    fn subscript(&self, e: &Expr, base: HostValue, idx: HostValue) -> R<HostValue> {
+        match (base, idx) {
+            (HostValue::Dict(items), k) => items
+                .into_iter()
+                .find(|(key, _)| *key == k)
+                .map(|(_, v)| v)
+                .ok_or_else(|| self.unknown(e, format!("key {} not found", k.describe()))),
+            (HostValue::List(items), HostValue::Const(c)) => {
+                let i = c.as_int().ok_or_else(|| self.unknown(e, "list index must be an integer"))?;
+                let n = items.len() as i128;
+                let j = if i < 0 { i + n } else { i };
+                if j < 0 || j >= n {
+                    return Err(self.unknown(e, "list index out of range"));
+                }
+                Ok(items[j as usize].clone())
+            }
+            (HostValue::Const(ConstValue::Tuple(items)), HostValue::Const(c)) => {
+                let l = HostValue::List(items.into_iter().map(HostValue::Const).collect());
+                self.subscript(e, l, HostValue::Const(c))
+            }
+            (b, _) => Err(self.unknown(e, format!("cannot index {}", b.describe()))),
+        }
+    }
+
+    fn comprehension(&mut self, gens: &[ast::Comprehension], elt: &Expr) -> R<Vec<HostValue>> {
+        let mut out = vec![];
+        self.comp_rec(gens, elt, &mut out)?;
+        Ok(out)
+    }
+
+    fn comp_rec(&mut self, gens: &[ast::Comprehension], elt: &Expr, out: &mut Vec<HostValue>) -> R<()> {
+        let Some((g, rest)) = gens.split_first() else {
+            out.push(self.eval(elt)?);
+            return Ok(());
+        };
+        let items = match self.eval(&g.iter)? {
+            HostValue::List(v) => v,
+            HostValue::Const(ConstValue::Tuple(v)) => v.into_iter().map(HostValue::Const).collect(),
+            HostValue::Dict(v) => v.into_iter().map(|(k, _)| k).collect(),
+            other => return Err(self.unknown(&g.iter, format!("cannot iterate over {}", other.describe()))),
+        };
+        if out.len() + items.len() > 1 << 16 {
+            return Err(self.unknown(&g.iter, "comprehension too large"));
+        }
+        for item in items {
+            let mark = self.locals.len();
+            self.bind_target(&g.target, item)?;
+            let mut keep = true;
+            for cond in &g.ifs {
+                if !self.eval_const(cond)?.truthy().unwrap_or(false) {
+                    keep = false;
+                    break;
+                }
+            }
+            if keep {
+                self.comp_rec(rest, elt, out)?;
+            }
+            self.locals.truncate(mark);
+        }
+        Ok(())
+    }
+
+    fn bind_target(&mut self, target: &Expr, v: HostValue) -> R<()> {
+        match target {
+            Expr::Name(n) => {
+                self.locals.push((n.id.to_string(), v));
+                Ok(())
+            }
+            Expr::Tuple(t) => {
+                let items = match v {
+                    HostValue::List(items) => items,
+                    HostValue::Const(ConstValue::Tuple(items)) => items.into_iter().map(HostValue::Const).collect(),
+                    _ => return Err(self.unknown(target, "cannot unpack a non-sequence")),
+                };
+                if items.len() != t.elts.len() {
+                    return Err(self.unknown(target, "wrong number of values to unpack"));
+                }
+                for (x, v) in t.elts.iter().zip(items) {
+                    self.bind_target(x, v)?;
+                }
+                Ok(())
+            }
+            _ => Err(self.unknown(target, "unsupported comprehension target")),
+        }
+    }
+
+    /// Calls a lambda (`lambda args: ...`) with the given positional arguments.
+    pub(crate) fn call_lambda(&mut self, lambda: &ast::ExprLambda, args: Vec<HostValue>) -> R<HostValue> {
+        let names: Vec<String> = match &lambda.parameters {
+            Some(p) => p.args.iter().chain(p.posonlyargs.iter()).map(|a| a.parameter.name.id.to_string()).collect(),
+            None => vec![],
+        };
+        if names.len() != args.len() {
+            return Err(self.src.error(
+                lambda.range,
+                format!("this lambda takes {} arguments; Triton passes {}", names.len(), args.len()),
+            ));
+        }
+        let mark = self.locals.len();
+        for (n, a) in names.into_iter().zip(args) {
+            self.locals.push((n, a));
+        }
+        let r = self.eval(&lambda.body);
+        self.locals.truncate(mark);
+        r
+    }
+
+    fn call(&mut self, e: &Expr, c: &ast::ExprCall) -> R<HostValue> {
+        let f = self.eval(&c.func)?;
+        let mut args = vec![];
+        for a in c.arguments.args.iter() {
+            if let Expr::Starred(s) = a {
+                match self.eval(&s.value)? {
+                    HostValue::List(v) => args.extend(v),
+                    _ => return Err(self.unknown(a, "`*` needs a list or tuple")),
+                }
+            } else {
+                args.push(self.eval(a)?);
+            }
+        }
+        let mut kwargs = vec![];
+        for k in c.arguments.keywords.iter() {
+            let Some(name) = &k.arg else {
+                return Err(self.unknown(&k.value, "`**kwargs` in a call"));
+            };
+            kwargs.push((name.id.to_string(), self.eval(&k.value)?, k.value.range()));
+        }
+        let consts = |me: &Self, args: &[HostValue]| -> R<Vec<ConstValue>> {
+            args.iter()
+                .map(|a| a.clone().into_const().ok_or_else(|| me.unknown(e, "arguments must be constants")))
+                .collect()
+        };
+        let int_arg =
+            |me: &Self, v: &ConstValue| -> R<i128> { v.as_int().ok_or_else(|| me.unknown(e, "expected an integer")) };
+        match f {
+            HostValue::Func(Mod::Triton, name) => match name.as_str() {
+                "Config" => self.config(e, args, kwargs),
+                "next_power_of_2" => {
+                    let a = consts(self, &args)?;
+                    let n = int_arg(self, a.first().ok_or_else(|| self.unknown(e, "missing argument"))?)?;
+                    let mut p: i128 = 1;
+                    while p < n {
+                        p <<= 1;
+                    }
+                    Ok(HostValue::Const(ConstValue::Int(p)))
+                }
+                "cdiv" => {
+                    let a = consts(self, &args)?;
+                    if a.len() != 2 {
+                        return Err(self.unknown(e, "triton.cdiv takes two arguments"));
+                    }
+                    let num =
+                        binop(PyBinOp::Add, &a[0], &a[1]).and_then(|s| binop(PyBinOp::Sub, &s, &ConstValue::Int(1)));
+                    let r = num
+                        .and_then(|n| binop(PyBinOp::FloorDiv, &n, &a[1]))
+                        .map_err(|m| self.src.error(e.range(), m))?;
+                    Ok(HostValue::Const(r))
+                }
+                _ => Err(self.unknown(e, format!("`triton.{name}` cannot be called here"))),
+            },
+            HostValue::Func(Mod::Language, name) if name == "constexpr" => {
+                args.into_iter().next().ok_or_else(|| self.unknown(e, "tl.constexpr needs a value"))
+            }
+            HostValue::Func(Mod::PyMath, name) => {
+                let a = consts(self, &args)?;
+                let x = a.first().and_then(|v| v.as_f64()).ok_or_else(|| self.unknown(e, "expected a number"))?;
+                py_math(&name, x, a.get(1).and_then(|v| v.as_f64()))
+                    .ok_or_else(|| self.unknown(e, format!("`math.{name}` is not supported")))
+            }
+            HostValue::PyBuiltin(b) => self.builtin(e, b, args),
+            other => Err(self.unknown(e, format!("cannot call {}", other.describe()))),
+        }
+    }
+
+    fn builtin(&mut self, e: &Expr, b: &str, args: Vec<HostValue>) -> R<HostValue> {
+        use ConstValue as C;
+        let list_items = |v: &HostValue| -> Option<Vec<HostValue>> {
+            match v {
+                HostValue::List(v) => Some(v.clone()),
+                HostValue::Const(C::Tuple(v)) => Some(v.iter().cloned().map(HostValue::Const).collect()),
+                _ => None,
+            }
+        };
+        let consts: Vec<C> = args.iter().filter_map(|a| a.clone().into_const()).collect();
+        let bad = || self.unknown(e, format!("unsupported use of `{b}`"));
+        match b {
+            "len" => match args.first().and_then(list_items) {
+                Some(v) => Ok(HostValue::Const(C::Int(v.len() as i128))),
+                None => match args.first() {
+                    Some(HostValue::Dict(d)) => Ok(HostValue::Const(C::Int(d.len() as i128))),
+                    Some(HostValue::Const(C::Str(s))) => Ok(HostValue::Const(C::Int(s.len() as i128))),
+                    _ => Err(bad()),
+                },
+            },
+            "list" | "tuple" => {
+                if args.is_empty() {
+                    return Ok(HostValue::List(vec![]));
+                }
+                args.first().and_then(list_items).map(HostValue::List).ok_or_else(bad)
+            }
+            "range" => {
+                let ints: Vec<i128> = consts.iter().filter_map(|c| c.as_int()).collect();
+                if ints.len() != args.len() || ints.is_empty() || ints.len() > 3 {
+                    return Err(bad());
+                }
+                let (start, stop, step) = match ints.len() {
+                    1 => (0, ints[0], 1),
+                    2 => (ints[0], ints[1], 1),
+                    _ => (ints[0], ints[1], ints[2]),
+                };
+                if step == 0 {
+                    return Err(self.unknown(e, "range() step must not be zero"));
+                }
+                let mut v = vec![];
+                let mut i = start;
+                while (step > 0 && i < stop) || (step < 0 && i > stop) {
+                    v.push(HostValue::Const(C::Int(i)));
+                    if v.len() > 1 << 16 {
+                        return Err(self.unknown(e, "range too large"));
+                    }
+                    i += step;
+                }
+                Ok(HostValue::List(v))
+            }
+            "min" | "max" | "sum" => {
+                let items: Vec<C> = if args.len() == 1 {
+                    args[0]
+                        .clone()
+                        .into_const()
+                        .and_then(|c| if let C::Tuple(v) = c { Some(v) } else { None })
+                        .ok_or_else(bad)?
+                } else {
+                    if consts.len() != args.len() {
+                        return Err(bad());
+                    }
+                    consts
+                };
+                if b == "sum" {
+                    let mut acc = C::Int(0);
+                    for x in &items {
+                        acc = binop(PyBinOp::Add, &acc, x).map_err(|m| self.src.error(e.range(), m))?;
+                    }
+                    return Ok(HostValue::Const(acc));
+                }
+                let mut best: Option<C> = None;
+                for x in items {
+                    best = Some(match best {
+                        None => x,
+                        Some(cur) => {
+                            let op = if b == "min" { PyCmp::Lt } else { PyCmp::Gt };
+                            if compare(op, &x, &cur).map_err(|m| self.src.error(e.range(), m))? {
+                                x
+                            } else {
+                                cur
+                            }
+                        }
+                    });
+                }
+                best.map(HostValue::Const).ok_or_else(|| self.unknown(e, format!("{b}() of an empty sequence")))
+            }
+            "abs" => match consts.first() {
+                Some(C::Int(v)) => Ok(HostValue::Const(C::Int(v.abs()))),
+                Some(C::Float(v)) => Ok(HostValue::Const(C::Float(v.abs()))),
+                Some(C::Bool(v)) => Ok(HostValue::Const(C::Int(*v as i128))),
+                _ => Err(bad()),
+            },
+            "int" => match consts.first() {
+                Some(C::Float(v)) if v.is_finite() => Ok(HostValue::Const(C::Int(v.trunc() as i128))),
+                Some(c) if c.as_int().is_some() => Ok(HostValue::Const(C::Int(c.as_int().unwrap_or(0)))),
+                Some(C::Str(s)) => s.trim().parse::<i128>().map(|v| HostValue::Const(C::Int(v))).map_err(|_| bad()),
+                _ => Err(bad()),
+            },
+            "float" => match consts.first() {
+                Some(c) if c.as_f64().is_some() => Ok(py_float_const(c.as_f64().unwrap_or(0.0))),
+                Some(C::Str(s)) => match s.trim() {
+                    "inf" | "+inf" => Ok(py_float_const(f64::INFINITY)),
+                    "-inf" => Ok(py_float_const(f64::NEG_INFINITY)),
+                    "nan" => Ok(py_float_const(f64::NAN)),
+                    t => t.parse::<f64>().map(py_float_const).map_err(|_| bad()),
+                },
+                _ => Err(bad()),
+            },
+            "bool" => match consts.first() {
+                Some(c) => Ok(HostValue::Const(C::Bool(c.truthy().unwrap_or(true)))),
+                None => Ok(HostValue::Const(C::Bool(false))),
+            },
+            "str" => match consts.first() {
+                Some(c) => Ok(HostValue::Const(C::Str(c.to_string()))),
+                None => Ok(HostValue::Const(C::Str(String::new()))),
+            },
+            "round" => match consts.first().and_then(|c| c.as_f64()) {
+                Some(v) => Ok(HostValue::Const(C::Int(round_half_even(v) as i128))),
+                None => Err(bad()),
+            },
+            "pow" if consts.len() == 2 => binop(PyBinOp::Pow, &consts[0], &consts[1])
+                .map(HostValue::Const)
+                .map_err(|m| self.src.error(e.range(), m)),
+            _ => Err(bad()),
+        }
+    }
+
+    fn config(&mut self, e: &Expr, args: Vec<HostValue>, kwargs: Vec<(String, HostValue, TextRange)>) -> R<HostValue> {
+        let mut cfg = Config::default();
+        let mut it = args.into_iter();
+        let mut kw_dict = it.next();
+        for (k, v, r) in kwargs {
+            let as_u32 = |me: &Self, v: &HostValue| -> R<Option<u32>> {
+                match v {
+                    HostValue::Const(ConstValue::None) => Ok(None),
+                    HostValue::Const(c) => c
+                        .as_int()
+                        .and_then(|i| u32::try_from(i).ok())
+                        .map(Some)
+                        .ok_or_else(|| me.src.error(r, format!("`{k}` must be a non-negative integer"))),
+                    _ => Err(me.src.error(r, format!("`{k}` must be a non-negative integer"))),
+                }
+            };
+            match k.as_str() {
+                "kwargs" => kw_dict = Some(v),
+                "num_warps" => cfg.num_warps = as_u32(self, &v)?.unwrap_or(4),
+                "num_stages" => cfg.num_stages = as_u32(self, &v)?.unwrap_or(3),
+                "num_ctas" => cfg.num_ctas = as_u32(self, &v)?.unwrap_or(1),
+                "maxnreg" => cfg.maxnreg = as_u32(self, &v)?,
+                "pre_hook" => cfg.pre_hook = !matches!(v, HostValue::Const(ConstValue::None)),
+                _ => {} // ir_override and future options do not change the tile IR
+            }
+        }
+        match kw_dict {
+            Some(HostValue::Dict(items)) => {
+                for (k, v) in items {
+                    let HostValue::Const(ConstValue::Str(k)) = k else {
+                        return Err(self.unknown(e, "Config keys must be strings"));
+                    };
+                    let v = v
+                        .into_const()
+                        .ok_or_else(|| self.unknown(e, format!("Config value of `{k}` is not a constant")))?;
+                    cfg.kwargs.push((k, v));
+                }
+            }
+            Some(other) => {
+                return Err(self.unknown(e, format!("Config kwargs must be a dict, not {}", other.describe())))
+            }
+            None => {}
+        }
+        Ok(HostValue::Config(Box::new(cfg)))
+    }
+}
+
+fn round_half_even(v: f64) -> f64 {
+    let r = v.round();
+    if (v - v.trunc()).abs() == 0.5 && r % 2.0 != 0.0 {
+        r - v.signum()
+    } else {
+        r
+    }
+}
+
+fn py_math(name: &str, x: f64, y: Option<f64>) -> Option<HostValue> {
+    let v = match name {
+        "sqrt" => x.sqrt(),
+        "exp" => x.exp(),
+        "exp2" => x.exp2(),
+        "log" => match y {
+            Some(b) => x.ln() / b.ln(),
+            None => x.ln(),
+        },
+        "log2" => x.log2(),
+        "log10" => x.log10(),
+        "sin" => x.sin(),
+        "cos" => x.cos(),
+        "tan" => x.tan(),
+        "fabs" => x.abs(),
+        "pow" => x.powf(y?),
+        "floor" => return Some(HostValue::Const(ConstValue::Int(x.floor() as i128))),
+        "ceil" => return Some(HostValue::Const(ConstValue::Int(x.ceil() as i128))),
+        "isnan" => return Some(HostValue::Const(ConstValue::Bool(x.is_nan()))),
+        "isinf" => return Some(HostValue::Const(ConstValue::Bool(x.is_infinite()))),
+        _ => return None,
+    };
+    Some(py_float_const(v))
+}
+
+pub(crate) fn py_binop(op: ast::Operator) -> Option<PyBinOp> {
+    use ast::Operator as O;
+    Some(match op {
+        O::Add => PyBinOp::Add,
+        O::Sub => PyBinOp::Sub,
+        O::Mult => PyBinOp::Mul,
+        O::Div => PyBinOp::Div,
+        O::FloorDiv => PyBinOp::FloorDiv,
+        O::Mod => PyBinOp::Mod,
+        O::Pow => PyBinOp::Pow,
+        O::LShift => PyBinOp::LShift,
+        O::RShift => PyBinOp::RShift,
+        O::BitAnd => PyBinOp::BitAnd,
+        O::BitOr => PyBinOp::BitOr,
+        O::BitXor => PyBinOp::BitXor,
+        O::MatMult => return None,
+    })
+}
+
+pub(crate) fn py_cmp(op: ast::CmpOp) -> Option<PyCmp> {
+    use ast::CmpOp as C;
+    Some(match op {
+        C::Eq => PyCmp::Eq,
+        C::NotEq => PyCmp::Ne,
+        C::Lt => PyCmp::Lt,
+        C::LtE => PyCmp::Le,
+        C::Gt => PyCmp::Gt,
+        C::GtE => PyCmp::Ge,
+        _ => return None,
+    })
+}

@@ -1,0 +1,210 @@
+//! What `parse_file` records about a file's `@triton.jit` functions: parameters,
+//! specialization options, `@triton.autotune` configs and `@triton.heuristics`.
+
+use crate::globals::Globals;
+use crate::hosteval::{HostEval, HostValue};
+use crate::source::{LineIndex, SrcRef};
+use crate::value::ConstValue;
+use crate::ArgInfo;
+use ruff_python_ast::{Expr, ModModule};
+use ruff_text_size::TextRange;
+use std::sync::Arc;
+use trident_ir::{Diagnostic, Elem, Loc, SourceFile};
+
+/// The parts of a parsed file that kernel descriptions keep a handle on.
+#[derive(Debug)]
+pub(crate) struct FileShared {
+    pub path: String,
+    pub text: String,
+    pub lines: LineIndex,
+    pub globals: Globals,
+}
+
+impl FileShared {
+    pub(crate) fn src(&self, file: u32) -> SrcRef<'_> {
+        SrcRef { file, lines: &self.lines }
+    }
+}
+
+/// A Python file parsed once: its syntax tree, module-level names and `@triton.jit` functions.
+pub struct KernelFile {
+    pub(crate) shared: Arc<FileShared>,
+    pub(crate) module: ModModule,
+    pub(crate) fns: Vec<KernelInfo>,
+}
+
+impl std::fmt::Debug for KernelFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelFile").field("path", &self.shared.path).field("kernels", &self.fns).finish()
+    }
+}
+
+impl KernelFile {
+    /// Every `@triton.jit` function of the file (kernels and helpers alike), in source order.
+    pub fn kernels(&self) -> &[KernelInfo] {
+        &self.fns
+    }
+
+    /// The `@triton.jit` function called `name`.
+    pub fn kernel(&self, name: &str) -> Option<&KernelInfo> {
+        self.fns.iter().rev().find(|k| k.name == name)
+    }
+
+    pub fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    pub fn text(&self) -> &str {
+        &self.shared.text
+    }
+
+    /// The file as a [`SourceFile`], for rendering diagnostics.
+    pub fn source_file(&self) -> SourceFile {
+        SourceFile { path: self.shared.path.clone(), text: self.shared.text.clone() }
+    }
+}
+
+/// One parameter of a `@triton.jit` function.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamInfo {
+    pub name: String,
+    /// The annotation as written (`tl.constexpr`, `"*fp32"`, `tl.int64`), if any.
+    pub annotation: Option<String>,
+    /// The type an annotation pins, when it names one (`"i64"`, `tl.float32`, `"*fp16"`).
+    pub annotated_type: Option<Elem>,
+    /// Whether the parameter has a default value.
+    pub has_default: bool,
+    /// The default value, when it is a compile-time constant.
+    pub default: Option<ConstValue>,
+    /// Triton's rule: the annotation mentions `constexpr`.
+    pub is_constexpr: bool,
+    /// Listed in `do_not_specialize` (no `== 1` / divisibility specialization).
+    pub do_not_specialize: bool,
+    /// Listed in `do_not_specialize_on_alignment` (no divisibility specialization).
+    pub do_not_specialize_on_alignment: bool,
+    pub loc: Loc,
+}
+
+/// One `triton.Config`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// The constexpr values the config sets, in the order written.
+    pub kwargs: Vec<(String, ConstValue)>,
+    pub num_warps: u32,
+    pub num_stages: u32,
+    pub num_ctas: u32,
+    pub maxnreg: Option<u32>,
+    /// Whether a `pre_hook` is given (it runs host code Trident does not model).
+    pub pre_hook: bool,
+}
+
+impl Default for Config {
+    /// Triton's defaults: 4 warps, 3 stages, 1 CTA.
+    fn default() -> Config {
+        Config { kwargs: vec![], num_warps: 4, num_stages: 3, num_ctas: 1, maxnreg: None, pre_hook: false }
+    }
+}
+
+/// `@triton.autotune(...)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Autotune {
+    /// The configs, or why they could not be evaluated statically.
+    pub configs: Result<Vec<Config>, Diagnostic>,
+    pub key: Vec<String>,
+    /// Source text of `prune_configs_by`, if given (host code, not evaluated).
+    pub prune_configs_by: Option<String>,
+    pub reset_to_zero: Vec<String>,
+    pub restore_value: Vec<String>,
+    pub loc: Loc,
+}
+
+/// One entry of `@triton.heuristics({...})`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Heuristic {
+    /// The constexpr parameter it sets.
+    pub name: String,
+    /// Source text of the value (usually a lambda).
+    pub source: String,
+    pub loc: Loc,
+    pub(crate) range: TextRange,
+}
+
+/// A `@triton.jit` function as declared.
+#[derive(Clone, Debug)]
+pub struct KernelInfo {
+    pub name: String,
+    /// Location of the function's name in its `def`.
+    pub loc: Loc,
+    pub params: Vec<ParamInfo>,
+    pub do_not_specialize: Vec<String>,
+    pub do_not_specialize_on_alignment: Vec<String>,
+    /// `@triton.jit(debug=...)`.
+    pub debug: Option<bool>,
+    /// `@triton.jit(noinline=True)`.
+    pub noinline: bool,
+    pub autotune: Option<Autotune>,
+    /// Heuristics in the order they are applied.
+    pub heuristics: Vec<Heuristic>,
+    /// Where the `def` statement is: statement indices and suite numbers from the module body down.
+    pub(crate) path: Vec<(u32, u32)>,
+    pub(crate) shared: Option<Arc<FileShared>>,
+}
+
+impl PartialEq for KernelInfo {
+    fn eq(&self, o: &KernelInfo) -> bool {
+        self.name == o.name && self.loc == o.loc && self.params == o.params
+    }
+}
+
+impl KernelInfo {
+    pub fn param(&self, name: &str) -> Option<&ParamInfo> {
+        self.params.iter().find(|p| p.name == name)
+    }
+
+    /// Evaluates the `@triton.heuristics` entries in order, each seeing the launch
+    /// arguments plus the values of the earlier entries (as Triton applies them).
+    /// Tensors are visible with their `dtype` only.
+    pub fn eval_heuristics(&self, args: &[(String, ArgInfo)]) -> Result<Vec<(String, ConstValue)>, Diagnostic> {
+        let Some(shared) = &self.shared else { return Ok(vec![]) };
+        let src = shared.src(0);
+        let mut dict: Vec<(HostValue, HostValue)> = args
+            .iter()
+            .map(|(k, a)| {
+                let v = match a {
+                    ArgInfo::Pointer { dtype, .. } => HostValue::Tensor(Elem::ptr(*dtype)),
+                    ArgInfo::Int(v) => HostValue::Const(ConstValue::Int(*v as i128)),
+                    ArgInfo::Float(v) => HostValue::Const(ConstValue::Float(*v)),
+                    ArgInfo::Bool(v) => HostValue::Const(ConstValue::Bool(*v)),
+                    ArgInfo::Constexpr(c) => HostValue::Const(c.clone()),
+                };
+                (HostValue::Const(ConstValue::Str(k.clone())), v)
+            })
+            .collect();
+        // Parameters left to their defaults are visible too.
+        for p in &self.params {
+            if !args.iter().any(|(k, _)| *k == p.name) {
+                if let Some(d) = &p.default {
+                    dict.push((HostValue::Const(ConstValue::Str(p.name.clone())), HostValue::Const(d.clone())));
+                }
+            }
+        }
+        let mut out = vec![];
+        for h in &self.heuristics {
+            let parsed = ruff_python_parser::parse_parenthesized_expression_range(&shared.text, h.range)
+                .map_err(|e| src.error(h.range, format!("cannot parse heuristic: {}", e.error)))?;
+            let expr: &Expr = &parsed.syntax().body;
+            let mut ev = HostEval::new(&shared.globals, src);
+            let v = match expr {
+                Expr::Lambda(l) => ev.call_lambda(l, vec![HostValue::Dict(dict.clone())])?,
+                other => ev.eval(other)?,
+            };
+            let c = v.into_const().ok_or_else(|| {
+                src.error(h.range, format!("heuristic for `{}` did not give a constant value", h.name))
+            })?;
+            dict.retain(|(k, _)| *k != HostValue::Const(ConstValue::Str(h.name.clone())));
+            dict.push((HostValue::Const(ConstValue::Str(h.name.clone())), HostValue::Const(c.clone())));
+            out.push((h.name.clone(), c));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,99 @@
+//! Trident's front end: Triton-dialect Python source → tile IR.
+//!
+//! ```text
+//! let file = trident_front::parse_file("k.py", &text)?;          // parse once
+//! for k in file.kernels() { ... }                                 // @triton.jit functions, params, autotune configs
+//! let out = trident_front::compile(&file, "add_kernel", &args, &CompileOptions::default())?;
+//! // out.module: trident_ir::Module (the kernel plus its specialized helpers), out.params: how each
+//! // Python parameter is bound (runtime IR parameter, constexpr, or specialized constant).
+//! ```
+//!
+//! The semantics follow Triton 3.x (type promotion, specialization, constexpr
+//! evaluation, control flow); see the crate README for the decisions and the
+//! experiments behind them.
+
+mod globals;
+mod hosteval;
+mod kernel;
+mod lower;
+mod scan;
+mod source;
+mod value;
+
+pub use kernel::{Autotune, Config, Heuristic, KernelFile, KernelInfo, ParamInfo};
+pub use scan::parse_file;
+pub use value::ConstValue;
+
+use trident_core::DType;
+use trident_ir::{Diagnostic, InputPrecision, Module};
+
+/// How one Python parameter is passed at this launch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgInfo {
+    /// A tensor: a pointer to its first element. `aligned16`: the address is a multiple of 16 bytes.
+    Pointer {
+        dtype: DType,
+        aligned16: bool,
+    },
+    /// A Python `int`: typed i32 if it fits, else i64 (u64 above `i64::MAX` is given as its bits).
+    Int(i64),
+    /// A Python `float`: an fp32 scalar, as in compiled Triton.
+    Float(f64),
+    Bool(bool),
+    /// A compile-time value (for `tl.constexpr` parameters, or a dtype/None passed to any parameter).
+    Constexpr(ConstValue),
+}
+
+/// Knobs of a compilation that are not launch arguments.
+#[derive(Clone, Debug)]
+pub struct CompileOptions {
+    /// Keep `tl.device_assert` / `assert` (Triton drops them unless `debug=True`).
+    pub debug: bool,
+    /// `input_precision` of `tl.dot` on fp32 inputs when the kernel does not say (Triton: tf32 on NVIDIA).
+    pub default_dot_precision: InputPrecision,
+}
+
+impl Default for CompileOptions {
+    fn default() -> CompileOptions {
+        CompileOptions { debug: false, default_dot_precision: InputPrecision::Tf32 }
+    }
+}
+
+/// How a Python parameter of the kernel is bound.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamBinding {
+    /// Passed at run time as IR parameter `ir_index` of the kernel function.
+    Runtime { ir_index: usize },
+    /// A `tl.constexpr` (or a dtype/None argument): folded into the code.
+    Constexpr(ConstValue),
+    /// A runtime argument Triton specializes on (an int equal to 1): folded into the code.
+    Specialized(ConstValue),
+}
+
+/// The result of [`compile`].
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// The kernel (first function) and the `@triton.jit` helpers it calls, specialized.
+    /// `module.files[0]` is the kernel's source file.
+    pub module: Module,
+    /// Name of the kernel function in `module`.
+    pub kernel: String,
+    /// Names of the Python parameters, in order.
+    pub param_names: Vec<String>,
+    /// How each Python parameter is bound, in the same order.
+    pub params: Vec<ParamBinding>,
+}
+
+/// Compiles `kernel` of `file` for one launch's arguments.
+///
+/// `args` gives every parameter by name; parameters left out take their
+/// default values. Errors carry source locations; render them with
+/// `Diagnostic::render(&compiled_or_file_sources)`.
+pub fn compile(
+    file: &KernelFile,
+    kernel: &str,
+    args: &[(String, ArgInfo)],
+    opts: &CompileOptions,
+) -> Result<Compiled, Vec<Diagnostic>> {
+    lower::compile(file, kernel, args, opts).map_err(|d| vec![*d])
+}

@@ -1,0 +1,561 @@
+//! `parse_file`: parse the module once, then walk its top-level statements to
+//! learn what every module-level name is bound to (imports, constants,
+//! `@triton.jit` functions) and what each jit function's decorators say.
+//!
+//! Module-level `if`s whose condition evaluates statically take one branch;
+//! others are scanned on both sides and a name keeps its binding only where
+//! every branch agrees. A `try` is taken to succeed (its body's bindings win),
+//! which is what happens in any environment where Triton itself is installed.
+
+use crate::globals::{Global, Globals, Mod};
+use crate::hosteval::{sig_type, tl_dtype, HostEval, HostValue};
+use crate::kernel::{Autotune, FileShared, Heuristic, KernelFile, KernelInfo, ParamInfo};
+use crate::source::{LineIndex, SrcRef};
+use crate::value::ConstValue;
+use ruff_python_ast::{self as ast, Expr, Stmt};
+use ruff_text_size::{Ranged, TextRange};
+use std::sync::Arc;
+use trident_ir::Diagnostic;
+
+/// Parses a Python source file and records its `@triton.jit` functions.
+///
+/// Fails only on syntax errors; problems in decorators are recorded on the
+/// kernel they belong to and reported when it is used.
+pub fn parse_file(path: &str, text: &str) -> Result<KernelFile, Diagnostic> {
+    let lines = LineIndex::new(text);
+    let src = SrcRef { file: 0, lines: &lines };
+    let parsed = ruff_python_parser::parse_module(text).map_err(|e| {
+        let r = e.location;
+        src.error(r, format!("syntax error: {}", e.error)).label("invalid syntax")
+    })?;
+    let module = parsed.into_syntax();
+    let mut sc = Scanner { src, text, fns: vec![] };
+    let mut globals = Globals::new();
+    let mut path_stack = vec![];
+    sc.suite(&module.body, &mut path_stack, &mut globals);
+    let fns = sc.fns;
+    let shared = Arc::new(FileShared { path: path.to_string(), text: text.to_string(), lines: lines.clone(), globals });
+    let fns = fns
+        .into_iter()
+        .map(|mut k| {
+            k.shared = Some(shared.clone());
+            k
+        })
+        .collect();
+    Ok(KernelFile { shared, module, fns })
+}
+
+/// Finds the `def` at `path` (see [`KernelInfo::path`]).
+pub(crate) fn resolve_def<'m>(body: &'m [Stmt], path: &[(u32, u32)]) -> Option<&'m ast::StmtFunctionDef> {
+    let ((i, suite), rest) = path.split_first()?;
+    let stmt = body.get(*i as usize)?;
+    if rest.is_empty() {
+        return match stmt {
+            Stmt::FunctionDef(f) => Some(f),
+            _ => None,
+        };
+    }
+    let inner: &[Stmt] = match (stmt, *suite) {
+        (Stmt::If(s), 0) => &s.body,
+        (Stmt::If(s), k) => &s.elif_else_clauses.get(k as usize - 1)?.body,
+        (Stmt::Try(t), 0) => &t.body,
+        (Stmt::Try(t), 1) => &t.orelse,
+        (Stmt::Try(t), 2) => &t.finalbody,
+        (Stmt::Try(t), k) => match t.handlers.get(k as usize - 3)? {
+            ast::ExceptHandler::ExceptHandler(h) => &h.body,
+        },
+        (Stmt::With(w), _) => &w.body,
+        _ => return None,
+    };
+    resolve_def(inner, rest)
+}
+
+struct Scanner<'a> {
+    src: SrcRef<'a>,
+    text: &'a str,
+    fns: Vec<KernelInfo>,
+}
+
+fn dotted(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Name(n) => Some(n.id.to_string()),
+        Expr::Attribute(a) => Some(format!("{}.{}", dotted(&a.value)?, a.attr.id)),
+        _ => None,
+    }
+}
+
+/// What a module path bound by `import` refers to.
+fn import_target(path: &str) -> Global {
+    match Mod::from_path(path) {
+        Some(m) => Global::Module(m),
+        None => Global::Opaque(path.to_string()),
+    }
+}
+
+impl Scanner<'_> {
+    fn suite(&mut self, body: &[Stmt], path: &mut Vec<(u32, u32)>, env: &mut Globals) {
+        for (i, stmt) in body.iter().enumerate() {
+            path.push((i as u32, 0));
+            self.stmt(stmt, path, env);
+            path.pop();
+        }
+    }
+
+    /// Scans `suite` number `k` of the statement at the top of `path`.
+    fn sub_suite(&mut self, body: &[Stmt], k: u32, path: &mut Vec<(u32, u32)>, env: &mut Globals) {
+        if let Some(last) = path.last_mut() {
+            last.1 = k;
+        }
+        self.suite(body, path, env);
+    }
+
+    fn bind(&self, env: &mut Globals, target: &Expr, value: Result<HostValue, String>) {
+        match target {
+            Expr::Name(n) => {
+                let g = match value {
+                    Ok(HostValue::Module(m)) => Global::Module(m),
+                    Ok(HostValue::Func(m, a)) => Global::Attr(m, a),
+                    Ok(v) => Global::Value(v),
+                    Err(why) => Global::Opaque(why),
+                };
+                env.insert(n.id.to_string(), g);
+            }
+            Expr::Tuple(t) => {
+                let items = match &value {
+                    Ok(HostValue::List(v)) if v.len() == t.elts.len() => Some(v.clone()),
+                    _ => None,
+                };
+                for (k, x) in t.elts.iter().enumerate() {
+                    let v = match &items {
+                        Some(v) => Ok(v[k].clone()),
+                        None => Err("a value unpacked from an expression Trident cannot evaluate".to_string()),
+                    };
+                    self.bind(env, x, v);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn eval(&self, env: &Globals, e: &Expr) -> Result<HostValue, String> {
+        HostEval::new(env, self.src).eval(e).map_err(|d| format!("a value Trident cannot evaluate ({})", d.message))
+    }
+
+    fn stmt(&mut self, stmt: &Stmt, path: &mut Vec<(u32, u32)>, env: &mut Globals) {
+        match stmt {
+            Stmt::Import(imp) => {
+                for a in &imp.names {
+                    let full = a.name.id.as_str();
+                    match &a.asname {
+                        Some(alias) => {
+                            env.insert(alias.id.to_string(), import_target(full));
+                        }
+                        None => {
+                            // `import triton.language` binds `triton`.
+                            let first = full.split('.').next().unwrap_or(full);
+                            env.insert(first.to_string(), import_target(first));
+                        }
+                    }
+                }
+            }
+            Stmt::ImportFrom(imp) => {
+                let module = imp.module.as_ref().map(|m| m.id.to_string()).unwrap_or_default();
+                let base = if imp.level > 0 { None } else { Mod::from_path(&module) };
+                for a in &imp.names {
+                    let name = a.name.id.as_str();
+                    let bound = a.asname.as_ref().map(|x| x.id.as_str()).unwrap_or(name);
+                    if name == "*" {
+                        if base == Some(Mod::Language) {
+                            env.insert("*".to_string(), Global::Module(Mod::Language));
+                        }
+                        continue;
+                    }
+                    let g = match base {
+                        Some(m) => match m.submodule(name) {
+                            Some(sub) => Global::Module(sub),
+                            None => match Mod::from_path(&format!("{module}.{name}")) {
+                                Some(sub) => Global::Module(sub),
+                                None => Global::Attr(m, name.to_string()),
+                            },
+                        },
+                        None => match Mod::from_path(&format!("{module}.{name}")) {
+                            Some(sub) if imp.level == 0 => Global::Module(sub),
+                            _ => Global::Opaque(format!("{}{module}.{name}", ".".repeat(imp.level as usize))),
+                        },
+                    };
+                    env.insert(bound.to_string(), g);
+                }
+            }
+            Stmt::FunctionDef(f) => {
+                let name = f.name.id.to_string();
+                match self.jit_def(f, path, env) {
+                    Some(info) => {
+                        let idx = self.fns.len();
+                        self.fns.push(info);
+                        env.insert(name, Global::Jit(idx));
+                    }
+                    None => {
+                        env.insert(name.clone(), Global::HostDef(format!("`{name}` is a plain Python function")));
+                    }
+                }
+            }
+            Stmt::ClassDef(c) => {
+                let name = c.name.id.to_string();
+                env.insert(name.clone(), Global::HostDef(format!("`{name}` is a class")));
+            }
+            Stmt::Assign(a) => {
+                let v = self.eval(env, &a.value);
+                for t in &a.targets {
+                    self.bind(env, t, v.clone());
+                }
+            }
+            Stmt::AnnAssign(a) => {
+                if let Some(value) = &a.value {
+                    let v = self.eval(env, value);
+                    self.bind(env, &a.target, v);
+                }
+            }
+            Stmt::AugAssign(a) => {
+                let synthetic = Expr::BinOp(ast::ExprBinOp {
+                    node_index: Default::default(),
+                    range: a.range,
+                    left: a.target.clone(),
+                    op: a.op,
+                    right: a.value.clone(),
+                });
+                let v = self.eval(env, &synthetic);
+                self.bind(env, &a.target, v);
+            }
+            Stmt::Delete(d) => {
+                for t in &d.targets {
+                    if let Expr::Name(n) = t {
+                        env.remove(n.id.as_str());
+                    }
+                }
+            }
+            Stmt::If(s) => {
+                let mut clauses: Vec<(Option<&Expr>, &[Stmt])> = vec![(Some(&s.test), &s.body)];
+                for c in &s.elif_else_clauses {
+                    clauses.push((c.test.as_ref(), &c.body));
+                }
+                if !s.elif_else_clauses.iter().any(|c| c.test.is_none()) {
+                    clauses.push((None, &[]));
+                }
+                // Take the first clause whose condition is known true, as long as the earlier ones are known false.
+                let mut branches: Vec<(u32, &[Stmt])> = vec![];
+                for (k, (test, body)) in clauses.iter().enumerate() {
+                    let truth = match test {
+                        None => Some(true),
+                        Some(t) => HostEval::new(env, self.src).eval_const(t).ok().and_then(|c| c.truthy()),
+                    };
+                    match truth {
+                        Some(false) => continue,
+                        Some(true) => {
+                            branches.push((k as u32, body));
+                            break;
+                        }
+                        None => branches.push((k as u32, body)),
+                    }
+                }
+                self.branches(&branches, path, env, s.range);
+            }
+            Stmt::Try(t) => {
+                self.sub_suite(&t.body, 0, path, env);
+                self.sub_suite(&t.orelse, 1, path, env);
+                self.sub_suite(&t.finalbody, 2, path, env);
+            }
+            Stmt::With(w) => self.sub_suite(&w.body, 0, path, env),
+            Stmt::For(_) | Stmt::While(_) => {
+                let mut names = vec![];
+                assigned_names(std::slice::from_ref(stmt), &mut names);
+                for n in names {
+                    env.insert(n, Global::Opaque("a value assigned in a module-level loop".into()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Scans alternative branches on copies of `env` and keeps the bindings they agree on.
+    fn branches(&mut self, branches: &[(u32, &[Stmt])], path: &mut Vec<(u32, u32)>, env: &mut Globals, r: TextRange) {
+        if branches.len() == 1 {
+            let (k, body) = branches[0];
+            self.sub_suite(body, k, path, env);
+            return;
+        }
+        let mut results: Vec<Globals> = vec![];
+        for (k, body) in branches {
+            let mut e = env.clone();
+            self.sub_suite(body, *k, path, &mut e);
+            results.push(e);
+        }
+        let (line, _) = self.src.lines.line_col(r.start().to_u32());
+        let mut keys: Vec<String> = results.iter().flat_map(|e| e.keys().cloned()).collect();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            let vals: Vec<Option<&Global>> = results.iter().map(|e| e.get(&k)).collect();
+            if vals.windows(2).all(|w| w[0] == w[1]) {
+                match vals[0] {
+                    Some(v) => env.insert(k, v.clone()),
+                    None => env.remove(&k),
+                };
+            } else {
+                env.insert(
+                    k.clone(),
+                    Global::Ambiguous(format!(
+                        "`{k}` is bound differently by the branches of the module-level `if` at line {line}"
+                    )),
+                );
+            }
+        }
+    }
+
+    fn text(&self, r: TextRange) -> String {
+        self.text.get(r.start().to_usize()..r.end().to_usize()).unwrap_or("").to_string()
+    }
+
+    /// Reads the decorators of a `def`; returns its description if it is `@triton.jit`.
+    fn jit_def(&mut self, f: &ast::StmtFunctionDef, path: &[(u32, u32)], env: &Globals) -> Option<KernelInfo> {
+        let mut is_jit = false;
+        let mut dns: Vec<ConstValue> = vec![];
+        let mut dns_align: Vec<ConstValue> = vec![];
+        let mut debug = None;
+        let mut noinline = false;
+        let mut autotune = None;
+        let mut heuristics = vec![];
+        let resolve = |e: &Expr| -> Option<Global> {
+            match e {
+                Expr::Name(n) => env.get(n.id.as_str()).cloned(),
+                Expr::Attribute(a) => {
+                    let base = match &*a.value {
+                        Expr::Name(n) => env.get(n.id.as_str()).cloned(),
+                        _ => dotted(&a.value).and_then(|p| Mod::from_path(&p)).map(Global::Module),
+                    };
+                    match base {
+                        Some(Global::Module(m)) => Some(Global::Attr(m, a.attr.id.to_string())),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            }
+        };
+        let is_triton = |g: &Option<Global>, name: &str| matches!(g, Some(Global::Attr(Mod::Triton | Mod::Language, n)) if n == name);
+        // Decorators apply bottom-up; heuristics listed above others apply later.
+        for d in f.decorator_list.iter().rev() {
+            let (func, call) = match &d.expression {
+                Expr::Call(c) => (&*c.func, Some(c)),
+                e => (e, None),
+            };
+            let g = resolve(func);
+            if is_triton(&g, "jit") {
+                is_jit = true;
+                if let Some(c) = call {
+                    for k in c.arguments.keywords.iter() {
+                        let Some(name) = &k.arg else { continue };
+                        let v = HostEval::new(env, self.src).eval(&k.value).ok().and_then(|v| v.into_const());
+                        match (name.id.as_str(), v) {
+                            ("do_not_specialize", Some(ConstValue::Tuple(v))) => dns = v,
+                            ("do_not_specialize_on_alignment", Some(ConstValue::Tuple(v))) => dns_align = v,
+                            ("debug", Some(c)) => debug = c.truthy(),
+                            ("noinline", Some(c)) => noinline = c.truthy().unwrap_or(false),
+                            _ => {}
+                        }
+                    }
+                }
+            } else if is_triton(&g, "autotune") {
+                if let Some(c) = call {
+                    autotune = Some(self.autotune(c, env));
+                }
+            } else if is_triton(&g, "heuristics") {
+                if let Some(c) = call {
+                    if let Some(arg) = c.arguments.args.first() {
+                        heuristics.extend(self.heuristics(arg, env));
+                    }
+                }
+            }
+        }
+        if !is_jit {
+            return None;
+        }
+        let params = &f.parameters;
+        let all: Vec<&ast::ParameterWithDefault> =
+            params.posonlyargs.iter().chain(params.args.iter()).chain(params.kwonlyargs.iter()).collect();
+        let names: Vec<String> = all.iter().map(|p| p.parameter.name.id.to_string()).collect();
+        let to_names = |v: &[ConstValue]| -> Vec<String> {
+            v.iter()
+                .filter_map(|x| match x {
+                    ConstValue::Str(s) => Some(s.clone()),
+                    ConstValue::Int(i) => names.get(*i as usize).cloned(),
+                    _ => None,
+                })
+                .collect()
+        };
+        let dns = to_names(&dns);
+        let dns_align = to_names(&dns_align);
+        let mut infos = vec![];
+        for p in all {
+            let name = p.parameter.name.id.to_string();
+            let annotation = p.parameter.annotation.as_deref().map(|a| self.text(a.range()));
+            let annotated_type = p.parameter.annotation.as_deref().and_then(|a| annotation_type(a, env, self.src));
+            let default = p.default.as_deref().and_then(|d| HostEval::new(env, self.src).eval_const(d).ok());
+            infos.push(ParamInfo {
+                is_constexpr: annotation.as_deref().is_some_and(|a| a.contains("constexpr")),
+                do_not_specialize: dns.contains(&name),
+                do_not_specialize_on_alignment: dns_align.contains(&name),
+                annotation,
+                annotated_type,
+                has_default: p.default.is_some(),
+                default,
+                loc: self.src.loc(p.parameter.name.range.start()),
+                name,
+            });
+        }
+        Some(KernelInfo {
+            name: f.name.id.to_string(),
+            loc: self.src.loc(f.name.range.start()),
+            params: infos,
+            do_not_specialize: dns,
+            do_not_specialize_on_alignment: dns_align,
+            debug,
+            noinline,
+            autotune,
+            heuristics,
+            path: path.to_vec(),
+            shared: None,
+        })
+    }
+
+    fn autotune(&self, c: &ast::ExprCall, env: &Globals) -> Autotune {
+        let mut at = Autotune {
+            configs: Ok(vec![]),
+            key: vec![],
+            prune_configs_by: None,
+            reset_to_zero: vec![],
+            restore_value: vec![],
+            loc: self.src.loc(c.range().start()),
+        };
+        let strings = |e: &Expr| -> Vec<String> {
+            match HostEval::new(env, self.src).eval_const(e) {
+                Ok(ConstValue::Tuple(v)) => {
+                    v.into_iter().filter_map(|x| if let ConstValue::Str(s) = x { Some(s) } else { None }).collect()
+                }
+                Ok(ConstValue::Str(s)) => vec![s],
+                _ => vec![],
+            }
+        };
+        let mut configs_expr = c.arguments.args.first();
+        if let Some(k) = c.arguments.args.get(1) {
+            at.key = strings(k);
+        }
+        for k in c.arguments.keywords.iter() {
+            let Some(name) = &k.arg else { continue };
+            match name.id.as_str() {
+                "configs" => configs_expr = Some(&k.value),
+                "key" => at.key = strings(&k.value),
+                "reset_to_zero" => at.reset_to_zero = strings(&k.value),
+                "restore_value" => at.restore_value = strings(&k.value),
+                "prune_configs_by" => at.prune_configs_by = Some(self.text(k.value.range())),
+                _ => {}
+            }
+        }
+        at.configs = match configs_expr {
+            None => Ok(vec![]),
+            Some(e) => match HostEval::new(env, self.src).eval(e) {
+                Ok(HostValue::List(items)) => items
+                    .into_iter()
+                    .map(|v| match v {
+                        HostValue::Config(c) => Ok(*c),
+                        _ => Err(self.src.error(e.range(), "autotune configs must be triton.Config objects")),
+                    })
+                    .collect(),
+                Ok(_) => Err(self.src.error(e.range(), "autotune configs must be a list of triton.Config")),
+                Err(d) => Err(d),
+            },
+        };
+        at
+    }
+
+    fn heuristics(&self, arg: &Expr, env: &Globals) -> Vec<Heuristic> {
+        let mut out = vec![];
+        if let Expr::Dict(d) = arg {
+            for item in &d.items {
+                let Some(Expr::StringLiteral(k)) = &item.key else { continue };
+                let r = item.value.range();
+                out.push(Heuristic {
+                    name: k.value.to_str().to_string(),
+                    source: self.text(r),
+                    loc: self.src.loc(r.start()),
+                    range: r,
+                });
+            }
+        } else if let Ok(HostValue::Dict(items)) = HostEval::new(env, self.src).eval(arg) {
+            for (k, v) in items {
+                if let (HostValue::Const(ConstValue::Str(k)), HostValue::Lambda(r)) = (k, v) {
+                    out.push(Heuristic { name: k, source: self.text(r), loc: self.src.loc(r.start()), range: r });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The type an annotation pins, if any: `tl.int64`, `"i64"`, `"*fp16"`, `tl.pointer_type(tl.float16)`.
+fn annotation_type(a: &Expr, env: &Globals, src: SrcRef) -> Option<trident_ir::Elem> {
+    match a {
+        Expr::StringLiteral(s) => sig_type(s.value.to_str()),
+        Expr::Attribute(at) => tl_dtype(at.attr.id.as_str())
+            .map(trident_ir::Elem::Num)
+            .filter(|_| matches!(HostEval::new(env, src).eval(a), Ok(HostValue::Const(ConstValue::DType(_))))),
+        _ => None,
+    }
+}
+
+/// Names assigned anywhere in `body` (not descending into nested `def`s).
+pub(crate) fn assigned_names(body: &[Stmt], out: &mut Vec<String>) {
+    fn target(e: &Expr, out: &mut Vec<String>) {
+        match e {
+            Expr::Name(n) => out.push(n.id.to_string()),
+            Expr::Tuple(t) => t.elts.iter().for_each(|x| target(x, out)),
+            Expr::List(t) => t.elts.iter().for_each(|x| target(x, out)),
+            Expr::Starred(s) => target(&s.value, out),
+            _ => {}
+        }
+    }
+    for s in body {
+        match s {
+            Stmt::Assign(a) => a.targets.iter().for_each(|t| target(t, out)),
+            Stmt::AugAssign(a) => target(&a.target, out),
+            Stmt::AnnAssign(a) => target(&a.target, out),
+            Stmt::For(f) => {
+                target(&f.target, out);
+                assigned_names(&f.body, out);
+                assigned_names(&f.orelse, out);
+            }
+            Stmt::While(w) => {
+                assigned_names(&w.body, out);
+                assigned_names(&w.orelse, out);
+            }
+            Stmt::If(i) => {
+                assigned_names(&i.body, out);
+                for c in &i.elif_else_clauses {
+                    assigned_names(&c.body, out);
+                }
+            }
+            Stmt::With(w) => {
+                for it in &w.items {
+                    if let Some(v) = &it.optional_vars {
+                        target(v, out);
+                    }
+                }
+                assigned_names(&w.body, out);
+            }
+            Stmt::Try(t) => {
+                assigned_names(&t.body, out);
+                assigned_names(&t.orelse, out);
+                assigned_names(&t.finalbody, out);
+            }
+            _ => {}
+        }
+    }
+}
