@@ -12,11 +12,15 @@
 pub mod attr;
 pub mod builder;
 pub mod diag;
+pub mod edit;
 pub mod func;
 pub mod layout;
 pub mod loc;
 pub mod ops;
+pub mod parse;
+pub mod print;
 pub mod types;
+pub mod verify;
 
 pub use attr::Attr;
 pub use builder::Builder;
@@ -25,5 +29,8 @@ pub use func::{Block, BlockData, Function, Module, Op, OpData, Param, ParamAttrs
 pub use layout::{Layout, LayoutId};
 pub use loc::{FileId, Loc, SourceFile};
 pub use ops::*;
+pub use parse::{parse_function, parse_module, parse_module_with, parse_type, ParseOptions};
+pub use print::{print_function, print_module, print_op, PrintOptions};
 pub use trident_core::DType;
 pub use types::{AddrSpace, Elem, Shape, Type};
+pub use verify::{verify_function, verify_module};

@@ -1,0 +1,975 @@
+//! The verifier: structural invariants, SSA visibility and per-op typing rules.
+//!
+//! It runs in two phases. The structural phase checks everything the data
+//! structures allow to go wrong (indices in range, parents consistent, each op
+//! and block in exactly one place, region counts, terminators, `ValueDef`s,
+//! well-formed types and layouts); it never indexes blindly, so it cannot panic
+//! on corrupt IR. Only when that passes does the second phase check that every
+//! operand is visible where it is used and that every op obeys the typing rules
+//! documented on its [`OpKind`] variant.
+//!
+//! Errors name the op and say what is wrong; they point at the op's location
+//! and carry a note with the op as the printer shows it.
+
+use crate::diag::Diagnostic;
+use crate::func::{Block, Function, Module, Op, Value, ValueDef};
+use crate::layout::Layout;
+use crate::ops::{BinaryOp, CastKind, Const, OpKind, RmwOp, UnaryOp};
+use crate::print::{print_op_named, Names, PrintOptions};
+use crate::types::{Elem, Type};
+use cranelift_entity::SecondaryMap;
+use std::collections::HashSet;
+use trident_core::DType;
+
+/// Checks one function. Calls are not checked against their callees (see [`verify_module`]).
+pub fn verify_function(f: &Function) -> Result<(), Vec<Diagnostic>> {
+    finish(Verifier::new(f, None).run())
+}
+
+/// Checks every function, that function names are unique, and every `call` against its callee.
+pub fn verify_module(m: &Module) -> Result<(), Vec<Diagnostic>> {
+    let mut errors = vec![];
+    let mut seen = HashSet::new();
+    for f in &m.funcs {
+        if !seen.insert(f.name.as_str()) {
+            errors.push(Diagnostic::error(format!("function `@{}` is defined twice", f.name)).at(f.loc, 1));
+        }
+    }
+    for f in &m.funcs {
+        errors.extend(Verifier::new(f, Some(m)).run());
+    }
+    finish(errors)
+}
+
+fn finish(errors: Vec<Diagnostic>) -> Result<(), Vec<Diagnostic>> {
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// What terminates a block, by the op whose region it is.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Term {
+    Return,
+    Yield,
+    Condition,
+}
+
+impl Term {
+    fn name(self) -> &'static str {
+        match self {
+            Term::Return => "return",
+            Term::Yield => "yield",
+            Term::Condition => "condition",
+        }
+    }
+
+    fn matches(self, k: &OpKind) -> bool {
+        matches!(
+            (self, k),
+            (Term::Return, OpKind::Return) | (Term::Yield, OpKind::Yield) | (Term::Condition, OpKind::Condition)
+        )
+    }
+}
+
+struct Verifier<'a> {
+    f: &'a Function,
+    module: Option<&'a Module>,
+    names: Option<Names>,
+    errors: Vec<Diagnostic>,
+    seen_ops: SecondaryMap<Op, bool>,
+    seen_blocks: SecondaryMap<Block, bool>,
+    visible: SecondaryMap<Value, bool>,
+}
+
+fn list(ts: &[&Type]) -> String {
+    let v: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
+    format!("({})", v.join(", "))
+}
+
+fn is_num(e: Elem) -> bool {
+    !e.is_ptr()
+}
+
+/// Shapes equal (layouts ignored).
+fn same_shape(a: &Type, b: &Type) -> bool {
+    a.is_tensor() == b.is_tensor() && a.shape() == b.shape()
+}
+
+/// Shape and element equal (layouts ignored).
+fn same_shape_elem(a: &Type, b: &Type) -> bool {
+    same_shape(a, b) && a.elem() == b.elem()
+}
+
+impl<'a> Verifier<'a> {
+    fn new(f: &'a Function, module: Option<&'a Module>) -> Verifier<'a> {
+        Verifier {
+            f,
+            module,
+            names: None,
+            errors: vec![],
+            seen_ops: SecondaryMap::new(),
+            seen_blocks: SecondaryMap::new(),
+            visible: SecondaryMap::new(),
+        }
+    }
+
+    fn run(mut self) -> Vec<Diagnostic> {
+        self.structure();
+        if self.errors.is_empty() {
+            let body = self.f.body;
+            self.ssa_block(body);
+        }
+        self.errors
+    }
+
+    fn fn_err(&mut self, msg: impl Into<String>) {
+        let d = Diagnostic::error(format!("in `@{}`: {}", self.f.name, msg.into()));
+        self.errors.push(if self.f.loc.is_unknown() { d } else { d.at(self.f.loc, 1) });
+    }
+
+    /// An error about `op`: names it, points at its location, shows it in a note.
+    fn err(&mut self, op: Op, msg: impl Into<String>) {
+        let f = self.f;
+        let Some(data) = f.ops.get(op) else {
+            self.fn_err(format!("{op}: {}", msg.into()));
+            return;
+        };
+        let mut d = Diagnostic::error(format!("`{}` op in `@{}`: {}", data.kind.name(), f.name, msg.into()));
+        if !data.loc.is_unknown() {
+            d = d.at(data.loc, 1);
+        }
+        if self.errors.len() < 100 {
+            let names = self.names.get_or_insert_with(|| Names::new(f));
+            let text = print_op_named(f, names, op, &PrintOptions::default());
+            let first = text.lines().next().unwrap_or("").trim();
+            d = d.note(format!("the op: {first}"));
+        }
+        self.errors.push(d);
+    }
+
+    // ---------------------------------------------------------------- structure
+
+    fn check_type(&mut self, t: &Type) -> Option<String> {
+        if let Type::Tensor { shape, layout, .. } = t {
+            if shape.is_empty() {
+                return Some(format!("tensor type `{t}` has no dimensions (use a scalar type)"));
+            }
+            if shape.contains(&0) {
+                return Some(format!("tensor type `{t}` has a zero-sized dimension"));
+            }
+            if let Some(l) = layout {
+                if !self.f.layouts.is_valid(*l) {
+                    return Some(format!("tensor type `{t}` refers to an undefined layout"));
+                }
+                if let Some(rank) = self.layout_rank(*l, 0) {
+                    if rank != shape.len() {
+                        return Some(format!("tensor type `{t}`: layout {l} is for rank {rank}"));
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Rank a layout applies to, when it says (`None` when unknown or malformed).
+    fn layout_rank(&self, l: crate::layout::LayoutId, depth: usize) -> Option<usize> {
+        if depth > 64 {
+            return None;
+        }
+        match self.f.layouts.get(l)? {
+            Layout::Blocked { order, .. } | Layout::Shared { order, .. } => Some(order.len()),
+            Layout::Mma { warps_per_cta, .. } => Some(warps_per_cta.len()),
+            Layout::Slice { parent, .. } => self.layout_rank(*parent, depth + 1)?.checked_sub(1),
+            Layout::DotOperand { parent, .. } => self.layout_rank(*parent, depth + 1),
+        }
+    }
+
+    fn structure(&mut self) {
+        let f = self.f;
+        for (id, l) in f.layouts.iter() {
+            let msg = match l {
+                Layout::Slice { parent, .. } | Layout::DotOperand { parent, .. } if *parent >= id => {
+                    Some(format!("layout {id} refers to {parent}, which is not defined before it"))
+                }
+                Layout::Blocked { size_per_thread, threads_per_warp, warps_per_cta, order } => {
+                    let r = order.len();
+                    let mut sorted: Vec<u32> = order.to_vec();
+                    sorted.sort_unstable();
+                    if size_per_thread.len() != r || threads_per_warp.len() != r || warps_per_cta.len() != r {
+                        Some(format!("blocked layout {id}: parameter lists have different lengths"))
+                    } else if sorted.iter().enumerate().any(|(i, &x)| x as usize != i) {
+                        Some(format!("blocked layout {id}: `order` is not a permutation"))
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            };
+            if let Some(m) = msg {
+                self.fn_err(m);
+            }
+        }
+        for t in &f.result_types {
+            if let Some(m) = self.check_type(t) {
+                self.fn_err(format!("result type: {m}"));
+            }
+        }
+        if !f.blocks.is_valid(f.body) {
+            self.fn_err("the body block does not exist");
+            return;
+        }
+        if f.blocks[f.body].parent.is_some() {
+            self.fn_err("the body block claims to be a region of an op");
+        }
+        let args = &f.blocks[f.body].args;
+        if args.len() != f.params.len() {
+            self.fn_err(format!("{} parameters but the body block has {} arguments", f.params.len(), args.len()));
+        } else {
+            for (i, p) in f.params.iter().enumerate() {
+                if p.value != args[i] {
+                    self.fn_err(format!("parameter `{}` is not body argument {i}", p.name));
+                }
+                if p.attrs.divisibility == Some(0) {
+                    self.fn_err(format!("parameter `{}` has divisibility 0", p.name));
+                }
+            }
+        }
+        self.struct_block(f.body, Term::Return);
+    }
+
+    fn struct_block(&mut self, b: Block, term: Term) {
+        let f = self.f;
+        if self.seen_blocks[b] {
+            self.fn_err(format!("block {b} is used in two places"));
+            return;
+        }
+        self.seen_blocks[b] = true;
+        for (i, &a) in f.blocks[b].args.iter().enumerate() {
+            match f.values.get(a) {
+                None => self.fn_err(format!("block {b} argument {i} does not exist")),
+                Some(vd) => {
+                    if vd.def != ValueDef::Arg(b, i as u32) {
+                        self.fn_err(format!("block {b} argument {i} ({a}) says it is defined by {:?}", vd.def));
+                    }
+                    if let Some(m) = self.check_type(&vd.ty) {
+                        self.fn_err(format!("block {b} argument {i}: {m}"));
+                    }
+                }
+            }
+        }
+        let ops = &f.blocks[b].ops;
+        if ops.is_empty() {
+            match f.blocks[b].parent {
+                Some(p) if f.ops.is_valid(p) => {
+                    self.err(p, format!("a region has no ops; it must end in `{}`", term.name()))
+                }
+                _ => self.fn_err(format!("block {b} has no ops; it must end in `{}`", term.name())),
+            }
+        }
+        for (idx, &op) in ops.iter().enumerate() {
+            let Some(data) = f.ops.get(op) else {
+                self.fn_err(format!("block {b} lists {op}, which does not exist"));
+                continue;
+            };
+            if self.seen_ops[op] {
+                self.fn_err(format!("{op} is listed in two places"));
+                continue;
+            }
+            self.seen_ops[op] = true;
+            if data.parent != Some(b) {
+                self.err(op, format!("the op sits in {b} but its parent says {:?}", data.parent));
+            }
+            let last = idx + 1 == ops.len();
+            if data.kind.is_terminator() && !last {
+                self.err(op, "a terminator must be the last op of its block");
+            }
+            if last && !term.matches(&data.kind) {
+                self.err(op, format!("the block must end in `{}`", term.name()));
+            }
+            for (i, &o) in data.operands.iter().enumerate() {
+                if !f.values.is_valid(o) {
+                    self.err(op, format!("operand {i} does not exist"));
+                }
+            }
+            for (i, &r) in data.results.iter().enumerate() {
+                match f.values.get(r) {
+                    None => self.err(op, format!("result {i} does not exist")),
+                    Some(vd) => {
+                        if vd.def != ValueDef::Result(op, i as u32) {
+                            self.err(op, format!("result {i} ({r}) says it is defined by {:?}", vd.def));
+                        }
+                        if let Some(m) = self.check_type(&vd.ty) {
+                            self.err(op, format!("result {i}: {m}"));
+                        }
+                    }
+                }
+            }
+            let want = data.kind.num_regions();
+            if data.regions.len() != want {
+                self.err(op, format!("has {} region(s), expected {want}", data.regions.len()));
+                continue;
+            }
+            for (ri, &r) in data.regions.iter().enumerate() {
+                if !f.blocks.is_valid(r) {
+                    self.err(op, format!("region {ri} does not exist"));
+                    continue;
+                }
+                if f.blocks[r].parent != Some(op) {
+                    self.err(op, format!("region {ri} ({r}) has parent {:?}", f.blocks[r].parent));
+                }
+                let t = match (&data.kind, ri) {
+                    (OpKind::While, 0) => Term::Condition,
+                    _ => Term::Yield,
+                };
+                self.struct_block(r, t);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- SSA and types
+
+    fn ssa_block(&mut self, b: Block) {
+        let f = self.f;
+        let mut defined: Vec<Value> = f.blocks[b].args.clone();
+        for &a in &defined {
+            self.visible[a] = true;
+        }
+        for &op in &f.blocks[b].ops {
+            for (i, &o) in f.ops[op].operands.iter().enumerate() {
+                if !self.visible[o] {
+                    let why = match f.values[o].def {
+                        ValueDef::Result(d, _) if f.ops[d].parent.is_none() => "its defining op was removed",
+                        _ => "it is not defined before this op in this block or an enclosing one",
+                    };
+                    self.err(op, format!("operand {i} is not visible here: {why}"));
+                }
+            }
+            for &r in &f.ops[op].regions {
+                self.ssa_block(r);
+            }
+            self.check_op(op);
+            for &r in &f.ops[op].results {
+                self.visible[r] = true;
+                defined.push(r);
+            }
+        }
+        for v in defined {
+            self.visible[v] = false;
+        }
+    }
+
+    fn ty(&self, v: Value) -> &'a Type {
+        &self.f.values[v].ty
+    }
+
+    /// Checks operand and result counts; false (after reporting) when they are wrong.
+    fn counts(&mut self, op: Op, operands: std::ops::RangeInclusive<usize>, results: usize) -> bool {
+        let d = &self.f.ops[op];
+        let (no, nr) = (d.operands.len(), d.results.len());
+        let mut ok = true;
+        if !operands.contains(&no) {
+            let want = if operands.start() == operands.end() {
+                format!("{}", operands.start())
+            } else if *operands.end() == usize::MAX {
+                format!("at least {}", operands.start())
+            } else {
+                format!("{} to {}", operands.start(), operands.end())
+            };
+            self.err(op, format!("has {no} operand(s), expected {want}"));
+            ok = false;
+        }
+        if nr != results {
+            self.err(op, format!("has {nr} result(s), expected {results}"));
+            ok = false;
+        }
+        ok
+    }
+
+    /// Types of the yield/condition operands ending `block` (which the structural phase checked).
+    fn term_types(&self, block: Block) -> Vec<&'a Type> {
+        let f = self.f;
+        match f.blocks[block].ops.last() {
+            Some(&t) => f.ops[t].operands.iter().map(|&v| &f.values[v].ty).collect(),
+            None => vec![],
+        }
+    }
+
+    fn arg_types(&self, block: Block) -> Vec<&'a Type> {
+        self.f.blocks[block].args.iter().map(|&v| &self.f.values[v].ty).collect()
+    }
+
+    fn check_op(&mut self, op: Op) {
+        let f = self.f;
+        let d = &f.ops[op];
+        let ot: Vec<&'a Type> = d.operands.iter().map(|&v| self.ty(v)).collect();
+        let rt: Vec<&'a Type> = d.results.iter().map(|&v| self.ty(v)).collect();
+        use OpKind::*;
+        match &d.kind {
+            Constant(c) => {
+                if !self.counts(op, 0..=0, 1) {
+                    return;
+                }
+                self.check_constant(op, *c, rt[0]);
+            }
+            Arange { start, end } => {
+                if !self.counts(op, 0..=0, 1) {
+                    return;
+                }
+                if start >= end {
+                    self.err(op, format!("start {start} must be below end {end}"));
+                } else {
+                    let want = Type::tensor(&[(*end as i64 - *start as i64) as u32], DType::I32);
+                    if !same_shape_elem(rt[0], &want) {
+                        self.err(op, format!("result must be `{want}`, not `{}`", rt[0]));
+                    }
+                }
+            }
+            ProgramId { .. } | NumPrograms { .. } => {
+                if self.counts(op, 0..=0, 1) && *rt[0] != Type::i32() {
+                    self.err(op, format!("result must be `i32`, not `{}`", rt[0]));
+                }
+            }
+            Splat => {
+                if !self.counts(op, 1..=1, 1) {
+                    return;
+                }
+                if !ot[0].is_scalar() || !rt[0].is_tensor() || ot[0].elem() != rt[0].elem() {
+                    self.err(op, format!("splat takes a scalar to a tensor of its type, not {} to {}", ot[0], rt[0]));
+                }
+            }
+            Broadcast => {
+                if !self.counts(op, 1..=1, 1) {
+                    return;
+                }
+                let (a, r) = (ot[0], rt[0]);
+                let ok = a.is_tensor()
+                    && r.is_tensor()
+                    && a.elem() == r.elem()
+                    && a.shape().len() == r.shape().len()
+                    && a.shape().iter().zip(r.shape()).all(|(&x, &y)| x == y || x == 1);
+                if !ok {
+                    self.err(op, format!("cannot broadcast `{a}` to `{r}` (same rank; only size-1 dims grow)"));
+                }
+            }
+            ExpandDims { axis } => {
+                if !self.counts(op, 1..=1, 1) {
+                    return;
+                }
+                let a = ot[0];
+                if *axis as usize > a.shape().len() {
+                    self.err(op, format!("axis {axis} out of range for `{a}`"));
+                    return;
+                }
+                let mut s = a.shape().to_vec();
+                s.insert(*axis as usize, 1);
+                let want = Type::tensor(&s, a.elem());
+                if !same_shape_elem(rt[0], &want) {
+                    self.err(op, format!("result must be `{want}`, not `{}`", rt[0]));
+                }
+            }
+            Reshape { .. } => {
+                if !self.counts(op, 1..=1, 1) {
+                    return;
+                }
+                let (a, r) = (ot[0], rt[0]);
+                if !a.is_tensor() || !r.is_tensor() || a.elem() != r.elem() || a.numel() != r.numel() {
+                    self.err(op, format!("cannot reshape `{a}` to `{r}` (same element type and count)"));
+                }
+            }
+            Trans { perm } => {
+                if !self.counts(op, 1..=1, 1) {
+                    return;
+                }
+                let a = ot[0];
+                let rank = a.shape().len();
+                let mut sorted = perm.clone();
+                sorted.sort_unstable();
+                if !a.is_tensor() || perm.len() != rank || sorted.iter().enumerate().any(|(i, &p)| p as usize != i) {
+                    self.err(op, format!("perm {perm:?} is not a permutation of the dims of `{a}`"));
+                    return;
+                }
+                let s: Vec<u32> = perm.iter().map(|&p| a.shape()[p as usize]).collect();
+                let want = Type::tensor(&s, a.elem());
+                if !same_shape_elem(rt[0], &want) {
+                    self.err(op, format!("result must be `{want}`, not `{}`", rt[0]));
+                }
+            }
+            Join => {
+                if !self.counts(op, 2..=2, 1) {
+                    return;
+                }
+                if !same_shape_elem(ot[0], ot[1]) {
+                    self.err(op, format!("operands must have the same type, not {}", list(&ot)));
+                    return;
+                }
+                let mut s = ot[0].shape().to_vec();
+                s.push(2);
+                let want = Type::tensor(&s, ot[0].elem());
+                if !same_shape_elem(rt[0], &want) {
+                    self.err(op, format!("result must be `{want}`, not `{}`", rt[0]));
+                }
+            }
+            Split => {
+                if !self.counts(op, 1..=1, 2) {
+                    return;
+                }
+                let a = ot[0];
+                if a.shape().last() != Some(&2) {
+                    self.err(op, format!("operand `{a}` must have a last dimension of 2"));
+                    return;
+                }
+                let want = a.with_shape(&a.shape()[..a.shape().len() - 1]);
+                if !same_shape_elem(rt[0], &want) || !same_shape_elem(rt[1], &want) {
+                    self.err(op, format!("results must be `{want}`, not {}", list(&rt)));
+                }
+            }
+            Cat => {
+                if !self.counts(op, 2..=2, 1) {
+                    return;
+                }
+                let (a, b, r) = (ot[0], ot[1], rt[0]);
+                let ok = a.is_tensor()
+                    && b.is_tensor()
+                    && a.elem() == b.elem()
+                    && a.shape().len() == b.shape().len()
+                    && a.shape()[1..] == b.shape()[1..];
+                if !ok {
+                    self.err(op, format!("cannot concatenate `{a}` and `{b}` along dim 0"));
+                    return;
+                }
+                let mut s = a.shape().to_vec();
+                s[0] += b.shape()[0];
+                let want = Type::tensor(&s, a.elem());
+                if !same_shape_elem(r, &want) {
+                    self.err(op, format!("result must be `{want}`, not `{r}`"));
+                }
+            }
+            Binary(b) => {
+                if !self.counts(op, 2..=2, 1) {
+                    return;
+                }
+                if ot[0] != ot[1] || ot[0] != rt[0] {
+                    self.err(
+                        op,
+                        format!("operands and result must have the same type, not {} -> {}", list(&ot), rt[0]),
+                    );
+                    return;
+                }
+                let e = ot[0].elem();
+                use BinaryOp::*;
+                let ok = match b {
+                    And | Or | Xor | Shl | Shr | UMulHi => e.is_int(),
+                    Pow | Atan2 | Hypot | CopySign | MaxNan | MinNan => e.is_float(),
+                    Add | Sub | Mul | Div | Rem | Max | Min => is_num(e),
+                };
+                if !ok {
+                    self.err(op, format!("`{}` is not defined on `{e}`", b.name()));
+                }
+            }
+            Unary(u) => {
+                if !self.counts(op, 1..=1, 1) {
+                    return;
+                }
+                let (a, r) = (ot[0], rt[0]);
+                let e = a.elem();
+                use UnaryOp::*;
+                let predicate = matches!(u, IsNan | IsInf | IsFinite | Signbit);
+                let want = if predicate { a.with_elem(DType::I1) } else { a.clone() };
+                if *r != want {
+                    self.err(op, format!("result must be `{want}`, not `{r}`"));
+                    return;
+                }
+                let ok = match u {
+                    Not | Popc | Clz => e.is_int(),
+                    Neg | Abs => is_num(e),
+                    _ => e.is_float(),
+                };
+                if !ok {
+                    self.err(op, format!("`{}` is not defined on `{e}`", u.name()));
+                }
+            }
+            Cmp(_) => {
+                if !self.counts(op, 2..=2, 1) {
+                    return;
+                }
+                if ot[0] != ot[1] {
+                    self.err(op, format!("operands must have the same type, not {}", list(&ot)));
+                    return;
+                }
+                let want = ot[0].with_elem(DType::I1);
+                if *rt[0] != want {
+                    self.err(op, format!("result must be `{want}`, not `{}`", rt[0]));
+                }
+            }
+            Select => {
+                if !self.counts(op, 3..=3, 1) {
+                    return;
+                }
+                let (c, a, b) = (ot[0], ot[1], ot[2]);
+                if !c.elem().is_bool() || !(c.is_scalar() || same_shape(c, a)) {
+                    self.err(op, format!("condition `{c}` must be i1, scalar or of the shape of `{a}`"));
+                }
+                if a != b || a != rt[0] {
+                    self.err(op, format!("values and result must have the same type, not {}, {} -> {}", a, b, rt[0]));
+                }
+            }
+            Fma => {
+                if !self.counts(op, 3..=3, 1) {
+                    return;
+                }
+                if ot[0] != ot[1] || ot[0] != ot[2] || ot[0] != rt[0] || !ot[0].elem().is_float() {
+                    self.err(
+                        op,
+                        format!("operands and result must be the same float type, not {} -> {}", list(&ot), rt[0]),
+                    );
+                }
+            }
+            Cast { kind, .. } => {
+                if !self.counts(op, 1..=1, 1) {
+                    return;
+                }
+                let (a, r) = (ot[0], rt[0]);
+                if !same_shape(a, r) {
+                    self.err(op, format!("cast must keep the shape: `{a}` to `{r}`"));
+                    return;
+                }
+                let (ea, er) = (a.elem(), r.elem());
+                let ok = match kind {
+                    CastKind::Convert => is_num(ea) && is_num(er),
+                    CastKind::Bitcast => match (ea, er) {
+                        (Elem::Num(x), Elem::Num(y)) => x.bits() == y.bits(),
+                        (Elem::Ptr { .. }, Elem::Ptr { .. }) => true,
+                        _ => false,
+                    },
+                    CastKind::PtrToInt => ea.is_ptr() && er.is_int() && !er.is_bool(),
+                    CastKind::IntToPtr => ea.is_int() && !ea.is_bool() && er.is_ptr(),
+                };
+                if !ok {
+                    self.err(op, format!("cannot `{}` from `{ea}` to `{er}`", kind.name()));
+                }
+            }
+            AddPtr => {
+                if !self.counts(op, 2..=2, 1) {
+                    return;
+                }
+                let (p, o) = (ot[0], ot[1]);
+                if !p.elem().is_ptr() || !o.elem().is_int() || o.elem().is_bool() || !same_shape(p, o) {
+                    self.err(op, format!("takes pointers and integer offsets of the same shape, not {}", list(&ot)));
+                } else if rt[0] != p {
+                    self.err(op, format!("result must be `{p}`, not `{}`", rt[0]));
+                }
+            }
+            Load { .. } => {
+                if !self.counts(op, 1..=3, 1) {
+                    return;
+                }
+                let Some(val) = self.pointee_type(op, ot[0]) else { return };
+                if !same_shape_elem(rt[0], &val) {
+                    self.err(op, format!("loading `{}` gives `{val}`, not `{}`", ot[0], rt[0]));
+                }
+                if ot.len() > 1 {
+                    self.check_mask(op, ot[1], ot[0]);
+                }
+                if ot.len() > 2 && ot[2] != rt[0] {
+                    self.err(op, format!("`other` must have the result type `{}`, not `{}`", rt[0], ot[2]));
+                }
+            }
+            Store { .. } => {
+                if !self.counts(op, 2..=3, 0) {
+                    return;
+                }
+                let Some(val) = self.pointee_type(op, ot[0]) else { return };
+                if !same_shape_elem(ot[1], &val) {
+                    self.err(op, format!("storing through `{}` needs a `{val}` value, not `{}`", ot[0], ot[1]));
+                }
+                if ot.len() > 2 {
+                    self.check_mask(op, ot[2], ot[0]);
+                }
+            }
+            AtomicRmw { op: rmw, .. } => {
+                if !self.counts(op, 2..=3, 1) {
+                    return;
+                }
+                let Some(val) = self.pointee_type(op, ot[0]) else { return };
+                if !same_shape_elem(ot[1], &val) || ot[1] != rt[0] {
+                    self.err(
+                        op,
+                        format!("through `{}` the value and result must be `{val}`, not {} -> {}", ot[0], ot[1], rt[0]),
+                    );
+                }
+                if ot.len() > 2 {
+                    self.check_mask(op, ot[2], ot[0]);
+                }
+                let e = val.elem();
+                let ok = match rmw {
+                    RmwOp::And | RmwOp::Or | RmwOp::Xor => e.is_int(),
+                    _ => true,
+                };
+                if !ok {
+                    self.err(op, format!("atomic `{}` is not defined on `{e}`", rmw.name()));
+                }
+            }
+            AtomicCas { .. } => {
+                if !self.counts(op, 3..=3, 1) {
+                    return;
+                }
+                let Some(val) = self.pointee_type(op, ot[0]) else { return };
+                if !same_shape_elem(ot[1], &val) || ot[1] != ot[2] || ot[2] != rt[0] {
+                    self.err(
+                        op,
+                        format!(
+                            "through `{}` compare, value and result must be `{val}`, not {}",
+                            ot[0],
+                            list(&ot[1..])
+                        ),
+                    );
+                }
+            }
+            Dot { .. } => {
+                if !self.counts(op, 3..=3, 1) {
+                    return;
+                }
+                self.check_dot(op, ot[0], ot[1], ot[2], rt[0]);
+            }
+            Reduce { axis } | Scan { axis, .. } => {
+                let n = d.operands.len();
+                if !self.counts(op, 1..=usize::MAX, n) {
+                    return;
+                }
+                let a = ot[0];
+                if !a.is_tensor() || ot.iter().any(|t| !same_shape(t, a)) {
+                    self.err(op, format!("operands must be tensors of one shape, not {}", list(&ot)));
+                    return;
+                }
+                if *axis as usize >= a.shape().len() {
+                    self.err(op, format!("axis {axis} out of range for `{a}`"));
+                    return;
+                }
+                let scan = matches!(d.kind, Scan { .. });
+                for i in 0..n {
+                    let want = if scan {
+                        ot[i].clone()
+                    } else {
+                        let mut s = ot[i].shape().to_vec();
+                        s.remove(*axis as usize);
+                        ot[i].with_shape(&s)
+                    };
+                    if !same_shape_elem(rt[i], &want) {
+                        self.err(op, format!("result {i} must be `{want}`, not `{}`", rt[i]));
+                    }
+                }
+                let elems: Vec<Type> = ot.iter().map(|t| Type::Scalar(t.elem())).collect();
+                let region = d.regions[0];
+                let args: Vec<Type> = self.arg_types(region).into_iter().cloned().collect();
+                let want_args: Vec<Type> = elems.iter().chain(elems.iter()).cloned().collect();
+                if args != want_args {
+                    let w: Vec<&Type> = want_args.iter().collect();
+                    let g: Vec<&Type> = args.iter().collect();
+                    self.err(op, format!("combine region arguments must be {}, not {}", list(&w), list(&g)));
+                }
+                let y: Vec<Type> = self.term_types(region).into_iter().cloned().collect();
+                if y != elems {
+                    let w: Vec<&Type> = elems.iter().collect();
+                    let g: Vec<&Type> = y.iter().collect();
+                    self.err(op, format!("combine region must yield {}, not {}", list(&w), list(&g)));
+                }
+            }
+            MultipleOf { values } | MaxContiguous { values } | MaxConstancy { values } => {
+                if !self.counts(op, 1..=1, 1) {
+                    return;
+                }
+                if ot[0] != rt[0] {
+                    self.err(op, format!("result must have the operand type `{}`, not `{}`", ot[0], rt[0]));
+                }
+                let rank = ot[0].shape().len().max(1);
+                if values.len() != rank || values.contains(&0) {
+                    self.err(op, format!("needs {rank} positive value(s), got {values:?}"));
+                }
+            }
+            Assume | Assert { .. } => {
+                if self.counts(op, 1..=1, 0) && !ot[0].elem().is_bool() {
+                    self.err(op, format!("condition must be i1, not `{}`", ot[0]));
+                }
+            }
+            Print { .. } => {
+                self.counts(op, 0..=usize::MAX, 0);
+            }
+            For => self.check_for(op, &ot, &rt),
+            If => {
+                if !self.counts(op, 1..=1, rt.len()) {
+                    return;
+                }
+                if *ot[0] != Type::i1() {
+                    self.err(op, format!("condition must be a scalar i1, not `{}`", ot[0]));
+                }
+                for (ri, &r) in d.regions.iter().enumerate() {
+                    let which = if ri == 0 { "then" } else { "else" };
+                    if !f.blocks[r].args.is_empty() {
+                        self.err(op, format!("the {which} region must have no arguments"));
+                    }
+                    let y = self.term_types(r);
+                    if y != rt {
+                        self.err(
+                            op,
+                            format!("the {which} region yields {}, but the results are {}", list(&y), list(&rt)),
+                        );
+                    }
+                }
+            }
+            While => {
+                let (before, after) = (d.regions[0], d.regions[1]);
+                let args0 = self.arg_types(before);
+                if args0 != ot {
+                    self.err(
+                        op,
+                        format!("the before region's arguments {} must match the inits {}", list(&args0), list(&ot)),
+                    );
+                }
+                let c = self.term_types(before);
+                if c.first().is_none_or(|t| **t != Type::i1()) {
+                    self.err(op, "`condition` must start with a scalar i1");
+                } else if c[1..] != rt[..] {
+                    self.err(op, format!("`condition` forwards {}, but the results are {}", list(&c[1..]), list(&rt)));
+                }
+                let args1 = self.arg_types(after);
+                if args1 != rt {
+                    self.err(
+                        op,
+                        format!("the after region's arguments {} must match the results {}", list(&args1), list(&rt)),
+                    );
+                }
+                let y = self.term_types(after);
+                if y != ot {
+                    self.err(op, format!("the after region yields {}, but the inits are {}", list(&y), list(&ot)));
+                }
+            }
+            Yield | Condition => {
+                self.counts(op, 0..=usize::MAX, 0);
+            }
+            Return => {
+                if !self.counts(op, 0..=usize::MAX, 0) {
+                    return;
+                }
+                let want: Vec<&Type> = f.result_types.iter().collect();
+                if ot != want {
+                    self.err(op, format!("returns {}, but the function's results are {}", list(&ot), list(&want)));
+                }
+            }
+            Call { callee } => {
+                let Some(m) = self.module else { return };
+                let Some(g) = m.func(callee) else {
+                    self.err(op, format!("calls `@{callee}`, which is not in the module"));
+                    return;
+                };
+                let params: Vec<&Type> = g.params.iter().filter_map(|p| g.values.get(p.value)).map(|v| &v.ty).collect();
+                if ot != params {
+                    self.err(op, format!("passes {}, but `@{callee}` takes {}", list(&ot), list(&params)));
+                }
+                let results: Vec<&Type> = g.result_types.iter().collect();
+                if rt != results {
+                    self.err(op, format!("expects {}, but `@{callee}` returns {}", list(&rt), list(&results)));
+                }
+            }
+        }
+    }
+
+    fn check_constant(&mut self, op: Op, c: Const, t: &Type) {
+        let e = t.elem();
+        match c {
+            Const::Int(v) => match e {
+                Elem::Ptr { .. } => {}
+                Elem::Num(d) if d.is_int() && !d.is_bool() => {
+                    let bits = d.bits();
+                    let ok = if bits == 64 {
+                        true
+                    } else if d.is_signed_int() {
+                        let half = 1i64 << (bits - 1);
+                        (-half..half).contains(&v)
+                    } else {
+                        (0..(1i64 << bits)).contains(&v)
+                    };
+                    if !ok {
+                        self.err(op, format!("{v} is out of range for `{d}`"));
+                    }
+                }
+                Elem::Num(d) if d.is_bool() => self.err(op, "an i1 constant needs `true` or `false`"),
+                _ => self.err(op, format!("an integer value for a `{e}` constant (write a float, e.g. {v}.0)")),
+            },
+            Const::Float(_) if !e.is_float() => self.err(op, format!("a float value for a `{e}` constant")),
+            Const::Bool(_) if !e.is_bool() => self.err(op, format!("a boolean value for a `{e}` constant")),
+            _ => {}
+        }
+    }
+
+    /// For a pointer (tensor) type, the type of the values it points at.
+    fn pointee_type(&mut self, op: Op, p: &Type) -> Option<Type> {
+        match p.elem().pointee() {
+            Some(d) => Some(p.with_elem(d)),
+            None => {
+                self.err(op, format!("the pointer operand has type `{p}`"));
+                None
+            }
+        }
+    }
+
+    fn check_mask(&mut self, op: Op, mask: &Type, ptr: &Type) {
+        if !mask.elem().is_bool() || !same_shape(mask, ptr) {
+            self.err(op, format!("the mask must be i1 of the pointer's shape `{ptr}`, not `{mask}`"));
+        }
+    }
+
+    fn check_dot(&mut self, op: Op, a: &Type, b: &Type, c: &Type, r: &Type) {
+        let (sa, sb, sc) = (a.shape(), b.shape(), c.shape());
+        let rank = sa.len();
+        if !(rank == 2 || rank == 3) || sb.len() != rank || sc.len() != rank {
+            self.err(op, format!("operands must all be 2-D (or 3-D batched), not {}", list(&[a, b, c])));
+            return;
+        }
+        let bt = rank - 2;
+        let (m, k) = (sa[bt], sa[bt + 1]);
+        let (k2, n) = (sb[bt], sb[bt + 1]);
+        if k != k2 || sc[bt] != m || sc[bt + 1] != n || (rank == 3 && (sb[0] != sa[0] || sc[0] != sa[0])) {
+            self.err(op, format!("shapes do not chain: {} @ {} + {}", a, b, c));
+        }
+        let (ea, eb) = (a.elem(), b.elem());
+        if !is_num(ea) || !is_num(eb) || ea.is_float() != eb.is_float() || !is_num(c.elem()) {
+            self.err(op, format!("cannot multiply `{ea}` by `{eb}` into `{}`", c.elem()));
+        }
+        if r != c {
+            self.err(op, format!("result must have the accumulator's type `{c}`, not `{r}`"));
+        }
+    }
+
+    fn check_for(&mut self, op: Op, ot: &[&'a Type], rt: &[&'a Type]) {
+        let d = &self.f.ops[op];
+        if d.operands.len() < 3 {
+            self.err(op, format!("has {} operand(s), expected lb, ub, step and the inits", d.operands.len()));
+            return;
+        }
+        let (lb, ub, st) = (ot[0], ot[1], ot[2]);
+        if !lb.is_scalar() || !lb.elem().is_int() || lb.elem().is_bool() || ub != lb || st != lb {
+            self.err(op, format!("lb, ub and step must be scalars of one integer type, not {}", list(&ot[..3])));
+        }
+        let inits = &ot[3..];
+        if rt != inits {
+            self.err(op, format!("results {} must match the inits {}", list(rt), list(inits)));
+        }
+        let body = d.regions[0];
+        let args = self.arg_types(body);
+        if args.is_empty() || args[0] != lb || args[1..] != *inits {
+            let mut want = vec![lb];
+            want.extend_from_slice(inits);
+            self.err(
+                op,
+                format!("body arguments {} must be the induction variable and the inits {}", list(&args), list(&want)),
+            );
+        }
+        let y = self.term_types(body);
+        if y != inits {
+            self.err(op, format!("the body yields {}, but the inits are {}", list(&y), list(inits)));
+        }
+    }
+}
