@@ -33,6 +33,7 @@ pub(crate) fn base(id: usize) -> u64 {
     ((id as u64) + 1) << ZONE_BITS
 }
 
+#[derive(Debug)]
 pub(crate) struct Buffer {
     /// The kernel parameter the buffer was passed as.
     pub name: String,
