@@ -45,8 +45,11 @@ use crate::rng::{generate, Distribution, SplitMix64};
 pub enum ArgValue {
     /// A tensor: the kernel receives a pointer to its first element.
     Tensor(HostTensor),
+    /// An integer scalar (Triton passes it as i32 when it fits, else i64).
     Int(i64),
+    /// A float scalar (fp32 inside a Triton kernel).
     Float(f64),
+    /// A bool scalar (`True`/`False`).
     Bool(bool),
 }
 
@@ -96,6 +99,7 @@ pub struct ArgError {
 }
 
 impl ArgError {
+    /// An error about argument `arg`.
     pub fn new(arg: impl Into<String>, message: impl Into<String>) -> ArgError {
         ArgError { arg: arg.into(), message: message.into() }
     }
@@ -112,7 +116,9 @@ impl std::error::Error for ArgError {}
 /// How a generated tensor is filled.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum TensorKind {
+    /// All zeros.
     Zeros,
+    /// All ones.
     Ones,
     /// Poisoned: NaN for floats, 0xAB bytes for integers.
     Empty,
@@ -123,6 +129,7 @@ pub enum TensorKind {
 }
 
 impl TensorKind {
+    /// Parses `zeros`, `ones`, `empty`, `rand` or `randn`.
     pub fn parse(s: &str) -> Option<TensorKind> {
         Some(match s {
             "zeros" => TensorKind::Zeros,
@@ -134,6 +141,7 @@ impl TensorKind {
         })
     }
 
+    /// The spelling on the command line.
     pub fn name(self) -> &'static str {
         match self {
             TensorKind::Zeros => "zeros",
@@ -150,35 +158,47 @@ impl TensorKind {
 pub enum ValueSpec {
     /// `@PATH` or `@PATH:DTYPE`.
     File {
+        /// The file to read.
         path: PathBuf,
+        /// The dtype to convert to (`@PATH:DTYPE`); the file's own when `None`.
         dtype: Option<DType>,
     },
     /// `KIND:DTYPE:SHAPE`.
     Generated {
+        /// How the elements are filled.
         kind: TensorKind,
+        /// Element type.
         dtype: DType,
+        /// Shape (empty for a 0-d tensor).
         shape: Vec<usize>,
     },
+    /// An integer literal.
     Int(i64),
+    /// A float literal.
     Float(f64),
+    /// `True` or `False`.
     Bool(bool),
 }
 
 /// One `NAME=VALUE`, parsed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ArgSpec {
+    /// The parameter name.
     pub name: String,
     /// The text as given, `NAME=VALUE`, for messages.
     pub text: String,
+    /// The parsed value.
     pub spec: ValueSpec,
 }
 
 /// One argument with its value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Arg {
+    /// The parameter name.
     pub name: String,
     /// The text as given, `NAME=VALUE`, for messages.
     pub text: String,
+    /// The value.
     pub value: ArgValue,
 }
 
@@ -426,12 +446,16 @@ fn strip_digit_underscores(s: &str) -> Option<String> {
 /// A launch grid: the number of programs along each axis (all ≥ 1).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Grid {
+    /// Programs along axis 0 (`tl.program_id(0)`).
     pub x: u32,
+    /// Programs along axis 1.
     pub y: u32,
+    /// Programs along axis 2.
     pub z: u32,
 }
 
 impl Grid {
+    /// The three dimensions, `[x, y, z]`.
     pub fn dims(self) -> [u32; 3] {
         [self.x, self.y, self.z]
     }
@@ -469,7 +493,9 @@ pub fn parse_grid(s: &str) -> Result<Grid, ArgError> {
 /// `--save NAME=PATH`: write tensor argument NAME to PATH after the launch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SaveSpec {
+    /// The tensor argument to save.
     pub name: String,
+    /// Where to write it.
     pub path: PathBuf,
 }
 
@@ -489,12 +515,16 @@ pub enum Backend {
     /// The best available: the GPU if there is one, else the interpreter.
     #[default]
     Auto,
+    /// The CPU interpreter of the tile IR.
     Interp,
+    /// The PTX emulator.
     Emu,
+    /// A CUDA GPU.
     Cuda,
 }
 
 impl Backend {
+    /// Parses `auto`, `interp`, `emu` or `cuda`.
     pub fn parse(s: &str) -> Option<Backend> {
         Some(match s {
             "auto" => Backend::Auto,
@@ -513,12 +543,19 @@ pub struct RunCommand {
     pub file: PathBuf,
     /// The kernel's name (`None` when `::KERNEL` was omitted: the file must then hold exactly one kernel).
     pub kernel: Option<String>,
+    /// `--grid`.
     pub grid: Grid,
+    /// `--backend` (default `auto`).
     pub backend: Backend,
+    /// `--num-warps`, if given.
     pub num_warps: Option<u32>,
+    /// `--num-stages`, if given.
     pub num_stages: Option<u32>,
+    /// `--seed` (default 0).
     pub seed: u64,
+    /// Every `--save`, in order.
     pub saves: Vec<SaveSpec>,
+    /// The `NAME=VALUE` arguments, in the order given.
     pub args: Vec<ArgSpec>,
 }
 

@@ -8,6 +8,8 @@
 //!
 //! Launching kernels on the backends will be added here later.
 
+#![warn(missing_docs)]
+
 pub mod args;
 pub mod npy;
 pub mod rng;

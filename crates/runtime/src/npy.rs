@@ -35,16 +35,31 @@ pub const MAX_BYTES: usize = 64 << 30;
 /// Something went wrong reading or writing a `.npy` file.
 #[derive(Debug, Error)]
 pub enum NpyError {
+    /// Reading or writing the file failed.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
         #[source]
+        /// What the operating system said.
         source: std::io::Error,
     },
+    /// The bytes are not a `.npy` file (or not a consistent one).
     #[error("{origin}: not a valid .npy file: {reason}")]
-    Malformed { origin: String, reason: String },
+    Malformed {
+        /// The file's path, or `<bytes>`.
+        origin: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A valid `.npy` file that Trident cannot represent (complex, strings, too large, ...).
     #[error("{origin}: unsupported .npy content: {reason}")]
-    Unsupported { origin: String, reason: String },
+    Unsupported {
+        /// The file's path, or `<bytes>`.
+        origin: String,
+        /// What is not supported.
+        reason: String,
+    },
 }
 
 /// The header fields we use.

@@ -27,11 +27,13 @@ pub struct Case {
     pub kernel: &'static str,
     /// Every parameter as `NAME=VALUE`, the syntax of `trident run`.
     pub args: Vec<String>,
+    /// The launch grid.
     pub grid: Grid,
     /// `--num-warps`, when the case wants a particular value.
     pub num_warps: Option<u32>,
     /// The arguments the kernel writes, and how each is compared.
     pub outputs: Vec<OutputCheck>,
+    /// Computes the expected outputs from the inputs.
     pub reference: Reference,
 }
 
@@ -91,7 +93,9 @@ impl Case {
 /// An output argument and how to compare it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OutputCheck {
+    /// The output argument's name.
     pub name: String,
+    /// How it is compared.
     pub check: Check,
 }
 
@@ -105,7 +109,14 @@ pub enum Check {
     /// Dropout of input tensor `input` with drop probability `p`: the kept/dropped
     /// structure, the keep rate, and element-wise agreement (within `tol`) with
     /// the reference, which uses Triton's Philox `tl.rand`.
-    Dropout { input: String, p: f64, tol: Tolerance },
+    Dropout {
+        /// The input tensor argument being dropped out.
+        input: String,
+        /// Drop probability.
+        p: f64,
+        /// Tolerance on kept values (`x / (1 - p)`).
+        tol: Tolerance,
+    },
 }
 
 impl Check {
@@ -122,11 +133,14 @@ impl Check {
 /// Absolute and relative tolerance.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Tolerance {
+    /// Absolute tolerance.
     pub atol: f64,
+    /// Relative tolerance (a fraction of `|want|`).
     pub rtol: f64,
 }
 
 impl Tolerance {
+    /// A tolerance of `atol + rtol * |want|`.
     pub const fn new(atol: f64, rtol: f64) -> Tolerance {
         Tolerance { atol, rtol }
     }
@@ -161,7 +175,9 @@ impl std::error::Error for RefError {}
 /// The materialised arguments of a case, as its reference sees them.
 #[derive(Copy, Clone, Debug)]
 pub struct Inputs<'a> {
+    /// The arguments as they were before the launch.
     pub args: &'a [Arg],
+    /// The launch grid (references use it to know how many programs ran).
     pub grid: Grid,
 }
 
@@ -205,6 +221,7 @@ impl<'a> Inputs<'a> {
 /// plus an offset, as kernels address memory), with bounds checks that turn
 /// into [`RefError`]s instead of panics.
 pub trait Elements {
+    /// Element at flat offset `off` as f64, or an error when it is out of bounds.
     fn at(&self, off: usize) -> Result<f64, RefError>;
 }
 

@@ -10,18 +10,22 @@ use crate::case::{Case, Check, Elements, Tolerance};
 /// How well one output matched.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OutputReport {
+    /// The output argument's name.
     pub name: String,
     /// Largest `|got - want|` over elements where both are finite.
     pub max_abs: f64,
     /// Largest `|got - want| / |want|` over elements where both are finite and `want != 0`.
     pub max_rel: f64,
+    /// Number of elements compared.
     pub elements: usize,
 }
 
 /// A passing comparison: one report per output.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
+    /// The case's name.
     pub case: String,
+    /// One report per checked output, in the case's order.
     pub outputs: Vec<OutputReport>,
 }
 
@@ -40,9 +44,11 @@ impl Report {
 /// A failing comparison.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Mismatch {
+    /// The case's name.
     pub case: String,
     /// The output argument concerned (empty when the failure is not about one output).
     pub output: String,
+    /// What is wrong.
     pub reason: MismatchReason,
 }
 
@@ -53,12 +59,18 @@ pub enum MismatchReason {
     Reference(String),
     /// The output is missing from what the kernel run returned (or from the reference).
     Missing,
+    /// The output has the wrong shape.
     Shape {
+        /// The output's shape.
         got: Vec<usize>,
+        /// The reference's shape.
         want: Vec<usize>,
     },
+    /// The output has the wrong element type.
     DType {
+        /// The output's dtype.
         got: DType,
+        /// The dtype the argument was declared with.
         want: DType,
     },
     /// Some elements are off.
@@ -70,14 +82,19 @@ pub enum MismatchReason {
 /// Details of element-wise disagreement.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ValueMismatch {
+    /// Largest `|got - want|` over finite elements.
     pub max_abs: f64,
+    /// Largest `|got - want| / |want|` over finite, non-zero `want`.
     pub max_rel: f64,
     /// How many elements are outside tolerance, of how many.
     pub bad: usize,
+    /// Number of elements compared.
     pub elements: usize,
     /// The first bad element: its multi-index, and the values there.
     pub first_bad: Vec<usize>,
+    /// The output's value at `first_bad`.
     pub got: f64,
+    /// The reference's value at `first_bad`.
     pub want: f64,
     /// `None` for exact comparison.
     pub tolerance: Option<Tolerance>,

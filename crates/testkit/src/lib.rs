@@ -30,6 +30,8 @@
 //! `kernels/check_with_oracle.py` (opt-in; needs `../shared/tools`), which
 //! drives the `testkit-oracle` binary of this crate.
 
+#![warn(missing_docs)]
+
 pub mod case;
 mod catalog;
 pub mod compare;
