@@ -1,0 +1,404 @@
+//! The verifier: valid IR passes; every rule has a case that breaks it.
+
+use trident_ir::*;
+
+const SAMPLE: &str = include_str!("data/all_ops.tir");
+
+/// Parameters every case may use.
+const HEADER: &str =
+    "kernel @k(%i: i32, %f: f32, %h: f16, %b: i1, %p: ptr<f32>, %ti: tensor<4xi32>, %tf: tensor<4xf32>, \
+%tb: tensor<4xi1>, %tp: tensor<4xptr<f32>>, %m: tensor<4x8xf32>, %sq: tensor<8x8xf32>, %sqh: tensor<8x8xf16>, \
+%sqi: tensor<8x8xi8>) {\n";
+
+const HELPER: &str = "func @h(%a: f32) -> (f32) {\n  return %a\n}\n";
+
+fn module_with(body: &str) -> String {
+    format!("{HEADER}{body}\n  return\n}}\n{HELPER}")
+}
+
+/// Parses (which must succeed) and verifies; returns the error messages.
+fn errors_of(text: &str) -> Vec<String> {
+    let m = parse_module_with(text, &ParseOptions { text_locs: true, ..Default::default() })
+        .unwrap_or_else(|d| panic!("does not parse: {d}\n{text}"));
+    match verify_module(&m) {
+        Ok(()) => vec![],
+        Err(e) => e.iter().map(|d| d.message.clone()).collect(),
+    }
+}
+
+#[track_caller]
+fn assert_error(body: &str, fragment: &str) {
+    let text = module_with(body);
+    let errs = errors_of(&text);
+    assert!(
+        errs.iter().any(|e| e.contains(fragment)),
+        "expected an error containing {fragment:?} for\n{body}\ngot {errs:#?}"
+    );
+}
+
+#[test]
+fn valid_ir_passes() {
+    let m = parse_module(SAMPLE).unwrap();
+    verify_module(&m).unwrap();
+    for f in &m.funcs {
+        verify_function(f).unwrap();
+    }
+    assert!(errors_of(&module_with("  %0 = add %i, %i : i32")).is_empty());
+}
+
+#[test]
+fn constants() {
+    assert_error("  %0 = constant [value = 1] : f32", "integer value for a `f32` constant");
+    assert_error("  %0 = constant [value = 256] : u8", "256 is out of range for `u8`");
+    assert_error("  %0 = constant [value = -1] : u32", "out of range for `u32`");
+    assert_error("  %0 = constant [value = 128] : i8", "out of range for `i8`");
+    assert_error("  %0 = constant [value = true] : i32", "boolean value for a `i32`");
+    assert_error("  %0 = constant [value = 1] : i1", "i1 constant needs `true` or `false`");
+    assert_error("  %0 = constant [value = 1.0] : i32", "float value for a `i32`");
+    assert_error("  %0, %1 = constant [value = 1.0] : f32, f32", "has 2 result(s), expected 1");
+}
+
+#[test]
+fn sources_of_values() {
+    assert_error("  %0 = arange [start = 0, end = 8] : tensor<4xi32>", "result must be `tensor<8xi32>`");
+    assert_error("  %0 = arange [start = 8, end = 8] : tensor<1xi32>", "below end");
+    assert_error("  %0 = program_id [axis = 0] : i64", "result must be `i32`");
+    assert_error("  %0 = num_programs %i [axis = 1] : i32", "has 1 operand(s), expected 0");
+}
+
+#[test]
+fn shape_ops() {
+    assert_error("  %0 = splat %ti : tensor<4xi32>", "splat takes a scalar");
+    assert_error("  %0 = splat %i : tensor<4xf32>", "splat takes a scalar");
+    assert_error("  %0 = broadcast %ti : tensor<8xi32>", "cannot broadcast");
+    assert_error("  %0 = broadcast %ti : tensor<1x4xi32>", "cannot broadcast");
+    assert_error("  %0 = expand_dims %ti [axis = 2] : tensor<4x1xi32>", "axis 2 out of range");
+    assert_error("  %0 = expand_dims %ti [axis = 0] : tensor<4x1xi32>", "result must be `tensor<1x4xi32>`");
+    assert_error("  %0 = reshape %m : tensor<16xf32>", "cannot reshape");
+    assert_error("  %0 = reshape %m : tensor<32xi32>", "cannot reshape");
+    assert_error("  %0 = trans %m [perm = [0, 0]] : tensor<8x4xf32>", "not a permutation");
+    assert_error("  %0 = trans %m [perm = [1, 0]] : tensor<4x8xf32>", "result must be `tensor<8x4xf32>`");
+    assert_error("  %0 = join %ti, %tf : tensor<4x2xi32>", "same type");
+    assert_error("  %0 = join %ti, %ti : tensor<2x4xi32>", "result must be `tensor<4x2xi32>`");
+    assert_error("  %0, %1 = split %m : tensor<4xf32>, tensor<4xf32>", "last dimension of 2");
+    assert_error("  %0 = join %tf, %tf : tensor<4x2xf32>\n  %1, %2 = split %0 : tensor<4xf32>, f32", "results must be");
+    assert_error("  %0 = cat %ti, %tf : tensor<8xi32>", "cannot concatenate");
+    assert_error("  %0 = cat %ti, %ti : tensor<4xi32>", "result must be `tensor<8xi32>`");
+}
+
+#[test]
+fn elementwise() {
+    assert_error("  %0 = add %i, %f : i32", "operands and result must have the same type");
+    assert_error("  %0 = add %i, %i : i64", "operands and result must have the same type");
+    assert_error("  %0 = and %f, %f : f32", "`and` is not defined on `f32`");
+    assert_error("  %0 = pow %i, %i : i32", "`pow` is not defined on `i32`");
+    assert_error("  %0 = add %p, %p : ptr<f32>", "`add` is not defined on `ptr<f32>`");
+    assert_error("  %0 = exp %f : f16", "result must be `f32`");
+    assert_error("  %0 = exp %i : i32", "`exp` is not defined on `i32`");
+    assert_error("  %0 = not %f : f32", "`not` is not defined on `f32`");
+    assert_error("  %0 = isnan %f : f32", "result must be `i1`");
+    assert_error("  %0 = cmp %i, %i [pred = lt] : i32", "result must be `i1`");
+    assert_error("  %0 = cmp %i, %f [pred = lt] : i1", "operands must have the same type");
+    assert_error("  %0 = select %i, %f, %f : f32", "condition `i32` must be i1");
+    assert_error("  %0 = select %tb, %m, %m : tensor<4x8xf32>", "must be i1, scalar or of the shape");
+    assert_error("  %0 = select %b, %i, %f : i32", "values and result must have the same type");
+    assert_error("  %0 = fma %i, %i, %i : i32", "same float type");
+    assert_error("  %0 = cast %ti [kind = convert] : f32", "cast must keep the shape");
+    assert_error("  %0 = cast %f [kind = bitcast] : f16", "cannot `bitcast` from `f32` to `f16`");
+    assert_error("  %0 = cast %i [kind = ptr_to_int] : i64", "cannot `ptr_to_int`");
+    assert_error("  %0 = cast %p [kind = convert] : i64", "cannot `convert`");
+    assert_error("  %0 = cast %b [kind = int_to_ptr] : ptr<f32>", "cannot `int_to_ptr`");
+    assert_error("  %0 = addptr %p, %f : ptr<f32>", "integer offsets");
+    assert_error("  %0 = addptr %tp, %i : tensor<4xptr<f32>>", "integer offsets of the same shape");
+    assert_error("  %0 = addptr %p, %i : ptr<f16>", "result must be `ptr<f32>`");
+}
+
+#[test]
+fn memory() {
+    assert_error("  %0 = load %i : i32", "the pointer operand has type `i32`");
+    assert_error("  %0 = load %p : f16", "gives `f32`, not `f16`");
+    assert_error("  %0 = load %tp : f32", "gives `tensor<4xf32>`");
+    assert_error("  %0 = load %tp, %ti : tensor<4xf32>", "mask must be i1");
+    assert_error("  %0 = load %tp, %b : tensor<4xf32>", "mask must be i1 of the pointer's shape");
+    assert_error("  %0 = load %tp, %tb, %ti : tensor<4xf32>", "`other` must have the result type");
+    assert_error("  %0 = load %p, %b, %f, %f : f32", "has 4 operand(s), expected 1 to 3");
+    assert_error("  store %p, %i", "needs a `f32` value, not `i32`");
+    assert_error("  store %tp, %tf, %ti", "mask must be i1");
+    assert_error("  %0 = store %p, %f : f32", "has 1 result(s), expected 0");
+    assert_error("  %0 = atomic_rmw %p, %f [op = and] : f32", "atomic `and` is not defined on `f32`");
+    assert_error("  %0 = atomic_rmw %p, %i [op = add] : i32", "the value and result must be `f32`");
+    assert_error("  %0 = atomic_rmw %tp, %tf, %ti [op = add] : tensor<4xf32>", "mask must be i1");
+    assert_error("  %0 = atomic_cas %p, %f, %i : f32", "compare, value and result must be `f32`");
+}
+
+#[test]
+fn dot() {
+    assert_error("  %0 = dot %m, %m, %m : tensor<4x8xf32>", "shapes do not chain");
+    assert_error("  %0 = dot %tf, %tf, %tf : tensor<4xf32>", "must all be 2-D");
+    assert_error("  %0 = dot %sq, %sq, %sq : tensor<8x8xf16>", "accumulator's type");
+    assert_error("  %0 = dot %sqh, %sqi, %sq : tensor<8x8xf32>", "cannot multiply `f16` by `i8`");
+    assert!(errors_of(&module_with("  %0 = dot %sqh, %sqh, %sq : tensor<8x8xf32>")).is_empty());
+}
+
+const COMBINE: &str = "{\n  ^(%a: f32, %c: f32):\n    %s = add %a, %c : f32\n    yield %s\n  }";
+
+#[test]
+fn reduce_and_scan() {
+    assert_error(&format!("  %0 = reduce %tf [axis = 1] {COMBINE} : f32"), "axis 1 out of range");
+    assert_error(&format!("  %0 = reduce %tf [axis = 0] {COMBINE} : tensor<4xf32>"), "result 0 must be `f32`");
+    assert_error(&format!("  %0 = scan %tf [axis = 0] {COMBINE} : f32"), "result 0 must be `tensor<4xf32>`");
+    assert_error(&format!("  %0 = reduce %m [axis = 0] {COMBINE} : tensor<4xf32>"), "result 0 must be `tensor<8xf32>`");
+    assert_error(
+        "  %0 = reduce %tf [axis = 0] {\n  ^(%a: f32, %c: f16):\n    yield %a\n  } : f32",
+        "combine region arguments must be (f32, f32)",
+    );
+    assert_error(
+        "  %0 = reduce %tf [axis = 0] {\n  ^(%a: f32, %c: f32):\n    yield %a, %c\n  } : f32",
+        "must yield (f32)",
+    );
+    assert_error(
+        "  %0, %1 = reduce %tf, %m [axis = 0] {\n  ^(%a: f32, %c: f32, %d: f32, %e: f32):\n    yield %a, %c\n  } : f32, f32",
+        "tensors of one shape",
+    );
+    assert_error("  %0 = reduce %tf [axis = 0] : f32", "has 0 region(s), expected 1");
+}
+
+#[test]
+fn hints_and_debug_ops() {
+    assert_error("  %0 = multiple_of %m [values = [16]] : tensor<4x8xf32>", "needs 2 positive value(s)");
+    assert_error("  %0 = max_contiguous %ti [values = [0]] : tensor<4xi32>", "positive value(s)");
+    assert_error("  %0 = max_constancy %i [values = [16]] : i64", "operand type");
+    assert_error("  assume %i", "condition must be i1");
+    assert_error("  assert %ti [msg = \"x\"]", "condition must be i1");
+    assert_error("  %0 = print %i [prefix = \"\"] : i32", "has 1 result(s), expected 0");
+}
+
+#[test]
+fn for_loops() {
+    assert_error(
+        "  for %i, %f, %i {\n  ^(%iv: i32):\n    yield\n  }",
+        "lb, ub and step must be scalars of one integer type",
+    );
+    assert_error("  for %ti, %ti, %ti {\n  ^(%iv: tensor<4xi32>):\n    yield\n  }", "lb, ub and step must be scalars");
+    assert_error(
+        "  %0 = for %i, %i, %i, %f {\n  ^(%iv: i32, %a: f32):\n    yield %a\n  } : i32",
+        "results (i32) must match the inits (f32)",
+    );
+    assert_error("  %0 = for %i, %i, %i, %f {\n  ^(%a: f32):\n    yield %a\n  } : f32", "body arguments (f32) must be");
+    assert_error("  %0 = for %i, %i, %i, %f {\n  ^(%iv: i32, %a: f32):\n    yield %iv\n  } : f32", "body yields (i32)");
+    assert_error("  for %i, %i {\n  ^(%iv: i32):\n    yield\n  }", "expected lb, ub, step");
+}
+
+#[test]
+fn ifs() {
+    assert_error("  %0 = if %i {\n    yield %f\n  } {\n    yield %f\n  } : f32", "condition must be a scalar i1");
+    assert_error("  %0 = if %tb {\n    yield %f\n  } {\n    yield %f\n  } : f32", "condition must be a scalar i1");
+    assert_error("  %0 = if %b {\n    yield %f\n  } {\n    yield %i\n  } : f32", "else region yields (i32)");
+    assert_error("  %0 = if %b {\n    yield\n  } {\n    yield %f\n  } : f32", "then region yields ()");
+    assert_error("  if %b {\n  ^(%x: i32):\n    yield\n  } {\n    yield\n  }", "then region must have no arguments");
+    assert_error("  if %b {\n    yield\n  }", "has 1 region(s), expected 2");
+}
+
+#[test]
+fn whiles() {
+    let w = |before_args: &str, cond: &str, after_args: &str, y: &str, res: &str| {
+        format!("  %0 = while %i {{\n  ^({before_args}):\n    condition {cond}\n  }} {{\n  ^({after_args}):\n    yield {y}\n  }} : {res}")
+    };
+    assert!(errors_of(&module_with(&w("%a: i32", "%b, %a", "%c: i32", "%c", "i32"))).is_empty());
+    assert_error(&w("%a: i32", "%a, %a", "%c: i32", "%c", "i32"), "`condition` must start with a scalar i1");
+    assert_error(
+        &w("%a: f32", "%b, %i", "%c: i32", "%i", "i32"),
+        "before region's arguments (f32) must match the inits (i32)",
+    );
+    assert_error(
+        &w("%a: i32", "%b, %f", "%c: i32", "%i", "i32"),
+        "`condition` forwards (f32), but the results are (i32)",
+    );
+    assert_error(
+        &w("%a: i32", "%b, %a", "%c: f32", "%i", "i32"),
+        "after region's arguments (f32) must match the results",
+    );
+    assert_error(&w("%a: i32", "%b, %a", "%c: i32", "%f", "i32"), "after region yields (f32), but the inits are (i32)");
+}
+
+#[test]
+fn returns_and_calls() {
+    let text = format!("{HEADER}  return\n}}\nfunc @g(%a: i32) -> (f32) {{\n  return %a\n}}\n");
+    let errs = errors_of(&text);
+    assert!(errs.iter().any(|e| e.contains("returns (i32), but the function's results are (f32)")), "{errs:?}");
+    assert_error("  %0 = call %i [callee = \"nope\"] : i32", "calls `@nope`, which is not in the module");
+    assert_error("  %0 = call %i [callee = \"h\"] : f32", "passes (i32), but `@h` takes (f32)");
+    assert_error("  %0 = call %f [callee = \"h\"] : i32", "expects (i32), but `@h` returns (f32)");
+    assert!(errors_of(&module_with("  %0 = call %f [callee = \"h\"] : f32")).is_empty());
+    // Without the module, calls are not checked.
+    let m = parse_module(&module_with("  %0 = call %i [callee = \"nope\"] : i32")).unwrap();
+    verify_function(&m.funcs[0]).unwrap();
+    let dup = format!("{HELPER}{HELPER}");
+    assert!(errors_of(&dup).iter().any(|e| e.contains("`@h` is defined twice")));
+}
+
+#[test]
+fn terminators_and_regions() {
+    assert_error("  if %b {\n    %x = add %i, %i : i32\n  } {\n    yield\n  }", "the block must end in `yield`");
+    assert_error(
+        "  if %b {\n    yield\n    %x = add %i, %i : i32\n    yield\n  } {\n    yield\n  }",
+        "terminator must be the last",
+    );
+    assert_error("  if %b {\n    return\n  } {\n    yield\n  }", "the block must end in `yield`");
+    assert_error("  if %b {\n  } {\n    yield\n  }", "a region has no ops; it must end in `yield`");
+    assert_error(
+        "  %0 = while %i {\n  ^(%a: i32):\n    yield %a\n  } {\n  ^(%c: i32):\n    yield %c\n  } : i32",
+        "the block must end in `condition`",
+    );
+    assert_error("  %0 = add %i, %i {\n    yield\n  } : i32", "has 1 region(s), expected 0");
+    let text = format!("{HEADER}  %0 = add %i, %i : i32\n}}\n");
+    assert!(errors_of(&text).iter().any(|e| e.contains("the block must end in `return`")));
+    let text = format!("{HEADER}  return\n  return\n}}\n");
+    assert!(errors_of(&text).iter().any(|e| e.contains("terminator must be the last")));
+}
+
+#[test]
+fn ssa_visibility_across_regions() {
+    assert_error(
+        "  if %b {\n    %x = add %i, %i : i32\n    yield\n  } {\n    %y = add %x, %x : i32\n    yield\n  }",
+        "operand 0 is not visible here",
+    );
+    // A value from inside a loop body used after the loop.
+    assert_error("  for %i, %i, %i {\n  ^(%iv: i32):\n    yield\n  }\n  %z = add %iv, %iv : i32", "not visible here");
+}
+
+#[test]
+fn types_and_layouts() {
+    let text = "kernel @g(%z: tensor<0xf32>) {\n  return\n}\n";
+    assert!(errors_of(text).iter().any(|e| e.contains("zero-sized dimension")));
+    let text =
+        "kernel @g(%p: tensor<4xf32, #L0>) {\n  #L0 = blocked [size_per_thread = [1, 1], threads_per_warp = [1, 32], \
+                warps_per_cta = [1, 1], order = [1, 0]]\n  return\n}\n";
+    assert!(errors_of(text).iter().any(|e| e.contains("layout #L0 is for rank 2")), "{:?}", errors_of(text));
+    let text = "kernel @g() {\n  #L0 = blocked [size_per_thread = [1, 1], threads_per_warp = [1, 32], \
+                warps_per_cta = [1, 1], order = [1, 1]]\n  return\n}\n";
+    assert!(errors_of(text).iter().any(|e| e.contains("not a permutation")));
+    let text = "kernel @g() {\n  #L0 = blocked [size_per_thread = [1], threads_per_warp = [1, 32], \
+                warps_per_cta = [1, 1], order = [1, 0]]\n  return\n}\n";
+    assert!(errors_of(text).iter().any(|e| e.contains("different lengths")));
+}
+
+#[test]
+fn errors_point_at_the_op_and_show_it() {
+    let text = module_with("  %0 = add %i, %f : i32");
+    let m = parse_module_with(&text, &ParseOptions { text_locs: true, ..Default::default() }).unwrap();
+    let errs = verify_module(&m).unwrap_err();
+    assert_eq!(errs.len(), 1);
+    let d = &errs[0];
+    assert_eq!(d.loc(), Some(Loc { file: 0, line: 2, col: 3 }));
+    assert!(d.message.starts_with("`add` op in `@k`:"), "{}", d.message);
+    assert!(d.notes.iter().any(|n| n.contains("%0 = add %i, %f : i32")), "{:?}", d.notes);
+    let r = d.render(&[SourceFile { path: "t.tir".into(), text: text.clone() }]);
+    assert!(r.contains("t.tir:2:3"), "{r}");
+}
+
+// ---- structural corruption, built programmatically ----
+
+/// `kernel @k(%a: i32) { %0 = add %a, %a; %1 = if %c { yield %0 } { yield %a }; return }`
+fn small() -> (Function, Op, Op) {
+    let mut f = Function::new("k", &[("a", Type::i32()), ("c", Type::i1())], vec![], true);
+    let (a, c) = (f.params[0].value, f.params[1].value);
+    let body = f.body;
+    let mut b = Builder::at_end(&mut f, body);
+    let add = b.op(OpKind::Binary(BinaryOp::Add), &[a, a], &[Type::i32()]);
+    let x = b.func.result(add, 0);
+    let iff = b.op(OpKind::If, &[c], &[Type::i32()]);
+    b.op(OpKind::Return, &[], &[]);
+    for v in [x, a] {
+        let r = f.new_block(&[]);
+        let y = f.new_op(OpKind::Yield, &[v], &[], Loc::UNKNOWN);
+        f.append_op(r, y);
+        f.add_region(iff, r);
+    }
+    verify_function(&f).unwrap();
+    (f, add, iff)
+}
+
+fn struct_errors(f: &Function) -> String {
+    verify_function(f).unwrap_err().iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn structural_corruption_is_reported_not_panicked() {
+    let (mut f, add, iff) = small();
+    let r0 = f.ops[iff].regions[0];
+    f.ops[add].parent = Some(r0);
+    assert!(struct_errors(&f).contains("its parent says"));
+
+    let (mut f, add, _) = small();
+    let body = f.body;
+    f.blocks[body].ops.insert(0, add);
+    assert!(struct_errors(&f).contains("listed in two places"));
+
+    let (mut f, add, iff) = small();
+    let r = f.result(add, 0);
+    f.values[r].def = ValueDef::Result(iff, 0);
+    assert!(struct_errors(&f).contains("says it is defined by"));
+
+    let (mut f, _, iff) = small();
+    let r0 = f.ops[iff].regions[0];
+    f.blocks[r0].parent = None;
+    assert!(struct_errors(&f).contains("has parent None"));
+
+    let (mut f, _, _) = small();
+    f.params[0].value = f.params[1].value;
+    assert!(struct_errors(&f).contains("is not body argument 0"));
+
+    let (mut f, add, _) = small();
+    f.ops[add].operands.push(Value::from_u32(9999));
+    assert!(struct_errors(&f).contains("operand 2 does not exist"));
+
+    let (mut f, add, iff) = small();
+    f.ops[add].results.push(Value::from_u32(9999));
+    f.ops[iff].regions.push(Block::from_u32(9999));
+    let e = struct_errors(&f);
+    assert!(e.contains("result 1 does not exist") && e.contains("has 3 region(s)"), "{e}");
+
+    let (mut f, _, _) = small();
+    let body = f.body;
+    f.blocks[body].ops.push(Op::from_u32(9999));
+    assert!(struct_errors(&f).contains("does not exist"));
+
+    let (mut f, _, iff) = small();
+    let body = f.body;
+    f.blocks[body].parent = Some(iff);
+    assert!(struct_errors(&f).contains("claims to be a region"));
+
+    // The same block as two regions.
+    let (mut f, _, iff) = small();
+    let r0 = f.ops[iff].regions[0];
+    f.ops[iff].regions[1] = r0;
+    assert!(struct_errors(&f).contains("used in two places"));
+
+    // A block nested in itself.
+    let (mut f, _, iff) = small();
+    let r0 = f.ops[iff].regions[0];
+    f.blocks[r0].ops.insert(0, iff);
+    let _ = struct_errors(&f);
+    let _ = f.to_string();
+
+    f.body = Block::from_u32(9999);
+    assert!(struct_errors(&f).contains("body block does not exist"));
+    let _ = f.to_string();
+}
+
+#[test]
+fn uses_of_removed_or_later_values() {
+    let (mut f, add, _) = small();
+    f.detach_op(add);
+    assert!(struct_errors(&f).contains("its defining op was removed"));
+    assert!(f.to_string().contains("%!v"), "dangling values print as %!vN");
+
+    // Use before definition in the same block.
+    let (mut f, add, iff) = small();
+    let body = f.body;
+    f.blocks[body].ops.retain(|&o| o != add);
+    let pos = f.position(iff);
+    f.blocks[body].ops.insert(pos + 1, add);
+    assert!(struct_errors(&f).contains("operand 0 is not visible here"));
+}
