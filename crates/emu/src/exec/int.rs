@@ -235,7 +235,7 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                     }
                 }),
                 Shr => each!(|x, l| {
-                    let s = (b[l] & 0xffff_ffff).min(bits as u64 - 1 + signed as u64);
+                    let s = b[l] & 0xffff_ffff;
                     if signed {
                         (sext(x, bits) >> s.min(63)) as u64
                     } else if s >= bits as u64 {
