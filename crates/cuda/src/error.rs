@@ -86,16 +86,16 @@ pub enum CudaError {
     /// The launch was rejected before reaching the driver (bad dimensions, too much shared
     /// memory, parameters that do not match the kernel's signature, ...).
     #[error("cannot launch {launch}: {reason}")]
-    InvalidLaunch { launch: LaunchDesc, reason: String },
+    InvalidLaunch { launch: Box<LaunchDesc>, reason: String },
 
     /// The driver refused the launch.
     #[error("launch of {launch} failed: {driver}")]
-    Launch { launch: LaunchDesc, driver: DriverError },
+    Launch { launch: Box<LaunchDesc>, driver: DriverError },
 
     /// An error reported when waiting for work (a stream, event or device synchronisation);
     /// such errors come from earlier asynchronous work, most likely `last_launch`.
     #[error("{call} failed{}: {driver}", after(last_launch))]
-    Async { call: String, last_launch: Option<LaunchDesc>, driver: DriverError },
+    Async { call: String, last_launch: Option<Box<LaunchDesc>>, driver: DriverError },
 
     /// A host/device copy with mismatched sizes, or a similar misuse of a buffer.
     #[error("{what}: expected {expected} bytes, got {got}")]
@@ -116,7 +116,7 @@ fn log_suffix(log: &str) -> String {
     }
 }
 
-fn after(l: &Option<LaunchDesc>) -> String {
+fn after(l: &Option<Box<LaunchDesc>>) -> String {
     match l {
         Some(l) => format!(" after the launch of {l}"),
         None => String::new(),
@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn launch_error_names_kernel_dims_and_driver_error() {
-        let e = CudaError::Launch { launch: launch(), driver: drv() };
+        let e = CudaError::Launch { launch: Box::new(launch()), driver: drv() };
         assert_eq!(
             e.to_string(),
             "launch of kernel `vadd` (grid [4, 1, 1], block [256, 1, 1], 1024 B dynamic shared memory) failed: \
@@ -174,7 +174,11 @@ mod tests {
 
     #[test]
     fn async_error_mentions_last_launch() {
-        let e = CudaError::Async { call: "cuStreamSynchronize".into(), last_launch: Some(launch()), driver: drv() };
+        let e = CudaError::Async {
+            call: "cuStreamSynchronize".into(),
+            last_launch: Some(Box::new(launch())),
+            driver: drv(),
+        };
         assert!(e.to_string().contains("after the launch of kernel `vadd`"), "{e}");
         let e = CudaError::Async { call: "cuStreamSynchronize".into(), last_launch: None, driver: drv() };
         assert_eq!(e.to_string(), "cuStreamSynchronize failed: CUDA_ERROR_INVALID_VALUE (1): invalid argument");

@@ -173,6 +173,16 @@ mod tests {
     }
 
     #[test]
+    fn accepts_a_real_cubin_and_rejects_its_truncations() {
+        // Built by ptxas 13.0 from tests/kernels/vadd.ptx (tests/kernels/build-cubins.sh).
+        let cubin: &[u8] = include_bytes!("../tests/kernels/vadd.sm_90.cubin");
+        assert_eq!(check_binary_image(cubin), Ok(()));
+        for cut in [64, cubin.len() / 2, cubin.len() - 1] {
+            assert!(check_binary_image(&cubin[..cut]).is_err(), "accepted a cut at {cut}");
+        }
+    }
+
+    #[test]
     fn rejects_other_machines_and_text() {
         let mut b = tiny_elf();
         b[18..20].copy_from_slice(&62u16.to_le_bytes()); // x86-64

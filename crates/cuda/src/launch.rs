@@ -118,7 +118,7 @@ impl<'a> PreparedLaunch<'a> {
         dynamic_shared_bytes: u32,
         params: &[Param<'a>],
     ) -> Result<PreparedLaunch<'a>, CudaError> {
-        let desc = || LaunchDesc { kernel: kernel.name().to_string(), grid, block, dynamic_shared_bytes };
+        let desc = || Box::new(LaunchDesc { kernel: kernel.name().to_string(), grid, block, dynamic_shared_bytes });
         let invalid = |reason: String| CudaError::InvalidLaunch { launch: desc(), reason };
         let dev = kernel.dev();
         let info = &dev.info;
@@ -174,7 +174,7 @@ impl<'a> PreparedLaunch<'a> {
         if let Some(b) = param.buffer() {
             if b.dev.ctx != self.kernel.dev().ctx {
                 return Err(CudaError::InvalidLaunch {
-                    launch: self.desc(),
+                    launch: Box::new(self.desc()),
                     reason: format!("parameter {index} is a buffer on another device"),
                 });
             }
@@ -187,7 +187,7 @@ impl<'a> PreparedLaunch<'a> {
         let dev = self.kernel.dev();
         if stream.dev.ctx != dev.ctx {
             return Err(CudaError::InvalidLaunch {
-                launch: self.desc(),
+                launch: Box::new(self.desc()),
                 reason: "the stream belongs to another device".into(),
             });
         }
@@ -214,7 +214,7 @@ impl<'a> PreparedLaunch<'a> {
             )
         };
         if rc != crate::api::CUDA_SUCCESS {
-            return Err(CudaError::Launch { launch: self.desc(), driver: dev.api.error(rc) });
+            return Err(CudaError::Launch { launch: Box::new(self.desc()), driver: dev.api.error(rc) });
         }
         if let Ok(mut last) = stream.last.lock() {
             *last = Some(LastLaunch {

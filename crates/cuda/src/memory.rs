@@ -175,7 +175,7 @@ impl DeviceBuffer {
     /// Sets every 32-bit word to `value` (poisoning f32 outputs with a NaN pattern, say);
     /// the length must be a multiple of 4.
     pub fn fill_u32(&self, value: u32) -> Result<(), CudaError> {
-        if self.len % 4 != 0 {
+        if !self.len.is_multiple_of(4) {
             return Err(CudaError::InvalidArgument(format!(
                 "fill_u32 needs a length that is a multiple of 4, the buffer has {} bytes",
                 self.len

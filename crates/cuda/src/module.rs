@@ -86,10 +86,10 @@ impl Module {
         // Sizes and flags travel as integers cast to pointers, as the driver API specifies.
         let mut vals: [*mut c_void; 5] = [
             info.as_mut_ptr() as *mut c_void,
-            (JIT_LOG_BYTES - 1) as *mut c_void,
+            std::ptr::without_provenance_mut(JIT_LOG_BYTES - 1),
             error.as_mut_ptr() as *mut c_void,
-            (JIT_LOG_BYTES - 1) as *mut c_void,
-            1usize as *mut c_void,
+            std::ptr::without_provenance_mut(JIT_LOG_BYTES - 1),
+            std::ptr::without_provenance_mut(1),
         ];
         let mut raw: cu::CUmodule = std::ptr::null_mut();
         // SAFETY: `image` is a checked binary or a NUL-terminated string that outlives the

@@ -20,13 +20,13 @@ pub(crate) struct LastLaunch {
 }
 
 impl LastLaunch {
-    pub(crate) fn desc(&self) -> LaunchDesc {
-        LaunchDesc {
+    pub(crate) fn desc(&self) -> Box<LaunchDesc> {
+        Box::new(LaunchDesc {
             kernel: self.kernel.to_string(),
             grid: self.grid,
             block: self.block,
             dynamic_shared_bytes: self.shared,
-        }
+        })
     }
 }
 
@@ -80,7 +80,7 @@ impl Stream {
         Device { inner: self.dev.clone() }
     }
 
-    pub(crate) fn last_launch(&self) -> Option<LaunchDesc> {
+    pub(crate) fn last_launch(&self) -> Option<Box<LaunchDesc>> {
         self.last.lock().ok().and_then(|l| l.as_ref().map(LastLaunch::desc))
     }
 
