@@ -297,7 +297,8 @@ impl Ex<'_, '_> {
             steps += 1;
             self.w.clock += ins.cost as u64;
             self.w.warp_instrs += 1;
-            self.w.lane_instrs += mask.count_ones() as u64;
+            // Lanes predicated off still issue the instruction (like nvprof's thread_inst_executed).
+            self.w.lane_instrs += full.count_ones() as u64;
             match ins.kind {
                 Kind::Bra => {
                     let target = match ins.ops.first() {

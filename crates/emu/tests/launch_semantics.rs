@@ -1,0 +1,490 @@
+//! CTA- and launch-level behaviour: barriers, shared memory, atomics, asynchronous
+//! copies, calls and printf, the modelled clock, and every kind of error (with the
+//! caller's buffers left untouched).
+
+mod common;
+
+use common::*;
+use trident_core::{DType, HostTensor};
+use trident_emu::{launch, ErrorKind, KernelArg, LaunchConfig, Module, Ty};
+
+const HEADER: &str = ".version 8.0\n.target sm_80\n.address_size 64\n";
+
+fn u32_buf(n: usize) -> KernelArg {
+    KernelArg::Buffer(poisoned(DType::U32, &[n]))
+}
+
+/// Each thread writes its tid to shared memory; after a barrier it reads its
+/// neighbour's slot (in another warp for lanes at warp edges) and stores it.
+fn neighbour_kernel(barrier: &str) -> String {
+    format!(
+        "{HEADER}
+.visible .entry k(.param .u64 out)
+{{
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<8>;
+  .shared .align 4 .b8 s[512];
+  mov.u32 %r0, %tid.x;
+  mov.u32 %r1, s;
+  shl.b32 %r2, %r0, 2;
+  add.s32 %r3, %r1, %r2;
+  mad.lo.s32 %r4, %r0, 3, 1;
+  st.shared.u32 [%r3], %r4;
+  {barrier}
+  add.s32 %r5, %r0, 1;
+  and.b32 %r5, %r5, 127;
+  shl.b32 %r6, %r5, 2;
+  add.s32 %r7, %r1, %r6;
+  ld.shared.u32 %r8, [%r7];
+  ld.param.u64 %rd1, [out];
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r8;
+  ret;
+}}"
+    )
+}
+
+#[test]
+fn barrier_orders_shared_memory_across_warps() {
+    let mut args = vec![u32_buf(128)];
+    run(&neighbour_kernel("bar.sync 0;"), "k", [1, 1, 1], [128, 1, 1], &mut args).unwrap();
+    for t in 0..128u64 {
+        assert_eq!(buf(&args, 0).get_bits(t as usize), ((t + 1) % 128) * 3 + 1);
+    }
+    // The same with an explicit thread count, as Triton emits it.
+    let mut args = vec![u32_buf(128)];
+    run(&neighbour_kernel("barrier.sync 0, 128;"), "k", [1, 1, 1], [128, 1, 1], &mut args).unwrap();
+    assert_eq!(buf(&args, 0).get_bits(127), 1);
+}
+
+#[test]
+fn missing_barrier_is_a_race() {
+    let mut args = vec![u32_buf(128)];
+    let e = run(&neighbour_kernel(""), "k", [1, 1, 1], [128, 1, 1], &mut args).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Race, "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("data race") && msg.contains("shared.u32") && msg.contains("CTA (0,0,0)"), "{msg}");
+    // The caller's buffer is untouched.
+    assert!(buf(&args, 0).data.iter().all(|&b| b == 0x5a));
+    // With race checking off the launch runs (warps happen to run in order here).
+    let m = Module::parse(&neighbour_kernel("")).unwrap();
+    let cfg = LaunchConfig { block: [128, 1, 1], check_races: false, ..LaunchConfig::default() };
+    launch(&m, "k", &cfg, &mut args).unwrap();
+}
+
+#[test]
+fn barrier_not_reached_by_all_warps_is_a_deadlock() {
+    let ptx = format!(
+        "{HEADER}
+.visible .entry k()
+{{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  mov.u32 %r0, %tid.x;
+  setp.lt.u32 %p1, %r0, 32;
+  @%p1 bra SKIP;
+  bar.sync 1, 128;
+SKIP:
+  ret;
+}}"
+    );
+    let e = run(&ptx, "k", [1, 1, 1], [128, 1, 1], &mut []).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Deadlock, "{e}");
+    assert!(e.to_string().contains("barrier 1"), "{e}");
+    // Without a count, exited warps do not count: the remaining three complete it.
+    let ok = ptx.replace("bar.sync 1, 128;", "bar.sync 0;");
+    run(&ok, "k", [1, 1, 1], [128, 1, 1], &mut []).unwrap();
+}
+
+fn store_kernel(offset: i64, ty: &str) -> String {
+    format!(
+        "{HEADER}
+.visible .entry k(.param .u64 out, .param .u32 n)
+{{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.{ty} [%rd3+{offset}], %r0;
+  ret;
+}}"
+    )
+}
+
+#[test]
+fn out_of_bounds_store_names_line_cta_and_thread() {
+    let ptx = store_kernel(0, "u32");
+    let m = Module::parse(&ptx).unwrap();
+    let before = poisoned(DType::U32, &[40]);
+    let mut args = vec![KernelArg::Buffer(before.clone()), KernelArg::Scalar(40)];
+    let cfg = LaunchConfig { grid: [2, 1, 1], block: [64, 1, 1], ..LaunchConfig::default() };
+    let e = launch(&m, "k", &cfg, &mut args).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Memory);
+    let msg = e.to_string();
+    assert!(msg.contains("out-of-bounds") && msg.contains("offset 160") && msg.contains("line 13"), "{msg}");
+    assert_eq!(e.thread, Some([40, 0, 0]), "{msg}");
+    assert_eq!(buf(&args, 0), &before, "buffers unchanged after a failed launch");
+}
+
+#[test]
+fn misaligned_and_null_accesses() {
+    let mut args = vec![u32_buf(64), KernelArg::Scalar(0)];
+    let e = run(&store_kernel(2, "u32"), "k", [1, 1, 1], [32, 1, 1], &mut args).unwrap_err();
+    assert!(e.to_string().contains("misaligned"), "{e}");
+    let mut args = vec![KernelArg::Null, KernelArg::Scalar(0)];
+    let e = run(&store_kernel(0, "u32"), "k", [1, 1, 1], [32, 1, 1], &mut args).unwrap_err();
+    assert!(e.to_string().contains("null pointer"), "{e}");
+}
+
+#[test]
+fn global_atomics_across_ctas() {
+    let ptx = format!(
+        "{HEADER}
+.visible .entry k(.param .u64 acc, .param .u64 cnt)
+{{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  .reg .f32 %f<4>;
+  ld.param.u64 %rd1, [acc];
+  ld.param.u64 %rd2, [cnt];
+  mov.u32 %r0, %tid.x;
+  cvt.rn.f32.u32 %f1, %r0;
+  atom.global.add.f32 %f2, [%rd1], %f1;
+  atom.global.add.u32 %r1, [%rd2], 1;
+  atom.global.max.s32 %r2, [%rd2+4], %r0;
+  red.global.add.u32 [%rd2+8], 2;
+  atom.global.cas.b32 %r3, [%rd2+12], 0, 77;
+  atom.global.exch.b32 %r4, [%rd2+16], %r0;
+  ret;
+}}"
+    );
+    let mut args = vec![
+        KernelArg::Buffer(HostTensor::zeros(DType::F32, &[1])),
+        KernelArg::Buffer(HostTensor::zeros(DType::U32, &[5])),
+    ];
+    run(&ptx, "k", [8, 1, 1], [64, 1, 1], &mut args).unwrap();
+    assert_eq!(buf(&args, 0).get_f64(0), 8.0 * (0..64).sum::<u32>() as f64);
+    let c = buf(&args, 1);
+    assert_eq!(c.get_bits(0), 512);
+    assert_eq!(c.get_bits(1), 63);
+    assert_eq!(c.get_bits(2), 1024);
+    assert_eq!(c.get_bits(3), 77);
+    assert!(c.get_bits(4) < 64);
+}
+
+#[test]
+fn shared_atomics_and_histogram() {
+    let ptx = format!(
+        "{HEADER}
+.visible .entry k(.param .u64 out)
+{{
+  .reg .pred %p<2>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<8>;
+  .shared .align 4 .b32 h[8];
+  mov.u32 %r0, %tid.x;
+  setp.lt.u32 %p1, %r0, 8;
+  mov.u32 %r1, h;
+  shl.b32 %r2, %r0, 2;
+  add.s32 %r3, %r1, %r2;
+  @%p1 st.shared.u32 [%r3], 0;
+  bar.sync 0;
+  and.b32 %r4, %r0, 7;
+  shl.b32 %r5, %r4, 2;
+  add.s32 %r6, %r1, %r5;
+  atom.shared.add.u32 %r7, [%r6], %r0;
+  bar.sync 0;
+  @%p1 ld.shared.u32 %r8, [%r3];
+  ld.param.u64 %rd1, [out];
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  @%p1 st.global.u32 [%rd3], %r8;
+  ret;
+}}"
+    );
+    let mut args = vec![u32_buf(8)];
+    run(&ptx, "k", [1, 1, 1], [256, 1, 1], &mut args).unwrap();
+    for b in 0..8u64 {
+        let want: u64 = (0..256u64).filter(|t| t % 8 == b).sum();
+        assert_eq!(buf(&args, 0).get_bits(b as usize), want);
+    }
+}
+
+#[test]
+fn cp_async_zero_fill_and_groups() {
+    // Lane i copies 16 bytes from in[4i..4i+4] with src-size (i % 5) * 4 (the rest
+    // zero-filled), in two commit groups; wait_group 0 then makes all visible.
+    let ptx = format!(
+        "{HEADER}
+.extern .shared .align 16 .b8 smem[];
+.visible .entry k(.param .u64 inp, .param .u64 out)
+{{
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [inp];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd2, %r0, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  mov.u32 %r1, smem;
+  shl.b32 %r2, %r0, 4;
+  add.s32 %r3, %r1, %r2;
+  rem.u32 %r4, %r0, 5;
+  shl.b32 %r5, %r4, 2;
+  cp.async.cg.shared.global [%r3], [%rd3], 16, %r5;
+  cp.async.commit_group;
+  add.s32 %r6, %r3, 512;
+  cp.async.ca.shared.global [%r6], [%rd3], 8;
+  cp.async.commit_group;
+  cp.async.wait_group 0;
+  ld.shared.v4.u32 {{%r7, %r8, %r9, %r10}}, [%r3];
+  ld.shared.v2.u32 {{%r11, %r12}}, [%r6];
+  ld.param.u64 %rd4, [out];
+  mul.wide.u32 %rd5, %r0, 24;
+  add.s64 %rd6, %rd4, %rd5;
+  st.global.v2.u32 [%rd6], {{%r7, %r8}};
+  st.global.v2.u32 [%rd6+8], {{%r9, %r10}};
+  st.global.v2.u32 [%rd6+16], {{%r11, %r12}};
+  ret;
+}}"
+    );
+    let m = Module::parse(&ptx).unwrap();
+    let mut inp = HostTensor::zeros(DType::U32, &[128]);
+    for i in 0..128 {
+        inp.data[4 * i..4 * i + 4].copy_from_slice(&(1000 + i as u32).to_le_bytes());
+    }
+    let mut args = vec![KernelArg::Buffer(inp), u32_buf(32 * 6)];
+    let cfg = LaunchConfig { block: [32, 1, 1], dynamic_shared_bytes: 1024, ..LaunchConfig::default() };
+    launch(&m, "k", &cfg, &mut args).unwrap();
+    let out = buf(&args, 1);
+    for lane in 0..32u64 {
+        let n = lane % 5;
+        for k in 0..4u64 {
+            let want = if k < n { 1000 + 4 * lane + k } else { 0 };
+            assert_eq!(out.get_bits((lane * 6 + k) as usize), want, "lane {lane} word {k}");
+        }
+        assert_eq!(out.get_bits((lane * 6 + 4) as usize), 1000 + 4 * lane);
+    }
+    // Without enough dynamic shared memory the copy is out of bounds.
+    let cfg = LaunchConfig { block: [32, 1, 1], dynamic_shared_bytes: 256, ..LaunchConfig::default() };
+    let e = launch(&m, "k", &cfg, &mut args).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Memory, "{e}");
+}
+
+#[test]
+fn reading_before_wait_sees_old_data() {
+    // A cp.async lands in shared memory only at wait_group: reading before it sees zeros.
+    let ptx = format!(
+        "{HEADER}
+.visible .entry k(.param .u64 inp, .param .u64 out)
+{{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  .shared .align 16 .b8 s[16];
+  ld.param.u64 %rd1, [inp];
+  ld.param.u64 %rd2, [out];
+  mov.u32 %r1, s;
+  cp.async.ca.shared.global [%r1], [%rd1], 4;
+  cp.async.commit_group;
+  ld.shared.u32 %r2, [%r1];
+  cp.async.wait_all;
+  ld.shared.u32 %r3, [%r1];
+  st.global.v2.u32 [%rd2], {{%r2, %r3}};
+  ret;
+}}"
+    );
+    let mut inp = HostTensor::zeros(DType::U32, &[1]);
+    inp.data.copy_from_slice(&42u32.to_le_bytes());
+    let mut args = vec![KernelArg::Buffer(inp), u32_buf(2)];
+    run(&ptx, "k", [1, 1, 1], [1, 1, 1], &mut args).unwrap();
+    assert_eq!((buf(&args, 1).get_bits(0), buf(&args, 1).get_bits(1)), (0, 42));
+}
+
+#[test]
+fn device_printf_and_function_calls() {
+    let ptx = format!(
+        "{HEADER}
+.global .align 1 .b8 $fmt[21] = {{116, 105, 100, 61, 37, 100, 32, 120, 61, 37, 46, 50, 102, 32, 37, 115, 33, 10, 0, 0, 0}};
+.global .align 1 .b8 $word[3] = {{111, 107, 0}};
+.extern .func (.param .b32 func_retval0) vprintf(.param .b64 vprintf_param_0, .param .b64 vprintf_param_1);
+.func (.param .b32 ret) twice(.param .b32 x)
+{{
+  .reg .b32 %t<3>;
+  ld.param.b32 %t1, [x];
+  shl.b32 %t2, %t1, 1;
+  st.param.b32 [ret], %t2;
+  ret;
+}}
+.visible .entry k(.param .u64 out)
+{{
+  .local .align 8 .b8 __local_depot0[24];
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<12>;
+  .reg .f64 %fd<2>;
+  mov.u64 %rd1, __local_depot0;
+  cvta.local.u64 %rd2, %rd1;
+  mov.u32 %r0, %tid.x;
+  {{
+    .param .b32 param0;
+    st.param.b32 [param0], %r0;
+    .param .b32 retval0;
+    call.uni (retval0), twice, (param0);
+    ld.param.b32 %r1, [retval0];
+  }}
+  ld.param.u64 %rd3, [out];
+  mul.wide.u32 %rd4, %r0, 4;
+  add.s64 %rd5, %rd3, %rd4;
+  st.global.u32 [%rd5], %r1;
+  st.local.u32 [%rd1], %r0;
+  cvt.rn.f64.u32 %fd1, %r1;
+  st.local.f64 [%rd1+8], %fd1;
+  mov.u64 %rd6, $word;
+  st.local.u64 [%rd1+16], %rd6;
+  mov.u64 %rd7, $fmt;
+  {{
+    .param .b64 p0;
+    st.param.b64 [p0], %rd7;
+    .param .b64 p1;
+    st.param.b64 [p1], %rd2;
+    .param .b32 r0;
+    call.uni (r0), vprintf, (p0, p1);
+  }}
+  ret;
+}}"
+    );
+    let mut args = vec![u32_buf(4)];
+    let r = run(&ptx, "k", [1, 1, 1], [4, 1, 1], &mut args).unwrap();
+    for t in 0..4u64 {
+        assert_eq!(buf(&args, 0).get_bits(t as usize), 2 * t);
+    }
+    assert_eq!(r.printf, "tid=0 x=0.00 ok!\ntid=1 x=2.00 ok!\ntid=2 x=4.00 ok!\ntid=3 x=6.00 ok!\n");
+}
+
+#[test]
+fn modelled_clock_is_deterministic_and_grows_with_work() {
+    let ptx = |iters: u32| {
+        format!(
+            "{HEADER}
+.visible .entry k(.param .u64 out)
+{{
+  .reg .pred %p<2>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  mov.u64 %rd1, %clock64;
+  mov.u32 %r1, 0;
+L:
+  add.u32 %r1, %r1, 1;
+  setp.lt.u32 %p1, %r1, {iters};
+  @%p1 bra L;
+  mov.u64 %rd2, %clock64;
+  sub.s64 %rd3, %rd2, %rd1;
+  ld.param.u64 %rd4, [out];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd5, %r0, 8;
+  add.s64 %rd6, %rd4, %rd5;
+  st.global.u64 [%rd6], %rd3;
+  ret;
+}}"
+        )
+    };
+    let go = |iters| {
+        let mut args = vec![KernelArg::Buffer(HostTensor::zeros(DType::U64, &[64]))];
+        let r = run(&ptx(iters), "k", [4, 1, 1], [64, 1, 1], &mut args).unwrap();
+        (buf(&args, 0).get_bits(0), r.cycles, r.lane_instructions)
+    };
+    let (d10, k10, n10) = go(10);
+    let (d100, k100, _) = go(100);
+    assert_eq!(go(10), (d10, k10, n10), "same launch, same numbers");
+    assert!(d100 > d10 && k100 > k10, "{d10} {d100} {k10} {k100}");
+    // 64 lanes * 4 CTAs * (2 before the loop + 3 per iteration * 10 + 8 after) lane-instructions.
+    assert_eq!(n10, 256 * (2 + 30 + 8));
+}
+
+#[test]
+fn multi_dimensional_grid_and_block() {
+    let ptx = format!(
+        "{HEADER}
+.visible .entry k(.param .u64 out)
+{{
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<8>;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %tid.y;
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ctaid.y;
+  mov.u32 %r5, %ntid.x;
+  mov.u32 %r6, %nctaid.x;
+  // global x = ctaid.x * ntid.x + tid.x; global y = ctaid.y * ntid.y + tid.y
+  mad.lo.s32 %r7, %r3, %r5, %r1;
+  mov.u32 %r8, %ntid.y;
+  mad.lo.s32 %r9, %r4, %r8, %r2;
+  mul.lo.s32 %r10, %r6, %r5;
+  mad.lo.s32 %r11, %r9, %r10, %r7;
+  ld.param.u64 %rd1, [out];
+  mul.wide.u32 %rd2, %r11, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  mad.lo.s32 %r12, %r9, 1000, %r7;
+  st.global.u32 [%rd3], %r12;
+  ret;
+}}"
+    );
+    let mut args = vec![u32_buf(12 * 10)];
+    run(&ptx, "k", [3, 2, 1], [4, 5, 1], &mut args).unwrap();
+    for y in 0..10 {
+        for x in 0..12 {
+            assert_eq!(buf(&args, 0).get_bits(y * 12 + x), (y * 1000 + x) as u64);
+        }
+    }
+}
+
+#[test]
+fn parse_errors_and_unsupported_instructions_name_the_line() {
+    let bad = format!("{HEADER}\n.visible .entry k()\n{{\n  .reg .b32 %r<2>;\n  frobnicate.b32 %r0, %r1;\n  ret;\n}}");
+    let e = Module::parse(&bad).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Unsupported);
+    assert!(e.to_string().contains("unsupported instruction `frobnicate.b32` at line 8"), "{e}");
+    let e = Module::parse(&bad.replace("frobnicate.b32 %r0, %r1", "add.s32 %r0, %r9, 1")).unwrap_err();
+    assert!(e.to_string().contains("unknown name `%r9`") && e.to_string().contains("line 8"), "{e}");
+    let e = Module::parse(&bad.replace("frobnicate.b32 %r0, %r1", "add.cc.s32 %r0, %r1, 1")).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
+    let e = Module::parse(&bad.replace("frobnicate.b32 %r0, %r1", "ld.global.foo.u32 %r0, [%r1]")).unwrap_err();
+    assert!(e.to_string().contains("modifier `.foo`"), "{e}");
+    let e = Module::parse(&bad.replace("ret;", "ret")).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Parse, "{e}");
+}
+
+#[test]
+fn entry_params_and_argument_checks() {
+    let ptx = format!(
+        "{HEADER}\n.visible .entry k(.param .u64 .ptr .global .align 16 p, .param .f32 x, .param .s32 n, .param .align 8 .b8 blob[16])\n{{\n  ret;\n}}"
+    );
+    let m = Module::parse(&ptx).unwrap();
+    let ps = m.entry_params("k").unwrap();
+    assert_eq!(ps.len(), 4);
+    assert!(ps[0].is_pointer && ps[0].bytes == 8);
+    assert_eq!((ps[1].ty, ps[1].bytes), (Ty::F32, 4));
+    assert!(ps[2].is_signed());
+    assert_eq!(ps[3].name(), "b8[16]");
+    assert_eq!(m.entries(), vec!["k"]);
+    let e = launch(&m, "k", &LaunchConfig::default(), &mut []).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Launch);
+    assert!(e.to_string().contains("takes 4 arguments"), "{e}");
+    assert!(launch(&m, "nope", &LaunchConfig::default(), &mut []).is_err());
+    let cfg = LaunchConfig { block: [2048, 1, 1], ..LaunchConfig::default() };
+    let mut args = vec![KernelArg::Null, KernelArg::Scalar(0), KernelArg::Scalar(0), KernelArg::Scalar(0)];
+    assert_eq!(launch(&m, "k", &cfg, &mut args).unwrap_err().kind, ErrorKind::Launch);
+}
+
+#[test]
+fn trap_and_endless_loops_are_errors() {
+    let ptx = format!("{HEADER}\n.visible .entry k()\n{{\nL:\n  bra L;\n}}");
+    let m = Module::parse(&ptx).unwrap();
+    let cfg = LaunchConfig { max_warp_instructions_per_cta: 10_000, ..LaunchConfig::default() };
+    let e = launch(&m, "k", &cfg, &mut []).unwrap_err();
+    assert!(e.to_string().contains("endless loop"), "{e}");
+    let ptx = format!("{HEADER}\n.visible .entry k()\n{{\n  trap;\n}}");
+    let e = run(&ptx, "k", [1, 1, 1], [32, 1, 1], &mut []).unwrap_err();
+    assert!(e.to_string().contains("trap"), "{e}");
+}
