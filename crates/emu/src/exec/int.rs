@@ -84,6 +84,9 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
     let signed = t.is_signed();
     let wm = t.mask();
     let o = &ins.ops;
+    if bits > 64 {
+        return Err(unsupported(ins, "128-bit integer arithmetic"));
+    }
     let a = ex.src(&o[1])?;
     let mut out = [0u64; 32];
     let mut out_mask = wm;

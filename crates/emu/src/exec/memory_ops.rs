@@ -26,7 +26,7 @@ impl Ex<'_, '_> {
 
     fn local_range(&self, lane: u32, off: u64, len: usize) -> R<usize> {
         let ls = self.m.local_size as u64;
-        if off + len as u64 > ls {
+        if off.saturating_add(len as u64) > ls {
             return Err(mem_err(format!(
                 "local memory access of {len} bytes at offset {off} outside the thread's {ls} bytes"
             )));
@@ -40,7 +40,7 @@ impl Ex<'_, '_> {
     fn shared_check(&mut self, off: u64, len: usize, new: Option<&[u8]>, line: u32) -> R<usize> {
         let write = new.is_some();
         let size = self.m.shared.len() as u64;
-        if off + len as u64 > size {
+        if off.saturating_add(len as u64) > size {
             return Err(mem_err(format!(
                 "shared memory access of {len} bytes at offset {off} outside the CTA's {size} bytes"
             )));
@@ -84,8 +84,8 @@ impl Ex<'_, '_> {
             }
             Place::Param(off) => {
                 let p = &self.l.params;
-                let end = off as usize + out.len();
-                if off as usize > p.len() || end > p.len() {
+                let end = (off as usize).saturating_add(out.len());
+                if end > p.len() {
                     return Err(mem_err(format!("parameter read at offset {off} past the {} parameter bytes", p.len())));
                 }
                 out.copy_from_slice(&p[off as usize..end]);
@@ -222,7 +222,7 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                     _ => return Err(bad_operand("cp.async destination")),
                 };
                 check_align(dst, cp as u64).map_err(|m| ex.fail_at(mem_err(m), lane))?;
-                if dst_off + cp as u64 > ex.m.shared.len() as u64 {
+                if dst_off.saturating_add(cp as u64) > ex.m.shared.len() as u64 {
                     return Err(ex.fail_at(
                         mem_err(format!(
                             "cp.async destination offset {dst_off} + {cp} outside the CTA's {} bytes of shared memory",
@@ -351,7 +351,7 @@ fn atomic(ex: &mut Ex, ins: &Instr, mask: u32, space: Space) -> R<()> {
                 .map_err(|m| ex.fail_at(mem_err(m), lane))?,
             Place::Shared(off) => {
                 let sz = ex.m.shared.len() as u64;
-                if off + size as u64 > sz {
+                if off.saturating_add(size as u64) > sz {
                     return Err(ex.fail_at(
                         mem_err(format!("shared atomic at offset {off} outside the CTA's {sz} bytes")),
                         lane,
@@ -367,7 +367,7 @@ fn atomic(ex: &mut Ex, ins: &Instr, mask: u32, space: Space) -> R<()> {
             }
             Place::Local(off) => {
                 let ls = ex.m.local_size as u64;
-                if off + size as u64 > ls {
+                if off.saturating_add(size as u64) > ls {
                     return Err(ex.fail_at(mem_err(format!("local atomic at offset {off} out of bounds")), lane));
                 }
                 let at = ex.tid(lane) as usize * ls as usize + off as usize;

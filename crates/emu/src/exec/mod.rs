@@ -147,6 +147,9 @@ pub fn launch(
     // Parameter buffer and global memory (copies of the caller's buffers).
     let mut global = GlobalMem::new();
     let psize = func.params.iter().map(|p| p.offset + p.size).max().unwrap_or(0) as usize;
+    if psize > 32 * 1024 {
+        return Err(EmuError::launch(format!("kernel parameters take {psize} bytes, more than 32 KiB")));
+    }
     let mut params = vec![0u8; psize];
     for (i, (arg, p)) in args.iter().zip(&func.params).enumerate() {
         let bits: u64 = match arg {

@@ -17,7 +17,7 @@ impl Ex<'_, '_> {
         let mut out = Vec::new();
         let mut b = [0u8; 1];
         for i in 0..4096u64 {
-            self.read_mem(Space::Generic, addr + i, &mut b, lane, 0)?;
+            self.read_mem(Space::Generic, addr.wrapping_add(i), &mut b, lane, 0)?;
             if b[0] == 0 {
                 return Ok(String::from_utf8_lossy(&out).into_owned());
             }
@@ -82,7 +82,7 @@ fn format(ex: &mut Ex, fmt: &str, mut ap: u64, lane: u32) -> R<String> {
     let b = fmt.as_bytes();
     let mut i = 0;
     let mut next = |ex: &mut Ex, size: u64| -> R<u64> {
-        ap = ap.div_ceil(size) * size;
+        ap = ap.div_ceil(size).wrapping_mul(size);
         let mut v = [0u8; 8];
         ex.read_mem(Space::Generic, ap, &mut v[..size as usize], lane, 0)?;
         ap += size;

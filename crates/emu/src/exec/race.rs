@@ -38,7 +38,7 @@ impl RaceShadow {
     pub fn access(&mut self, off: usize, len: usize, warp: u32, write: bool, line: u32) -> Option<Conflict> {
         let bit = 1u32 << (warp & 31);
         let me = warp as u16 + 1;
-        for c in self.cells.get_mut(off..off + len)?.iter_mut() {
+        for c in self.cells.get_mut(off..off.saturating_add(len))?.iter_mut() {
             if c.epoch != self.epoch {
                 *c = Cell { epoch: self.epoch, writer: 0, readers: 0, line: 0 };
             }

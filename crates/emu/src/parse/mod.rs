@@ -38,13 +38,18 @@ pub(crate) enum Sym {
     Func(u32),
 }
 
+/// Registers one function may declare (real kernels use a few thousand at most).
+const MAX_REGS: u32 = 1 << 15;
+/// Local memory per thread (`.local` variables and call parameters).
+const MAX_LOCAL: u64 = 1 << 16;
+
 fn align_up(x: u64, a: u64) -> u64 {
-    let a = a.max(1);
-    x.div_ceil(a) * a
+    let a = a.clamp(1, 1 << 20);
+    x.div_ceil(a).saturating_mul(a)
 }
 
 fn var_size(v: &RawVar) -> u64 {
-    v.ty.bytes() as u64 * v.vec as u64 * v.elems.unwrap_or(1)
+    (v.ty.bytes() as u64).saturating_mul(v.vec as u64).saturating_mul(v.elems.unwrap_or(1))
 }
 
 fn var_align(v: &RawVar) -> u64 {
@@ -78,7 +83,7 @@ impl Module {
             } else {
                 let at = align_up(*shared_top, var_align(v));
                 syms.insert(v.name.clone(), Sym::Shared(at as u32));
-                *shared_top = at + var_size(v);
+                *shared_top = at.saturating_add(var_size(v));
             }
         };
         for v in &rm.vars {
@@ -97,7 +102,7 @@ impl Module {
                 Some(Space::Local) => {
                     let at = align_up(local_top, var_align(v));
                     syms.insert(v.name.clone(), Sym::Local(at as u32));
-                    local_top = at + var_size(v);
+                    local_top = at.saturating_add(var_size(v));
                 }
                 _ => return Err(EmuError::parse(v.line, line_text(v.line), "unsupported module-scope declaration")),
             }
@@ -131,8 +136,8 @@ impl Module {
             let func = build_function(f, &syms, &mut local_top, &lines)?;
             funcs.push(func);
         }
-        if local_top > (1 << 24) {
-            return Err(EmuError::parse(1, line_text(1), "local memory declarations too large"));
+        if local_top > MAX_LOCAL {
+            return Err(EmuError::parse(1, line_text(1), "local memory declarations exceed 64 KiB per thread"));
         }
         // Resolve same-named definitions: a body wins over an extern declaration.
         Ok(Module {
@@ -203,14 +208,14 @@ impl ParamType {
 
 fn init_bytes(v: &RawVar) -> Result<Vec<u8>, String> {
     let size = var_size(v);
-    let n_elems = v.elems.unwrap_or(1) * v.vec as u64;
+    let n_elems = v.elems.unwrap_or(1).saturating_mul(v.vec as u64);
     let mut n_elems = n_elems;
     if v.elems == Some(0) {
         // `x[] = {...}`: the initializer gives the length.
         n_elems = v.init.len() as u64;
     }
     let esz = v.ty.bytes() as u64;
-    let total = if v.elems == Some(0) { n_elems * esz } else { size };
+    let total = if v.elems == Some(0) { n_elems.saturating_mul(esz) } else { size };
     if total > (1 << 28) {
         return Err("global variable too large".into());
     }
@@ -227,7 +232,8 @@ fn init_bytes(v: &RawVar) -> Result<Vec<u8>, String> {
             _ => return Err("unsupported initializer (only numbers are supported)".into()),
         };
         let at = i * esz as usize;
-        data[at..at + esz as usize].copy_from_slice(&bits.to_le_bytes()[..esz as usize]);
+        let n = (esz as usize).min(8);
+        data[at..at + n].copy_from_slice(&bits.to_le_bytes()[..n]);
     }
     Ok(data)
 }
@@ -248,12 +254,12 @@ fn build_function(
         let align = var_align(p).max(1);
         let offset = if f.is_entry {
             let at = align_up(poff, align);
-            poff = at + size;
+            poff = at.saturating_add(size);
             syms.insert(p.name.clone(), Sym::KParam(at as u32));
             at
         } else {
             let at = align_up(*local_top, align.max(8));
-            *local_top = at + size;
+            *local_top = at.saturating_add(size);
             syms.insert(p.name.clone(), Sym::Local(at as u32));
             at
         };
@@ -269,7 +275,7 @@ fn build_function(
     for p in &f.rets {
         let size = var_size(p);
         let at = align_up(*local_top, var_align(p).max(8));
-        *local_top = at + size;
+        *local_top = at.saturating_add(size);
         syms.insert(p.name.clone(), Sym::Local(at as u32));
         rets.push(ParamDecl {
             name: p.name.clone(),
@@ -279,6 +285,9 @@ fn build_function(
             is_ptr: false,
             offset: at as u32,
         });
+    }
+    if poff > 32 * 1024 || params.iter().chain(&rets).any(|p| p.size > 32 * 1024) {
+        return Err(EmuError::parse(f.line, line_text(f.line), "parameters larger than 32 KiB"));
     }
     let Some(body) = &f.body else {
         return Ok(Function {
@@ -301,6 +310,9 @@ fn build_function(
         match s {
             RawStmt::Var(v) if v.is_reg => {
                 let per = v.vec.max(1);
+                if nregs as u64 + v.range.unwrap_or(1) as u64 * per as u64 > MAX_REGS as u64 {
+                    return Err(EmuError::parse(v.line, line_text(v.line), "too many registers"));
+                }
                 if let Some(n) = v.range {
                     for i in 0..n {
                         regs.insert(format!("{}{}", v.name, i), (nregs, per));
@@ -310,14 +322,11 @@ fn build_function(
                     regs.insert(v.name.clone(), (nregs, per));
                     nregs = nregs.saturating_add(per);
                 }
-                if nregs > 1 << 20 {
-                    return Err(EmuError::parse(v.line, line_text(v.line), "too many registers"));
-                }
             }
             RawStmt::Var(v) => match v.space {
                 Some(Space::Local) | Some(Space::Param) => {
                     let at = align_up(*local_top, var_align(v).max(1));
-                    *local_top = at + var_size(v);
+                    *local_top = at.saturating_add(var_size(v));
                     syms.insert(v.name.clone(), Sym::Local(at as u32));
                 }
                 Some(Space::Shared) => {}

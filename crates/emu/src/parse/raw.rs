@@ -407,6 +407,13 @@ fn parse_operands(c: &mut Cursor) -> Result<Vec<RawOp>, EmuError> {
 }
 
 fn parse_operand(c: &mut Cursor) -> Result<RawOp, EmuError> {
+    parse_operand_at(c, 0)
+}
+
+fn parse_operand_at(c: &mut Cursor, depth: u32) -> Result<RawOp, EmuError> {
+    if depth > 8 {
+        return Err(c.err("operands nested too deeply"));
+    }
     match c.next()? {
         Tok::Punct('{') => {
             let mut items = Vec::new();
@@ -414,7 +421,7 @@ fn parse_operand(c: &mut Cursor) -> Result<RawOp, EmuError> {
                 return Ok(RawOp::Vec(items));
             }
             loop {
-                items.push(parse_operand(c)?);
+                items.push(parse_operand_at(c, depth + 1)?);
                 if c.eat('}') {
                     return Ok(RawOp::Vec(items));
                 }
@@ -427,7 +434,7 @@ fn parse_operand(c: &mut Cursor) -> Result<RawOp, EmuError> {
                 return Ok(RawOp::List(items));
             }
             loop {
-                items.push(parse_operand(c)?);
+                items.push(parse_operand_at(c, depth + 1)?);
                 if c.eat(')') {
                     return Ok(RawOp::List(items));
                 }

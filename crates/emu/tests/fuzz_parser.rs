@@ -1,0 +1,116 @@
+//! Mutation fuzzing: mutated PTX (from the Triton test data and hand-written kernels)
+//! must never panic the parser or the executor; it either runs or returns an error.
+
+mod common;
+
+use common::Rng;
+use trident_core::{DType, HostTensor};
+use trident_emu::{launch, KernelArg, LaunchConfig, Module};
+
+const TOKENS: &[&str] = &[
+    "{", "}", "[", "]", "(", ")", ";", ",", "@", "!", "%r1", "%p1", "%rd1", "_", "-", "+", "0x7fffffff", "4294967296",
+    "99999999999999999999", "0f7F800000", "1.5e300", ".reg", ".b32", ".v4", ".shared", ".extern", "<", ">", "%r<100000000>",
+    "bra", "$L__BB0_1", "ret;", "exit;", "bar.sync 0;", "bar.sync 15, 33;", "ld.global.v4.b32", "st.shared.v2.b64",
+    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "shfl.sync.bfly.b32", "cvt.rn.f16x2.f32", "[%rd1+-8]",
+    ".param .b8 x[99999999999];", ".local .b8 y[4294967295];", "\"", "/*", "//", "\n", "call.uni", "vprintf",
+    "cp.async.cg.shared.global", "atom.global.add.f32", "@%p1 bra", "{{{{{{{{{{{{", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+];
+
+fn mutate(rng: &mut Rng, text: &str) -> String {
+    let mut s: Vec<u8> = text.as_bytes().to_vec();
+    for _ in 0..1 + rng.below(4) {
+        if s.is_empty() {
+            break;
+        }
+        let at = rng.below(s.len() as u64) as usize;
+        match rng.below(6) {
+            0 => {
+                let len = (rng.below(20) as usize).min(s.len() - at);
+                s.drain(at..at + len);
+            }
+            1 => {
+                let t = TOKENS[rng.below(TOKENS.len() as u64) as usize];
+                s.splice(at..at, format!(" {t} ").bytes());
+            }
+            2 => s[at] = b"0123456789;{}[]%.,-"[rng.below(19) as usize],
+            3 => s.truncate(at),
+            4 => {
+                // Duplicate a line.
+                let text = String::from_utf8_lossy(&s).into_owned();
+                let lines: Vec<&str> = text.lines().collect();
+                let i = rng.below(lines.len() as u64) as usize;
+                let mut out: Vec<&str> = lines.clone();
+                out.insert(i, lines[i]);
+                s = out.join("\n").into_bytes();
+            }
+            _ => {
+                // Replace a number by an extreme one.
+                if let Some(p) = s[at..].iter().position(|c| c.is_ascii_digit()) {
+                    let big = ["0", "4294967295", "18446744073709551615", "65536", "-1"][rng.below(5) as usize];
+                    s.splice(at + p..at + p + 1, big.bytes());
+                }
+            }
+        }
+    }
+    String::from_utf8_lossy(&s).into_owned()
+}
+
+/// Iterations scale with `TRIDENT_FUZZ_SCALE` (default 1) for longer local runs.
+fn scale() -> usize {
+    std::env::var("TRIDENT_FUZZ_SCALE").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
+}
+
+fn corpus() -> Vec<String> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+    ["vadd", "softmax", "layernorm", "matmul", "attn_fwd"]
+        .iter()
+        .map(|n| std::fs::read_to_string(format!("{dir}/{n}.ptx")).expect("test data"))
+        .collect()
+}
+
+#[test]
+fn mutated_ptx_never_panics_the_parser() {
+    let mut rng = Rng(0xf022);
+    let corpus = corpus();
+    let mut parsed = 0;
+    let n = 400 * scale();
+    for i in 0..n {
+        let base = &corpus[i % corpus.len()];
+        let text = mutate(&mut rng, base);
+        if Module::parse(&text).is_ok() {
+            parsed += 1;
+        }
+    }
+    // Some mutations (e.g. inside comments) still parse; most should not.
+    assert!(parsed > 0 && parsed < n, "parsed {parsed} of {n}");
+}
+
+#[test]
+fn mutated_kernels_never_panic_the_executor() {
+    let mut rng = Rng(0xf023);
+    let base = &corpus()[0];
+    let mut ran = 0;
+    for _ in 0..150 * scale() {
+        let text = mutate(&mut rng, base);
+        let Ok(m) = Module::parse(&text) else { continue };
+        for entry in m.entries() {
+            let n = m.entry_params(entry).map(|p| p.len()).unwrap_or(0);
+            let mut args: Vec<KernelArg> = (0..n)
+                .map(|i| match i % 3 {
+                    0 | 1 => KernelArg::Buffer(HostTensor::zeros(DType::F32, &[300])),
+                    _ => KernelArg::Scalar(300),
+                })
+                .collect();
+            let cfg = LaunchConfig {
+                grid: [2, 1, 1],
+                block: [128, 1, 1],
+                dynamic_shared_bytes: 64,
+                max_warp_instructions_per_cta: 20_000,
+                ..LaunchConfig::default()
+            };
+            let _ = launch(&m, entry, &cfg, &mut args);
+            ran += 1;
+        }
+    }
+    assert!(ran > 10, "only {ran} mutated kernels parsed");
+}
