@@ -65,7 +65,7 @@ pub fn cost(i: &Instr) -> u32 {
 /// CTAs one SM holds at once for this launch shape.
 pub fn ctas_per_sm(threads_per_cta: u32, shared_per_cta: u32) -> u32 {
     let by_threads = SM_THREADS / threads_per_cta.max(1);
-    let by_shared = if shared_per_cta == 0 { SM_CTAS } else { SM_SHARED / shared_per_cta };
+    let by_shared = SM_SHARED.checked_div(shared_per_cta).unwrap_or(SM_CTAS);
     by_threads.min(by_shared).clamp(1, SM_CTAS)
 }
 

@@ -149,7 +149,7 @@ impl Default for GlobalMem {
 }
 
 pub fn check_align(addr: u64, size: u64) -> Result<(), String> {
-    if size > 1 && addr % size != 0 {
+    if size > 1 && !addr.is_multiple_of(size) {
         Err(format!("misaligned access of {size} bytes at address {addr:#x}"))
     } else {
         Ok(())

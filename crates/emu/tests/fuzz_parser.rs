@@ -1,6 +1,8 @@
 //! Mutation fuzzing: mutated PTX (from the Triton test data and hand-written kernels)
 //! must never panic the parser or the executor; it either runs or returns an error.
 
+#![allow(clippy::needless_range_loop)]
+
 mod common;
 
 use common::Rng;
@@ -8,12 +10,60 @@ use trident_core::{DType, HostTensor};
 use trident_emu::{launch, KernelArg, LaunchConfig, Module};
 
 const TOKENS: &[&str] = &[
-    "{", "}", "[", "]", "(", ")", ";", ",", "@", "!", "%r1", "%p1", "%rd1", "_", "-", "+", "0x7fffffff", "4294967296",
-    "99999999999999999999", "0f7F800000", "1.5e300", ".reg", ".b32", ".v4", ".shared", ".extern", "<", ">", "%r<100000000>",
-    "bra", "$L__BB0_1", "ret;", "exit;", "bar.sync 0;", "bar.sync 15, 33;", "ld.global.v4.b32", "st.shared.v2.b64",
-    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "shfl.sync.bfly.b32", "cvt.rn.f16x2.f32", "[%rd1+-8]",
-    ".param .b8 x[99999999999];", ".local .b8 y[4294967295];", "\"", "/*", "//", "\n", "call.uni", "vprintf",
-    "cp.async.cg.shared.global", "atom.global.add.f32", "@%p1 bra", "{{{{{{{{{{{{", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    ";",
+    ",",
+    "@",
+    "!",
+    "%r1",
+    "%p1",
+    "%rd1",
+    "_",
+    "-",
+    "+",
+    "0x7fffffff",
+    "4294967296",
+    "99999999999999999999",
+    "0f7F800000",
+    "1.5e300",
+    ".reg",
+    ".b32",
+    ".v4",
+    ".shared",
+    ".extern",
+    "<",
+    ">",
+    "%r<100000000>",
+    "bra",
+    "$L__BB0_1",
+    "ret;",
+    "exit;",
+    "bar.sync 0;",
+    "bar.sync 15, 33;",
+    "ld.global.v4.b32",
+    "st.shared.v2.b64",
+    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+    "shfl.sync.bfly.b32",
+    "cvt.rn.f16x2.f32",
+    "[%rd1+-8]",
+    ".param .b8 x[99999999999];",
+    ".local .b8 y[4294967295];",
+    "\"",
+    "/*",
+    "//",
+    "\n",
+    "call.uni",
+    "vprintf",
+    "cp.async.cg.shared.global",
+    "atom.global.add.f32",
+    "@%p1 bra",
+    "{{{{{{{{{{{{",
+    "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
 ];
 
 fn mutate(rng: &mut Rng, text: &str) -> String {

@@ -4,6 +4,8 @@
 //! c = in[64+lane] (as %r1, %r3, %r5 / %rd11, %rd13, %rd15 for 64-bit), runs the body,
 //! and stores %r2 (or %rd12) to out[lane]. Expected values come from Rust.
 
+#![allow(clippy::needless_range_loop)]
+
 mod common;
 
 use common::*;
@@ -118,7 +120,9 @@ fn integer_arithmetic() {
     check3("mul.hi.u32 %r2, %r1, %r3;", SPECIAL_INT, |a, b, _| ((a as u64 * b as u64) >> 32) as u32);
     check3("mul.hi.s32 %r2, %r1, %r3;", SPECIAL_INT, |a, b, _| ((a as i32 as i64 * b as i32 as i64) >> 32) as u32);
     check3("mad.lo.s32 %r2, %r1, %r3, %r5;", SPECIAL_INT, |a, b, c| a.wrapping_mul(b).wrapping_add(c));
-    check3("mul24.lo.u32 %r2, %r1, %r3;", SPECIAL_INT, |a, b, _| ((a & 0xffffff) as u64 * (b & 0xffffff) as u64) as u32);
+    check3("mul24.lo.u32 %r2, %r1, %r3;", SPECIAL_INT, |a, b, _| {
+        ((a & 0xffffff) as u64 * (b & 0xffffff) as u64) as u32
+    });
     check3("div.u32 %r2, %r1, %r3;", SPECIAL_INT, |a, b, _| a.checked_div(b).unwrap_or(u32::MAX));
     check3("div.s32 %r2, %r1, %r3;", SPECIAL_INT, |a, b, _| {
         if b == 0 {
@@ -127,39 +131,52 @@ fn integer_arithmetic() {
             (a as i32).wrapping_div(b as i32) as u32
         }
     });
-    check3("rem.s32 %r2, %r1, %r3;", SPECIAL_INT, |a, b, _| {
-        if b == 0 {
-            a
-        } else {
-            (a as i32).wrapping_rem(b as i32) as u32
-        }
-    });
+    check3(
+        "rem.s32 %r2, %r1, %r3;",
+        SPECIAL_INT,
+        |a, b, _| {
+            if b == 0 {
+                a
+            } else {
+                (a as i32).wrapping_rem(b as i32) as u32
+            }
+        },
+    );
     check3("min.s32 %r2, %r1, %r3;", SPECIAL_INT, |a, b, _| (a as i32).min(b as i32) as u32);
     check3("max.u32 %r2, %r1, %r3;", SPECIAL_INT, |a, b, _| a.max(b));
     check3("abs.s32 %r2, %r1;", SPECIAL_INT, |a, _, _| (a as i32).wrapping_abs() as u32);
     check3("neg.s32 %r2, %r1;", SPECIAL_INT, |a, _, _| (a as i32).wrapping_neg() as u32);
     check3("sad.u32 %r2, %r1, %r3, %r5;", SPECIAL_INT, |a, b, c| a.abs_diff(b).wrapping_add(c));
     // 16-bit arithmetic through b16 registers.
-    check3("cvt.u16.u32 %h1, %r1; cvt.u16.u32 %h2, %r3; add.u16 %h3, %h1, %h2; cvt.u32.u16 %r2, %h3;", SPECIAL_INT, |a, b, _| {
-        (a as u16).wrapping_add(b as u16) as u32
-    });
+    check3(
+        "cvt.u16.u32 %h1, %r1; cvt.u16.u32 %h2, %r3; add.u16 %h3, %h1, %h2; cvt.u32.u16 %r2, %h3;",
+        SPECIAL_INT,
+        |a, b, _| (a as u16).wrapping_add(b as u16) as u32,
+    );
 }
 
 #[test]
 fn wide_and_64bit() {
-    check3("mul.wide.u32 %rd10, %r1, %r3; shr.u64 %rd11, %rd10, 32; cvt.u32.u64 %r2, %rd11;", SPECIAL_INT, |a, b, _| {
-        ((a as u64 * b as u64) >> 32) as u32
-    });
+    check3(
+        "mul.wide.u32 %rd10, %r1, %r3; shr.u64 %rd11, %rd10, 32; cvt.u32.u64 %r2, %rd11;",
+        SPECIAL_INT,
+        |a, b, _| ((a as u64 * b as u64) >> 32) as u32,
+    );
     check3("mul.wide.s32 %rd10, %r1, %r3; cvt.u32.u64 %r2, %rd10;", SPECIAL_INT, |a, b, _| {
         (a as i32 as i64 * b as i32 as i64) as u32
     });
-    check3("mad.wide.s32 %rd10, %r1, 3, %rd2; sub.s64 %rd11, %rd10, %rd2; cvt.u32.u64 %r2, %rd11;", SPECIAL_INT, |a, _, _| {
-        (a as i32 as i64 * 3) as u32
-    });
+    check3(
+        "mad.wide.s32 %rd10, %r1, 3, %rd2; sub.s64 %rd11, %rd10, %rd2; cvt.u32.u64 %r2, %rd11;",
+        SPECIAL_INT,
+        |a, _, _| (a as i32 as i64 * 3) as u32,
+    );
     check64("add.s64 %rd12, %rd11, %rd13;", |a, b, _| a.wrapping_add(b));
     check64("mul.hi.u64 %rd12, %rd11, %rd13;", |a, b, _| ((a as u128 * b as u128) >> 64) as u64);
     check64("mul.lo.s64 %rd12, %rd11, %rd13;", |a, b, _| a.wrapping_mul(b));
-    check64("div.s64 %rd12, %rd11, %rd13;", |a, b, _| if b == 0 { u64::MAX } else { (a as i64).wrapping_div(b as i64) as u64 });
+    check64(
+        "div.s64 %rd12, %rd11, %rd13;",
+        |a, b, _| if b == 0 { u64::MAX } else { (a as i64).wrapping_div(b as i64) as u64 },
+    );
     check64("shr.s64 %rd12, %rd11, 7;", |a, _, _| ((a as i64) >> 7) as u64);
     check64("popc.b64 %r20, %rd11; cvt.u64.u32 %rd12, %r20;", |a, _, _| a.count_ones() as u64);
     check64("clz.b64 %r20, %rd11; cvt.u64.u32 %rd12, %r20;", |a, _, _| a.leading_zeros() as u64);
@@ -183,7 +200,9 @@ fn bit_operations() {
             a >> s
         }
     });
-    check3("and.b32 %r4, %r3, 63; shr.s32 %r2, %r1, %r4;", SPECIAL_INT, |a, b, _| ((a as i32) >> (b & 63).min(31)) as u32);
+    check3("and.b32 %r4, %r3, 63; shr.s32 %r2, %r1, %r4;", SPECIAL_INT, |a, b, _| {
+        ((a as i32) >> (b & 63).min(31)) as u32
+    });
     check3("popc.b32 %r2, %r1;", SPECIAL_INT, |a, _, _| a.count_ones());
     check3("clz.b32 %r2, %r1;", SPECIAL_INT, |a, _, _| a.leading_zeros());
     check3("brev.b32 %r2, %r1;", SPECIAL_INT, |a, _, _| a.reverse_bits());
@@ -283,13 +302,7 @@ fn float_arithmetic() {
     checkf(&fbody("neg.f32 %f4, %f1;"), |a, _, _| a.to_bits() ^ 0x8000_0000);
     checkf(&fbody("copysign.f32 %f4, %f1, %f2;"), |a, b, _| (b.to_bits() & 0x7fff_ffff) | (a.to_bits() & 0x8000_0000));
     // Flush-to-zero: the smallest subnormal behaves as zero.
-    checkf(&fbody("add.ftz.f32 %f4, %f1, 0f00000000;"), |a, _, _| {
-        if a.is_subnormal() {
-            0
-        } else {
-            canon(a + 0.0)
-        }
-    });
+    checkf(&fbody("add.ftz.f32 %f4, %f1, 0f00000000;"), |a, _, _| if a.is_subnormal() { 0 } else { canon(a + 0.0) });
     checkf(&fbody("mul.sat.f32 %f4, %f1, %f2;"), |a, b, _| {
         let p = a * b;
         if p.is_nan() {
@@ -434,7 +447,10 @@ fn conversions() {
         let (g, w) = (got[l], want);
         // NaN payloads: any NaN is fine in each half.
         let nan_ok = |x: u32| f16::from_bits(x as u16).is_nan();
-        assert!(g == w || (nan_ok(g) && nan_ok(w)) || (nan_ok(g >> 16) && nan_ok(w >> 16)), "lane {l}: {g:#x} vs {w:#x}");
+        assert!(
+            g == w || (nan_ok(g) && nan_ok(w)) || (nan_ok(g >> 16) && nan_ok(w >> 16)),
+            "lane {l}: {g:#x} vs {w:#x}"
+        );
     }
     let got = run32("cvt.rn.bf16x2.f32 %r2, %r1, %r3;", &a, &b, &[0; 32]);
     for l in 9..32 {
@@ -452,7 +468,8 @@ fn conversions() {
     let got = run32("cvt.rni.s32.f32 %r2, %r1;", &a, &b, &[0; 32]);
     for l in 0..32 {
         let x = f(a[l]);
-        let want = if x.is_nan() { 0 } else { (x as f64).round_ties_even().clamp(i32::MIN as f64, i32::MAX as f64) as i32 };
+        let want =
+            if x.is_nan() { 0 } else { (x as f64).round_ties_even().clamp(i32::MIN as f64, i32::MAX as f64) as i32 };
         assert_eq!(got[l] as i32, want, "cvt.rni.s32.f32 {x}");
     }
     let got = run32("cvt.rzi.u32.f32 %r2, %r1;", &a, &b, &[0; 32]);
@@ -471,9 +488,10 @@ fn conversions() {
     check3("cvt.s32.s16 %r2, %r1;", SPECIAL_INT, |a, _, _| a as u16 as i16 as i32 as u32);
     check64("cvt.u32.u64 %r20, %rd11; cvt.s64.s32 %rd12, %r20;", |a, _, _| a as u32 as i32 as i64 as u64);
     // f32 → f64 → f32 round trip, f64 division.
-    checkf(&fbody("cvt.f64.f32 %fd1, %f1; cvt.f64.f32 %fd2, %f2; div.rn.f64 %fd3, %fd1, %fd2; cvt.rn.f32.f64 %f4, %fd3;"), |a, b, _| {
-        canon((a as f64 / b as f64) as f32)
-    });
+    checkf(
+        &fbody("cvt.f64.f32 %fd1, %f1; cvt.f64.f32 %fd2, %f2; div.rn.f64 %fd3, %fd1, %fd2; cvt.rn.f32.f64 %f4, %fd3;"),
+        |a, b, _| canon((a as f64 / b as f64) as f32),
+    );
     // tf32: 10 mantissa bits, round half away.
     let got = run32("cvt.rna.tf32.f32 %r2, %r1;", &[0x3f80_1000; 32], &[0; 32], &[0; 32]);
     assert_eq!(got[0], 0x3f80_2000);
@@ -505,22 +523,36 @@ fn fp8_conversions() {
 
 #[test]
 fn compare_and_select() {
-    check3("setp.lt.s32 %p1, %r1, %r3; selp.b32 %r2, 1, 0, %p1;", SPECIAL_INT, |a, b, _| ((a as i32) < (b as i32)) as u32);
+    check3("setp.lt.s32 %p1, %r1, %r3; selp.b32 %r2, 1, 0, %p1;", SPECIAL_INT, |a, b, _| {
+        ((a as i32) < (b as i32)) as u32
+    });
     check3("setp.lo.u32 %p1, %r1, %r3; selp.b32 %r2, 1, 0, %p1;", SPECIAL_INT, |a, b, _| (a < b) as u32);
-    check3("setp.hs.u32 %p1, %r1, %r3; selp.b32 %r2, %r1, %r3, %p1;", SPECIAL_INT, |a, b, _| if a >= b { a } else { b });
-    check3("setp.ne.b32 %p1, %r1, 0; setp.gt.and.s32 %p2, %r3, 0, %p1; selp.b32 %r2, 1, 0, %p2;", SPECIAL_INT, |a, b, _| {
-        (a != 0 && (b as i32) > 0) as u32
-    });
-    check3("setp.eq.s32 %p1|%p2, %r1, %r3; selp.b32 %r4, 2, 0, %p2; selp.b32 %r6, 1, 0, %p1; or.b32 %r2, %r4, %r6;", SPECIAL_INT, |a, b, _| {
-        if a == b {
-            1
-        } else {
-            2
-        }
-    });
-    check3("setp.lt.s32 %p1, %r1, 0; setp.lt.or.s32 %p2, %r3, 0, !%p1; selp.b32 %r2, 1, 0, %p2;", SPECIAL_INT, |a, b, _| {
-        ((b as i32) < 0 || (a as i32) >= 0) as u32
-    });
+    check3(
+        "setp.hs.u32 %p1, %r1, %r3; selp.b32 %r2, %r1, %r3, %p1;",
+        SPECIAL_INT,
+        |a, b, _| if a >= b { a } else { b },
+    );
+    check3(
+        "setp.ne.b32 %p1, %r1, 0; setp.gt.and.s32 %p2, %r3, 0, %p1; selp.b32 %r2, 1, 0, %p2;",
+        SPECIAL_INT,
+        |a, b, _| (a != 0 && (b as i32) > 0) as u32,
+    );
+    check3(
+        "setp.eq.s32 %p1|%p2, %r1, %r3; selp.b32 %r4, 2, 0, %p2; selp.b32 %r6, 1, 0, %p1; or.b32 %r2, %r4, %r6;",
+        SPECIAL_INT,
+        |a, b, _| {
+            if a == b {
+                1
+            } else {
+                2
+            }
+        },
+    );
+    check3(
+        "setp.lt.s32 %p1, %r1, 0; setp.lt.or.s32 %p2, %r3, 0, !%p1; selp.b32 %r2, 1, 0, %p2;",
+        SPECIAL_INT,
+        |a, b, _| ((b as i32) < 0 || (a as i32) >= 0) as u32,
+    );
     check3("set.gt.u32.s32 %r2, %r1, %r3;", SPECIAL_INT, |a, b, _| if (a as i32) > (b as i32) { u32::MAX } else { 0 });
     // Ordered vs unordered float comparisons with NaN.
     checkf(&fbody("setp.lt.f32 %p1, %f1, %f2; selp.f32 %f4, 0f3F800000, 0f00000000, %p1;"), |a, b, _| {

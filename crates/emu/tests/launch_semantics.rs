@@ -2,6 +2,8 @@
 //! copies, calls and printf, the modelled clock, and every kind of error (with the
 //! caller's buffers left untouched).
 
+#![allow(clippy::needless_range_loop)]
+
 mod common;
 
 use common::*;

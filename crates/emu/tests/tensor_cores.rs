@@ -2,6 +2,8 @@
 //! PTX ISA documents ("Matrix Fragments for mma.m16n8k*": groupID = lane >> 2,
 //! threadID_in_group = lane % 4).
 
+#![allow(clippy::needless_range_loop)]
+
 mod common;
 
 use common::*;
@@ -34,7 +36,13 @@ fn mma_kernel(mma_op: &str, na: usize, nb: usize, nc: usize, nd: usize) -> Strin
         }
     }
     let list = |r: &str, n: usize| (0..n).map(|j| format!("%{r}{j}")).collect::<Vec<_>>().join(", ");
-    s += &format!(" {mma_op} {{{}}}, {{{}}}, {{{}}}, {{{}}};\n", list("d", nd), list("a", na), list("b", nb), list("c", nc));
+    s += &format!(
+        " {mma_op} {{{}}}, {{{}}}, {{{}}}, {{{}}};\n",
+        list("d", nd),
+        list("a", na),
+        list("b", nb),
+        list("c", nc)
+    );
     s += &format!(" ld.param.u64 %rd1, [pd]; mul.wide.u32 %rd2, %r0, {}; add.s64 %rd3, %rd1, %rd2;\n", 4 * nd);
     for j in 0..nd {
         s += &format!(" st.global.b32 [%rd3+{}], %d{j};\n", 4 * j);

@@ -1,6 +1,8 @@
 //! PTX compiled by the real Triton (see `tests/data/gen_triton_ptx.py`) runs on the
 //! emulator and matches host references computed in f64.
 
+#![allow(clippy::needless_range_loop)]
+
 mod common;
 
 use common::*;
@@ -173,7 +175,8 @@ fn flash_attention_forward() {
     for h in 0..bh {
         let at = |t: &HostTensor, i: usize, j: usize| t.get_f64((h * seq + i) * d + j);
         for i in 0..seq {
-            let s: Vec<f64> = (0..seq).map(|j| (0..d).map(|x| at(&q, i, x) * at(&k, j, x)).sum::<f64>() * scale).collect();
+            let s: Vec<f64> =
+                (0..seq).map(|j| (0..d).map(|x| at(&q, i, x) * at(&k, j, x)).sum::<f64>() * scale).collect();
             let mx = s.iter().cloned().fold(f64::MIN, f64::max);
             let p: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
             let l: f64 = p.iter().sum();

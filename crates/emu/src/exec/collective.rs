@@ -8,7 +8,7 @@ use crate::ir::{AtomOp, BoolOp, Instr, Kind, Operand, ShflMode, Ty, VoteMode};
 
 /// Lanes named in a `membermask` must all execute the instruction.
 fn check_members(ins: &Instr, mask: u32, members: u32) -> R<()> {
-    if members & !mask != 0 && ins.m.nosync == false && members != u32::MAX {
+    if members & !mask != 0 && !ins.m.nosync && members != u32::MAX {
         return Err(EmuError::new(
             ErrorKind::Runtime,
             format!("{:?}: member mask {members:#010x} names lanes that do not execute it ({mask:#010x})", ins.kind),

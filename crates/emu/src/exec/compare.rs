@@ -53,11 +53,8 @@ fn compare(ins: &Instr, c: Cmp, t: Ty, a: u64, b: u64, k: u32) -> Result<bool, c
         Ok(cmp_float(c, el.decode((a >> sh) & em, ftz), el.decode((b >> sh) & em, ftz)))
     } else {
         let signed = t.is_signed() && !matches!(c, Cmp::Lo | Cmp::Ls | Cmp::Hi | Cmp::Hs);
-        let (x, y) = if signed {
-            (as_i128(a, t), as_i128(b, t))
-        } else {
-            ((a & t.mask()) as i128, (b & t.mask()) as i128)
-        };
+        let (x, y) =
+            if signed { (as_i128(a, t), as_i128(b, t)) } else { ((a & t.mask()) as i128, (b & t.mask()) as i128) };
         cmp_int(c, x, y).ok_or_else(|| unsupported(ins, "unordered comparison of integers"))
     }
 }

@@ -55,9 +55,7 @@ impl Elem {
     /// Rounds `s + e` to this format and applies `.ftz`, `.sat`, `.relu`, canonical NaN.
     pub fn encode(self, s: f64, e: f64, rnd: Rnd, ftz: bool, sat: bool, relu: bool) -> u64 {
         let (s, e) = if sat {
-            if s.is_nan() {
-                (0.0, 0.0)
-            } else if s + e <= 0.0 {
+            if s.is_nan() || s + e <= 0.0 {
                 (0.0, 0.0)
             } else if s + e >= 1.0 {
                 (1.0, 0.0)

@@ -37,7 +37,7 @@ fn lop3(a: u64, b: u64, c: u64, lut: u64) -> u64 {
 }
 
 fn prmt(a: u64, b: u64, c: u64, mode: u8) -> u64 {
-    let bytes = ((b as u64 & 0xffff_ffff) << 32) | (a & 0xffff_ffff);
+    let bytes = ((b & 0xffff_ffff) << 32) | (a & 0xffff_ffff);
     let byte = |i: u64| (bytes >> (8 * (i & 7))) & 0xff;
     let sel = |n: u64| -> u64 {
         let s = byte(n & 7);

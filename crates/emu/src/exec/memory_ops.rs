@@ -51,7 +51,9 @@ impl Ex<'_, '_> {
                 None => r.access(off as usize, len, warp, false, line),
                 Some(bytes) => {
                     let old = &self.m.shared[off as usize..off as usize + len];
-                    (0..len).filter(|&i| old[i] != bytes[i]).find_map(|i| r.access(off as usize + i, 1, warp, true, line))
+                    (0..len)
+                        .filter(|&i| old[i] != bytes[i])
+                        .find_map(|i| r.access(off as usize + i, 1, warp, true, line))
                 }
             };
             if let Some(c) = conflict {
@@ -86,7 +88,10 @@ impl Ex<'_, '_> {
                 let p = &self.l.params;
                 let end = (off as usize).saturating_add(out.len());
                 if end > p.len() {
-                    return Err(mem_err(format!("parameter read at offset {off} past the {} parameter bytes", p.len())));
+                    return Err(mem_err(format!(
+                        "parameter read at offset {off} past the {} parameter bytes",
+                        p.len()
+                    )));
                 }
                 out.copy_from_slice(&p[off as usize..end]);
             }
@@ -273,58 +278,60 @@ fn atomic(ex: &mut Ex, ins: &Instr, mask: u32, space: Space) -> R<()> {
     let wm = t.mask();
     let f = move |old: u64, b: u64, c: u64| -> Option<u64> {
         let signed = t.is_signed();
-        Some(match op {
-            AtomOp::Add => match t {
-                Ty::F32 => {
-                    let r = fp::ftz32(fp::ftz32(f32::from_bits(old as u32)) + fp::ftz32(f32::from_bits(b as u32)));
-                    fp::canon32(r) as u64
+        Some(
+            match op {
+                AtomOp::Add => match t {
+                    Ty::F32 => {
+                        let r = fp::ftz32(fp::ftz32(f32::from_bits(old as u32)) + fp::ftz32(f32::from_bits(b as u32)));
+                        fp::canon32(r) as u64
+                    }
+                    Ty::F64 => fp::canon64(f64::from_bits(old) + f64::from_bits(b)),
+                    Ty::F16 => f16_add(old, b, Small::F16),
+                    Ty::BF16 => f16_add(old, b, Small::BF16),
+                    Ty::F16x2 | Ty::BF16x2 => {
+                        let f = if t == Ty::F16x2 { Small::F16 } else { Small::BF16 };
+                        f16_add(old & 0xffff, b & 0xffff, f) | (f16_add(old >> 16, b >> 16, f) << 16)
+                    }
+                    _ => old.wrapping_add(b),
+                },
+                AtomOp::Min | AtomOp::Max if t.is_float() => return None,
+                AtomOp::Min | AtomOp::Max => {
+                    let bits = t.bits();
+                    let (x, y) = if signed {
+                        (sext(old, bits) as i128, sext(b, bits) as i128)
+                    } else {
+                        ((old & wm) as i128, (b & wm) as i128)
+                    };
+                    let r = if op == AtomOp::Max { x.max(y) } else { x.min(y) };
+                    r as u64
                 }
-                Ty::F64 => fp::canon64(f64::from_bits(old) + f64::from_bits(b)),
-                Ty::F16 => f16_add(old, b, Small::F16),
-                Ty::BF16 => f16_add(old, b, Small::BF16),
-                Ty::F16x2 | Ty::BF16x2 => {
-                    let f = if t == Ty::F16x2 { Small::F16 } else { Small::BF16 };
-                    f16_add(old & 0xffff, b & 0xffff, f) | (f16_add(old >> 16, b >> 16, f) << 16)
+                AtomOp::Exch => b,
+                AtomOp::Cas => {
+                    if old & wm == b & wm {
+                        c
+                    } else {
+                        old
+                    }
                 }
-                _ => old.wrapping_add(b),
-            },
-            AtomOp::Min | AtomOp::Max if t.is_float() => return None,
-            AtomOp::Min | AtomOp::Max => {
-                let bits = t.bits();
-                let (x, y) = if signed {
-                    (sext(old, bits) as i128, sext(b, bits) as i128)
-                } else {
-                    ((old & wm) as i128, (b & wm) as i128)
-                };
-                let r = if op == AtomOp::Max { x.max(y) } else { x.min(y) };
-                r as u64
-            }
-            AtomOp::Exch => b,
-            AtomOp::Cas => {
-                if old & wm == b & wm {
-                    c
-                } else {
-                    old
+                AtomOp::And => old & b,
+                AtomOp::Or => old | b,
+                AtomOp::Xor => old ^ b,
+                AtomOp::Inc => {
+                    if (old & wm) >= (b & wm) {
+                        0
+                    } else {
+                        old + 1
+                    }
                 }
-            }
-            AtomOp::And => old & b,
-            AtomOp::Or => old | b,
-            AtomOp::Xor => old ^ b,
-            AtomOp::Inc => {
-                if (old & wm) >= (b & wm) {
-                    0
-                } else {
-                    old + 1
+                AtomOp::Dec => {
+                    if old & wm == 0 || (old & wm) > (b & wm) {
+                        b
+                    } else {
+                        old - 1
+                    }
                 }
-            }
-            AtomOp::Dec => {
-                if old & wm == 0 || (old & wm) > (b & wm) {
-                    b
-                } else {
-                    old - 1
-                }
-            }
-        } & wm)
+            } & wm,
+        )
     };
     if f(0, 0, 0).is_none() || ![2, 4, 8].contains(&size) {
         return Err(unsupported(ins, "atomic type/operation"));
@@ -344,11 +351,11 @@ fn atomic(ex: &mut Ex, ins: &Instr, mask: u32, space: Space) -> R<()> {
         check_align(a, size as u64).map_err(|m| ex.fail_at(mem_err(m), lane))?;
         let old = match ex.place(space, a) {
             Place::Param(_) => return Err(unsupported(ins, "atomics on parameters")),
-            Place::Global(ga) => ex
-                .l
-                .global
-                .rmw(ga, size, |old| f(old, bv[l], cv[l]).unwrap_or(old))
-                .map_err(|m| ex.fail_at(mem_err(m), lane))?,
+            Place::Global(ga) => {
+                ex.l.global
+                    .rmw(ga, size, |old| f(old, bv[l], cv[l]).unwrap_or(old))
+                    .map_err(|m| ex.fail_at(mem_err(m), lane))?
+            }
             Place::Shared(off) => {
                 let sz = ex.m.shared.len() as u64;
                 if off.saturating_add(size as u64) > sz {

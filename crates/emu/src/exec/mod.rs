@@ -205,11 +205,8 @@ pub fn launch(
         }
         Some(r)
     };
-    let results: Vec<Option<Result<cta::CtaResult, EmuError>>> = if cfg.parallel {
-        (0..ncta).into_par_iter().map(run_one).collect()
-    } else {
-        (0..ncta).map(run_one).collect()
-    };
+    let results: Vec<Option<Result<cta::CtaResult, EmuError>>> =
+        if cfg.parallel { (0..ncta).into_par_iter().map(run_one).collect() } else { (0..ncta).map(run_one).collect() };
     let mut report = LaunchReport::default();
     for r in results.into_iter().flatten() {
         let r = r?;

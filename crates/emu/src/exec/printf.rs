@@ -190,7 +190,8 @@ fn format(ex: &mut Ex, fmt: &str, mut ap: u64, lane: u32) -> R<String> {
                 out.push_str(&s);
                 out.push_str(&" ".repeat(pad));
             } else if flags.contains('0') && !matches!(conv, b's' | b'c') {
-                let (sign, digits) = if s.starts_with('-') || s.starts_with('+') { s.split_at(1) } else { ("", &s[..]) };
+                let (sign, digits) =
+                    if s.starts_with('-') || s.starts_with('+') { s.split_at(1) } else { ("", &s[..]) };
                 out.push_str(sign);
                 out.push_str(&"0".repeat(pad));
                 out.push_str(digits);

@@ -44,8 +44,7 @@ fn ldmatrix(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
             let lane = (8 * i + r) as u32;
             let a = ex.addr(&ins.ops[1], lane)?;
             let mut b = [0u8; 16];
-            ex.read_mem(space, a, &mut b, lane, ins.line)
-                .map_err(|e| e.at_thread(ex.m.ctaid, ex.thread_xyz(lane)))?;
+            ex.read_mem(space, a, &mut b, lane, ins.line).map_err(|e| e.at_thread(ex.m.ctaid, ex.thread_xyz(lane)))?;
             for (k, x) in row.iter_mut().enumerate() {
                 *x = u16::from_le_bytes([b[2 * k], b[2 * k + 1]]);
             }

@@ -45,7 +45,12 @@ pub fn validate(ins: &Instr) -> Result<(), EmuError> {
                     | (Ty::E4M3x2 | Ty::E5M2x2, Ty::F32 | Ty::F16x2)
                     | (Ty::F16x2, Ty::E4M3x2 | Ty::E5M2x2)
             );
-            let scalar = |x: Ty| !matches!(x, Ty::F16x2 | Ty::BF16x2 | Ty::E4M3x2 | Ty::E5M2x2 | Ty::E4M3 | Ty::E5M2 | Ty::Pred | Ty::B128);
+            let scalar = |x: Ty| {
+                !matches!(
+                    x,
+                    Ty::F16x2 | Ty::BF16x2 | Ty::E4M3x2 | Ty::E5M2x2 | Ty::E4M3 | Ty::E5M2 | Ty::Pred | Ty::B128
+                )
+            };
             if packed_ok || (scalar(d) && scalar(s)) {
                 Ok(())
             } else {

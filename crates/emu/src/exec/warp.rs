@@ -80,7 +80,11 @@ pub enum Stop {
     /// Its time slice ran out.
     Yield,
     /// It reached `bar.sync`/`bar.arrive`.
-    Barrier { id: u32, count: Option<u32>, wait: bool },
+    Barrier {
+        id: u32,
+        count: Option<u32>,
+        wait: bool,
+    },
     Done,
 }
 

@@ -352,7 +352,7 @@ pub fn decode(
             // Cache policies only steer caches: the policy value is opaque, any value will do.
             let dst = raw.first().ok_or_else(|| perr("createpolicy needs a destination"))?;
             let ops = vec![ctx.operand(dst, Ty::B64)?, Operand::Imm(0)];
-            return Ok(finish(Kind::Mov, guard, ctx, vec![Ty::B64], m, ops, line)?);
+            return finish(Kind::Mov, guard, ctx, vec![Ty::B64], m, ops, line);
         }
         "bra" => Kind::Bra,
         "call" => Kind::Call,

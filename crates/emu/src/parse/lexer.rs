@@ -95,13 +95,12 @@ pub fn lex(text: &str) -> Result<Vec<Token>, EmuError> {
             out.push(Token { tok: Tok::Str(s), line });
         } else if c.is_ascii_digit() {
             let start = i;
-            let hexish = b.get(i + 1).is_some_and(|&x| matches!(x, b'x' | b'X' | b'f' | b'F' | b'd' | b'D'))
-                && c == b'0';
+            let hexish =
+                b.get(i + 1).is_some_and(|&x| matches!(x, b'x' | b'X' | b'f' | b'F' | b'd' | b'D')) && c == b'0';
             while i < b.len() {
                 let x = b[i];
-                if x.is_ascii_alphanumeric() || x == b'.' || x == b'_' {
-                    i += 1;
-                } else if !hexish && (x == b'+' || x == b'-') && matches!(b[i - 1], b'e' | b'E') {
+                let exp_sign = !hexish && (x == b'+' || x == b'-') && matches!(b[i - 1], b'e' | b'E');
+                if x.is_ascii_alphanumeric() || x == b'.' || x == b'_' || exp_sign {
                     i += 1;
                 } else {
                     break;

@@ -93,11 +93,7 @@ impl Module {
                     let data = init_bytes(v).map_err(|m| EmuError::parse(v.line, line_text(v.line), m))?;
                     let idx = globals.len();
                     syms.insert(v.name.clone(), Sym::Global(module_global_base(idx)));
-                    globals.push(GlobalVar {
-                        name: v.name.clone(),
-                        space: v.space.unwrap_or(Space::Global),
-                        data,
-                    });
+                    globals.push(GlobalVar { name: v.name.clone(), space: v.space.unwrap_or(Space::Global), data });
                 }
                 Some(Space::Local) => {
                     let at = align_up(local_top, var_align(v));
@@ -330,7 +326,9 @@ fn build_function(
                     syms.insert(v.name.clone(), Sym::Local(at as u32));
                 }
                 Some(Space::Shared) => {}
-                _ => return Err(EmuError::parse(v.line, line_text(v.line), "unsupported declaration in function body")),
+                _ => {
+                    return Err(EmuError::parse(v.line, line_text(v.line), "unsupported declaration in function body"))
+                }
             },
             RawStmt::Label(name) => {
                 labels.insert(name.clone(), n_instr);
@@ -342,8 +340,13 @@ fn build_function(
     let mut instrs = Vec::with_capacity(n_instr as usize);
     for s in body {
         if let RawStmt::Instr { guard, opcode, ops, line } = s {
-            let ins = decode::decode(&ctx, guard.as_ref(), opcode, ops, *line)
-                .map_err(|e| if e.line.is_none() { e.at_line(*line, line_text(*line)) } else { e })?;
+            let ins = decode::decode(&ctx, guard.as_ref(), opcode, ops, *line).map_err(|e| {
+                if e.line.is_none() {
+                    e.at_line(*line, line_text(*line))
+                } else {
+                    e
+                }
+            })?;
             instrs.push(ins);
         }
     }

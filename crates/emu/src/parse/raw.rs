@@ -7,10 +7,16 @@ use crate::ir::{Space, Ty};
 #[derive(Clone, Debug, PartialEq)]
 pub enum RawOp {
     Name(String),
-    Num { text: String, neg: bool },
+    Num {
+        text: String,
+        neg: bool,
+    },
     Vec(Vec<RawOp>),
     /// `[base + off]`: base name (register or symbol), literal offsets summed.
-    Addr { base: Option<String>, off: i64 },
+    Addr {
+        base: Option<String>,
+        off: i64,
+    },
     List(Vec<RawOp>),
     Not(String),
     /// `%p|%q`: setp's second destination.

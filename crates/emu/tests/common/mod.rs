@@ -45,7 +45,13 @@ pub fn poisoned(dtype: DType, shape: &[usize]) -> HostTensor {
     t
 }
 
-pub fn run(ptx: &str, entry: &str, grid: [u32; 3], block: [u32; 3], args: &mut [KernelArg]) -> Result<LaunchReport, EmuError> {
+pub fn run(
+    ptx: &str,
+    entry: &str,
+    grid: [u32; 3],
+    block: [u32; 3],
+    args: &mut [KernelArg],
+) -> Result<LaunchReport, EmuError> {
     let m = Module::parse(ptx)?;
     let cfg = LaunchConfig { grid, block, ..LaunchConfig::default() };
     launch(&m, entry, &cfg, args)
