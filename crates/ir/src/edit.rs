@@ -58,6 +58,23 @@ impl Function {
         }
     }
 
+    /// Whether `op` is part of the function: in a block that is the body or, through
+    /// the regions of attached ops, nested in it. Ops inside an erased op's regions are not.
+    pub fn is_attached(&self, op: Op) -> bool {
+        let mut op = op;
+        for _ in 0..=self.blocks.len() {
+            let Some(b) = self.ops[op].parent else { return false };
+            if b == self.body {
+                return true;
+            }
+            match self.blocks[b].parent {
+                Some(p) => op = p,
+                None => return false,
+            }
+        }
+        false
+    }
+
     /// Whether `inner` is `outer` or nested (through regions of ops) inside it.
     pub fn block_is_within(&self, inner: Block, outer: Block) -> bool {
         let mut b = inner;

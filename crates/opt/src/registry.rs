@@ -1,0 +1,36 @@
+//! Passes by name, and the default pipeline.
+
+use crate::pass::{Pass, PassManager};
+use crate::{Canonicalize, Cse, Dce, Inline, Licm};
+
+/// Every registered pass name.
+pub const PASS_NAMES: &[&str] = &["inline", "canonicalize", "cse", "licm", "dce"];
+
+/// The default tile-IR pipeline. Inlining first exposes everything to the rest;
+/// canonicalize folds constants and control flow; CSE merges what folding made equal;
+/// LICM then hoists invariant (often just-merged) ops; a second canonicalize + CSE
+/// round catches what hoisting lined up (ops now next to their twins outside the loop);
+/// DCE finally removes dead ops and dead loop-carried values.
+pub const DEFAULT_TILE_PIPELINE: &str = "inline, canonicalize, cse, licm, canonicalize, cse, dce";
+
+/// A pass by its name.
+pub fn create_pass(name: &str) -> Option<Box<dyn Pass>> {
+    Some(match name {
+        "inline" => Box::new(Inline),
+        "canonicalize" => Box::new(Canonicalize),
+        "cse" => Box::new(Cse),
+        "licm" => Box::new(Licm),
+        "dce" => Box::new(Dce),
+        _ => return None,
+    })
+}
+
+/// A pass manager holding [`DEFAULT_TILE_PIPELINE`].
+pub fn default_tile_pipeline() -> PassManager {
+    let mut pm = PassManager::new();
+    // The default pipeline names only registered passes.
+    if let Err(e) = pm.add_pipeline(DEFAULT_TILE_PIPELINE) {
+        unreachable!("{e}");
+    }
+    pm
+}
