@@ -5,12 +5,18 @@
 //!   into [`args::ArgValue`]s with errors that name the argument.
 //! * [`npy`]: numpy `.npy` files for every Trident dtype (bf16/fp8 stored as f32).
 //! * [`rng`]: the deterministic generator behind `rand` and `randn` tensors.
+//! * [`cache`]: the on-disk compile cache (one entry per specialization,
+//!   verified on read, LRU-evicted) with an in-process memo.
+//! * [`autotune`]: benchmarks `@triton.autotune` configs and remembers the
+//!   winner per key on disk.
 //!
 //! Launching kernels on the backends will be added here later.
 
 #![warn(missing_docs)]
 
 pub mod args;
+pub mod autotune;
+pub mod cache;
 pub mod npy;
 pub mod rng;
 
