@@ -347,6 +347,15 @@ impl<'a> Program<'a> {
             OpKind::Yield | OpKind::Condition | OpKind::Return => {
                 return Err(Fault::internal(format!("`{}` in the middle of a block", od.kind.name())).into())
             }
+            // GPU-IR ops (layouts, shared memory, ...) and anything added to the IR later.
+            #[allow(unreachable_patterns)]
+            other => {
+                return Err(Fault::internal(format!(
+                    "`{}` is not a tile-IR op the interpreter runs (GPU IR must not reach it)",
+                    other.name()
+                ))
+                .into())
+            }
         };
         if results.len() != od.results.len() {
             return Err(Fault::internal(format!(

@@ -28,6 +28,35 @@ pub(crate) fn f16_rne(x: f32) -> f32 {
     f16::from_f32(x).to_f32()
 }
 
+/// f16 bits → f32, inline (no run-time CPU feature check in the hot loop).
+#[inline(always)]
+pub(crate) fn f16_bits_to_f32(b: u16) -> f32 {
+    let sign = ((b as u32) & 0x8000) << 16;
+    let exp = ((b >> 10) & 0x1f) as u32;
+    let man = (b & 0x3ff) as u32;
+    match exp {
+        0 => {
+            let v = man as f32 * f32::from_bits(0x3380_0000); // man * 2^-24, exact
+            f32::from_bits(v.to_bits() | sign)
+        }
+        31 => f32::from_bits(sign | 0x7f80_0000 | (man << 13)),
+        _ => f32::from_bits(sign | ((exp + 112) << 23) | (man << 13)),
+    }
+}
+
+/// f32 → f16 bits, rounding to nearest even (exact for values already in f16).
+#[inline(always)]
+pub(crate) fn f32_to_f16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let exp = (b >> 23) & 0xff;
+    // Normal f16 range with nothing below the f16 mantissa: a pure re-biasing.
+    if (113..=142).contains(&exp) && b & 0x1fff == 0 {
+        let sign = ((b >> 16) & 0x8000) as u16;
+        return sign | (((exp - 112) << 10) as u16) | (((b >> 13) & 0x3ff) as u16);
+    }
+    f16::from_f32(x).to_bits()
+}
+
 fn fp8_table(e5m2: bool) -> &'static [f32; 256] {
     static E4M3: OnceLock<[f32; 256]> = OnceLock::new();
     static E5M2: OnceLock<[f32; 256]> = OnceLock::new();
@@ -101,7 +130,7 @@ pub(crate) fn round_f64(dt: DType, x: f64) -> f32 {
 /// The bit pattern of a value of float type `dt` held in f32 storage.
 pub(crate) fn f32_to_bits(dt: DType, x: f32) -> u64 {
     match dt {
-        DType::F16 => f16::from_f32(x).to_bits() as u64,
+        DType::F16 => f32_to_f16_bits(x) as u64,
         DType::BF16 => (x.to_bits() >> 16) as u64,
         DType::F8E4M3 | DType::F8E5M2 => fp8_encode(dt, x as f64) as u64,
         _ => x.to_bits() as u64,
@@ -111,7 +140,7 @@ pub(crate) fn f32_to_bits(dt: DType, x: f32) -> u64 {
 /// The f32 storage value of a bit pattern of float type `dt`.
 pub(crate) fn bits_to_f32(dt: DType, b: u64) -> f32 {
     match dt {
-        DType::F16 => f16::from_bits(b as u16).to_f32(),
+        DType::F16 => f16_bits_to_f32(b as u16),
         DType::BF16 => f32::from_bits((b as u32) << 16),
         DType::F8E4M3 | DType::F8E5M2 => fp8_decode(dt, b as u8),
         _ => f32::from_bits(b as u32),
@@ -226,6 +255,21 @@ impl Flt for f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inline_f16_conversions_match_half() {
+        for b in 0..=u16::MAX {
+            let x = f16::from_bits(b).to_f32();
+            let y = f16_bits_to_f32(b);
+            assert!(x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()), "{b:#x}");
+            if !x.is_nan() {
+                assert_eq!(f32_to_f16_bits(x), b, "{b:#x}");
+            }
+        }
+        for x in [1.0f32 + 2f32.powi(-11), 65520.0, 1e-8, -3.0e-5] {
+            assert_eq!(f32_to_f16_bits(x), f16::from_f32(x).to_bits(), "{x}");
+        }
+    }
 
     #[test]
     fn bf16_ties_to_even() {

@@ -6,7 +6,7 @@
 
 use crate::error::Fault;
 use crate::float::{self, fmax, fmin, round_f32};
-use crate::memory::{Access, Memory};
+use crate::memory::{Access, Cursor, Memory};
 use crate::value::{class_of, wrap, Class, Data, Tensor};
 use trident_core::DType;
 use trident_ir::{Elem, RmwOp};
@@ -47,6 +47,84 @@ fn check_value_type(v: &Tensor, dt: DType, what: &str) -> Result<(), Fault> {
     Ok(())
 }
 
+/// The elements of an optional one-class operand as a slice.
+trait Slice: Sized + Copy {
+    fn of(t: &Tensor) -> Option<&[Self]>;
+}
+impl Slice for i64 {
+    fn of(t: &Tensor) -> Option<&[i64]> {
+        match &t.data {
+            Data::I(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+impl Slice for f32 {
+    fn of(t: &Tensor) -> Option<&[f32]> {
+        match &t.data {
+            Data::F(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+impl Slice for f64 {
+    fn of(t: &Tensor) -> Option<&[f64]> {
+        match &t.data {
+            Data::D(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// Which lanes are on: a mask's elements, or every lane.
+struct Mask<'a>(Option<&'a [i64]>);
+
+impl Mask<'_> {
+    #[inline(always)]
+    fn on(&self, i: usize) -> bool {
+        self.0.is_none_or(|m| m[sel(m.len(), i)] != 0)
+    }
+}
+
+fn mask_of(mask: Option<&Tensor>) -> Result<Mask<'_>, Fault> {
+    Ok(Mask(match mask {
+        Some(m) => Some(m.ints()?),
+        None => None,
+    }))
+}
+
+/// The hot loop of a load of `W`-byte elements decoded by `dec`.
+#[allow(clippy::too_many_arguments)]
+fn load_lanes<T: Slice, const W: usize>(
+    mem: &Memory,
+    dt: DType,
+    ptrs: &[i64],
+    mask: &Mask,
+    other: Option<&Tensor>,
+    n: usize,
+    shape: &[u32],
+    zero: T,
+    dec: impl Fn(u64) -> T,
+) -> Result<Vec<T>, Fault> {
+    let other: Option<&[T]> = match other {
+        Some(o) => {
+            Some(T::of(o).ok_or_else(|| Fault::internal(format!("`other` of type {} for a load of {dt}", o.elem)))?)
+        }
+        None => None,
+    };
+    let mut cur = Cursor::new(mem, dt, Access::Load);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        if mask.on(i) {
+            let (buf, off) = cur.at(ptrs[sel(ptrs.len(), i)] as u64).map_err(|f| f.at_element(i, shape))?;
+            out.push(dec(buf.load_w::<W>(off)));
+        } else {
+            out.push(other.map_or(zero, |o| o[sel(o.len(), i)]));
+        }
+    }
+    Ok(out)
+}
+
 pub(crate) fn load(
     mem: &Memory,
     p: &Tensor,
@@ -57,46 +135,33 @@ pub(crate) fn load(
     let dt = pointee(p)?;
     let n = lanes(&[Some(p), mask, other]);
     let ptrs = p.ints()?;
-    if let Some(o) = other {
-        check_value_type(o, dt, "`other`")?;
+    let m = mask_of(mask)?;
+    use DType::*;
+    macro_rules! ints {
+        ($w:literal, $dec:expr) => {
+            Data::I(load_lanes::<i64, $w>(mem, dt, ptrs, &m, other, n, shape, 0, $dec)?)
+        };
     }
-    let on = |i: usize| mask.is_none_or(|m| m.truth(i));
-    let ptr = |i: usize| ptrs[if ptrs.len() == 1 { 0 } else { i }] as u64;
-    macro_rules! fill {
-        ($zero:expr, $other:expr, $dec:expr) => {{
-            let mut out = Vec::with_capacity(n);
-            for i in 0..n {
-                if on(i) {
-                    let (buf, off) = mem.resolve(ptr(i), dt, Access::Load).map_err(|f| f.at_element(i, shape))?;
-                    out.push($dec(buf.load(off, dt.size_bytes())));
-                } else {
-                    out.push(match other {
-                        Some(o) => $other(o, i),
-                        None => $zero,
-                    });
-                }
-            }
-            out
-        }};
-    }
-    let data = match class_of(Elem::Num(dt)) {
-        Class::I => Data::I(fill!(0, |o: &Tensor, i| o.ints().map_or(0, |v| v[sel(v.len(), i)]), |b| decode_i(dt, b))),
-        Class::F => Data::F(fill!(
-            0.0,
-            |o: &Tensor, i| match &o.data {
-                Data::F(v) => v[sel(v.len(), i)],
-                _ => 0.0,
-            },
-            |b| float::bits_to_f32(dt, b)
-        )),
-        Class::D => Data::D(fill!(
-            0.0,
-            |o: &Tensor, i| match &o.data {
-                Data::D(v) => v[sel(v.len(), i)],
-                _ => 0.0,
-            },
-            f64::from_bits
-        )),
+    let data = match dt {
+        F32 => Data::F(load_lanes::<f32, 4>(mem, dt, ptrs, &m, other, n, shape, 0.0, |b| f32::from_bits(b as u32))?),
+        F16 => Data::F(load_lanes::<f32, 2>(mem, dt, ptrs, &m, other, n, shape, 0.0, |b| {
+            float::f16_bits_to_f32(b as u16)
+        })?),
+        BF16 => Data::F(load_lanes::<f32, 2>(mem, dt, ptrs, &m, other, n, shape, 0.0, |b| {
+            f32::from_bits((b as u32) << 16)
+        })?),
+        F8E4M3 | F8E5M2 => {
+            Data::F(load_lanes::<f32, 1>(mem, dt, ptrs, &m, other, n, shape, 0.0, |b| float::fp8_decode(dt, b as u8))?)
+        }
+        F64 => Data::D(load_lanes::<f64, 8>(mem, dt, ptrs, &m, other, n, shape, 0.0, f64::from_bits)?),
+        I1 => ints!(1, |b| (b as u8 != 0) as i64),
+        I8 => ints!(1, |b| b as u8 as i8 as i64),
+        U8 => ints!(1, |b| b as u8 as i64),
+        I16 => ints!(2, |b| b as u16 as i16 as i64),
+        U16 => ints!(2, |b| b as u16 as i64),
+        I32 => ints!(4, |b| b as u32 as i32 as i64),
+        U32 => ints!(4, |b| b as u32 as i64),
+        I64 | U64 => ints!(8, |b| b as i64),
     };
     Ok(Tensor::new(Elem::Num(dt), shape, data))
 }
@@ -110,21 +175,50 @@ fn sel(len: usize, i: usize) -> usize {
     }
 }
 
+/// The hot loop of a store of `W`-byte elements encoded by `enc`.
+#[allow(clippy::too_many_arguments)]
+fn store_lanes<T: Slice, const W: usize>(
+    mem: &Memory,
+    dt: DType,
+    ptrs: &[i64],
+    vals: &[T],
+    mask: &Mask,
+    n: usize,
+    shape: &[u32],
+    enc: impl Fn(T) -> u64,
+) -> Result<(), Fault> {
+    let mut cur = Cursor::new(mem, dt, Access::Store);
+    for i in 0..n {
+        if mask.on(i) {
+            let (buf, off) = cur.at(ptrs[sel(ptrs.len(), i)] as u64).map_err(|f| f.at_element(i, shape))?;
+            buf.store_w::<W>(off, enc(vals[sel(vals.len(), i)]));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn store(mem: &Memory, p: &Tensor, v: &Tensor, mask: Option<&Tensor>) -> Result<(), Fault> {
     let dt = pointee(p)?;
     check_value_type(v, dt, "store")?;
     let n = lanes(&[Some(p), Some(v), mask]);
     let shape = if p.len() >= v.len() { &p.shape } else { &v.shape };
     let ptrs = p.ints()?;
-    let w = dt.size_bytes();
-    for i in 0..n {
-        if mask.is_none_or(|m| m.truth(i)) {
-            let (buf, off) =
-                mem.resolve(ptrs[sel(ptrs.len(), i)] as u64, dt, Access::Store).map_err(|f| f.at_element(i, shape))?;
-            buf.store(off, w, encode(v, dt, i));
+    let m = mask_of(mask)?;
+    use DType::*;
+    match (&v.data, dt) {
+        (Data::F(x), F32) => store_lanes::<f32, 4>(mem, dt, ptrs, x, &m, n, shape, |x| x.to_bits() as u64),
+        (Data::F(x), F16) => {
+            store_lanes::<f32, 2>(mem, dt, ptrs, x, &m, n, shape, |x| float::f32_to_f16_bits(x) as u64)
         }
+        (Data::F(x), BF16) => store_lanes::<f32, 2>(mem, dt, ptrs, x, &m, n, shape, |x| (x.to_bits() >> 16) as u64),
+        (Data::F(x), _) => store_lanes::<f32, 1>(mem, dt, ptrs, x, &m, n, shape, |x| float::f32_to_bits(dt, x)),
+        (Data::D(x), _) => store_lanes::<f64, 8>(mem, dt, ptrs, x, &m, n, shape, f64::to_bits),
+        (Data::I(x), I1) => store_lanes::<i64, 1>(mem, dt, ptrs, x, &m, n, shape, |x| (x != 0) as u64),
+        (Data::I(x), I8 | U8) => store_lanes::<i64, 1>(mem, dt, ptrs, x, &m, n, shape, |x| x as u64),
+        (Data::I(x), I16 | U16) => store_lanes::<i64, 2>(mem, dt, ptrs, x, &m, n, shape, |x| x as u64),
+        (Data::I(x), I32 | U32) => store_lanes::<i64, 4>(mem, dt, ptrs, x, &m, n, shape, |x| x as u64),
+        (Data::I(x), _) => store_lanes::<i64, 8>(mem, dt, ptrs, x, &m, n, shape, |x| x as u64),
     }
-    Ok(())
 }
 
 /// Decoded old bits of `dt` as a one-element value of its class (for building results).

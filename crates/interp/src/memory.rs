@@ -76,14 +76,16 @@ impl Buffer {
         unsafe { (self.words.as_ptr() as *mut u8).add(off) }
     }
 
-    /// Atomically reads `w` bytes at `off` (relaxed), little-endian, zero-extended.
-    pub fn load(&self, off: usize, w: usize) -> u64 {
+    /// Atomically reads `W` bytes at `off` (relaxed), little-endian, zero-extended.
+    /// The caller has checked `off + W <= bytes` and `off % W == 0`.
+    #[inline(always)]
+    pub fn load_w<const W: usize>(&self, off: usize) -> u64 {
         let p = self.byte_ptr(off);
-        // SAFETY (all arms): `p` is aligned to `w` (offsets are multiples of `w`, buffers are
+        // SAFETY (all arms): `p` is aligned to `W` (offsets are multiples of `W`, buffers are
         // 8-aligned) and valid for the buffer's lifetime; all accesses to buffer memory are
         // atomic (see the module docs for the mixed-width argument).
         unsafe {
-            match w {
+            match W {
                 1 => AtomicU8::from_ptr(p).load(Ordering::Relaxed) as u64,
                 2 => AtomicU16::from_ptr(p as *mut u16).load(Ordering::Relaxed) as u64,
                 4 => AtomicU32::from_ptr(p as *mut u32).load(Ordering::Relaxed) as u64,
@@ -92,11 +94,12 @@ impl Buffer {
         }
     }
 
-    pub fn store(&self, off: usize, w: usize, v: u64) {
+    #[inline(always)]
+    pub fn store_w<const W: usize>(&self, off: usize, v: u64) {
         let p = self.byte_ptr(off);
-        // SAFETY: as in `load`.
+        // SAFETY: as in `load_w`.
         unsafe {
-            match w {
+            match W {
                 1 => AtomicU8::from_ptr(p).store(v as u8, Ordering::Relaxed),
                 2 => AtomicU16::from_ptr(p as *mut u16).store(v as u16, Ordering::Relaxed),
                 4 => AtomicU32::from_ptr(p as *mut u32).store(v as u32, Ordering::Relaxed),
@@ -110,7 +113,7 @@ impl Buffer {
         let p = self.byte_ptr(off);
         macro_rules! cas_loop {
             ($A:ty, $t:ty) => {{
-                // SAFETY: as in `load`.
+                // SAFETY: as in `load_w`.
                 let a = unsafe { <$A>::from_ptr(p as *mut $t) };
                 let mut old = a.load(Ordering::Relaxed);
                 loop {
@@ -135,7 +138,7 @@ impl Buffer {
         let p = self.byte_ptr(off);
         macro_rules! cas {
             ($A:ty, $t:ty) => {{
-                // SAFETY: as in `load`.
+                // SAFETY: as in `load_w`.
                 let a = unsafe { <$A>::from_ptr(p as *mut $t) };
                 match a.compare_exchange(cmp as $t, new as $t, Ordering::SeqCst, Ordering::SeqCst) {
                     Ok(o) | Err(o) => o as u64,
@@ -211,6 +214,41 @@ impl Memory {
     }
 }
 
+/// Resolves the lanes of one memory op, remembering the last buffer hit so that
+/// lanes in the same buffer skip the lookup; anything else (another buffer, an
+/// error) goes through [`Memory::resolve`].
+pub(crate) struct Cursor<'m> {
+    mem: &'m Memory,
+    dt: DType,
+    access: Access,
+    /// The buffer, the pointer value of its byte 0, and the largest valid offset.
+    hit: Option<(&'m Buffer, u64, u64)>,
+}
+
+impl<'m> Cursor<'m> {
+    pub fn new(mem: &'m Memory, dt: DType, access: Access) -> Cursor<'m> {
+        Cursor { mem, dt, access, hit: None }
+    }
+
+    #[inline(always)]
+    pub fn at(&mut self, p: u64) -> Result<(&'m Buffer, usize), Fault> {
+        if let Some((b, base, max)) = self.hit {
+            let off = p.wrapping_sub(base);
+            if off <= max && off & (self.dt.size_bytes() as u64 - 1) == 0 {
+                return Ok((b, off as usize));
+            }
+        }
+        self.miss(p)
+    }
+
+    #[cold]
+    fn miss(&mut self, p: u64) -> Result<(&'m Buffer, usize), Fault> {
+        let (b, off) = self.mem.resolve(p, self.dt, self.access)?;
+        self.hit = Some((b, p - off as u64, (b.bytes - self.dt.size_bytes()) as u64));
+        Ok((b, off))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,7 +259,7 @@ mod tests {
         let mem = Memory { bufs: vec![Buffer::new("x", DType::F32, 4, &data)] };
         let (b, off) = mem.resolve(base(0) + 12, DType::F32, Access::Load).unwrap();
         assert_eq!(off, 12);
-        assert_eq!(b.load(off, 4), u32::from_le_bytes([12, 13, 14, 15]) as u64);
+        assert_eq!(b.load_w::<4>(off), u32::from_le_bytes([12, 13, 14, 15]) as u64);
         let e = mem.resolve(base(0) + 16, DType::F32, Access::Load).unwrap_err();
         assert_eq!(e.kind, ErrorKind::OutOfBounds);
         assert!(e.msg.contains("index 4 of buffer `x` (4 elements of f32)"), "{}", e.msg);
@@ -234,7 +272,7 @@ mod tests {
     #[test]
     fn narrow_stores_keep_neighbours() {
         let mem = Memory { bufs: vec![Buffer::new("h", DType::F16, 5, &[0xAA; 10])] };
-        mem.bufs[0].store(2, 2, 0x1234);
+        mem.bufs[0].store_w::<2>(2, 0x1234);
         let old = mem.bufs[0].rmw(8, 2, |o| o + 1);
         assert_eq!(old, 0xAAAA);
         let mut out = vec![0u8; 10];

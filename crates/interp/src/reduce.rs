@@ -15,7 +15,7 @@
 //! row `j` becomes `combine(row j-1, row j)`.
 
 use crate::error::{Fault, Stop};
-use crate::value::{strided_indices, Data, Tensor};
+use crate::value::{Data, Tensor};
 use trident_ir::{Elem, Type};
 
 /// Combines accumulated values with new values, operand-wise (`acc[i]`, `new[i]` have equal lengths).
@@ -41,16 +41,14 @@ fn to_axis_major(d: &Data, l: &Layout) -> Data {
     if l.outer == 1 {
         return d.clone();
     }
-    let idx = strided_indices(&[l.n as u32, l.outer as u32, l.inner as u32], &[l.inner, l.n * l.inner, 1]);
-    d.gather(&idx)
+    d.strided(&[l.n as u32, l.outer as u32, l.inner as u32], &[l.inner, l.n * l.inner, 1])
 }
 
 fn from_axis_major(d: &Data, l: &Layout) -> Data {
     if l.outer == 1 {
         return d.clone();
     }
-    let idx = strided_indices(&[l.outer as u32, l.n as u32, l.inner as u32], &[l.inner, l.outer * l.inner, 1]);
-    d.gather(&idx)
+    d.strided(&[l.outer as u32, l.n as u32, l.inner as u32], &[l.inner, l.outer * l.inner, 1])
 }
 
 fn rows(d: &Data, r0: usize, r1: usize, width: usize) -> Data {

@@ -3,7 +3,7 @@
 //! All of them move elements without changing them; shapes are row-major.
 
 use crate::error::Fault;
-use crate::value::{strided_indices, strides, Data, Tensor};
+use crate::value::{strides, Data, Tensor};
 use trident_ir::Type;
 
 pub(crate) fn splat(a: &Tensor, ty: &Type) -> Result<Tensor, Fault> {
@@ -36,7 +36,7 @@ pub(crate) fn broadcast(a: &Tensor, ty: &Type) -> Result<Tensor, Fault> {
     if a.shape.as_slice() == out {
         return Ok(Tensor::new(ty.elem(), out, a.data.clone()));
     }
-    Ok(Tensor::new(ty.elem(), out, a.data.gather(&strided_indices(out, &st))))
+    Ok(Tensor::new(ty.elem(), out, a.data.strided(out, &st)))
 }
 
 /// Same elements, new shape (expand_dims, reshape).
@@ -58,7 +58,7 @@ pub(crate) fn trans(a: &Tensor, perm: &[u32], ty: &Type) -> Result<Tensor, Fault
     let src = strides(&a.shape);
     let out: Vec<u32> = perm.iter().map(|&p| a.shape[p as usize]).collect();
     let st: Vec<usize> = perm.iter().map(|&p| src[p as usize]).collect();
-    Ok(Tensor::new(ty.elem(), &out, a.data.gather(&strided_indices(&out, &st))))
+    Ok(Tensor::new(ty.elem(), &out, a.data.strided(&out, &st)))
 }
 
 /// `[a, b]` → shape + [2], interleaving.

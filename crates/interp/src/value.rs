@@ -59,6 +59,15 @@ impl Data {
         }
     }
 
+    /// See [`strided_copy`].
+    pub fn strided(&self, out_shape: &[u32], src_strides: &[usize]) -> Data {
+        match self {
+            Data::I(v) => Data::I(strided_copy(v, out_shape, src_strides)),
+            Data::F(v) => Data::F(strided_copy(v, out_shape, src_strides)),
+            Data::D(v) => Data::D(strided_copy(v, out_shape, src_strides)),
+        }
+    }
+
     /// An empty vector of the same class with room for `n` elements.
     pub fn empty_like(&self, n: usize) -> Data {
         match self {
@@ -166,10 +175,10 @@ pub(crate) fn unravel(mut i: usize, shape: &[u32]) -> Vec<u32> {
     idx
 }
 
-/// Flat source indices for every element of `out_shape` (row-major) when the
-/// source element of multi-index `j` sits at `sum(j[d] * src_strides[d])`.
-/// Broadcasting uses stride 0, transposition permuted strides.
-pub(crate) fn strided_indices(out_shape: &[u32], src_strides: &[usize]) -> Vec<usize> {
+/// The elements of `src` for every element of `out_shape` (row-major) when the source
+/// element of multi-index `j` sits at `sum(j[d] * src_strides[d])`. Broadcasting uses
+/// stride 0, transposition permuted strides.
+pub(crate) fn strided_copy<T: Copy>(src: &[T], out_shape: &[u32], src_strides: &[usize]) -> Vec<T> {
     let n: usize = out_shape.iter().map(|&d| d as usize).product();
     let mut out = Vec::with_capacity(n);
     if n == 0 {
@@ -177,7 +186,7 @@ pub(crate) fn strided_indices(out_shape: &[u32], src_strides: &[usize]) -> Vec<u
     }
     let rank = out_shape.len();
     if rank == 0 {
-        out.push(0);
+        out.push(src[0]);
         return out;
     }
     let last = out_shape[rank - 1] as usize;
@@ -185,10 +194,10 @@ pub(crate) fn strided_indices(out_shape: &[u32], src_strides: &[usize]) -> Vec<u
     let mut counter = vec![0u32; rank];
     let mut base = 0usize;
     loop {
-        if last_stride == 0 {
-            out.extend(std::iter::repeat_n(base, last));
-        } else {
-            out.extend((0..last).map(|k| base + k * last_stride));
+        match last_stride {
+            0 => out.extend(std::iter::repeat_n(src[base], last)),
+            1 => out.extend_from_slice(&src[base..base + last]),
+            s => out.extend((0..last).map(|k| src[base + k * s])),
         }
         // Advance the outer dimensions (all but the last).
         let mut d = rank - 1;
@@ -239,12 +248,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn strided_indices_broadcast_and_transpose() {
+    fn strided_copy_broadcast_and_transpose() {
+        let src: Vec<usize> = (0..8).collect();
         // [2,3] from a [2,1] source: stride 0 on dim 1.
-        assert_eq!(strided_indices(&[2, 3], &[1, 0]), vec![0, 0, 0, 1, 1, 1]);
+        assert_eq!(strided_copy(&src, &[2, 3], &[1, 0]), vec![0, 0, 0, 1, 1, 1]);
+        // [2,3] from a [1,3] source: stride 0 on dim 0.
+        assert_eq!(strided_copy(&src, &[2, 3], &[0, 1]), vec![0, 1, 2, 0, 1, 2]);
         // transpose of a 2x3 row-major source.
-        assert_eq!(strided_indices(&[3, 2], &[1, 3]), vec![0, 3, 1, 4, 2, 5]);
-        assert_eq!(strided_indices(&[2, 2, 2], &[4, 2, 1]), (0..8).collect::<Vec<_>>());
+        assert_eq!(strided_copy(&src, &[3, 2], &[1, 3]), vec![0, 3, 1, 4, 2, 5]);
+        assert_eq!(strided_copy(&src, &[2, 2, 2], &[4, 2, 1]), src);
     }
 
     #[test]

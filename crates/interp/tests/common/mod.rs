@@ -263,6 +263,10 @@ impl K {
     pub fn finish(mut self) -> Module {
         self.op(OpKind::Return, &[], &[]);
         let text = self.lines.join("\n") + "\n";
+        if let Err(errs) = verify_function(&self.f) {
+            let msgs: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+            panic!("test kernel `{}` does not verify:\n{}", self.f.name, msgs.join("\n"));
+        }
         Module { funcs: vec![self.f], files: vec![SourceFile { path: "k.py".into(), text }] }
     }
 }
@@ -324,3 +328,5 @@ pub fn poison(dtype: DType, shape: &[usize]) -> HostTensor {
         HostTensor { dtype, shape: shape.to_vec(), data: vec![0x5A; n * dtype.size_bytes()] }
     }
 }
+
+pub mod kernels;
