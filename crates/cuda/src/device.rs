@@ -177,6 +177,12 @@ impl Device {
         Stream::null(self)
     }
 
+    /// The raw `CUcontext` (the device's primary context), for interoperating with other
+    /// CUDA code. Valid while this `Device` (or any object made from it) lives.
+    pub fn raw_context(&self) -> *mut std::ffi::c_void {
+        self.inner.ctx as *mut std::ffi::c_void
+    }
+
     /// Whether two handles refer to the same context (buffers can only be passed to
     /// kernels of the device they were allocated on).
     pub fn same_as(&self, other: &Device) -> bool {

@@ -141,12 +141,10 @@ impl<'a> PreparedLaunch<'a> {
         if let Some(expected) = kernel.param_layout() {
             check_params(expected, packed.slots(), params).map_err(invalid)?;
         }
-        if dynamic_shared_bytes > kernel.max_dynamic_shared_bytes() {
-            kernel.set_max_dynamic_shared_bytes(dynamic_shared_bytes).map_err(|e| match e {
-                CudaError::Driver { driver, .. } => CudaError::Launch { launch: desc(), driver },
-                e => e,
-            })?;
-        }
+        kernel.ensure_dynamic_shared_bytes(dynamic_shared_bytes).map_err(|e| match e {
+            CudaError::Driver { driver, .. } => CudaError::Launch { launch: desc(), driver },
+            e => e,
+        })?;
         Ok(PreparedLaunch { kernel: kernel.clone(), grid, block, shared: dynamic_shared_bytes, params: packed })
     }
 

@@ -2,7 +2,7 @@
 
 use std::ffi::{c_int, c_uint, c_void, CString};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys as cu;
 use cudarc::driver::sys::CUfunction_attribute as FA;
@@ -154,6 +154,7 @@ impl Module {
                 attributes,
                 param_slots,
                 max_dynamic_shared: AtomicU32::new(max_dynamic),
+                limit_lock: Mutex::new(()),
             }),
         })
     }
@@ -203,6 +204,8 @@ pub(crate) struct KernelInner {
     pub(crate) param_slots: Option<Vec<ParamSlot>>,
     /// The kernel's current dynamic shared-memory limit (raised on demand).
     pub(crate) max_dynamic_shared: AtomicU32,
+    /// Serialises changes of that limit.
+    limit_lock: Mutex<()>,
 }
 
 // SAFETY: the function handle is only used through the thread-safe driver.
@@ -224,6 +227,12 @@ impl std::fmt::Debug for Kernel {
 impl Kernel {
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// The raw `CUfunction`, for interoperating with other CUDA code (occupancy queries,
+    /// say). Valid while this `Kernel` (or a clone) lives.
+    pub fn as_raw(&self) -> *mut c_void {
+        self.inner.func as *mut c_void
     }
 
     pub fn attributes(&self) -> &KernelAttributes {
@@ -253,6 +262,24 @@ impl Kernel {
     /// `MAX_DYNAMIC_SHARED_SIZE_BYTES`). Launches call this themselves when they need more
     /// than the current limit, so callers rarely need to.
     pub fn set_max_dynamic_shared_bytes(&self, bytes: u32) -> Result<(), CudaError> {
+        let _serial = self.inner.limit_lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.set_limit(bytes)
+    }
+
+    /// Raises the dynamic shared-memory limit to at least `bytes`, never lowering it: two
+    /// threads preparing launches of different sizes must not undo each other's raise.
+    pub(crate) fn ensure_dynamic_shared_bytes(&self, bytes: u32) -> Result<(), CudaError> {
+        if bytes <= self.max_dynamic_shared_bytes() {
+            return Ok(());
+        }
+        let _serial = self.inner.limit_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if bytes <= self.max_dynamic_shared_bytes() {
+            return Ok(());
+        }
+        self.set_limit(bytes)
+    }
+
+    fn set_limit(&self, bytes: u32) -> Result<(), CudaError> {
         let dev = self.dev();
         dev.make_current()?;
         let value = c_int::try_from(bytes)

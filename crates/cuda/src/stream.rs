@@ -62,13 +62,31 @@ impl Drop for Stream {
 impl Stream {
     /// A new blocking stream.
     pub fn new(device: &Device) -> Result<Stream, CudaError> {
+        Stream::create(device, 0)
+    }
+
+    /// A new non-blocking stream: it does not synchronise with the legacy default stream,
+    /// so this crate's synchronous copies do not wait for its work. Call
+    /// [`Stream::synchronize`] before reading results.
+    pub fn new_non_blocking(device: &Device) -> Result<Stream, CudaError> {
+        Stream::create(device, 1)
+    }
+
+    /// `flags`: 0 = CU_STREAM_DEFAULT, 1 = CU_STREAM_NON_BLOCKING.
+    fn create(device: &Device, flags: u32) -> Result<Stream, CudaError> {
         let dev = device.inner.clone();
         dev.make_current()?;
         let mut raw: cu::CUstream = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local; flags 0 = CU_STREAM_DEFAULT (blocking).
-        let rc = unsafe { (dev.api.cuStreamCreate)(&mut raw, 0) };
+        // SAFETY: out-pointer to a local; flags are one of the two documented values.
+        let rc = unsafe { (dev.api.cuStreamCreate)(&mut raw, flags) };
         dev.api.check(rc, || "cuStreamCreate".into())?;
         Ok(Stream { dev, raw, owned: true, last: Mutex::new(None) })
+    }
+
+    /// The raw `CUstream`, for interoperating with other CUDA code (null for the default
+    /// stream). Valid while this `Stream` lives.
+    pub fn as_raw(&self) -> *mut std::ffi::c_void {
+        self.raw as *mut std::ffi::c_void
     }
 
     /// The legacy default stream of `device`.

@@ -289,10 +289,12 @@ fn launch_errors_name_the_kernel_and_the_launch() {
     let params = [Param::Ptr(&buf), Param::Ptr(&buf), Param::Ptr(&buf), Param::U32(256)];
 
     // Too many threads: refused before the driver, with the launch in the message.
-    let e = expect_err(launch(&k, [1, 1, 1], [2048, 1, 1], 0, &stream, &params), "a 2048-thread block");
+    let e = expect_err(launch(&k, [1, 1, 1], [64, 32, 1], 0, &stream, &params), "a 2048-thread block");
     let s = e.to_string();
-    assert!(s.contains("kernel `vadd`") && s.contains("grid [1, 1, 1], block [2048, 1, 1]"), "{s}");
+    assert!(s.contains("kernel `vadd`") && s.contains("grid [1, 1, 1], block [64, 32, 1]"), "{s}");
     assert!(s.contains("2048 threads per block"), "{s}");
+    let e = expect_err(launch(&k, [1, 70000, 1], [32, 1, 1], 0, &stream, &params), "grid y = 70000");
+    assert!(e.to_string().contains("grid y = 70000 exceeds the device's limit 65535"), "{e}");
 
     // Wrong parameter list (checked where the driver reports the kernel's signature).
     if k.param_layout().is_some() {
