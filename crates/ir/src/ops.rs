@@ -340,6 +340,29 @@ pub enum OpKind {
     Call { callee: String },
     /// `[values...]`: terminator of a function body.
     Return,
+
+    // ---- GPU IR only (introduced by the GPU lowering; never in tile IR) ----
+    /// `[x]` → the same values (same shape and element) in another layout.
+    ConvertLayout,
+    /// `[value?]` → a shared-memory buffer: a tensor type whose layout is a shared layout,
+    /// initialised from `value` when given.
+    LocalAlloc,
+    /// `[buffer]` → the buffer's contents as a distributed tensor.
+    LocalLoad,
+    /// `[buffer, value]` → nothing; writes `value` into the buffer.
+    LocalStore,
+    /// `[buffer, index: i32]` → the `index`-th slice along dim 0 of a multi-buffered
+    /// shared buffer (the result drops dim 0).
+    MemDescIndex,
+    /// `[buffer, ptr, mask?, other?]` → nothing; copies from global memory into the
+    /// buffer asynchronously (`cp.async`), masked-off elements get `other` (0 when absent).
+    AsyncCopy,
+    /// `[]` → nothing; closes the group of async copies issued since the last commit.
+    AsyncCommitGroup,
+    /// `[]` → nothing; waits until at most `pending` committed groups are in flight.
+    AsyncWait { pending: u32 },
+    /// `[]` → nothing; a CTA-wide barrier ordering shared-memory accesses.
+    Barrier,
 }
 
 /// What an op may do besides computing its results; decides what CSE, DCE and LICM may touch.
@@ -469,6 +492,15 @@ impl OpKind {
             Condition => "condition",
             Call { .. } => "call",
             Return => "return",
+            ConvertLayout => "convert_layout",
+            LocalAlloc => "local_alloc",
+            LocalLoad => "local_load",
+            LocalStore => "local_store",
+            MemDescIndex => "memdesc_index",
+            AsyncCopy => "async_copy",
+            AsyncCommitGroup => "async_commit_group",
+            AsyncWait { .. } => "async_wait",
+            Barrier => "barrier",
         }
     }
 
@@ -545,8 +577,11 @@ impl OpKind {
             Print { prefix, hex } => vec![("prefix", Attr::Str(prefix.clone())), ("hex", Attr::Bool(*hex))],
             Assert { msg } => vec![("msg", Attr::Str(msg.clone()))],
             Call { callee } => vec![("callee", Attr::Str(callee.clone()))],
+            AsyncWait { pending } => vec![("pending", Attr::Int(*pending as i64))],
             Splat | Broadcast | Join | Split | Cat | Binary(_) | Unary(_) | Select | Fma | AddPtr | Assume | For
             | If | While | Yield | Condition | Return => vec![],
+            ConvertLayout | LocalAlloc | LocalLoad | LocalStore | MemDescIndex | AsyncCopy | AsyncCommitGroup
+            | Barrier => vec![],
         }
     }
 
@@ -628,6 +663,15 @@ impl OpKind {
             "condition" => Condition,
             "call" => Call { callee: a.string("callee")? },
             "return" => Return,
+            "convert_layout" => ConvertLayout,
+            "local_alloc" => LocalAlloc,
+            "local_load" => LocalLoad,
+            "local_store" => LocalStore,
+            "memdesc_index" => MemDescIndex,
+            "async_copy" => AsyncCopy,
+            "async_commit_group" => AsyncCommitGroup,
+            "async_wait" => AsyncWait { pending: a.small("pending", u32::MAX as i64)? as u32 },
+            "barrier" => Barrier,
             other => {
                 if let Some(op) = BinaryOp::from_name(other) {
                     Binary(op)
@@ -655,6 +699,9 @@ impl OpKind {
             | Yield
             | Condition
             | Return => Effect::Write,
+            // Shared-memory buffers have identity (two allocs are never one) and ordering.
+            LocalAlloc | LocalStore | AsyncCopy | AsyncCommitGroup | AsyncWait { .. } | Barrier => Effect::Write,
+            LocalLoad => Effect::Read,
             // Structured control flow is as effectful as what its regions hold; passes look inside.
             For | If | While => Effect::Write,
             _ => Effect::Pure,
@@ -710,6 +757,10 @@ mod tests {
         round_trip(OpKind::Cast { kind: CastKind::Convert, rounding: Rounding::Rtz });
         round_trip(OpKind::Print { prefix: "x = \"".into(), hex: true });
         round_trip(OpKind::Scan { axis: 1, reverse: true });
+        round_trip(OpKind::ConvertLayout);
+        round_trip(OpKind::AsyncWait { pending: 2 });
+        round_trip(OpKind::Barrier);
+        round_trip(OpKind::LocalAlloc);
     }
 
     #[test]

@@ -858,6 +858,34 @@ impl<'a> Verifier<'a> {
                     self.err(op, format!("returns {}, but the function's results are {}", list(&ot), list(&want)));
                 }
             }
+            ConvertLayout | LocalLoad => {
+                if self.counts(op, 1..=1, 1) && !same_shape_elem(ot[0], rt[0]) {
+                    self.err(op, format!("result must hold the operand's values, `{}` is not `{}`", rt[0], ot[0]));
+                }
+            }
+            LocalAlloc => {
+                if self.counts(op, 0..=1, 1) && ot.len() == 1 && !same_shape_elem(ot[0], rt[0]) {
+                    self.err(op, format!("buffer `{}` cannot hold `{}`", rt[0], ot[0]));
+                }
+            }
+            LocalStore => {
+                if self.counts(op, 2..=2, 0) && !same_shape_elem(ot[0], ot[1]) {
+                    self.err(op, format!("buffer `{}` cannot hold `{}`", ot[0], ot[1]));
+                }
+            }
+            MemDescIndex => {
+                if self.counts(op, 2..=2, 1)
+                    && (ot[0].shape().get(1..) != Some(rt[0].shape()) || ot[0].elem() != rt[0].elem())
+                {
+                    self.err(op, format!("a slice of `{}` is not `{}`", ot[0], rt[0]));
+                }
+            }
+            AsyncCopy => {
+                self.counts(op, 2..=4, 0);
+            }
+            AsyncCommitGroup | AsyncWait { .. } | Barrier => {
+                self.counts(op, 0..=0, 0);
+            }
             Call { callee } => {
                 let Some(m) = self.module else { return };
                 let Some(g) = m.func(callee) else {
