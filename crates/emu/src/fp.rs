@@ -28,7 +28,14 @@ pub fn two_prod(a: f64, b: f64) -> (f64, f64) {
 /// Rounds the exact value `s + e` (s the f64 nearest to it) to f32.
 pub fn round_f32(s: f64, e: f64, rnd: Rnd) -> f32 {
     let r0 = s as f32;
-    if s.is_nan() || (e == 0.0 && matches!(rnd.dir(), Rnd::Rn)) {
+    if matches!(rnd.dir(), Rnd::Rn) && rnd != Rnd::Rna {
+        // `s` rounds like the exact value unless it sits exactly halfway between two
+        // f32 values (low 29 mantissa bits 1000...0) or in the subnormal range.
+        let halfway = s.to_bits() & 0x1fff_ffff == 0x1000_0000;
+        if e == 0.0 || s.is_nan() || (!halfway && s.abs() >= f32::MIN_POSITIVE as f64) {
+            return r0;
+        }
+    } else if s.is_nan() {
         return r0;
     }
     if r0.is_infinite() && !s.is_infinite() {

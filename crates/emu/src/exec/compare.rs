@@ -84,14 +84,25 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
             let packed = matches!(st, Ty::F16x2 | Ty::BF16x2);
             let mut r0 = [0u64; 32];
             let mut r1 = [0u64; 32];
-            for l in 0..32 {
-                if mask >> l & 1 == 0 {
-                    continue;
+            if !st.is_float() && ins.m.boolop.is_none() {
+                // Integers without combining: widen once per lane, compare with the hoisted operator.
+                let signed = st.is_signed() && !matches!(c, Cmp::Lo | Cmp::Ls | Cmp::Hi | Cmp::Hs);
+                let wide = |v: u64| if signed { as_i128(v, st) } else { (v & st.mask()) as i128 };
+                for l in 0..32 {
+                    r0[l] = cmp_int(c, wide(a[l]), wide(b[l]))
+                        .ok_or_else(|| unsupported(ins, "unordered comparison of integers"))?
+                        as u64;
                 }
-                let cv = pc.map(|p| p[l] != 0).unwrap_or(false);
-                r0[l] = combine(ins.m.boolop, compare(ins, c, st, a[l], b[l], 0)?, cv) as u64;
-                if packed {
-                    r1[l] = combine(ins.m.boolop, compare(ins, c, st, a[l], b[l], 1)?, cv) as u64;
+            } else {
+                for l in 0..32 {
+                    if mask >> l & 1 == 0 {
+                        continue;
+                    }
+                    let cv = pc.map(|p| p[l] != 0).unwrap_or(false);
+                    r0[l] = combine(ins.m.boolop, compare(ins, c, st, a[l], b[l], 0)?, cv) as u64;
+                    if packed {
+                        r1[l] = combine(ins.m.boolop, compare(ins, c, st, a[l], b[l], 1)?, cv) as u64;
+                    }
                 }
             }
             if ins.kind == Kind::Setp {

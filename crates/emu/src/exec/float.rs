@@ -109,6 +109,32 @@ fn minmax(x: f64, y: f64, max: bool, nan: bool) -> Option<f64> {
     Some(if max != x_less { x } else { y })
 }
 
+/// The common f32 round-to-nearest operations, lane by lane with native f32
+/// arithmetic (IEEE round-to-nearest-even, the same results as the general path).
+/// Returns false for operations it does not cover.
+fn f32_fast(ins: &Instr, s: &[[u64; 32]; 3], out: &mut [u64; 32]) -> bool {
+    use Kind::*;
+    let f = |i: usize, l: usize| f32::from_bits(s[i][l] as u32);
+    macro_rules! lanes {
+        (|$l:ident| $e:expr) => {
+            for $l in 0..32 {
+                out[$l] = fp::canon32($e) as u64;
+            }
+        };
+    }
+    match ins.kind {
+        Add => lanes!(|l| f(0, l) + f(1, l)),
+        Sub => lanes!(|l| f(0, l) - f(1, l)),
+        Mul => lanes!(|l| f(0, l) * f(1, l)),
+        Fma | Mad => lanes!(|l| f(0, l).mul_add(f(1, l), f(2, l))),
+        Div if !ins.m.approx => lanes!(|l| f(0, l) / f(1, l)),
+        Sqrt if !ins.m.approx => lanes!(|l| f(0, l).sqrt()),
+        Ex2 => lanes!(|l| ((f(0, l) as f64).exp2()) as f32),
+        _ => return false,
+    }
+    true
+}
+
 pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
     use Kind::*;
     let t = ins.ty();
@@ -129,6 +155,15 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
         *s = ex.src(&o[1 + i])?;
     }
     let mut out = [0u64; 32];
+    if el == Elem::F32
+        && matches!(rnd, Rnd::None | Rnd::Rn)
+        && !ftz
+        && !m.sat
+        && !m.relu
+        && f32_fast(ins, &srcs, &mut out)
+    {
+        return ex.dst(&o[0], mask, &out, t.mask());
+    }
     for lane in 0..32 {
         if mask >> lane & 1 == 0 {
             continue;
