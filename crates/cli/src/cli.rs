@@ -1,5 +1,6 @@
 //! Argument definitions and dispatch to subcommands.
 
+use crate::{compile_cmd, run_cmd};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
@@ -11,15 +12,27 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Placeholder while the subcommands are wired up.
-    Version,
+    /// Compile a kernel and print an IR stage.
+    ///
+    /// trident compile FILE.py::KERNEL [--const N=V]... [--emit ttir] [NAME=VALUE|NAME=TYPE]...
+    ///
+    /// Runtime parameters may be described by a value (as for `run`: `x=randn:f16:64`, `n=1000`)
+    /// or by a type (`x=*f16` for a pointer to f16, `n=i32`, `eps=f32`); a type compiles the
+    /// unspecialized version.
+    Compile(compile_cmd::CompileArgs),
+    /// Run a kernel.
+    ///
+    /// trident run FILE.py::KERNEL --grid X[,Y[,Z]] [--backend auto|interp|emu|cuda] [--num-warps N]
+    ///     [--num-stages N] [--seed N] [--save NAME=PATH.npy]... NAME=VALUE...
+    ///
+    /// VALUE: @PATH.npy[:DTYPE] | zeros|ones|empty|rand|randn:DTYPE:SHAPE | 42 | 0.5 | True.
+    /// `--backend auto` runs on the GPU when a CUDA driver and device are found, else on the interpreter.
+    Run(run_cmd::RunArgs),
 }
 
 pub fn dispatch(cli: Cli) -> Result<(), String> {
     match cli.command {
-        Command::Version => {
-            println!("trident {}", env!("CARGO_PKG_VERSION"));
-            Ok(())
-        }
+        Command::Compile(a) => compile_cmd::compile(a),
+        Command::Run(a) => run_cmd::run(a),
     }
 }

@@ -1,6 +1,8 @@
 //! The `trident` command line.
 
 mod cli;
+mod compile_cmd;
+mod run_cmd;
 
 use clap::Parser;
 use std::process::ExitCode;

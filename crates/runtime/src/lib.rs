@@ -10,13 +10,14 @@
 //! * [`autotune`]: benchmarks `@triton.autotune` configs and remembers the
 //!   winner per key on disk.
 //!
-//! Launching kernels on the backends will be added here later.
+//! * [`launch`]: one launch API across backends: bind arguments, compile, run.
 
 #![warn(missing_docs)]
 
 pub mod args;
 pub mod autotune;
 pub mod cache;
+pub mod launch;
 pub mod npy;
 pub mod rng;
 
