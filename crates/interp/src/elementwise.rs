@@ -219,6 +219,13 @@ fn predicate(op: UnaryOp) -> Option<fn(f64) -> bool> {
     })
 }
 
+/// `exp` of an f32 the way the GPU computes it: `ex2(f32(x * log2(e)))`, with `ex2` done
+/// exactly (in f64) instead of `ex2.approx`. On an H100 this is within 2 ulps of `tl.exp`
+/// for all tested inputs, where the correctly rounded `exp` is up to 25 ulps away.
+fn exp_f32(x: f32) -> f64 {
+    ((x * std::f32::consts::LOG2_E) as f64).exp2()
+}
+
 pub(crate) fn unary(op: UnaryOp, a: &Tensor, out: Elem) -> Result<Tensor, Fault> {
     use UnaryOp::*;
     let dt = a.dtype()?;
@@ -261,6 +268,9 @@ pub(crate) fn unary(op: UnaryOp, a: &Tensor, out: Elem) -> Result<Tensor, Fault>
                     round_slice(dt, &mut r);
                     r
                 }
+                // As compiled Triton: exp(x) = exp2(x * log2(e)) with the product rounded to f32,
+                // whose rounding dominates the error for large |x| (see `exp_f32`).
+                Exp => x.iter().map(|&v| round_f64(dt, exp_f32(v))).collect(),
                 _ => match math1(op) {
                     Some(f) => x.iter().map(|&v| round_f64(dt, f(v as f64))).collect(),
                     None => return Err(Fault::internal(format!("`{}` on floats ({dt})", op.name()))),
@@ -414,11 +424,12 @@ fn from_bits(bits: &[u64], out: Elem) -> Data {
 fn float_to_int(x: f64, d: DType) -> i64 {
     match d {
         DType::I1 => (x != 0.0) as i64,
-        DType::I8 => x as i8 as i64,
+        // The GPU converts to 16 bits (saturating) and keeps the low byte: 300.0 → 44 (checked on an H100).
+        DType::I8 => x as i16 as i8 as i64,
         DType::I16 => x as i16 as i64,
         DType::I32 => x as i32 as i64,
         DType::I64 => x as i64,
-        DType::U8 => x as u8 as i64,
+        DType::U8 => x as u16 as u8 as i64,
         DType::U16 => x as u16 as i64,
         DType::U32 => x as u32 as i64,
         _ => x as u64 as i64,

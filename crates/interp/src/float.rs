@@ -170,14 +170,15 @@ pub(crate) fn round_f64_rtz(dt: DType, x: f64) -> f32 {
     }
 }
 
-/// Rounds an f32 to tf32 (10 mantissa bits) to nearest, ties away from zero, as `cvt.rna.tf32.f32`.
+/// What the tensor cores see of an f32 input of a tf32 `dot`: the top 10 mantissa bits,
+/// the rest dropped (truncation toward zero). Compiled Triton does not round the inputs
+/// (no `cvt.rna.tf32.f32`); on an H100, results match truncated inputs (see the README).
 #[inline(always)]
-pub(crate) fn tf32_rna(x: f32) -> f32 {
-    let b = x.to_bits();
-    if (b & 0x7f80_0000) == 0x7f80_0000 {
-        return x; // inf and NaN unchanged
+pub(crate) fn tf32_trunc(x: f32) -> f32 {
+    if x.is_nan() {
+        return x;
     }
-    f32::from_bits(b.wrapping_add(0x1000) & !0x1fff)
+    f32::from_bits(x.to_bits() & !0x1fff)
 }
 
 /// IEEE maxNum on a pair, with +0 > -0: NaN-suppressing `max` as the GPU's `max.f32` computes it.
@@ -294,10 +295,10 @@ mod tests {
         assert_eq!(round_f64_rtz(DType::F16, 1.0 + 0.9 * 2f64.powi(-10)), 1.0);
         assert_eq!(round_f64_rtz(DType::F16, -1e6), -65504.0);
         assert_eq!(round_f64_rtz(DType::F32, 1.0 + 0.9 * 2f64.powi(-23)), 1.0);
-        assert_eq!(tf32_rna(1.0 + 2f32.powi(-11)), 1.0 + 2f32.powi(-10)); // tie away from zero
-        assert_eq!(tf32_rna(-(1.0 + 2f32.powi(-11))), -(1.0 + 2f32.powi(-10)));
-        assert_eq!(tf32_rna(1.0 + 2f32.powi(-12)), 1.0);
-        assert_eq!(tf32_rna(f32::INFINITY), f32::INFINITY);
+        assert_eq!(tf32_trunc(1.0 + 2f32.powi(-10) + 2f32.powi(-11)), 1.0 + 2f32.powi(-10));
+        assert_eq!(tf32_trunc(-(1.0 + 2f32.powi(-11))), -1.0);
+        assert_eq!(tf32_trunc(f32::INFINITY), f32::INFINITY);
+        assert!(tf32_trunc(f32::NAN).is_nan());
     }
 
     #[test]

@@ -133,13 +133,13 @@ fn dot_f16_matches_f64_reference() {
     }
 }
 
+/// The tensor cores' view of an f32 in a tf32 dot: the low 13 mantissa bits dropped.
 fn tf32(x: f64) -> f64 {
-    let b = (x as f32).to_bits();
-    f32::from_bits(b.wrapping_add(0x1000) & !0x1fff) as f64
+    f32::from_bits((x as f32).to_bits() & !0x1fff) as f64
 }
 
 #[test]
-fn dot_f32_tf32_rounds_inputs_and_ieee_does_not() {
+fn dot_f32_tf32_truncates_inputs_and_ieee_does_not() {
     let mut rng = Rng::from_time();
     let seed = rng.seed();
     let (m, kk, n) = (16usize, 16usize, 16usize);
@@ -173,6 +173,40 @@ fn dot_f32_tf32_rounds_inputs_and_ieee_does_not() {
         // The rounding is visible: most entries are nearer the matching reference than the other.
         assert!(closer > m * n / 2, "{p:?}: {closer}, seed {seed}");
     }
+}
+
+#[test]
+fn dot_with_f16_accumulator_rounds_every_16_k() {
+    let mut rng = Rng::from_time();
+    let seed = rng.seed();
+    let (m, kk, n) = (16usize, 80usize, 16usize);
+    let a = rng.tensor(DType::F16, &[m, kk], 2.0);
+    let b = rng.tensor(DType::F16, &[kk, n], 2.0);
+    let module = dot_kernel(DType::F16, DType::F16, m as u32, kk as u32, n as u32, InputPrecision::Tf32);
+    let mut args = vec![
+        InterpArg::Tensor(a.clone()),
+        InterpArg::Tensor(b.clone()),
+        InterpArg::Tensor(poison(DType::F16, &[m, n])),
+    ];
+    run1(&module, &mut args);
+    let got = args[2].as_tensor().unwrap().to_f64_vec();
+    let (av, bv) = (a.to_f64_vec(), b.to_f64_vec());
+    let f16 = |x: f64| half::f16::from_f64(x).to_f64();
+    let mut once_rounded_differs = 0;
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = 0.0;
+            for k0 in (0..kk).step_by(16) {
+                let part: f64 = (k0..k0 + 16).map(|p| av[i * kk + p] * bv[p * n + j]).sum();
+                acc = f16(acc + part);
+            }
+            assert_eq!(got[i * n + j], acc, "[{i},{j}], seed {seed}");
+            let exact: f64 = (0..kk).map(|p| av[i * kk + p] * bv[p * n + j]).sum();
+            once_rounded_differs += (f16(exact) != acc) as usize;
+        }
+    }
+    // The model is distinguishable from rounding once at the end.
+    assert!(once_rounded_differs > 0, "seed {seed}");
 }
 
 #[test]
