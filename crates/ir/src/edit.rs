@@ -5,7 +5,7 @@
 
 use crate::func::{Block, Function, Op, Value, ValueDef};
 use crate::types::Type;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Old value → new value, for cloning and bulk replacement.
 pub type ValueMap = HashMap<Value, Value>;
@@ -15,6 +15,30 @@ impl Function {
     /// The op stays in the arena; nothing refers to it any more.
     pub fn erase_op(&mut self, op: Op) {
         self.detach_op(op);
+    }
+
+    /// Removes many ops from their blocks at once: one pass per block touched, where
+    /// erasing them one by one would scan the block for each.
+    pub fn erase_ops(&mut self, ops: &[Op]) {
+        let mut by_block: HashMap<Block, HashSet<Op>> = HashMap::new();
+        for &op in ops {
+            if let Some(b) = self.ops[op].parent.take() {
+                by_block.entry(b).or_default().insert(op);
+            }
+        }
+        for (b, gone) in by_block {
+            self.blocks[b].ops.retain(|o| !gone.contains(o));
+        }
+    }
+
+    /// Inserts `ops` (detached, in order) right before `before`, in one splice.
+    pub fn insert_ops_before(&mut self, before: Op, ops: &[Op]) {
+        let block = self.ops[before].parent.expect("insert before a detached op");
+        let pos = self.position(before);
+        for &op in ops {
+            self.ops[op].parent = Some(block);
+        }
+        self.blocks[block].ops.splice(pos..pos, ops.iter().copied());
     }
 
     /// Replaces every use of each result of `op` by the matching value of `with`, then erases `op`.
@@ -139,16 +163,16 @@ impl Function {
     pub fn inline_block_before(&mut self, block: Block, before: Op, args: &[Value]) -> Vec<Value> {
         let map: ValueMap = self.blocks[block].args.iter().copied().zip(args.iter().copied()).collect();
         self.replace_uses_in_block(block, &map);
-        let ops = std::mem::take(&mut self.blocks[block].ops);
+        let mut ops = std::mem::take(&mut self.blocks[block].ops);
         let mut yielded = vec![];
-        for (i, &op) in ops.iter().enumerate() {
-            self.ops[op].parent = None;
-            if i + 1 == ops.len() && self.ops[op].kind.is_terminator() {
-                yielded = self.ops[op].operands.iter().map(|&v| resolve(&map, v)).collect();
-            } else {
-                self.insert_op_before(before, op);
+        if let Some(&last) = ops.last() {
+            if self.ops[last].kind.is_terminator() {
+                yielded = self.ops[last].operands.iter().map(|&v| resolve(&map, v)).collect();
+                self.ops[last].parent = None;
+                ops.pop();
             }
         }
+        self.insert_ops_before(before, &ops);
         yielded
     }
 

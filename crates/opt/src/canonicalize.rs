@@ -24,8 +24,12 @@
 
 use crate::fold;
 use crate::pass::Pass;
+use std::collections::HashMap;
 use trident_ir::edit::ValueMap;
-use trident_ir::{BinaryOp, CmpPred, Const, DType, Diagnostic, Effect, Function, Op, OpKind, Type, UnaryOp, Value};
+use trident_ir::func::SecondaryMap;
+use trident_ir::{
+    BinaryOp, Block, CmpPred, Const, DType, Diagnostic, Effect, Function, Op, OpKind, Type, UnaryOp, Value,
+};
 
 /// Canonicalization and constant folding (pass name `canonicalize`).
 pub struct Canonicalize;
@@ -42,11 +46,19 @@ impl Pass for Canonicalize {
         let mut changed = false;
         for _ in 0..MAX_ROUNDS {
             let mut round = false;
+            let mut rw = Rewriter { map: ValueMap::new(), counts: f.use_counts(), pending: HashMap::new() };
+            // Pre-order visits definitions before uses, so replacements recorded in `rw.map`
+            // reach every use as the walk gets there, without a walk per replacement.
             for op in f.all_ops() {
                 if f.is_attached(op) {
-                    round |= simplify(f, op);
+                    for o in f.ops[op].operands.iter_mut() {
+                        *o = resolve(&rw.map, *o);
+                    }
+                    round |= simplify(f, &mut rw, op);
                 }
             }
+            rw.place_constants(f);
+            f.replace_uses(&rw.map);
             round |= remove_dead_pure_ops(f);
             changed |= round;
             if !round {
@@ -60,7 +72,7 @@ impl Pass for Canonicalize {
 /// Deletes pure ops none of whose results are used; returns whether any went.
 pub fn remove_dead_pure_ops(f: &mut Function) -> bool {
     let mut counts = f.use_counts();
-    let mut changed = false;
+    let mut dead = vec![];
     // Reverse pre-order visits users before the values they use.
     for op in f.all_ops().into_iter().rev() {
         let d = &f.ops[op];
@@ -74,10 +86,10 @@ pub fn remove_dead_pure_ops(f: &mut Function) -> bool {
                 counts[v] = counts[v].saturating_sub(1);
             }
         }
-        f.erase_op(op);
-        changed = true;
+        dead.push(op);
     }
-    changed
+    f.erase_ops(&dead);
+    !dead.is_empty()
 }
 
 trait WalkRegions {
@@ -93,6 +105,85 @@ impl WalkRegions for Function {
     }
 }
 
+/// Replacements made during one round.
+struct Rewriter {
+    /// Replaced value → its replacement (applied to operands as the walk reaches them).
+    map: ValueMap,
+    /// Uses at the start of the round (to tell whether a replacement changes anything).
+    counts: SecondaryMap<Value, u32>,
+    /// New constants to put into block lists at the end of the round: block → (op they go
+    /// before → constants). Editing a block list per constant would cost a scan each.
+    pending: HashMap<Block, HashMap<Op, Vec<Op>>>,
+}
+
+impl Rewriter {
+    /// Replaces the results of `op` by `with`. Pure ops are left for the dead-op sweep at the
+    /// end of the round (erasing one at a time scans its block); others are erased now.
+    fn replace(&mut self, f: &mut Function, op: Op, with: &[Value]) {
+        for (&r, &w) in f.ops[op].results.iter().zip(with) {
+            if r != w {
+                self.map.insert(r, w);
+            }
+        }
+        if f.ops[op].kind.effect() != Effect::Pure {
+            f.erase_op(op);
+        }
+    }
+
+    /// A new constant of type `ty` that will sit right before `at`, with `at`'s location.
+    fn constant(&mut self, f: &mut Function, at: Op, c: Const, ty: Type) -> Value {
+        let loc = f.ops[at].loc;
+        let op = f.new_op(OpKind::Constant(c), &[], &[ty], loc);
+        let block = f.ops[at].parent.unwrap_or(f.body);
+        // Attached from now on (the walk may look at it); listed in its block at the end.
+        f.ops[op].parent = Some(block);
+        self.pending.entry(block).or_default().entry(at).or_default().push(op);
+        f.ops[op].results[0]
+    }
+
+    /// Puts the new constants into their blocks, one rebuild per block.
+    fn place_constants(&mut self, f: &mut Function) {
+        for (block, mut before) in std::mem::take(&mut self.pending) {
+            let old = std::mem::take(&mut f.blocks[block].ops);
+            let mut ops = Vec::with_capacity(old.len());
+            for op in old {
+                if let Some(cs) = before.remove(&op) {
+                    ops.extend(cs);
+                }
+                ops.push(op);
+            }
+            // Constants whose anchor left the block: the block's start is as good a place.
+            let rest: Vec<Op> = before.into_values().flatten().collect();
+            ops.splice(0..0, rest);
+            f.blocks[block].ops = ops;
+        }
+    }
+
+    /// Records replacements of values that stay defined (block arguments, results of kept
+    /// ops); true when one of them was in use.
+    fn redirect(&mut self, pairs: ValueMap) -> bool {
+        let mut any = false;
+        for (k, v) in pairs {
+            if self.counts[k] > 0 && !self.map.contains_key(&k) {
+                self.map.insert(k, v);
+                any = true;
+            }
+        }
+        any
+    }
+}
+
+/// Follows `v` through `map` (bounded, in case of a cycle).
+fn resolve(map: &ValueMap, mut v: Value) -> Value {
+    for _ in 0..64 {
+        match map.get(&v) {
+            Some(&w) if w != v => v = w,
+            _ => break,
+        }
+    }
+    v
+}
+
 pub(crate) fn const_of(f: &Function, v: Value) -> Option<Const> {
     let op = f.def_op(v)?;
     match f.ops[op].kind {
@@ -106,23 +197,11 @@ fn norm_const(f: &Function, v: Value, d: DType) -> Option<Const> {
     fold::normalize(d, const_of(f, v)?)
 }
 
-/// Inserts a constant of type `ty` before `at`, with `at`'s location.
-fn make_const(f: &mut Function, at: Op, c: Const, ty: Type) -> Value {
-    let loc = f.ops[at].loc;
-    let op = f.new_op(OpKind::Constant(c), &[], &[ty], loc);
-    f.insert_op_before(at, op);
-    f.ops[op].results[0]
-}
-
-fn replace_with_const(f: &mut Function, op: Op, c: Const) -> bool {
+fn replace_with_const(f: &mut Function, rw: &mut Rewriter, op: Op, c: Const) -> bool {
     let ty = f.ty(f.ops[op].results[0]).clone();
-    let v = make_const(f, op, c, ty);
-    f.replace_op(op, &[v]);
+    let v = rw.constant(f, op, c, ty);
+    rw.replace(f, op, &[v]);
     true
-}
-
-fn has_uses(f: &Function, v: Value) -> bool {
-    f.all_ops().iter().any(|&o| f.ops[o].operands.contains(&v))
 }
 
 fn commutative(op: BinaryOp) -> bool {
@@ -131,7 +210,7 @@ fn commutative(op: BinaryOp) -> bool {
 }
 
 /// One rewrite of `op`, if any applies; returns whether the IR changed.
-fn simplify(f: &mut Function, op: Op) -> bool {
+fn simplify(f: &mut Function, rw: &mut Rewriter, op: Op) -> bool {
     let kind = f.ops[op].kind.clone();
     let operands: Vec<Value> = f.ops[op].operands.to_vec();
     let results: Vec<Value> = f.ops[op].results.to_vec();
@@ -147,13 +226,13 @@ fn simplify(f: &mut Function, op: Op) -> bool {
                 _ => false,
             }
         }
-        OpKind::Binary(b) => simplify_binary(f, op, b, operands[0], operands[1]),
+        OpKind::Binary(b) => simplify_binary(f, rw, op, b, operands[0], operands[1]),
         OpKind::Unary(u) => {
             let a = operands[0];
             let Some(d) = f.ty(a).elem().num() else { return false };
             if let Some(x) = norm_const(f, a, d) {
                 return match fold::unary(u, d, x) {
-                    Some(r) => replace_with_const(f, op, r),
+                    Some(r) => replace_with_const(f, rw, op, r),
                     None => false,
                 };
             }
@@ -161,7 +240,7 @@ fn simplify(f: &mut Function, op: Op) -> bool {
                 if let Some(inner) = f.def_op(a) {
                     if f.ops[inner].kind == OpKind::Unary(u) {
                         let x = f.ops[inner].operands[0];
-                        f.replace_op(op, &[x]);
+                        rw.replace(f, op, &[x]);
                         return true;
                     }
                 }
@@ -174,14 +253,14 @@ fn simplify(f: &mut Function, op: Op) -> bool {
             if let Some(d) = elem.num() {
                 if let (Some(x), Some(y)) = (norm_const(f, a, d), norm_const(f, b, d)) {
                     return match fold::cmp(p, d, x, y) {
-                        Some(r) => replace_with_const(f, op, Const::Bool(r)),
+                        Some(r) => replace_with_const(f, rw, op, Const::Bool(r)),
                         None => false,
                     };
                 }
             }
             if a == b && !elem.is_float() {
                 let r = matches!(p, CmpPred::Eq | CmpPred::Le | CmpPred::Ge);
-                return replace_with_const(f, op, Const::Bool(r));
+                return replace_with_const(f, rw, op, Const::Bool(r));
             }
             if const_of(f, a).is_some() && const_of(f, b).is_none() {
                 let swapped = match p {
@@ -200,18 +279,18 @@ fn simplify(f: &mut Function, op: Op) -> bool {
         OpKind::Select => {
             let (c, a, b) = (operands[0], operands[1], operands[2]);
             if let Some(Const::Bool(k)) = const_of(f, c) {
-                f.replace_op(op, &[if k { a } else { b }]);
+                rw.replace(f, op, &[if k { a } else { b }]);
                 return true;
             }
             if a == b {
-                f.replace_op(op, &[a]);
+                rw.replace(f, op, &[a]);
                 return true;
             }
             // select(c, true, false) is c itself when the types agree.
             if (const_of(f, a), const_of(f, b)) == (Some(Const::Bool(true)), Some(Const::Bool(false)))
                 && f.ty(c) == f.ty(results[0])
             {
-                f.replace_op(op, &[c]);
+                rw.replace(f, op, &[c]);
                 return true;
             }
             false
@@ -220,17 +299,17 @@ fn simplify(f: &mut Function, op: Op) -> bool {
         | OpKind::Broadcast
         | OpKind::Reshape { .. }
         | OpKind::ExpandDims { .. }
-        | OpKind::Trans { .. } => simplify_shape(f, op, &kind, operands[0], results[0]),
+        | OpKind::Trans { .. } => simplify_shape(f, rw, op, &kind, operands[0], results[0]),
         OpKind::Cast { kind: ck, rounding } => {
             let a = operands[0];
             let (ta, tr) = (f.ty(a).clone(), f.ty(results[0]).clone());
             if ta == tr && matches!(ck, trident_ir::CastKind::Convert | trident_ir::CastKind::Bitcast) {
-                f.replace_op(op, &[a]);
+                rw.replace(f, op, &[a]);
                 return true;
             }
             let (Some(from), Some(to)) = (ta.elem().num(), tr.elem().num()) else { return false };
             match norm_const(f, a, from).and_then(|x| fold::cast(ck, rounding, from, to, x)) {
-                Some(r) => replace_with_const(f, op, r),
+                Some(r) => replace_with_const(f, rw, op, r),
                 None => false,
             }
         }
@@ -238,7 +317,7 @@ fn simplify(f: &mut Function, op: Op) -> bool {
             let d = f.ty(operands[1]).elem().num();
             match (d, const_of(f, operands[1])) {
                 (Some(d), Some(c)) if fold::int_value(d, c) == Some(0) => {
-                    f.replace_op(op, &[operands[0]]);
+                    rw.replace(f, op, &[operands[0]]);
                     true
                 }
                 _ => false,
@@ -251,24 +330,24 @@ fn simplify(f: &mut Function, op: Op) -> bool {
             }
             let cs: Option<Vec<f64>> = operands.iter().map(|&v| const_of(f, v).and_then(fold::float_value)).collect();
             match cs.as_deref() {
-                Some(&[x, y, z]) => replace_with_const(f, op, Const::Float(x.mul_add(y, z))),
+                Some(&[x, y, z]) => replace_with_const(f, rw, op, Const::Float(x.mul_add(y, z))),
                 _ => false,
             }
         }
-        OpKind::If => simplify_if(f, op, operands[0]),
-        OpKind::For => simplify_for(f, op, &operands),
+        OpKind::If => simplify_if(f, rw, op, operands[0]),
+        OpKind::For => simplify_for(f, rw, op, &operands),
         _ => false,
     }
 }
 
-fn simplify_binary(f: &mut Function, op: Op, b: BinaryOp, a: Value, c: Value) -> bool {
+fn simplify_binary(f: &mut Function, rw: &mut Rewriter, op: Op, b: BinaryOp, a: Value, c: Value) -> bool {
     use BinaryOp::*;
     let ty = f.ty(a).clone();
     let Some(d) = ty.elem().num() else { return false };
     let (ca, cc) = (norm_const(f, a, d), norm_const(f, c, d));
     if let (Some(x), Some(y)) = (ca, cc) {
         return match fold::binary(b, d, x, y) {
-            Some(r) => replace_with_const(f, op, r),
+            Some(r) => replace_with_const(f, rw, op, r),
             None => false,
         };
     }
@@ -290,7 +369,7 @@ fn simplify_binary(f: &mut Function, op: Op, b: BinaryOp, a: Value, c: Value) ->
                 _ => false,
             };
             if keep_a {
-                f.replace_op(op, &[a]);
+                rw.replace(f, op, &[a]);
                 return true;
             }
             let to_zero = match b {
@@ -299,17 +378,17 @@ fn simplify_binary(f: &mut Function, op: Op, b: BinaryOp, a: Value, c: Value) ->
                 _ => false,
             };
             if to_zero {
-                return replace_with_const(f, op, zero);
+                return replace_with_const(f, rw, op, zero);
             }
             if b == Or && is_ones {
-                return replace_with_const(f, op, ones);
+                return replace_with_const(f, rw, op, ones);
             }
         }
         if a == c {
             match b {
-                Sub | Xor => return replace_with_const(f, op, zero),
+                Sub | Xor => return replace_with_const(f, rw, op, zero),
                 And | Or | Max | Min => {
-                    f.replace_op(op, &[a]);
+                    rw.replace(f, op, &[a]);
                     return true;
                 }
                 _ => {}
@@ -324,23 +403,23 @@ fn simplify_binary(f: &mut Function, op: Op, b: BinaryOp, a: Value, c: Value) ->
                 _ => false,
             };
             if keep_a {
-                f.replace_op(op, &[a]);
+                rw.replace(f, op, &[a]);
                 return true;
             }
         }
         if a == c && matches!(b, Max | Min | MaxNan | MinNan) {
-            f.replace_op(op, &[a]);
+            rw.replace(f, op, &[a]);
             return true;
         }
     }
     false
 }
 
-fn simplify_shape(f: &mut Function, op: Op, kind: &OpKind, a: Value, r: Value) -> bool {
+fn simplify_shape(f: &mut Function, rw: &mut Rewriter, op: Op, kind: &OpKind, a: Value, r: Value) -> bool {
     let rty = f.ty(r).clone();
     if let Some(c) = const_of(f, a) {
         // A constant is the same value everywhere, whatever its shape.
-        return replace_with_const(f, op, c);
+        return replace_with_const(f, rw, op, c);
     }
     let identity = match kind {
         OpKind::Broadcast | OpKind::Reshape { .. } => f.ty(a) == &rty,
@@ -348,7 +427,7 @@ fn simplify_shape(f: &mut Function, op: Op, kind: &OpKind, a: Value, r: Value) -
         _ => false,
     };
     if identity {
-        f.replace_op(op, &[a]);
+        rw.replace(f, op, &[a]);
         return true;
     }
     let Some(inner) = f.def_op(a) else { return false };
@@ -378,11 +457,11 @@ fn simplify_shape(f: &mut Function, op: Op, kind: &OpKind, a: Value, r: Value) -
     }
 }
 
-fn simplify_if(f: &mut Function, op: Op, cond: Value) -> bool {
+fn simplify_if(f: &mut Function, rw: &mut Rewriter, op: Op, cond: Value) -> bool {
     if let Some(Const::Bool(k)) = const_of(f, cond) {
         let region = f.ops[op].regions[if k { 0 } else { 1 }];
         let vals = f.inline_block_before(region, op, &[]);
-        f.replace_op(op, &vals);
+        rw.replace(f, op, &vals);
         return true;
     }
     // Results that both branches yield from outside the `if` are that value.
@@ -395,24 +474,14 @@ fn simplify_if(f: &mut Function, op: Op, cond: Value) -> bool {
             map.insert(res, y0);
         }
     }
-    apply_if_used(f, map)
+    rw.redirect(map)
 }
 
 fn terminator_operands(f: &Function, block: trident_ir::Block) -> Vec<Value> {
     f.terminator(block).map(|t| f.ops[t].operands.to_vec()).unwrap_or_default()
 }
 
-/// Applies a replacement when some replaced value is used (so that reporting a change means one).
-fn apply_if_used(f: &mut Function, map: ValueMap) -> bool {
-    let used: ValueMap = map.into_iter().filter(|(k, _)| has_uses(f, *k)).collect();
-    if used.is_empty() {
-        return false;
-    }
-    f.replace_uses(&used);
-    true
-}
-
-fn simplify_for(f: &mut Function, op: Op, operands: &[Value]) -> bool {
+fn simplify_for(f: &mut Function, rw: &mut Rewriter, op: Op, operands: &[Value]) -> bool {
     let body = f.ops[op].regions[0];
     let inits = &operands[3..];
     let lb_ty = f.ty(operands[0]).clone();
@@ -423,14 +492,14 @@ fn simplify_for(f: &mut Function, op: Op, operands: &[Value]) -> bool {
             if step > 0 {
                 let trips = if ub <= lb { 0 } else { (ub - lb + step - 1) / step };
                 if trips == 0 {
-                    f.replace_op(op, inits);
+                    rw.replace(f, op, inits);
                     return true;
                 }
                 if trips == 1 {
                     let mut args = vec![operands[0]];
                     args.extend_from_slice(inits);
                     let vals = f.inline_block_before(body, op, &args);
-                    f.replace_op(op, &vals);
+                    rw.replace(f, op, &vals);
                     return true;
                 }
             }
@@ -447,5 +516,5 @@ fn simplify_for(f: &mut Function, op: Op, operands: &[Value]) -> bool {
             map.insert(results[i], init);
         }
     }
-    apply_if_used(f, map)
+    rw.redirect(map)
 }

@@ -54,6 +54,7 @@ impl State {
     fn block(&mut self, f: &mut Function, b: Block) {
         let scope = self.log.len();
         let ops = f.blocks[b].ops.clone();
+        let mut merged = vec![];
         for op in ops {
             // Uses come after definitions in pre-order, so replacements are applied on the way.
             for o in f.ops[op].operands.iter_mut() {
@@ -79,7 +80,7 @@ impl State {
                     for (&r, &e) in f.ops[op].results.iter().zip(existing) {
                         self.map.insert(r, e);
                     }
-                    f.erase_op(op);
+                    merged.push(op);
                     self.changed = true;
                 }
                 None => {
@@ -88,6 +89,7 @@ impl State {
                 }
             }
         }
+        f.erase_ops(&merged);
         for k in self.log.drain(scope..) {
             self.table.remove(&k);
         }

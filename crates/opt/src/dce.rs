@@ -153,13 +153,14 @@ fn remove_term_operand(f: &mut Function, block: Block, i: usize) {
 
 fn sweep(f: &mut Function, b: Block, lv: &Liveness) -> bool {
     let mut changed = false;
+    let mut dead = vec![];
     for op in f.blocks[b].ops.clone() {
         let kind = f.ops[op].kind.clone();
         if kind.is_terminator() {
             continue;
         }
         if !lv.ops[op] {
-            f.erase_op(op);
+            dead.push(op);
             changed = true;
             continue;
         }
@@ -215,5 +216,6 @@ fn sweep(f: &mut Function, b: Block, lv: &Liveness) -> bool {
             changed |= sweep(f, r, lv);
         }
     }
+    f.erase_ops(&dead);
     changed
 }

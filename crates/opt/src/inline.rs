@@ -9,9 +9,9 @@
 //! locations in the helper's source.
 
 use crate::pass::Pass;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use trident_ir::edit::ValueMap;
-use trident_ir::{Diagnostic, Function, Loc, Module, Op, OpKind};
+use trident_ir::{Block, Diagnostic, Function, Loc, Module, Op, OpKind, Value};
 
 /// Inline all calls (pass name `inline`).
 pub struct Inline;
@@ -44,22 +44,33 @@ impl Pass for Inline {
         let order = post_order(m, &callees)?;
         let mut changed = false;
         for i in order {
-            while let Some(call) = first_call(&m.funcs[i]) {
-                let OpKind::Call { callee } = &m.funcs[i].ops[call].kind else { unreachable!() };
-                let j = index[callee.as_str()];
-                let g = m.funcs[j].clone();
-                inline_call(&mut m.funcs[i], call, &g);
+            // Callees come first in `order`, so their bodies hold no calls any more and one
+            // pass over this function's calls is enough.
+            let calls: Vec<(Op, usize)> = m.funcs[i]
+                .all_ops()
+                .into_iter()
+                .filter_map(|op| match &m.funcs[i].ops[op].kind {
+                    OpKind::Call { callee } => Some((op, index[callee.as_str()])),
+                    _ => None,
+                })
+                .collect();
+            let mut replaced = ValueMap::new();
+            // Inlined ops per call, put into the block lists in one rebuild per block.
+            let mut bodies: HashMap<Op, Vec<Op>> = HashMap::new();
+            let mut callee_copies: HashMap<usize, Function> = HashMap::new();
+            for (call, j) in calls {
+                let g = callee_copies.entry(j).or_insert_with(|| m.funcs[j].clone());
+                let ops = inline_call(&mut m.funcs[i], call, g, &mut replaced);
+                bodies.insert(call, ops);
                 changed = true;
             }
+            splice_bodies(&mut m.funcs[i], &mut bodies);
+            m.funcs[i].replace_uses(&replaced);
         }
         let before = m.funcs.len();
         m.funcs.retain(|f| f.kernel);
         Ok(changed || m.funcs.len() != before)
     }
-}
-
-fn first_call(f: &Function) -> Option<Op> {
-    f.all_ops().into_iter().find(|&op| matches!(f.ops[op].kind, OpKind::Call { .. }))
 }
 
 /// Functions ordered callees first; an error naming the cycle if there is recursion.
@@ -111,21 +122,55 @@ fn post_order(m: &Module, callees: &[Vec<(usize, Loc)>]) -> Result<Vec<usize>, D
     Ok(order)
 }
 
-/// Replaces `call` in `f` by a copy of `g`'s body.
-fn inline_call(f: &mut Function, call: Op, g: &Function) {
-    let args = f.ops[call].operands.to_vec();
+/// Copies `g`'s body for `call` (detached ops, returned in order); the call's results go
+/// into `replaced` (applied to the whole function once all calls are done).
+fn inline_call(f: &mut Function, call: Op, g: &Function, replaced: &mut ValueMap) -> Vec<Op> {
+    // Arguments may be results of calls inlined just before.
+    let args: Vec<Value> = f.ops[call].operands.iter().map(|&a| resolve(replaced, a)).collect();
     let mut map = ValueMap::new();
     for (p, &a) in g.params.iter().zip(&args) {
         map.insert(p.value, a);
     }
     let mut returned = vec![];
+    let mut ops = vec![];
     for &op in &g.blocks[g.body].ops {
         if matches!(g.ops[op].kind, OpKind::Return) {
             returned = g.ops[op].operands.iter().map(|v| map.get(v).copied().unwrap_or(*v)).collect();
             break;
         }
-        let c = f.import_op(g, op, &mut map);
-        f.insert_op_before(call, c);
+        ops.push(f.import_op(g, op, &mut map));
     }
-    f.replace_op(call, &returned);
+    for (&r, &v) in f.ops[call].results.iter().zip(&returned) {
+        replaced.insert(r, v);
+    }
+    ops
+}
+
+/// Replaces each call in its block list by the ops inlined for it.
+fn splice_bodies(f: &mut Function, bodies: &mut HashMap<Op, Vec<Op>>) {
+    let blocks: HashSet<Block> = bodies.keys().filter_map(|&c| f.ops[c].parent).collect();
+    for b in blocks {
+        let old = std::mem::take(&mut f.blocks[b].ops);
+        let mut ops = Vec::with_capacity(old.len());
+        for op in old {
+            match bodies.remove(&op) {
+                Some(inlined) => {
+                    for &o in &inlined {
+                        f.ops[o].parent = Some(b);
+                    }
+                    ops.extend(inlined);
+                    f.ops[op].parent = None;
+                }
+                None => ops.push(op),
+            }
+        }
+        f.blocks[b].ops = ops;
+    }
+}
+
+fn resolve(map: &ValueMap, mut v: Value) -> Value {
+    while let Some(&w) = map.get(&v) {
+        v = w;
+    }
+    v
 }

@@ -11,6 +11,7 @@
 use crate::canonicalize::const_of;
 use crate::fold;
 use crate::pass::Pass;
+use std::collections::HashSet;
 use trident_ir::{BinaryOp, Block, Diagnostic, Effect, Function, Op, OpKind, Value};
 
 /// Loop-invariant code motion (pass name `licm`).
@@ -66,21 +67,33 @@ fn may_fault(f: &Function, op: Op) -> bool {
 }
 
 fn hoist_from(f: &mut Function, lp: Op) -> bool {
-    let mut changed = false;
     let regions = f.ops[lp].regions.clone();
+    let Some(outer) = f.ops[lp].parent else { return false };
+    let mut hoisted = vec![];
+    let mut moving = HashSet::new();
     for &r in &regions {
         for op in f.blocks[r].ops.clone() {
             let d = &f.ops[op];
             if d.kind.effect() != Effect::Pure || d.kind.is_terminator() || may_fault(f, op) {
                 continue;
             }
-            let invariant = free_values(f, op).iter().all(|&v| !regions.iter().any(|&lr| f.is_defined_within(v, lr)));
-            if invariant {
-                f.detach_op(op);
-                f.insert_op_before(lp, op);
-                changed = true;
+            // Defined outside the loop, or by an op that is leaving it too.
+            let outside = |v: Value| {
+                f.def_op(v).is_some_and(|o| moving.contains(&o))
+                    || !regions.iter().any(|&lr| f.is_defined_within(v, lr))
+            };
+            if free_values(f, op).into_iter().all(outside) {
+                hoisted.push(op);
+                moving.insert(op);
             }
         }
     }
-    changed
+    if hoisted.is_empty() {
+        return false;
+    }
+    // One edit per block rather than one per op (each would scan the block).
+    f.erase_ops(&hoisted);
+    f.insert_ops_before(lp, &hoisted);
+    debug_assert!(hoisted.iter().all(|&o| f.ops[o].parent == Some(outer)));
+    true
 }
