@@ -8,7 +8,7 @@ use half::{bf16, f16};
 
 pub const F32_CANON_NAN: u32 = 0x7fff_ffff;
 pub const F16_CANON_NAN: u16 = 0x7fff;
-pub const F64_CANON_NAN: u64 = 0x7fff_ffff_ffff_ffff;
+pub const F64_DEFAULT_NAN: u64 = 0xfff8_0000_0000_0000;
 
 /// `s + e` exactly equals `a + b`.
 pub fn two_sum(a: f64, b: f64) -> (f64, f64) {
@@ -125,14 +125,6 @@ pub fn ftz32(x: f32) -> f32 {
 pub fn canon32(x: f32) -> u32 {
     if x.is_nan() {
         F32_CANON_NAN
-    } else {
-        x.to_bits()
-    }
-}
-
-pub fn canon64(x: f64) -> u64 {
-    if x.is_nan() {
-        F64_CANON_NAN
     } else {
         x.to_bits()
     }

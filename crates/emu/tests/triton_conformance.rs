@@ -21,6 +21,16 @@ fn load(name: &str) -> (Module, u32, u32) {
     (m, field("threads="), field("shared="))
 }
 
+/// Launches and, with `TRIDENT_EMU_DUMP`, records the launch for replay on a GPU.
+fn go(m: &Module, name: &str, entry: &str, cfg: &LaunchConfig, args: &mut [KernelArg]) -> trident_emu::LaunchReport {
+    let before = args.to_vec();
+    let r = launch(m, entry, cfg, args).unwrap_or_else(|e| panic!("{entry}: {e}"));
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+    let ptx = std::fs::read_to_string(format!("{dir}/{name}.ptx")).unwrap_or_default();
+    dump_case(m, &ptx, entry, cfg, &before, args);
+    r
+}
+
 fn cfg(grid: [u32; 3], threads: u32, shared: u32) -> LaunchConfig {
     LaunchConfig { grid, block: [threads, 1, 1], dynamic_shared_bytes: shared, ..LaunchConfig::default() }
 }
@@ -54,7 +64,7 @@ fn vector_add() {
         KernelArg::Null,
     ];
     let grid = [(n as u32).div_ceil(256), 1, 1];
-    let r = launch(&m, "vadd", &cfg(grid, threads, shared), &mut args).unwrap();
+    let r = go(&m, "vadd", "vadd", &cfg(grid, threads, shared), &mut args);
     assert_close(buf(&args, 2), &want, 0.0, "vadd");
     assert!(r.cycles > 0 && r.lane_instructions > 0);
 }
@@ -82,7 +92,7 @@ fn softmax_rows() {
         KernelArg::Null,
         KernelArg::Null,
     ];
-    launch(&m, "row_softmax", &cfg([rows as u32, 1, 1], threads, shared), &mut args).unwrap();
+    go(&m, "softmax", "row_softmax", &cfg([rows as u32, 1, 1], threads, shared), &mut args);
     assert_close(buf(&args, 1), &want, 1e-5, "softmax");
 }
 
@@ -115,7 +125,7 @@ fn layer_norm() {
         KernelArg::Null,
         KernelArg::Null,
     ];
-    launch(&m, "layernorm", &cfg([rows as u32, 1, 1], threads, shared), &mut args).unwrap();
+    go(&m, "layernorm", "layernorm", &cfg([rows as u32, 1, 1], threads, shared), &mut args);
     // Output is f16: allow its rounding.
     assert_close(buf(&args, 3), &want, 2e-3, "layernorm");
 }
@@ -145,7 +155,7 @@ fn matmul_case(mm: usize, nn: usize, kk: usize, seed: u64) {
         KernelArg::Null,
     ];
     let grid = [(mm as u32).div_ceil(64), (nn as u32).div_ceil(64), 1];
-    let r = launch(&m, "matmul", &cfg(grid, threads, shared), &mut args).unwrap();
+    let r = go(&m, "matmul", "matmul", &cfg(grid, threads, shared), &mut args);
     assert_close(buf(&args, 2), &want, 2e-3, &format!("matmul {mm}x{nn}x{kk}"));
     assert!(r.cycles > 0);
 }
@@ -196,6 +206,6 @@ fn flash_attention_forward() {
         KernelArg::Null,
     ];
     let grid = [(seq / 32) as u32, bh as u32, 1];
-    launch(&m, "attn_fwd", &cfg(grid, threads, shared), &mut args).unwrap();
+    go(&m, "attn_fwd", "attn_fwd", &cfg(grid, threads, shared), &mut args);
     assert_close(buf(&args, 3), &want, 1e-2, "attention");
 }

@@ -129,6 +129,10 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                     Ty::TF32 => f32::from_bits(v as u32) as f64,
                     _ => elem_of(st).ok_or_else(|| unsupported(ins, "cvt source"))?.0.decode(v, m.ftz),
                 };
+                if let (true, Some(b)) = (x.is_nan(), nan_convert(dt, st, v)) {
+                    out[l] = b;
+                    continue;
+                }
                 if m.rnd.is_int() {
                     let r = round_int(x, m.rnd);
                     float_to(dt, ins, r, 0.0)?
@@ -139,6 +143,18 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
         };
     }
     ex.dst(&o[0], mask, &out, dt.mask())
+}
+
+/// NaN through float-to-float conversions, as an H100 does it: f64↔f32 and bf16→f32
+/// keep sign and (truncated) payload; everything else gives the canonical NaN.
+fn nan_convert(dt: Ty, st: Ty, v: u64) -> Option<u64> {
+    Some(match (dt, st) {
+        (Ty::F32, Ty::F64) => (f64::from_bits(v) as f32).to_bits() as u64,
+        (Ty::F64, Ty::F32) => (f32::from_bits(v as u32) as f64).to_bits(),
+        (Ty::F32, Ty::BF16) => (v & 0xffff) << 16,
+        (Ty::TF32, Ty::F32) => v & 0xffff_e000,
+        _ => return None,
+    })
 }
 
 fn int_range(t: Ty) -> (i128, i128) {

@@ -73,7 +73,7 @@ impl Elem {
                 let r = if ftz { fp::ftz32(r) } else { r };
                 fp::canon32(r) as u64
             }
-            Elem::F64 => fp::canon64(round_f64(s, e, rnd)),
+            Elem::F64 => round_f64(s, e, rnd).to_bits(),
             Elem::H(f) => {
                 let b = to_small(f, s, e, rnd, false);
                 if ftz && f == Small::F16 && b & 0x7c00 == 0 {
@@ -88,9 +88,18 @@ impl Elem {
     fn canon_nan(self) -> u64 {
         match self {
             Elem::F32 => fp::F32_CANON_NAN as u64,
-            Elem::F64 => fp::F64_CANON_NAN,
+            Elem::F64 => fp::F64_DEFAULT_NAN,
             Elem::H(_) => fp::F16_CANON_NAN as u64,
         }
+    }
+}
+
+fn nan_quiet_bit(el: Elem) -> u64 {
+    match el {
+        Elem::F32 => 0x0040_0000,
+        Elem::F64 => 0x0008_0000_0000_0000,
+        Elem::H(Small::F16) => 0x0200,
+        Elem::H(Small::BF16) => 0x0040,
     }
 }
 
@@ -223,6 +232,9 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                 Cos => enc(x.cos(), 0.0),
                 Tanh => enc(x.tanh(), 0.0),
                 Min | Max => match minmax(x, y, ins.kind == Max, m.nan) {
+                    // Two NaNs: f32 gives the canonical NaN, f16/bf16/f64 return the first
+                    // operand (measured on an H100).
+                    None if !m.nan && el != Elem::F32 => raw(0) | nan_quiet_bit(el),
                     None => el.canon_nan(),
                     Some(v) => {
                         // The chosen operand, bit for bit (after ftz), unless relu clamps it.
@@ -235,6 +247,11 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                             r
                         }
                     }
+                },
+                Abs | Neg if x.is_nan() => match el {
+                    // NaN in: f32/f16/bf16 give the canonical NaN, f64 returns the input.
+                    Elem::F64 => raw(0),
+                    _ => el.canon_nan(),
                 },
                 Abs | Neg => {
                     let sign = 1u64 << (eb - 1);
@@ -264,6 +281,20 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                     r as u64
                 }
                 _ => return Err(unsupported(ins, "float op")),
+            };
+            // f64 follows IEEE propagation: a NaN operand comes back (quieted), an
+            // invalid operation gives the default NaN 0xfff8... (measured on an H100).
+            let bits = if el == Elem::F64
+                && f64::from_bits(bits).is_nan()
+                && !matches!(ins.kind, Abs | Neg | Min | Max | Copysign | Testp)
+            {
+                (0..nsrc)
+                    .map(raw)
+                    .find(|&b| f64::from_bits(b).is_nan())
+                    .map(|b| b | nan_quiet_bit(el))
+                    .unwrap_or(fp::F64_DEFAULT_NAN)
+            } else {
+                bits
             };
             word |= (bits & em) << sh;
         }

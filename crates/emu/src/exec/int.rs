@@ -184,11 +184,8 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                         if signed {
                             let (p, q) = (sext(x, bits), sext(y, bits));
                             if q == 0 {
-                                if div {
-                                    u64::MAX
-                                } else {
-                                    x
-                                }
+                                // Division and remainder by zero give all ones (H100).
+                                u64::MAX
                             } else if div {
                                 p.wrapping_div(q) as u64
                             } else {
@@ -197,11 +194,7 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                         } else {
                             let (p, q) = (x & wm, y & wm);
                             if q == 0 {
-                                if div {
-                                    u64::MAX
-                                } else {
-                                    p
-                                }
+                                u64::MAX
                             } else if div {
                                 p / q
                             } else {

@@ -285,7 +285,7 @@ fn atomic(ex: &mut Ex, ins: &Instr, mask: u32, space: Space) -> R<()> {
                         let r = fp::ftz32(fp::ftz32(f32::from_bits(old as u32)) + fp::ftz32(f32::from_bits(b as u32)));
                         fp::canon32(r) as u64
                     }
-                    Ty::F64 => fp::canon64(f64::from_bits(old) + f64::from_bits(b)),
+                    Ty::F64 => (f64::from_bits(old) + f64::from_bits(b)).to_bits(),
                     Ty::F16 => f16_add(old, b, Small::F16),
                     Ty::BF16 => f16_add(old, b, Small::BF16),
                     Ty::F16x2 | Ty::BF16x2 => {

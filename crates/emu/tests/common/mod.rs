@@ -54,7 +54,40 @@ pub fn run(
 ) -> Result<LaunchReport, EmuError> {
     let m = Module::parse(ptx)?;
     let cfg = LaunchConfig { grid, block, ..LaunchConfig::default() };
-    launch(&m, entry, &cfg, args)
+    let before = args.to_vec();
+    let r = launch(&m, entry, &cfg, args)?;
+    dump_case(&m, ptx, entry, &cfg, &before, args);
+    Ok(r)
+}
+
+/// With `TRIDENT_EMU_DUMP=DIR`, every successful test launch is written to DIR (PTX,
+/// launch shape, argument bytes before, buffer bytes after) so the same launches can
+/// be replayed on a real GPU (`tests/data/replay_on_gpu.py`) and compared.
+pub fn dump_case(m: &Module, ptx: &str, entry: &str, cfg: &LaunchConfig, before: &[KernelArg], after: &[KernelArg]) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let Ok(dir) = std::env::var("TRIDENT_EMU_DUMP") else { return };
+    let test = std::thread::current().name().unwrap_or("case").replace("::", "_");
+    let name = format!("{dir}/{test}_{}", N.fetch_add(1, Ordering::Relaxed));
+    let params = m.entry_params(entry).unwrap_or_default();
+    let mut meta = format!(
+        "entry {entry}\ngrid {} {} {}\nblock {} {} {}\nshared {}\n",
+        cfg.grid[0], cfg.grid[1], cfg.grid[2], cfg.block[0], cfg.block[1], cfg.block[2], cfg.dynamic_shared_bytes
+    );
+    for (i, (a, b)) in before.iter().zip(after).enumerate() {
+        let size = params.get(i).map(|p| p.bytes).unwrap_or(8);
+        match (a, b) {
+            (KernelArg::Buffer(x), KernelArg::Buffer(y)) => {
+                meta += &format!("buf {i} {}\n", x.data.len());
+                let _ = std::fs::write(format!("{name}.in.{i}.bin"), &x.data);
+                let _ = std::fs::write(format!("{name}.emu.{i}.bin"), &y.data);
+            }
+            (KernelArg::Scalar(v), _) => meta += &format!("scalar {v} {size}\n"),
+            _ => meta += "null\n",
+        }
+    }
+    let _ = std::fs::write(format!("{name}.ptx"), ptx);
+    let _ = std::fs::write(format!("{name}.txt"), meta);
 }
 
 pub fn buf(args: &[KernelArg], i: usize) -> &HostTensor {
