@@ -1,6 +1,6 @@
 //! Argument definitions and dispatch to subcommands.
 
-use crate::{compile_cmd, run_cmd};
+use crate::{compile_cmd, demo_cmd, run_cmd};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
@@ -28,11 +28,14 @@ pub enum Command {
     /// VALUE: @PATH.npy[:DTYPE] | zeros|ones|empty|rand|randn:DTYPE:SHAPE | 42 | 0.5 | True.
     /// `--backend auto` runs on the GPU when a CUDA driver and device are found, else on the interpreter.
     Run(run_cmd::RunArgs),
+    /// Compile the bundled kernels, run each on the best backend found, check it, print a table.
+    Demo(demo_cmd::DemoArgs),
 }
 
 pub fn dispatch(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Compile(a) => compile_cmd::compile(a),
         Command::Run(a) => run_cmd::run(a),
+        Command::Demo(a) => demo_cmd::demo(a),
     }
 }

@@ -2,6 +2,7 @@
 
 mod cli;
 mod compile_cmd;
+mod demo_cmd;
 mod run_cmd;
 
 use clap::Parser;

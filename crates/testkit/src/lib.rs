@@ -36,11 +36,13 @@ pub mod case;
 mod catalog;
 pub mod compare;
 pub mod philox;
+pub mod run;
 
 use trident_core::HostTensor;
 
 pub use case::{Case, Check, Inputs, OutputCheck, RefError, Reference, Tolerance};
 pub use compare::{check, check_args, Mismatch, MismatchReason, OutputReport, Report, ValueMismatch};
+pub use run::{run_case, CaseRun};
 
 /// Named tensors: what references return and kernel runs produce.
 pub type TensorList = Vec<(String, HostTensor)>;
