@@ -1,0 +1,79 @@
+//! Compilation options of the GPU backend.
+
+use std::fmt;
+
+/// The GPU architecture PTX is generated for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Target {
+    /// Ampere (A100): `mma.sync`, `ldmatrix`, `cp.async`.
+    #[default]
+    Sm80,
+    /// Hopper (H100), using the sm_80 instruction set plus native fp8 conversions.
+    Sm90,
+}
+
+impl Target {
+    /// The `.target` / `-arch` name.
+    pub fn arch(self) -> &'static str {
+        match self {
+            Target::Sm80 => "sm_80",
+            Target::Sm90 => "sm_90",
+        }
+    }
+
+    /// Compute capability times ten (80, 90).
+    pub fn capability(self) -> u32 {
+        match self {
+            Target::Sm80 => 80,
+            Target::Sm90 => 90,
+        }
+    }
+
+    /// Shared memory a CTA may use (opt-in maximum), in bytes.
+    pub fn max_shared_bytes(self) -> u32 {
+        match self {
+            Target::Sm80 => 163 * 1024,
+            Target::Sm90 => 227 * 1024,
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Target> {
+        match s {
+            "sm_80" | "sm80" | "80" => Some(Target::Sm80),
+            "sm_90" | "sm90" | "90" | "sm_90a" => Some(Target::Sm90),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.arch())
+    }
+}
+
+/// How to compile a kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GpuOptions {
+    pub target: Target,
+    /// Warps per CTA (a power of two, 1..=32).
+    pub num_warps: u32,
+    /// Software-pipelining depth of loops feeding `dot` (1: no pipelining).
+    pub num_stages: u32,
+    /// Shared memory limit; `None` means the target's maximum.
+    pub max_shared_bytes: Option<u32>,
+    /// Emit `.file`/`.loc` line information.
+    pub line_info: bool,
+}
+
+impl Default for GpuOptions {
+    fn default() -> GpuOptions {
+        GpuOptions { target: Target::Sm80, num_warps: 4, num_stages: 3, max_shared_bytes: None, line_info: true }
+    }
+}
+
+impl GpuOptions {
+    pub fn shared_limit(&self) -> u32 {
+        self.max_shared_bytes.unwrap_or(self.target.max_shared_bytes())
+    }
+}

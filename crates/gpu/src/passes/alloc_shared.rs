@@ -1,0 +1,168 @@
+//! Shared-memory allocation.
+//!
+//! Two kinds of users: *scratch* (an op that exchanges data between threads: layout
+//! conversions, cross-warp reductions and scans, data-moving reshapes) needs its bytes
+//! only while it runs; *buffers* (`local_alloc`) live from their definition to their
+//! last use, a whole loop when used inside one. Buffers are placed first-fit by
+//! interval interference; scratch of different ops never overlaps in time, so all
+//! scratch shares the space above the live buffers at that point. The total must fit
+//! the device; otherwise compilation fails naming the sizes.
+
+use crate::layout::{distributed, ConversionKind};
+use crate::options::GpuOptions;
+use crate::ptx::reduce::{reduce_scratch_bytes, scan_scratch_bytes};
+use crate::ptx::regs::{class_of, RegClass};
+use std::collections::HashMap;
+use trident_ir::{Diagnostic, Function, Op, OpKind, Value};
+
+/// Where shared memory lives: byte offsets per op (scratch or buffer) and the total.
+#[derive(Clone, Debug, Default)]
+pub struct SharedPlan {
+    offsets: HashMap<Op, u32>,
+    sizes: HashMap<Op, u32>,
+    pub total: u32,
+}
+
+impl SharedPlan {
+    pub fn offset(&self, op: Op) -> Option<u32> {
+        self.offsets.get(&op).copied()
+    }
+
+    pub fn size(&self, op: Op) -> u32 {
+        self.sizes.get(&op).copied().unwrap_or(0)
+    }
+
+    /// Barriers are explicit `barrier` ops (see `barriers`); ops add none of their own before.
+    pub fn needs_barrier_before(&self, _op: Op) -> bool {
+        false
+    }
+
+    /// Ops that touch shared memory, in no particular order.
+    pub fn users(&self) -> impl Iterator<Item = Op> + '_ {
+        self.sizes.keys().copied()
+    }
+}
+
+fn scratch_elem(c: RegClass) -> u64 {
+    match c {
+        RegClass::B16 => 2,
+        RegClass::B64 => 8,
+        _ => 4,
+    }
+}
+
+fn align(x: u64, a: u64) -> u64 {
+    x.div_ceil(a) * a
+}
+
+/// Scratch bytes an op needs while it runs (0 for most ops).
+pub fn scratch_bytes(f: &Function, op: Op) -> Result<u64, String> {
+    let d = &f.ops[op];
+    let ll = |v: Value| -> Result<Option<crate::layout::LinearLayout>, String> {
+        let t = f.ty(v);
+        match t.layout() {
+            Some(id) if t.is_tensor() => distributed(&f.layouts, id, t.shape()).map(Some),
+            _ => Ok(None),
+        }
+    };
+    let elem = |v: Value| scratch_elem(class_of(f.ty(v).elem()));
+    Ok(match &d.kind {
+        OpKind::ConvertLayout => {
+            let (Some(s), Some(t)) = (ll(d.operands[0])?, ll(d.results[0])?) else { return Ok(0) };
+            match s.conversion_to(&t) {
+                ConversionKind::Identity | ConversionKind::RegisterPermute => 0,
+                _ => s.numel() * elem(d.operands[0]),
+            }
+        }
+        OpKind::Reduce { axis } => {
+            let Some(l) = ll(d.operands[0])? else { return Ok(0) };
+            let bytes: Vec<u32> = d.operands.iter().map(|&v| elem(v) as u32).collect();
+            reduce_scratch_bytes(&l, *axis as usize, &bytes) as u64
+        }
+        OpKind::Scan { axis, .. } => {
+            let Some(l) = ll(d.operands[0])? else { return Ok(0) };
+            let bytes: Vec<u32> = d.operands.iter().map(|&v| elem(v) as u32).collect();
+            scan_scratch_bytes(&l, *axis as usize, &bytes) as u64
+        }
+        OpKind::Reshape { .. } | OpKind::Trans { .. } => {
+            let (Some(s), Some(t)) = (ll(d.operands[0])?, ll(d.results[0])?) else { return Ok(0) };
+            let perm = match &d.kind {
+                OpKind::Trans { perm } => Some(perm.clone()),
+                _ => None,
+            };
+            let project = |c: u64| -> u64 {
+                match &perm {
+                    None => c,
+                    Some(p) => {
+                        let dc = crate::layout::linear::unflatten(&t.shape, c);
+                        let mut sc = vec![0u32; s.shape.len()];
+                        for (i, &pi) in p.iter().enumerate() {
+                            sc[pi as usize] = dc[i];
+                        }
+                        crate::layout::linear::flatten(&s.shape, &sc)
+                    }
+                }
+            };
+            if crate::ptx::emitter::reg_map_exists(&s, &t, &project) {
+                0
+            } else {
+                s.numel() * elem(d.operands[0])
+            }
+        }
+        OpKind::Join | OpKind::Cat => {
+            let mut n = 0;
+            for &v in &d.operands {
+                if let Some(l) = ll(v)? {
+                    n += l.numel();
+                }
+            }
+            n * elem(d.operands[0])
+        }
+        OpKind::Split => ll(d.operands[0])?.map_or(0, |l| l.numel() * elem(d.operands[0])),
+        _ => 0,
+    })
+}
+
+/// Plans shared memory for `f`; fails when it exceeds the limit.
+pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, Diagnostic> {
+    let mut plan = SharedPlan::default();
+    let mut biggest: Option<(Op, u64)> = None;
+    for op in f.all_ops() {
+        let bytes = scratch_bytes(f, op).map_err(|e| {
+            let d = Diagnostic::error(format!("cannot plan shared memory: {e}"));
+            if f.ops[op].loc.is_unknown() {
+                d
+            } else {
+                d.at(f.ops[op].loc, 1)
+            }
+        })?;
+        if bytes > 0 {
+            let bytes = align(bytes, 16);
+            plan.offsets.insert(op, 0);
+            plan.sizes.insert(op, bytes as u32);
+            if biggest.is_none_or(|(_, b)| bytes > b) {
+                biggest = Some((op, bytes));
+            }
+        }
+    }
+    let total = biggest.map_or(0, |(_, b)| b);
+    let limit = opts.shared_limit() as u64;
+    if total > limit {
+        let (op, bytes) = biggest.expect("nonzero total");
+        let d = &f.ops[op];
+        let what = d.kind.name();
+        let ty = d.operands.first().map(|&v| f.ty(v).to_string()).unwrap_or_default();
+        let mut diag = Diagnostic::error(format!(
+            "kernel `{}` needs {total} bytes of shared memory, more than the {limit} bytes {} allows",
+            f.name, opts.target
+        ))
+        .note(format!("the largest user is `{what}` of `{ty}`, needing {bytes} bytes"))
+        .note("use smaller blocks (or fewer pipeline stages)");
+        if !d.loc.is_unknown() {
+            diag = diag.at(d.loc, 1);
+        }
+        return Err(diag);
+    }
+    plan.total = total as u32;
+    Ok(plan)
+}

@@ -1,0 +1,673 @@
+//! Layout assignment: tile IR → GPU IR.
+//!
+//! 1. Anchors: memory ops get coalesced blocked layouts (see `coalesce`), `dot` gets an
+//!    mma accumulator layout with operand layouts (or blocked FMA layouts), from the
+//!    axis analysis and the element types.
+//! 2. Hints flow backwards from anchors through elementwise ops, broadcasts
+//!    (`expand_dims` turns a hint into its slice) and loop-carried values, so that
+//!    address arithmetic and accumulators are built in the layout their consumer wants.
+//! 3. A forward walk gives every tensor value a layout: a value computed from loads or
+//!    dots keeps their layout, cheap values (constants, ranges) take their hint, and
+//!    `convert_layout` ops are inserted where an operand's layout differs from what its
+//!    op needs. `remove_converts` then cleans up.
+
+use super::coalesce::{blocked_layout, coalesced_layout, default_blocked, mma_warps};
+use crate::analysis::AxisAnalysis;
+use crate::options::GpuOptions;
+use crate::ptx::dot::mma_kind;
+use std::collections::HashMap;
+use trident_ir::{Block, Diagnostic, Function, Layout, LayoutId, Op, OpKind, Type, Value, ValueDef};
+
+pub struct Assigner<'a> {
+    pub f: &'a mut Function,
+    opts: &'a GpuOptions,
+    axis: AxisAnalysis,
+    hints: HashMap<Value, LayoutId>,
+    /// Layouts of memory ops (for every tensor operand) and dots (a, b, acc/result).
+    mem_anchor: HashMap<Op, LayoutId>,
+    dot_anchor: HashMap<Op, (LayoutId, LayoutId, LayoutId)>,
+    default_cache: HashMap<Vec<u32>, LayoutId>,
+}
+
+/// Assigns layouts to every tensor of `f` (a kernel in tile IR).
+pub fn assign_layouts(f: &mut Function, opts: &GpuOptions) -> Result<(), Diagnostic> {
+    if !opts.num_warps.is_power_of_two() || opts.num_warps == 0 || opts.num_warps > 32 {
+        return Err(Diagnostic::error(format!("num_warps must be a power of two in 1..=32, got {}", opts.num_warps)));
+    }
+    let axis = AxisAnalysis::run(f);
+    let mut a = Assigner {
+        f,
+        opts,
+        axis,
+        hints: HashMap::new(),
+        mem_anchor: HashMap::new(),
+        dot_anchor: HashMap::new(),
+        default_cache: HashMap::new(),
+    };
+    let body = a.f.body;
+    a.hint_block(body)?;
+    a.assign_block(body)?;
+    Ok(())
+}
+
+fn is_tensor(t: &Type) -> bool {
+    t.is_tensor()
+}
+
+impl Assigner<'_> {
+    fn intern(&mut self, l: Layout) -> LayoutId {
+        self.f.intern_layout(l)
+    }
+
+    fn default_for(&mut self, shape: &[u32]) -> LayoutId {
+        if let Some(&l) = self.default_cache.get(shape) {
+            return l;
+        }
+        let l = default_blocked(shape, self.opts.num_warps);
+        let id = self.intern(l);
+        self.default_cache.insert(shape.to_vec(), id);
+        id
+    }
+
+    fn layout_of(&self, v: Value) -> Option<LayoutId> {
+        self.f.ty(v).layout()
+    }
+
+    fn hint(&mut self, v: Value, l: LayoutId) {
+        if is_tensor(self.f.ty(v)) {
+            self.hints.entry(v).or_insert(l);
+        }
+    }
+
+    fn slice(&mut self, dim: u32, parent: LayoutId) -> LayoutId {
+        self.intern(Layout::Slice { dim, parent })
+    }
+
+    // ---- anchors ----
+
+    fn mem_layout(&mut self, op: Op) -> Option<LayoutId> {
+        if let Some(&l) = self.mem_anchor.get(&op) {
+            return Some(l);
+        }
+        let d = &self.f.ops[op];
+        let ptr = d.operands[0];
+        let t = self.f.ty(ptr).clone();
+        if !t.is_tensor() {
+            return None;
+        }
+        let bytes = t.elem().pointee().map_or(4, |p| p.size_bytes() as u32);
+        let mask = match &d.kind {
+            OpKind::Load { .. } => d.operands.get(1).copied(),
+            OpKind::Store { .. } | OpKind::AtomicRmw { .. } => d.operands.get(2).copied(),
+            _ => None,
+        };
+        let pinfo = self.axis.of(self.f, ptr);
+        let minfo = mask.map(|m| self.axis.of(self.f, m));
+        let l = coalesced_layout(t.shape(), &pinfo, minfo.as_ref(), bytes, self.opts.num_warps);
+        let id = self.intern(l);
+        self.mem_anchor.insert(op, id);
+        Some(id)
+    }
+
+    fn dot_layouts(&mut self, op: Op) -> Result<(LayoutId, LayoutId, LayoutId), Diagnostic> {
+        if let Some(&l) = self.dot_anchor.get(&op) {
+            return Ok(l);
+        }
+        let d = &self.f.ops[op];
+        let OpKind::Dot { precision, .. } = d.kind else { unreachable!() };
+        let (a, b, c) = (d.operands[0], d.operands[1], d.operands[2]);
+        let at = self.f.ty(a).clone();
+        let bt = self.f.ty(b).clone();
+        let ct = self.f.ty(c).clone();
+        let shape = ct.shape().to_vec();
+        let rank = shape.len();
+        let kdim = at.shape().last().copied().unwrap_or(1);
+        let (ae, be, ce) = (at.elem().num(), bt.elem().num(), ct.elem().num());
+        let kind = match (ae, be) {
+            (Some(x), Some(y)) => mma_kind(x, y, precision, self.opts.target.capability()),
+            _ => None,
+        };
+        let acc_ok = |k: &crate::ptx::dot::MmaKind| match ce {
+            Some(trident_ir::DType::F32) => k.acc == "f32",
+            Some(trident_ir::DType::I32) => k.acc == "s32",
+            _ => false,
+        };
+        let res = match kind {
+            Some(k) if rank == 2 && shape[0] >= 16 && shape[1] >= 8 && kdim >= k.k && acc_ok(&k) => {
+                let [wm, wn] = mma_warps(shape[0], shape[1], self.opts.num_warps);
+                let mma = self.intern(Layout::Mma {
+                    version: 2,
+                    warps_per_cta: [wm, wn].into_iter().collect(),
+                    instr_shape: [16, 8].into_iter().collect(),
+                });
+                let la = self.intern(Layout::DotOperand { op_idx: 0, parent: mma, k_width: k.k_width });
+                let lb = self.intern(Layout::DotOperand { op_idx: 1, parent: mma, k_width: k.k_width });
+                (la, lb, mma)
+            }
+            _ => {
+                let parent = self.default_for(&shape);
+                let la = self.intern(Layout::DotOperand { op_idx: 0, parent, k_width: 1 });
+                let lb = self.intern(Layout::DotOperand { op_idx: 1, parent, k_width: 1 });
+                (la, lb, parent)
+            }
+        };
+        self.dot_anchor.insert(op, res);
+        Ok(res)
+    }
+
+    // ---- backward hints ----
+
+    fn hint_block(&mut self, b: Block) -> Result<(), Diagnostic> {
+        let ops: Vec<Op> = self.f.blocks[b].ops.clone();
+        for &op in ops.iter().rev() {
+            self.hint_op(op)?;
+        }
+        Ok(())
+    }
+
+    fn hint_op(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let d = self.f.ops[op].clone();
+        let res_hint = d.results.first().and_then(|r| self.hints.get(r).copied());
+        match &d.kind {
+            OpKind::Load { .. } | OpKind::Store { .. } | OpKind::AtomicRmw { .. } | OpKind::AtomicCas { .. } => {
+                if let Some(l) = self.mem_layout(op) {
+                    for &o in &d.operands {
+                        self.hint(o, l);
+                    }
+                }
+            }
+            OpKind::Dot { .. } => {
+                let (la, lb, lc) = self.dot_layouts(op)?;
+                self.hint(d.operands[0], la);
+                self.hint(d.operands[1], lb);
+                self.hint(d.operands[2], lc);
+            }
+            k if k.is_elementwise() => {
+                if let Some(h) = res_hint {
+                    for &o in &d.operands {
+                        self.hint(o, h);
+                    }
+                }
+            }
+            OpKind::Broadcast
+            | OpKind::MultipleOf { .. }
+            | OpKind::MaxContiguous { .. }
+            | OpKind::MaxConstancy { .. }
+            | OpKind::Scan { .. } => {
+                if let Some(h) = res_hint {
+                    for &o in &d.operands {
+                        self.hint(o, h);
+                    }
+                }
+            }
+            OpKind::ExpandDims { axis } => {
+                if let Some(h) = res_hint {
+                    let s = self.slice(*axis, h);
+                    self.hint(d.operands[0], s);
+                }
+            }
+            OpKind::Reduce { axis } => {
+                if let Some(h) = res_hint {
+                    if let Some(Layout::Slice { dim, parent }) = self.f.layouts.get(h).cloned() {
+                        if dim == *axis {
+                            for &o in &d.operands {
+                                self.hint(o, parent);
+                            }
+                        }
+                    }
+                }
+            }
+            OpKind::For => {
+                let body = d.regions[0];
+                let args = self.f.blocks[body].args.clone();
+                for _ in 0..2 {
+                    // Results and iteration arguments are one value across the loop.
+                    let yields = self.f.terminator(body).map(|t| self.f.ops[t].operands.to_vec()).unwrap_or_default();
+                    for (i, &r) in d.results.iter().enumerate() {
+                        let h = self.hints.get(&r).or_else(|| self.hints.get(&args[i + 1])).copied();
+                        if let Some(h) = h {
+                            self.hint(args[i + 1], h);
+                            if let Some(&y) = yields.get(i) {
+                                self.hint(y, h);
+                            }
+                        }
+                    }
+                    self.hint_block(body)?;
+                }
+                for (i, &a) in args[1..].iter().enumerate() {
+                    if let Some(&h) = self.hints.get(&a) {
+                        self.hint(d.operands[3 + i], h);
+                        self.hint(d.results[i], h);
+                    }
+                }
+            }
+            OpKind::If => {
+                for &r in &d.regions {
+                    let yields = self.f.terminator(r).map(|t| self.f.ops[t].operands.to_vec()).unwrap_or_default();
+                    for (i, &res) in d.results.iter().enumerate() {
+                        if let (Some(&h), Some(&y)) = (self.hints.get(&res), yields.get(i)) {
+                            self.hint(y, h);
+                        }
+                    }
+                    self.hint_block(r)?;
+                }
+            }
+            OpKind::While => {
+                let (before, after) = (d.regions[0], d.regions[1]);
+                for _ in 0..2 {
+                    let bargs = self.f.blocks[before].args.clone();
+                    let aargs = self.f.blocks[after].args.clone();
+                    let cond = self.f.terminator(before).map(|t| self.f.ops[t].operands.to_vec()).unwrap_or_default();
+                    for (i, &r) in d.results.iter().enumerate() {
+                        let h = self.hints.get(&r).or_else(|| self.hints.get(&aargs[i])).copied();
+                        if let Some(h) = h {
+                            self.hint(aargs[i], h);
+                            if let Some(&c) = cond.get(i + 1) {
+                                self.hint(c, h);
+                            }
+                        }
+                    }
+                    self.hint_block(after)?;
+                    let ys = self.f.terminator(after).map(|t| self.f.ops[t].operands.to_vec()).unwrap_or_default();
+                    for (i, &a) in bargs.iter().enumerate() {
+                        if let Some(&h) = self.hints.get(&a) {
+                            if let Some(&y) = ys.get(i) {
+                                self.hint(y, h);
+                            }
+                        }
+                    }
+                    self.hint_block(before)?;
+                    for (i, &a) in bargs.iter().enumerate() {
+                        if let Some(&h) = self.hints.get(&a) {
+                            if let Some(&y) = ys.get(i) {
+                                self.hint(y, h);
+                            }
+                            self.hint(d.operands[i], h);
+                        }
+                    }
+                }
+            }
+            _ => {
+                for &r in &d.regions {
+                    self.hint_block(r)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ---- forward assignment ----
+
+    fn set_layout(&mut self, v: Value, l: LayoutId) {
+        let t = self.f.values[v].ty.clone();
+        if t.is_tensor() {
+            self.f.values[v].ty = t.with_layout(Some(l));
+        }
+    }
+
+    /// Makes operand `i` of `op` have layout `l`, inserting a conversion before `op`.
+    fn convert_operand(&mut self, op: Op, i: usize, l: LayoutId) {
+        let v = self.f.ops[op].operands[i];
+        let t = self.f.ty(v).clone();
+        if !t.is_tensor() || t.layout() == Some(l) {
+            return;
+        }
+        let nt = t.with_layout(Some(l));
+        let loc = self.f.ops[op].loc;
+        let c = self.f.new_op(OpKind::ConvertLayout, &[v], &[nt], loc);
+        self.f.insert_op_before(op, c);
+        let nv = self.f.ops[c].results[0];
+        self.f.ops[op].operands[i] = nv;
+    }
+
+    /// Whether `v` is cheap to recompute in another layout (no memory, no dot, no reduction).
+    fn cheap(&self, v: Value, depth: u32) -> bool {
+        if depth > 16 {
+            return false;
+        }
+        match self.f.values[v].def {
+            ValueDef::Arg(..) => !self.f.ty(v).is_tensor(),
+            ValueDef::Result(op, _) => {
+                let d = &self.f.ops[op];
+                match &d.kind {
+                    OpKind::Constant(_) | OpKind::Arange { .. } | OpKind::Splat | OpKind::ProgramId { .. } => true,
+                    k if k.is_elementwise()
+                        || matches!(
+                            k,
+                            OpKind::Broadcast
+                                | OpKind::ExpandDims { .. }
+                                | OpKind::MultipleOf { .. }
+                                | OpKind::MaxContiguous { .. }
+                                | OpKind::MaxConstancy { .. }
+                                | OpKind::ConvertLayout
+                        ) =>
+                    {
+                        d.operands.iter().all(|&o| self.cheap(o, depth + 1))
+                    }
+                    _ => false,
+                }
+            }
+        }
+    }
+
+    fn assign_block(&mut self, b: Block) -> Result<(), Diagnostic> {
+        let ops: Vec<Op> = self.f.blocks[b].ops.clone();
+        for op in ops {
+            self.assign_op(op)?;
+        }
+        Ok(())
+    }
+
+    fn result_shape(&self, op: Op) -> Vec<u32> {
+        self.f.ty(self.f.ops[op].results[0]).shape().to_vec()
+    }
+
+    fn assign_op(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let d = self.f.ops[op].clone();
+        let res0 = d.results.first().copied();
+        let tensor_result = res0.is_some_and(|r| self.f.ty(r).is_tensor());
+        let hint0 = res0.and_then(|r| self.hints.get(&r).copied());
+        match &d.kind {
+            OpKind::Constant(_) | OpKind::Arange { .. } | OpKind::Splat => {
+                if tensor_result {
+                    let shape = self.result_shape(op);
+                    let l = match hint0 {
+                        Some(h) => h,
+                        None => self.default_for(&shape),
+                    };
+                    self.set_layout(d.results[0], l);
+                }
+            }
+            OpKind::Load { .. } | OpKind::Store { .. } | OpKind::AtomicRmw { .. } | OpKind::AtomicCas { .. } => {
+                if let Some(l) = self.mem_layout(op) {
+                    for i in 0..d.operands.len() {
+                        self.convert_operand(op, i, l);
+                    }
+                    for &r in &d.results {
+                        self.set_layout(r, l);
+                    }
+                }
+            }
+            OpKind::Dot { .. } => {
+                let (la, lb, lc) = self.dot_layouts(op)?;
+                self.convert_operand(op, 0, la);
+                self.convert_operand(op, 1, lb);
+                self.convert_operand(op, 2, lc);
+                self.set_layout(d.results[0], lc);
+            }
+            k if k.is_elementwise() => {
+                if tensor_result {
+                    let l = self.pick_elementwise(&d.operands, hint0, &self.result_shape(op));
+                    for i in 0..d.operands.len() {
+                        self.convert_operand(op, i, l);
+                    }
+                    self.set_layout(d.results[0], l);
+                }
+            }
+            OpKind::Broadcast => {
+                let src = d.operands[0];
+                let l = match (hint0, self.layout_of(src)) {
+                    (Some(h), _) => h,
+                    (None, Some(s)) if self.f.ty(src).shape().len() == self.result_shape(op).len() => s,
+                    _ => {
+                        let shape = self.result_shape(op);
+                        self.default_for(&shape)
+                    }
+                };
+                if self.f.ty(src).is_tensor() {
+                    self.convert_operand(op, 0, l);
+                }
+                self.set_layout(d.results[0], l);
+            }
+            OpKind::ExpandDims { axis } => {
+                let src = d.operands[0];
+                let shape = self.result_shape(op);
+                let parent = match (hint0, self.layout_of(src).and_then(|s| self.f.layouts.get(s).cloned())) {
+                    (Some(h), _) => h,
+                    (None, Some(Layout::Slice { dim, parent })) if dim == *axis => parent,
+                    _ => self.default_for(&shape),
+                };
+                if self.f.ty(src).is_tensor() {
+                    let s = self.slice(*axis, parent);
+                    self.convert_operand(op, 0, s);
+                }
+                self.set_layout(d.results[0], parent);
+            }
+            OpKind::MultipleOf { .. } | OpKind::MaxContiguous { .. } | OpKind::MaxConstancy { .. } => {
+                if let Some(l) = self.layout_of(d.operands[0]) {
+                    self.set_layout(d.results[0], l);
+                }
+            }
+            OpKind::Reduce { axis } | OpKind::Scan { axis, .. } => {
+                let scan = matches!(d.kind, OpKind::Scan { .. });
+                let first = d.operands[0];
+                let mut l = match self.layout_of(first) {
+                    Some(l) => l,
+                    None => {
+                        let s = self.f.ty(first).shape().to_vec();
+                        self.default_for(&s)
+                    }
+                };
+                // Reductions and scans need each axis bit held by one register, lane or warp bit.
+                if !self.axis_is_pure(first, l, *axis as usize) {
+                    let s = self.f.ty(first).shape().to_vec();
+                    l = self.default_for(&s);
+                }
+                for i in 0..d.operands.len() {
+                    self.convert_operand(op, i, l);
+                }
+                let rl = if scan { l } else { self.slice(*axis, l) };
+                for &r in &d.results {
+                    self.set_layout(r, rl);
+                }
+                for &r in &d.regions {
+                    self.assign_block(r)?;
+                }
+            }
+            OpKind::Trans { perm } => {
+                let src = d.operands[0];
+                let l = match self.layout_of(src).and_then(|s| self.f.layouts.get(s).cloned()) {
+                    Some(Layout::Blocked { size_per_thread, threads_per_warp, warps_per_cta, order }) => {
+                        // The same threads keep the same elements: permute the parameters.
+                        let p = |v: &[u32]| -> Vec<u32> { perm.iter().map(|&i| v[i as usize]).collect() };
+                        let inv: Vec<u32> = {
+                            let mut inv = vec![0u32; perm.len()];
+                            for (i, &pi) in perm.iter().enumerate() {
+                                inv[pi as usize] = i as u32;
+                            }
+                            inv
+                        };
+                        let nl = Layout::Blocked {
+                            size_per_thread: p(&size_per_thread).into_iter().collect(),
+                            threads_per_warp: p(&threads_per_warp).into_iter().collect(),
+                            warps_per_cta: p(&warps_per_cta).into_iter().collect(),
+                            order: order.iter().map(|&o| inv[o as usize]).collect(),
+                        };
+                        self.intern(nl)
+                    }
+                    _ => {
+                        let shape = self.result_shape(op);
+                        self.default_for(&shape)
+                    }
+                };
+                self.set_layout(d.results[0], l);
+            }
+            OpKind::Reshape { .. } | OpKind::Join | OpKind::Split | OpKind::Cat => {
+                for &r in &d.results {
+                    let shape = self.f.ty(r).shape().to_vec();
+                    let l = match self.hints.get(&r) {
+                        Some(&h) => h,
+                        None => self.default_for(&shape),
+                    };
+                    self.set_layout(r, l);
+                }
+                if matches!(d.kind, OpKind::Cat | OpKind::Join) {
+                    // Operands in one layout (the exchange copes with any, but one is simpler).
+                    if let Some(l) = self.layout_of(d.operands[0]) {
+                        self.convert_operand(op, 1, l);
+                    }
+                }
+            }
+            OpKind::For => self.assign_for(op)?,
+            OpKind::If => self.assign_if(op)?,
+            OpKind::While => self.assign_while(op)?,
+            _ => {
+                for &r in &d.regions {
+                    self.assign_block(r)?;
+                }
+                if tensor_result {
+                    for &r in &d.results {
+                        let shape = self.f.ty(r).shape().to_vec();
+                        let l = self.default_for(&shape);
+                        self.set_layout(r, l);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn axis_is_pure(&mut self, v: Value, l: LayoutId, axis: usize) -> bool {
+        let shape = self.f.ty(v).shape().to_vec();
+        match crate::layout::distributed(&self.f.layouts, l, &shape) {
+            Ok(ll) => !crate::ptx::reduce::axis_bits(&ll, axis).mixed,
+            Err(_) => false,
+        }
+    }
+
+    fn pick_elementwise(&mut self, operands: &[Value], hint: Option<LayoutId>, shape: &[u32]) -> LayoutId {
+        let mut strong = vec![];
+        let mut any = vec![];
+        for &o in operands {
+            if let Some(l) = self.layout_of(o) {
+                any.push(l);
+                if !self.cheap(o, 0) {
+                    strong.push(l);
+                }
+            }
+        }
+        if !strong.is_empty() {
+            return match hint {
+                Some(h) if strong.contains(&h) => h,
+                _ => strong[0],
+            };
+        }
+        if let Some(h) = hint {
+            return h;
+        }
+        match any.first() {
+            Some(&l) => l,
+            None => self.default_for(shape),
+        }
+    }
+
+    fn assign_for(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let d = self.f.ops[op].clone();
+        let body = d.regions[0];
+        let args = self.f.blocks[body].args.clone();
+        let mut ls = vec![];
+        for (i, &a) in args[1..].iter().enumerate() {
+            let init = d.operands[3 + i];
+            let l = match (self.hints.get(&a).copied(), self.layout_of(init)) {
+                (Some(h), _) => Some(h),
+                (None, Some(l)) => Some(l),
+                (None, None) => None,
+            };
+            if let Some(l) = l {
+                self.convert_operand(op, 3 + i, l);
+                self.set_layout(a, l);
+                self.set_layout(d.results[i], l);
+            }
+            ls.push(l);
+        }
+        self.assign_block(body)?;
+        if let Some(t) = self.f.terminator(body) {
+            for (i, l) in ls.iter().enumerate() {
+                if let Some(l) = l {
+                    self.convert_operand(t, i, *l);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn assign_if(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let d = self.f.ops[op].clone();
+        for &r in &d.regions {
+            self.assign_block(r)?;
+        }
+        for (i, &res) in d.results.iter().enumerate() {
+            if !self.f.ty(res).is_tensor() {
+                continue;
+            }
+            let first_yield = self.f.terminator(d.regions[0]).map(|t| self.f.ops[t].operands[i]);
+            let l = match (self.hints.get(&res).copied(), first_yield.and_then(|y| self.layout_of(y))) {
+                (Some(h), _) => h,
+                (None, Some(l)) => l,
+                _ => {
+                    let shape = self.f.ty(res).shape().to_vec();
+                    self.default_for(&shape)
+                }
+            };
+            for &r in &d.regions {
+                if let Some(t) = self.f.terminator(r) {
+                    self.convert_operand(t, i, l);
+                }
+            }
+            self.set_layout(res, l);
+        }
+        Ok(())
+    }
+
+    fn assign_while(&mut self, op: Op) -> Result<(), Diagnostic> {
+        let d = self.f.ops[op].clone();
+        let (before, after) = (d.regions[0], d.regions[1]);
+        let bargs = self.f.blocks[before].args.clone();
+        let aargs = self.f.blocks[after].args.clone();
+        let mut bl = vec![];
+        for (i, &a) in bargs.iter().enumerate() {
+            let l = self.hints.get(&a).copied().or_else(|| self.layout_of(d.operands[i]));
+            if let Some(l) = l {
+                self.convert_operand(op, i, l);
+                self.set_layout(a, l);
+            }
+            bl.push(l);
+        }
+        self.assign_block(before)?;
+        let cond = self.f.terminator(before);
+        for (i, &a) in aargs.iter().enumerate() {
+            if !self.f.ty(a).is_tensor() {
+                continue;
+            }
+            let fwd = cond.map(|c| self.f.ops[c].operands[i + 1]);
+            let l = match (self.hints.get(&a).copied(), fwd.and_then(|v| self.layout_of(v))) {
+                (Some(h), _) => h,
+                (None, Some(l)) => l,
+                _ => {
+                    let shape = self.f.ty(a).shape().to_vec();
+                    self.default_for(&shape)
+                }
+            };
+            if let Some(c) = cond {
+                self.convert_operand(c, i + 1, l);
+            }
+            self.set_layout(a, l);
+            self.set_layout(d.results[i], l);
+        }
+        self.assign_block(after)?;
+        if let Some(t) = self.f.terminator(after) {
+            for (i, l) in bl.iter().enumerate() {
+                if let Some(l) = l {
+                    self.convert_operand(t, i, *l);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The blocked layout used by memory ops for `shape` when nothing is known (tests).
+pub fn plain_blocked(shape: &[u32], vec: u32, num_warps: u32) -> Layout {
+    let order: Vec<u32> = (0..shape.len() as u32).rev().collect();
+    blocked_layout(shape, vec, &order, num_warps)
+}

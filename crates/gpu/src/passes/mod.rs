@@ -1,0 +1,98 @@
+//! GPU lowering passes (tile IR → GPU IR), as `trident-opt` passes so that the pass
+//! manager can verify and dump the IR after each.
+//!
+//! Pipeline ([`gpu_pipeline`]): `gpu-assign-layouts` (axis analysis, coalescing, mma
+//! layouts, conversions), `gpu-remove-converts`, `gpu-alloc-shared` (checks the budget),
+//! `gpu-insert-barriers`.
+
+pub mod alloc_shared;
+pub mod assign_layouts;
+pub mod barriers;
+pub mod coalesce;
+pub mod remove_converts;
+
+use crate::options::GpuOptions;
+use trident_ir::{Diagnostic, Function};
+use trident_opt::{Pass, PassManager};
+
+/// Lays out every tensor of each kernel (see `assign_layouts`).
+pub struct AssignLayouts(pub GpuOptions);
+/// Folds and rematerialises layout conversions (see `remove_converts`).
+pub struct RemoveConverts;
+/// Checks that shared memory fits (the plan itself is recomputed from the IR when emitting).
+pub struct AllocShared(pub GpuOptions);
+/// Inserts barriers between shared-memory users (see `barriers`).
+pub struct InsertBarriers;
+
+impl Pass for AssignLayouts {
+    fn name(&self) -> &'static str {
+        "gpu-assign-layouts"
+    }
+
+    fn run_on_function(&self, f: &mut Function) -> Result<bool, Diagnostic> {
+        if !f.kernel {
+            return Ok(false);
+        }
+        assign_layouts::assign_layouts(f, &self.0)?;
+        Ok(true)
+    }
+}
+
+impl Pass for RemoveConverts {
+    fn name(&self) -> &'static str {
+        "gpu-remove-converts"
+    }
+
+    fn run_on_function(&self, f: &mut Function) -> Result<bool, Diagnostic> {
+        if !f.kernel {
+            return Ok(false);
+        }
+        Ok(remove_converts::remove_converts(f) > 0)
+    }
+}
+
+impl Pass for AllocShared {
+    fn name(&self) -> &'static str {
+        "gpu-alloc-shared"
+    }
+
+    fn run_on_function(&self, f: &mut Function) -> Result<bool, Diagnostic> {
+        if f.kernel {
+            alloc_shared::plan_shared(f, &self.0)?;
+        }
+        Ok(false)
+    }
+}
+
+impl Pass for InsertBarriers {
+    fn name(&self) -> &'static str {
+        "gpu-insert-barriers"
+    }
+
+    fn run_on_function(&self, f: &mut Function) -> Result<bool, Diagnostic> {
+        if !f.kernel {
+            return Ok(false);
+        }
+        Ok(barriers::insert_barriers(f) > 0)
+    }
+}
+
+/// The GPU lowering passes, in order.
+pub fn gpu_passes(opts: &GpuOptions) -> Vec<Box<dyn Pass>> {
+    vec![
+        Box::new(AssignLayouts(opts.clone())),
+        Box::new(RemoveConverts),
+        Box::new(AllocShared(opts.clone())),
+        Box::new(InsertBarriers),
+    ]
+}
+
+/// A pass manager holding the GPU lowering passes (verifying after each; set
+/// `print_ir_after_all` on it, or add tile passes before, as needed).
+pub fn gpu_pipeline(opts: &GpuOptions) -> PassManager {
+    let mut pm = PassManager::new();
+    for p in gpu_passes(opts) {
+        pm.add(p);
+    }
+    pm
+}

@@ -1,0 +1,302 @@
+//! `dot`: tensor-core `mma.sync` for f16/bf16 (m16n8k16), tf32 (m16n8k8, and the
+//! three-product tf32x3 split), int8 (m16n8k32), fp8 on sm_89+ (m16n8k32); an exact
+//! FMA loop otherwise (f32 with `input_precision=ieee`, f64, small shapes).
+//!
+//! Operand registers are found by coordinate: fragment element i of a tile at
+//! (m0, k0) is the register whose layout coordinate is the fragment's (the first
+//! bases of the operand layout) XOR the tile offset, looked up in the layout.
+
+use super::emitter::{Emitter, Res};
+use super::regs::{Reg, RegClass};
+use crate::layout::linear::flatten;
+use crate::layout::LinearLayout;
+use std::collections::HashMap;
+use std::rc::Rc;
+use trident_ir::{DType, InputPrecision, Layout, Op, OpKind, Value};
+
+/// The tensor-core instruction for a pair of operand types.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct MmaKind {
+    /// K of one instruction.
+    pub k: u32,
+    /// Elements per 32-bit operand register.
+    pub k_width: u32,
+    /// `.atype.btype` of the instruction.
+    pub ab: &'static str,
+    /// Accumulator type (`f32` or `s32`).
+    pub acc: &'static str,
+    /// Operands are f32 rounded to tf32.
+    pub tf32: bool,
+}
+
+/// The `mma.sync` shape for operands `a`, `b` with `precision`, on compute capability `cc`.
+pub fn mma_kind(a: DType, b: DType, precision: InputPrecision, cc: u32) -> Option<MmaKind> {
+    use DType::*;
+    let k = |k, kw, ab, acc, tf32| Some(MmaKind { k, k_width: kw, ab, acc, tf32 });
+    match (a, b) {
+        (F16, F16) => k(16, 2, "f16.f16", "f32", false),
+        (BF16, BF16) => k(16, 2, "bf16.bf16", "f32", false),
+        (F32, F32) if precision != InputPrecision::Ieee => k(8, 1, "tf32.tf32", "f32", true),
+        (I8, I8) => k(32, 4, "s8.s8", "s32", false),
+        (U8, U8) => k(32, 4, "u8.u8", "s32", false),
+        (I8, U8) => k(32, 4, "s8.u8", "s32", false),
+        (U8, I8) => k(32, 4, "u8.s8", "s32", false),
+        (F8E4M3, F8E4M3) if cc >= 89 => k(32, 4, "e4m3.e4m3", "f32", false),
+        (F8E5M2, F8E5M2) if cc >= 89 => k(32, 4, "e5m2.e5m2", "f32", false),
+        (F8E4M3, F8E5M2) if cc >= 89 => k(32, 4, "e4m3.e5m2", "f32", false),
+        (F8E5M2, F8E4M3) if cc >= 89 => k(32, 4, "e5m2.e4m3", "f32", false),
+        _ => None,
+    }
+}
+
+impl Emitter<'_> {
+    /// Whether `v`'s layout is an operand layout of an mma accumulator.
+    pub(crate) fn is_mma_operand(&self, v: Value) -> bool {
+        let Some(id) = self.f.ty(v).layout() else { return false };
+        match self.f.layouts.get(id) {
+            Some(Layout::DotOperand { parent, .. }) => matches!(self.f.layouts.get(*parent), Some(Layout::Mma { .. })),
+            _ => false,
+        }
+    }
+
+    /// Specialised conversion into an mma operand (`ldmatrix`); `None` falls back to the generic exchange.
+    pub(crate) fn convert_to_mma_operand(
+        &mut self,
+        _op: Op,
+        _regs: &[Reg],
+        _src: &Rc<LinearLayout>,
+        _dst: &Rc<LinearLayout>,
+    ) -> Res<Option<Vec<Reg>>> {
+        Ok(None)
+    }
+
+    pub(crate) fn emit_local(&mut self, _op: Op) -> Res<()> {
+        Err(self.err("internal: shared-memory buffer ops are not emitted yet"))
+    }
+
+    pub(crate) fn emit_dot(&mut self, op: Op) -> Res<()> {
+        let f = self.f;
+        let d = &f.ops[op];
+        let OpKind::Dot { precision, .. } = d.kind else { unreachable!() };
+        let (a, b, c) = (d.operands[0], d.operands[1], d.operands[2]);
+        let res = d.results[0];
+        let at = f.ty(a).elem().num().ok_or_else(|| self.err("dot of pointers"))?;
+        let bt = f.ty(b).elem().num().ok_or_else(|| self.err("dot of pointers"))?;
+        let ct = f.ty(c).elem().num().ok_or_else(|| self.err("dot of pointers"))?;
+        let la = self.ll(a)?.ok_or_else(|| self.err("dot of scalars"))?;
+        let lb = self.ll(b)?.ok_or_else(|| self.err("dot of scalars"))?;
+        let lc = self.ll(res)?.ok_or_else(|| self.err("dot of scalars"))?;
+        let acc = self.regs(c)?;
+        let (ar, br) = (self.regs(a)?, self.regs(b)?);
+        let is_mma = matches!(f.ty(res).layout().and_then(|id| f.layouts.get(id)), Some(Layout::Mma { .. }));
+        let out = if is_mma {
+            let kind = mma_kind(at, bt, precision, self.opts.target.capability())
+                .ok_or_else(|| self.err(format!("internal: no tensor-core instruction for {at} x {bt}")))?;
+            self.mma(&kind, precision, (&la, &ar), (&lb, &br), &lc, &acc, ct)?
+        } else {
+            self.fma_dot((&la, &ar, at), (&lb, &br, bt), &lc, &acc, ct)?
+        };
+        self.set(res, out);
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn mma(
+        &mut self,
+        kind: &MmaKind,
+        precision: InputPrecision,
+        (la, ar): (&Rc<LinearLayout>, &[Reg]),
+        (lb, br): (&Rc<LinearLayout>, &[Reg]),
+        lc: &Rc<LinearLayout>,
+        acc: &[Reg],
+        ct: DType,
+    ) -> Res<Vec<Reg>> {
+        if lc.rank() != 2 {
+            return Err(self.err("internal: tensor-core dot needs rank-2 operands"));
+        }
+        let (m, n) = (lc.shape[0], lc.shape[1]);
+        let kdim = la.shape[1];
+        if m < 16 || n < 8 || kdim < kind.k {
+            return Err(self.err(format!("internal: dot {m}x{n}x{kdim} is too small for mma")));
+        }
+        let want_acc = if kind.acc == "s32" { DType::I32 } else { DType::F32 };
+        // Accumulator in the instruction's type.
+        let mut cur: Vec<Reg> = Vec::with_capacity(acc.len());
+        for &r in acc {
+            cur.push(self.convert(ct, want_acc, trident_ir::Rounding::Rtne, r)?);
+        }
+        let a_look = la.reg_lookup();
+        let b_look = lb.reg_lookup();
+        let a_frag = 4 * kind.k_width as usize;
+        let b_frag = 2 * kind.k_width as usize;
+        let mut a_cache: HashMap<(u32, u32), Vec<Vec<Reg>>> = HashMap::new();
+        let mut b_cache: HashMap<(u32, u32), Vec<Vec<Reg>>> = HashMap::new();
+        let tiles = lc.num_regs() / 4;
+        for t in 0..tiles {
+            let base = lc.coords((t as u64) << 2, 0, 0);
+            let (m0, n0) = (base[0], base[1]);
+            let cregs: Vec<usize> = (0..4).map(|i| 4 * t + i).collect();
+            let mut k0 = 0;
+            while k0 < kdim {
+                let key_a = (m0, k0);
+                if let std::collections::hash_map::Entry::Vacant(slot) = a_cache.entry(key_a) {
+                    let off = flatten(&la.shape, &[m0, k0]);
+                    let elems: Vec<Reg> = (0..a_frag)
+                        .map(|i| {
+                            let c = la.reg_part(i as u64) ^ off;
+                            a_look.get(&c).map(|&r| ar[r as usize]).ok_or(())
+                        })
+                        .collect::<Result<_, _>>()
+                        .map_err(|_| self.err("internal: A fragment not in registers"))?;
+                    let packed = self.pack_operand(kind, precision, &elems)?;
+                    slot.insert(packed);
+                }
+                let key_b = (k0, n0);
+                if let std::collections::hash_map::Entry::Vacant(slot) = b_cache.entry(key_b) {
+                    let off = flatten(&lb.shape, &[k0, n0]);
+                    let elems: Vec<Reg> = (0..b_frag)
+                        .map(|i| {
+                            let c = lb.reg_part(i as u64) ^ off;
+                            b_look.get(&c).map(|&r| br[r as usize]).ok_or(())
+                        })
+                        .collect::<Result<_, _>>()
+                        .map_err(|_| self.err("internal: B fragment not in registers"))?;
+                    let packed = self.pack_operand(kind, precision, &elems)?;
+                    slot.insert(packed);
+                }
+                let pa = a_cache[&key_a].clone();
+                let pb = b_cache[&key_b].clone();
+                // tf32x3: hi*hi + hi*lo + lo*hi, small products first.
+                let products: Vec<(usize, usize)> =
+                    if pa.len() == 2 { vec![(1, 0), (0, 1), (0, 0)] } else { vec![(0, 0)] };
+                for (ia, ib) in products {
+                    let dregs: Vec<Reg> = (0..4).map(|_| self.new_reg(RegClass::B32)).collect();
+                    let list = |v: &[Reg]| v.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ");
+                    let cs: Vec<Reg> = cregs.iter().map(|&i| cur[i]).collect();
+                    self.ins(format!(
+                        "mma.sync.aligned.m16n8k{}.row.col.{}.{}.{} {{{}}}, {{{}}}, {{{}}}, {{{}}}",
+                        kind.k,
+                        kind.acc,
+                        kind.ab,
+                        kind.acc,
+                        list(&dregs),
+                        list(&pa[ia]),
+                        list(&pb[ib]),
+                        list(&cs)
+                    ));
+                    for (j, &i) in cregs.iter().enumerate() {
+                        cur[i] = dregs[j];
+                    }
+                }
+                k0 += kind.k;
+            }
+        }
+        let res_ty = if kind.acc == "s32" { DType::I32 } else { DType::F32 };
+        let mut out = Vec::with_capacity(cur.len());
+        for r in cur {
+            out.push(self.convert(res_ty, ct, trident_ir::Rounding::Rtne, r)?);
+        }
+        Ok(out)
+    }
+
+    /// Packs fragment elements into the 32-bit registers an `mma` takes (one set, or
+    /// two for tf32x3: the tf32 high parts and the tf32 rounding residuals).
+    fn pack_operand(&mut self, kind: &MmaKind, precision: InputPrecision, elems: &[Reg]) -> Res<Vec<Vec<Reg>>> {
+        if kind.tf32 {
+            let mut hi = vec![];
+            let mut lo = vec![];
+            for &e in elems {
+                let h = self.new_reg(RegClass::B32);
+                self.ins(format!("cvt.rna.tf32.f32 {h}, {e}"));
+                hi.push(h);
+                if precision == InputPrecision::Tf32x3 {
+                    let r = self.new_reg(RegClass::B32);
+                    self.ins(format!("sub.f32 {r}, {e}, {h}"));
+                    let l = self.new_reg(RegClass::B32);
+                    self.ins(format!("cvt.rna.tf32.f32 {l}, {r}"));
+                    lo.push(l);
+                }
+            }
+            return Ok(if lo.is_empty() { vec![hi] } else { vec![hi, lo] });
+        }
+        let per = kind.k_width as usize;
+        let mut out = vec![];
+        for chunk in elems.chunks(per) {
+            let w = self.new_reg(RegClass::B32);
+            if per == 2 {
+                self.ins(format!("mov.b32 {w}, {{{}, {}}}", chunk[0], chunk[1]));
+            } else {
+                self.ins(format!("mov.b32 {w}, 0"));
+                for (j, &h) in chunk.iter().enumerate() {
+                    let t = self.new_reg(RegClass::B32);
+                    self.ins(format!("cvt.u32.u16 {t}, {h}"));
+                    self.ins(format!("bfi.b32 {w}, {t}, {w}, {}, 8", 8 * j));
+                }
+            }
+            out.push(w);
+        }
+        Ok(vec![out])
+    }
+
+    /// The FMA dot: every result element accumulates its K products in order.
+    fn fma_dot(
+        &mut self,
+        (la, ar, at): (&Rc<LinearLayout>, &[Reg], DType),
+        (lb, br, bt): (&Rc<LinearLayout>, &[Reg], DType),
+        lc: &Rc<LinearLayout>,
+        acc: &[Reg],
+        ct: DType,
+    ) -> Res<Vec<Reg>> {
+        let rank = lc.rank();
+        let kdim = la.shape[rank - 1];
+        let a_look = la.reg_lookup();
+        let b_look = lb.reg_lookup();
+        let work = if ct.is_int() {
+            DType::I32
+        } else if ct == DType::F64 {
+            DType::F64
+        } else {
+            DType::F32
+        };
+        let mut a_conv: HashMap<usize, Reg> = HashMap::new();
+        let mut b_conv: HashMap<usize, Reg> = HashMap::new();
+        let mut out = vec![];
+        for (r, &acc_r) in acc.iter().enumerate() {
+            let c = lc.coords(r as u64, 0, 0);
+            let mut cur = self.convert(ct, work, trident_ir::Rounding::Rtne, acc_r)?;
+            for k in 0..kdim {
+                let mut ac: Vec<u32> = c.to_vec();
+                ac[rank - 1] = k;
+                let mut bc: Vec<u32> = c.to_vec();
+                bc[rank - 2] = k;
+                let ai = *a_look
+                    .get(&flatten(&la.shape, &ac))
+                    .ok_or_else(|| self.err("internal: dot operand A element not in this thread"))?
+                    as usize;
+                let bi = *b_look
+                    .get(&flatten(&lb.shape, &bc))
+                    .ok_or_else(|| self.err("internal: dot operand B element not in this thread"))?
+                    as usize;
+                let x = match a_conv.get(&ai) {
+                    Some(&x) => x,
+                    None => {
+                        let x = self.convert(at, work, trident_ir::Rounding::Rtne, ar[ai])?;
+                        a_conv.insert(ai, x);
+                        x
+                    }
+                };
+                let y = match b_conv.get(&bi) {
+                    Some(&y) => y,
+                    None => {
+                        let y = self.convert(bt, work, trident_ir::Rounding::Rtne, br[bi])?;
+                        b_conv.insert(bi, y);
+                        y
+                    }
+                };
+                cur = self.fma(work, x, y, cur)?;
+            }
+            out.push(self.convert(work, ct, trident_ir::Rounding::Rtne, cur)?);
+        }
+        Ok(out)
+    }
+}

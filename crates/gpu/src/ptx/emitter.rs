@@ -1,0 +1,423 @@
+//! The PTX emitter: walks GPU IR and writes PTX text.
+//!
+//! Every distributed tensor value becomes one PTX register per register index of its
+//! layout ([`LinearLayout::reg`]); scalars are one register, the same in every thread.
+//! Values that depend only on the thread index (a layout's per-thread coordinates, the
+//! "owner" predicate of broadcast layouts) are computed once in a prologue at the
+//! kernel's entry, so they dominate every use whatever the control flow.
+
+use super::regs::{class_of, Reg, RegClass};
+use crate::analysis::AxisAnalysis;
+use crate::layout::{distributed, LinearLayout};
+use crate::options::GpuOptions;
+use crate::passes::alloc_shared::SharedPlan;
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::rc::Rc;
+use trident_ir::{Block, Diagnostic, Function, Loc, Op, OpKind, SourceFile, Type, Value};
+
+pub(crate) type Res<T> = Result<T, Diagnostic>;
+
+pub(crate) struct Emitter<'a> {
+    pub f: &'a Function,
+    pub files: &'a [SourceFile],
+    pub opts: &'a GpuOptions,
+    pub axis: &'a AxisAnalysis,
+    pub plan: &'a SharedPlan,
+    /// Kernel body instructions.
+    out: String,
+    /// Thread-index-only computations, emitted at the entry.
+    pro: String,
+    counters: [u32; 4],
+    vals: HashMap<Value, Vec<Reg>>,
+    lls: HashMap<(trident_ir::LayoutId, Vec<u32>), Rc<LinearLayout>>,
+    thread_coords: HashMap<(Rc<LinearLayout>, u64, u32), Reg>,
+    owner_preds: HashMap<(u32, u32), Option<Reg>>,
+    pub tid: Reg,
+    pub lane: Reg,
+    pub warp: Reg,
+    labels: u32,
+    last_loc: Loc,
+    /// The op being emitted (for error locations).
+    pub cur_op: Option<Op>,
+    /// Global byte strings (printf formats, assert messages): name, bytes.
+    pub strings: Vec<(String, Vec<u8>)>,
+    pub uses_vprintf: bool,
+    pub uses_assertfail: bool,
+    smem_base: Option<Reg>,
+    /// Scratch space for the parameters of `vprintf` calls (bytes), if any.
+    pub printf_buffer: u32,
+}
+
+impl<'a> Emitter<'a> {
+    pub fn new(
+        f: &'a Function,
+        files: &'a [SourceFile],
+        opts: &'a GpuOptions,
+        axis: &'a AxisAnalysis,
+        plan: &'a SharedPlan,
+    ) -> Emitter<'a> {
+        let mut e = Emitter {
+            f,
+            files,
+            opts,
+            axis,
+            plan,
+            out: String::new(),
+            pro: String::new(),
+            counters: [0; 4],
+            vals: HashMap::new(),
+            lls: HashMap::new(),
+            thread_coords: HashMap::new(),
+            owner_preds: HashMap::new(),
+            tid: Reg { class: RegClass::B32, id: 0 },
+            lane: Reg { class: RegClass::B32, id: 0 },
+            warp: Reg { class: RegClass::B32, id: 0 },
+            labels: 0,
+            last_loc: Loc::UNKNOWN,
+            cur_op: None,
+            strings: vec![],
+            uses_vprintf: false,
+            uses_assertfail: false,
+            smem_base: None,
+            printf_buffer: 0,
+        };
+        e.tid = e.new_reg(RegClass::B32);
+        e.lane = e.new_reg(RegClass::B32);
+        e.warp = e.new_reg(RegClass::B32);
+        let (t, l, w) = (e.tid, e.lane, e.warp);
+        let _ = writeln!(e.pro, "\tmov.u32 {t}, %tid.x;\n\tand.b32 {l}, {t}, 31;\n\tshr.u32 {w}, {t}, 5;");
+        e
+    }
+
+    // ---- registers and text ----
+
+    pub fn new_reg(&mut self, class: RegClass) -> Reg {
+        let c = &mut self.counters[class.index()];
+        *c += 1;
+        Reg { class, id: *c }
+    }
+
+    /// Appends one instruction (without the `;`).
+    pub fn ins(&mut self, s: impl AsRef<str>) {
+        self.out.push('\t');
+        self.out.push_str(s.as_ref());
+        self.out.push_str(";\n");
+    }
+
+    /// Appends one instruction to the prologue.
+    pub fn pro_ins(&mut self, s: impl AsRef<str>) {
+        self.pro.push('\t');
+        self.pro.push_str(s.as_ref());
+        self.pro.push_str(";\n");
+    }
+
+    /// Appends raw text (labels, comments).
+    pub fn raw(&mut self, s: impl AsRef<str>) {
+        self.out.push_str(s.as_ref());
+    }
+
+    pub fn new_label(&mut self, what: &str) -> String {
+        self.labels += 1;
+        format!("$L_{what}_{}", self.labels)
+    }
+
+    pub fn label(&mut self, l: &str) {
+        let _ = writeln!(self.out, "{l}:");
+    }
+
+    /// A fresh register holding an immediate.
+    pub fn imm(&mut self, class: RegClass, v: i64) -> Reg {
+        let r = self.new_reg(class);
+        match class {
+            RegClass::Pred => self.ins(format!("setp.ne.u32 {r}, {}, 0", (v != 0) as u32)),
+            RegClass::B16 => self.ins(format!("mov.b16 {r}, {}", v as u16)),
+            RegClass::B32 => self.ins(format!("mov.b32 {r}, {}", v as u32)),
+            RegClass::B64 => self.ins(format!("mov.b64 {r}, {}", v as u64)),
+        }
+        r
+    }
+
+    pub fn mov(&mut self, dst: Reg, src: Reg) {
+        if dst != src {
+            self.ins(format!("mov.{} {dst}, {src}", dst.class.btype()));
+        }
+    }
+
+    // ---- diagnostics ----
+
+    pub fn err(&self, msg: impl Into<String>) -> Diagnostic {
+        let d = Diagnostic::error(msg);
+        match self.cur_op {
+            Some(op) if !self.f.ops[op].loc.is_unknown() => d.at(self.f.ops[op].loc, 1),
+            _ => d,
+        }
+    }
+
+    // ---- values ----
+
+    pub fn set(&mut self, v: Value, regs: Vec<Reg>) {
+        self.vals.insert(v, regs);
+    }
+
+    pub fn regs(&self, v: Value) -> Res<Vec<Reg>> {
+        self.vals.get(&v).cloned().ok_or_else(|| self.err(format!("internal: value {v} has no registers")))
+    }
+
+    pub fn reg1(&self, v: Value) -> Res<Reg> {
+        let r = self.regs(v)?;
+        r.first().copied().ok_or_else(|| self.err(format!("internal: value {v} is empty")))
+    }
+
+    pub fn ty(&self, v: Value) -> &'a Type {
+        self.f.ty(v)
+    }
+
+    /// The linear layout of a tensor type (`None` for scalars).
+    pub fn ll_of_type(&mut self, t: &Type) -> Res<Option<Rc<LinearLayout>>> {
+        match t {
+            Type::Scalar(_) => Ok(None),
+            Type::Tensor { shape, layout, .. } => {
+                let Some(id) = layout else {
+                    return Err(self.err(format!("internal: tensor type `{t}` has no layout")));
+                };
+                let key = (*id, shape.to_vec());
+                if let Some(l) = self.lls.get(&key) {
+                    return Ok(Some(l.clone()));
+                }
+                let l =
+                    distributed(&self.f.layouts, *id, shape).map_err(|e| self.err(format!("layout of `{t}`: {e}")))?;
+                let l = Rc::new(l);
+                self.lls.insert(key, l.clone());
+                Ok(Some(l))
+            }
+        }
+    }
+
+    pub fn ll(&mut self, v: Value) -> Res<Option<Rc<LinearLayout>>> {
+        let t = self.ty(v);
+        self.ll_of_type(t)
+    }
+
+    /// Fresh registers for a value of type `t`: one per layout register (one for a scalar).
+    pub fn fresh_for(&mut self, t: &Type) -> Res<Vec<Reg>> {
+        let n = match self.ll_of_type(t)? {
+            Some(l) => l.num_regs(),
+            None => 1,
+        };
+        let c = class_of(t.elem());
+        Ok((0..n).map(|_| self.new_reg(c)).collect())
+    }
+
+    // ---- thread coordinates ----
+
+    /// The thread's part of the coordinate along dim `d` (lane and warp bits only),
+    /// computed in the prologue: coordinate of register r = this XOR reg part of r.
+    pub fn thread_coord(&mut self, l: &Rc<LinearLayout>, d: usize) -> Reg {
+        let shift = crate::layout::linear::dim_shifts(&l.shape)[d];
+        let mask = (l.shape[d] as u64 - 1) << shift;
+        self.thread_bits(l, mask, shift)
+    }
+
+    /// `(XOR of the thread's lane and warp bases) & mask >> shift`, computed once in the prologue.
+    pub fn thread_bits(&mut self, l: &Rc<LinearLayout>, mask: u64, shift: u32) -> Reg {
+        let key = (l.clone(), mask, shift);
+        if let Some(&r) = self.thread_coords.get(&key) {
+            return r;
+        }
+        let comp = |b: u64| ((b & mask) >> shift) as u32;
+        let lanes: Vec<u32> = l.lane.iter().map(|&b| comp(b)).collect();
+        let warps: Vec<u32> = l.warp.iter().map(|&b| comp(b)).collect();
+        let acc = self.new_reg(RegClass::B32);
+        let (lane, warp) = (self.lane, self.warp);
+        let mut terms: Vec<Reg> = vec![];
+        for (src, bases) in [(lane, lanes), (warp, warps)] {
+            // Runs of index bits i0.. mapping to consecutive coordinate bits are one bit-field move.
+            let mut i = 0;
+            while i < bases.len() {
+                let b = bases[i];
+                if b == 0 {
+                    i += 1;
+                    continue;
+                }
+                let t = self.new_reg(RegClass::B32);
+                if b.is_power_of_two() {
+                    let mut len = 1;
+                    while i + len < bases.len() && b.checked_shl(len as u32) == Some(bases[i + len]) {
+                        len += 1;
+                    }
+                    let _ = writeln!(self.pro, "\tbfe.u32 {t}, {src}, {i}, {len};");
+                    if b > 1 {
+                        let _ = writeln!(self.pro, "\tshl.b32 {t}, {t}, {};", b.trailing_zeros());
+                    }
+                    i += len;
+                } else {
+                    let _ = writeln!(self.pro, "\tbfe.u32 {t}, {src}, {i}, 1;\n\tmul.lo.u32 {t}, {t}, {b};");
+                    i += 1;
+                }
+                terms.push(t);
+            }
+        }
+        match terms.len() {
+            0 => {
+                let _ = writeln!(self.pro, "\tmov.b32 {acc}, 0;");
+            }
+            _ => {
+                let _ = writeln!(self.pro, "\tmov.b32 {acc}, {};", terms[0]);
+                for t in &terms[1..] {
+                    let _ = writeln!(self.pro, "\txor.b32 {acc}, {acc}, {t};");
+                }
+            }
+        }
+        self.thread_coords.insert(key, acc);
+        acc
+    }
+
+    /// True when the thread part and the register part of dim `d` use disjoint bits,
+    /// so that `thread ^ reg == thread + reg` (lets addresses use immediate offsets).
+    pub fn coord_bits_disjoint(l: &LinearLayout, d: usize) -> bool {
+        let mask = l.dim_mask(d);
+        let t = l.lane.iter().chain(&l.warp).fold(0, |a, &b| a | (b & mask));
+        let r = l.reg.iter().fold(0, |a, &b| a | (b & mask));
+        t & r == 0 && l.lane.iter().chain(&l.warp).filter(|&&b| b & mask != 0).all(|&b| (b & mask).is_power_of_two())
+    }
+
+    /// A predicate true in the one thread of each group of threads holding the same
+    /// elements (lanes/warps whose layout bases are zero hold copies); `None` when no
+    /// thread holds copies. Stores and atomics are issued by owners only.
+    pub fn owner_pred(&mut self, l: &LinearLayout) -> Option<Reg> {
+        let lanes = l.free_lane_mask();
+        let warps = l.free_warp_mask();
+        self.owner_pred_masks(lanes, warps)
+    }
+
+    /// Owner predicate for explicit masks of lane/warp bits that hold copies.
+    pub fn owner_pred_masks(&mut self, lanes: u32, warps: u32) -> Option<Reg> {
+        // Warps beyond the layout's (all threads of the CTA run every op) are copies too.
+        let nw = self.opts.num_warps;
+        if let Some(&p) = self.owner_preds.get(&(lanes, warps)) {
+            return p;
+        }
+        let p = if lanes == 0 && warps == 0 {
+            None
+        } else {
+            let p = self.new_reg(RegClass::Pred);
+            let t = self.new_reg(RegClass::B32);
+            let mask = (lanes & 31) | ((warps & (nw.max(1) - 1)) << 5);
+            let _ = writeln!(self.pro, "\tand.b32 {t}, {}, {mask};\n\tsetp.eq.u32 {p}, {t}, 0;", self.tid);
+            Some(p)
+        };
+        self.owner_preds.insert((lanes, warps), p);
+        p
+    }
+
+    /// Predicate true in thread 0 only (for scalar side effects).
+    pub fn thread0_pred(&mut self) -> Reg {
+        let nw = self.opts.num_warps.max(1);
+        self.owner_pred_masks(31, nw - 1).expect("non-empty mask")
+    }
+
+    /// Base address (32-bit shared window) of the kernel's shared memory.
+    pub fn smem_base(&mut self) -> Reg {
+        if let Some(r) = self.smem_base {
+            return r;
+        }
+        let r = self.new_reg(RegClass::B32);
+        let _ = writeln!(self.pro, "\tmov.u32 {r}, global_smem;");
+        self.smem_base = Some(r);
+        r
+    }
+
+    /// Shared-memory byte offset assigned to `op` by the allocator.
+    pub fn smem_offset(&self, op: Op) -> Res<u32> {
+        self.plan.offset(op).ok_or_else(|| self.err("internal: no shared memory was allocated for this op"))
+    }
+
+    // ---- walking ----
+
+    pub fn block(&mut self, b: Block) -> Res<()> {
+        for &op in &self.f.blocks[b].ops.clone() {
+            self.op(op)?;
+        }
+        Ok(())
+    }
+
+    fn loc(&mut self, loc: Loc) {
+        if !self.opts.line_info || loc.is_unknown() || loc == self.last_loc {
+            return;
+        }
+        if (loc.file as usize) < self.files.len().max(1) {
+            let _ = writeln!(self.out, "\t.loc {} {} {}", loc.file + 1, loc.line, loc.col);
+            self.last_loc = loc;
+        }
+    }
+
+    pub fn op(&mut self, op: Op) -> Res<()> {
+        let saved = self.cur_op;
+        self.cur_op = Some(op);
+        self.loc(self.f.ops[op].loc);
+        let r = self.dispatch(op);
+        self.cur_op = saved;
+        r
+    }
+
+    fn dispatch(&mut self, op: Op) -> Res<()> {
+        let d = &self.f.ops[op];
+        use OpKind::*;
+        match &d.kind {
+            Constant(_)
+            | Arange { .. }
+            | ProgramId { .. }
+            | NumPrograms { .. }
+            | Splat
+            | Broadcast
+            | ExpandDims { .. } => self.emit_misc(op),
+            Reshape { .. } | Trans { .. } | Join | Split | Cat => self.emit_shape_op(op),
+            Binary(_) | Unary(_) | Cmp(_) | Select | Fma | Cast { .. } | AddPtr => self.emit_elementwise(op),
+            Load { .. } => self.emit_load(op),
+            Store { .. } => self.emit_store(op),
+            AtomicRmw { .. } | AtomicCas { .. } => self.emit_atomic(op),
+            Dot { .. } => self.emit_dot(op),
+            Reduce { .. } => self.emit_reduce(op),
+            Scan { .. } => self.emit_scan(op),
+            MultipleOf { .. } | MaxContiguous { .. } | MaxConstancy { .. } => {
+                let r = self.regs(d.operands[0])?;
+                self.set(d.results[0], r);
+                Ok(())
+            }
+            Assume => Ok(()),
+            Print { .. } => self.emit_print(op),
+            Assert { .. } => self.emit_assert(op),
+            For => self.emit_for(op),
+            If => self.emit_if(op),
+            While => self.emit_while(op),
+            Yield | Condition | Return => Ok(()),
+            Call { callee } => {
+                Err(self.err(format!("call to `{callee}` was not inlined; the GPU backend needs one function")))
+            }
+            #[allow(unreachable_patterns)]
+            _ => self.emit_gpu_op(op),
+        }
+    }
+
+    /// Declarations of every register used.
+    pub fn reg_decls(&self) -> String {
+        let mut s = String::new();
+        for c in RegClass::ALL {
+            let n = self.counters[c.index()];
+            if n > 0 {
+                let _ = writeln!(s, "\t.reg {} {}<{}>;", c.decl(), c.prefix(), n + 1);
+            }
+        }
+        s
+    }
+
+    pub fn take_text(&mut self) -> (String, String) {
+        (std::mem::take(&mut self.pro), std::mem::take(&mut self.out))
+    }
+}
+
+/// Whether every register of `dst` is held by the same thread in `src` (see [`Emitter::reg_map`]).
+pub fn reg_map_exists(src: &LinearLayout, dst: &LinearLayout, project: &dyn Fn(u64) -> u64) -> bool {
+    Emitter::reg_map(src, dst, project).is_some()
+}

@@ -1,0 +1,744 @@
+//! Math functions as PTX instruction sequences.
+//!
+//! f32 functions follow Triton's choices: `exp`/`exp2`/`log`/`log2` use the hardware
+//! approximations (`ex2.approx`, `lg2.approx`) with the ln2/log2(e) scaling, `sqrt`
+//! and `rsqrt` the approximate instructions, `sqrt_rn` and division IEEE forms. The
+//! libdevice-style functions (trigonometric, hyperbolic, inverse, error functions)
+//! are written here as range reductions plus polynomials; their measured errors are
+//! listed in the crate README. f16/bf16 compute in f32 and round once.
+
+use super::emitter::{Emitter, Res};
+use super::regs::{Reg, RegClass};
+use trident_ir::{DType, Rounding, UnaryOp};
+
+/// Numerical Recipes' `erfcc` coefficients: erfc(x) = t exp(-x^2 + P(t)), t = 1/(1 + x/2).
+const ERFC_COEFFS: [f64; 10] = [
+    -1.265_512_2,
+    1.000_023_7,
+    0.374_091_96,
+    0.096_784_18,
+    -0.186_288_06,
+    0.278_868_07,
+    -1.135_203_98,
+    1.488_515_87,
+    -0.822_152_23,
+    0.170_872_77,
+];
+
+/// f32 immediate in PTX's hexadecimal form.
+pub fn f32_imm(v: f32) -> String {
+    format!("0f{:08X}", v.to_bits())
+}
+
+pub fn f64_imm(v: f64) -> String {
+    format!("0d{:016X}", v.to_bits())
+}
+
+impl Emitter<'_> {
+    fn f(&mut self) -> Reg {
+        self.new_reg(RegClass::B32)
+    }
+
+    fn p(&mut self) -> Reg {
+        self.new_reg(RegClass::Pred)
+    }
+
+    /// `op.f32 d, a, b` into a fresh register.
+    fn f2(&mut self, op: &str, a: impl std::fmt::Display, b: impl std::fmt::Display) -> Reg {
+        let r = self.f();
+        self.ins(format!("{op}.f32 {r}, {a}, {b}"));
+        r
+    }
+
+    fn f1(&mut self, op: &str, a: impl std::fmt::Display) -> Reg {
+        let r = self.f();
+        self.ins(format!("{op}.f32 {r}, {a}"));
+        r
+    }
+
+    fn fma3(&mut self, a: impl std::fmt::Display, b: impl std::fmt::Display, c: impl std::fmt::Display) -> Reg {
+        let r = self.f();
+        self.ins(format!("fma.rn.f32 {r}, {a}, {b}, {c}"));
+        r
+    }
+
+    /// Horner evaluation of `c[0] + c[1] x + c[2] x^2 + ...`.
+    fn poly(&mut self, x: Reg, c: &[f32]) -> Reg {
+        let mut acc = self.f();
+        let n = c.len();
+        self.ins(format!("mov.b32 {acc}, {}", f32_imm(c[n - 1])));
+        for &k in c[..n - 1].iter().rev() {
+            acc = self.fma3(acc, x, f32_imm(k));
+        }
+        acc
+    }
+
+    pub fn float_unary(&mut self, op: UnaryOp, d: DType, a: Reg) -> Res<Reg> {
+        use UnaryOp::*;
+        let pred_result = matches!(op, IsNan | IsInf | IsFinite | Signbit);
+        if d == DType::F64 {
+            return self.f64_unary(op, a);
+        }
+        if d != DType::F32 {
+            let x = self.widen_f32(d, a)?;
+            let y = self.float_unary(op, DType::F32, x)?;
+            return if pred_result { Ok(y) } else { self.narrow_f32(d, y, Rounding::Rtne) };
+        }
+        let x = a;
+        Ok(match op {
+            Neg => self.f1("neg", x),
+            Abs => self.f1("abs", x),
+            Exp => {
+                let t = self.f2("mul", x, f32_imm(std::f32::consts::LOG2_E));
+                self.f1("ex2.approx", t)
+            }
+            Exp2 => self.f1("ex2.approx", x),
+            Exp10 => {
+                let t = self.f2("mul", x, f32_imm(std::f32::consts::LOG2_10));
+                self.f1("ex2.approx", t)
+            }
+            Log => {
+                let t = self.f1("lg2.approx", x);
+                self.f2("mul", t, f32_imm(std::f32::consts::LN_2))
+            }
+            Log2 => self.f1("lg2.approx", x),
+            Log10 => {
+                let t = self.f1("lg2.approx", x);
+                self.f2("mul", t, f32_imm(std::f32::consts::LOG10_2))
+            }
+            Sqrt => self.f1("sqrt.approx", x),
+            SqrtRn => self.f1("sqrt.rn", x),
+            Rsqrt => self.f1("rsqrt.approx", x),
+            Floor => self.f1("cvt.rmi.f32", x),
+            Ceil => self.f1("cvt.rpi.f32", x),
+            Trunc => self.f1("cvt.rzi.f32", x),
+            Rint => self.f1("cvt.rni.f32", x),
+            Round => self.round_half_away(x),
+            IsNan => {
+                let p = self.p();
+                self.ins(format!("setp.nan.f32 {p}, {x}, {x}"));
+                p
+            }
+            IsInf | IsFinite => {
+                let ab = self.f1("abs", x);
+                let p = self.p();
+                let c = if op == IsInf { "eq" } else { "lt" };
+                self.ins(format!("setp.{c}.f32 {p}, {ab}, 0f7F800000"));
+                p
+            }
+            Signbit => {
+                let p = self.p();
+                self.ins(format!("setp.lt.s32 {p}, {x}, 0"));
+                p
+            }
+            Expm1 => self.expm1(x),
+            Log1p => self.log1p(x),
+            Sin | Cos | Tan => self.trig(op, x),
+            Asin | Acos => self.asin_acos(op, x),
+            Atan => self.atan(x),
+            Sinh | Cosh | Tanh => self.hyperbolic(op, x),
+            Asinh | Acosh | Atanh => self.inverse_hyperbolic(op, x),
+            Erf | Erfc => self.erf(op, x),
+            Cbrt => self.cbrt(x),
+            Not | Popc | Clz => return Err(self.err(format!("`{}` is not supported on floats", op.name()))),
+        })
+    }
+
+    fn round_half_away(&mut self, x: Reg) -> Reg {
+        // t = trunc(|x|); t + 1 when the fraction is >= 0.5 (exact: |x| - t is exact).
+        let ax = self.f1("abs", x);
+        let t = self.f1("cvt.rzi.f32", ax);
+        let fr = self.f2("sub", ax, t);
+        let p = self.p();
+        self.ins(format!("setp.ge.f32 {p}, {fr}, 0f3F000000"));
+        let t1 = self.f2("add", t, "0f3F800000");
+        let r = self.f();
+        self.ins(format!("selp.f32 {r}, {t1}, {t}, {p}"));
+        // Put the sign back (keeps -0.0 and NaN payloads sensible).
+        let s = self.f();
+        self.ins(format!("and.b32 {s}, {x}, 0x80000000"));
+        let o = self.f();
+        self.ins(format!("or.b32 {o}, {r}, {s}"));
+        o
+    }
+
+    /// log(x) to near f32 accuracy: lg2.approx has ~2^-22 absolute error, enough away from 1.
+    fn ln(&mut self, x: Reg) -> Reg {
+        let t = self.f1("lg2.approx", x);
+        self.f2("mul", t, f32_imm(std::f32::consts::LN_2))
+    }
+
+    fn exp_fast(&mut self, x: Reg) -> Reg {
+        let t = self.f2("mul", x, f32_imm(std::f32::consts::LOG2_E));
+        self.f1("ex2.approx", t)
+    }
+
+    fn expm1(&mut self, x: Reg) -> Reg {
+        // |x| < 0.5: Taylor polynomial (degree 8 on [-0.5, 0.5] is below 2^-25 relative);
+        // otherwise exp(x) - 1.
+        let p = self
+            .poly(x, &[0.0, 1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0, 1.0 / 40320.0]);
+        let e = self.exp_fast(x);
+        let em1 = self.f2("sub", e, "0f3F800000");
+        let ax = self.f1("abs", x);
+        let small = self.p();
+        self.ins(format!("setp.lt.f32 {small}, {ax}, 0f3F000000"));
+        let r = self.f();
+        self.ins(format!("selp.f32 {r}, {p}, {em1}, {small}"));
+        r
+    }
+
+    fn log1p(&mut self, x: Reg) -> Reg {
+        // Small |x|: log1p(x) = 2 atanh(x / (2 + x)) as a series in s = x/(2+x).
+        let den = self.f2("add", x, "0f40000000");
+        let s = self.f2("div.rn", x, den);
+        let s2 = self.f2("mul", s, s);
+        let q = self.poly(s2, &[2.0, 2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0, 2.0 / 11.0]);
+        let small_val = self.f2("mul", q, s);
+        let u = self.f2("add", x, "0f3F800000");
+        let big_val = self.ln(u);
+        let ax = self.f1("abs", x);
+        let small = self.p();
+        self.ins(format!("setp.lt.f32 {small}, {ax}, 0f3E800000"));
+        let r = self.f();
+        self.ins(format!("selp.f32 {r}, {small_val}, {big_val}, {small}"));
+        r
+    }
+
+    /// sin/cos/tan with a three-constant Cody-Waite reduction by pi/2 and minimax
+    /// polynomials on [-pi/4, pi/4].
+    fn trig(&mut self, op: UnaryOp, x: Reg) -> Reg {
+        // k = rint(x * 2/pi); r = x - k*pi/2 in three parts.
+        let t = self.f2("mul", x, f32_imm(std::f32::consts::FRAC_2_PI));
+        let k = self.f1("cvt.rni.f32", t);
+        let r1 = self.fma3(k, f32_imm(-1.5703125), x);
+        let r2 = self.fma3(k, f32_imm(-4.837_512_969_970_703e-4_f64 as f32), r1);
+        let r = self.fma3(k, f32_imm(-7.549_789_948_768_648e-8_f64 as f32), r2);
+        let q = self.new_reg(RegClass::B32);
+        self.ins(format!("cvt.rni.s32.f32 {q}, {t}"));
+        let r2v = self.f2("mul", r, r);
+        // sin(r) = r + r^3 (s1 + s2 r^2 + s3 r^4 + s4 r^6), cos(r) = 1 - r^2/2 + r^4 (c1 + c2 r^2 + c3 r^4)
+        let ps = self.poly(r2v, &[-1.666_666_6e-1, 8.333_331e-3, -1.984_087e-4, 2.752_6e-6]);
+        let r3 = self.f2("mul", r2v, r);
+        let sin_r = self.fma3(ps, r3, r);
+        let pc = self.poly(r2v, &[4.166_666_4e-2, -1.388_883_6e-3, 2.480_149e-5, -2.726_6e-7]);
+        let r4 = self.f2("mul", r2v, r2v);
+        let half = self.fma3(r2v, f32_imm(-0.5), "0f3F800000");
+        let cos_r = self.fma3(pc, r4, half);
+        // Quadrant: sin(x) = [sin r, cos r, -sin r, -cos r][q & 3]; cos(x) = sin(x + pi/2).
+        let qq = self.new_reg(RegClass::B32);
+        if op == UnaryOp::Cos {
+            self.ins(format!("add.s32 {qq}, {q}, 1"));
+        } else {
+            self.ins(format!("mov.b32 {qq}, {q}"));
+        }
+        let odd = self.p();
+        let b = self.new_reg(RegClass::B32);
+        self.ins(format!("and.b32 {b}, {qq}, 1"));
+        self.ins(format!("setp.ne.u32 {odd}, {b}, 0"));
+        let neg = self.p();
+        let b2 = self.new_reg(RegClass::B32);
+        self.ins(format!("and.b32 {b2}, {qq}, 2"));
+        self.ins(format!("setp.ne.u32 {neg}, {b2}, 0"));
+        if op == UnaryOp::Tan {
+            // tan = sin/cos, with the odd quadrants swapping to -cos/sin.
+            let num = self.f();
+            let den = self.f();
+            self.ins(format!("selp.f32 {num}, {cos_r}, {sin_r}, {odd}"));
+            self.ins(format!("selp.f32 {den}, {sin_r}, {cos_r}, {odd}"));
+            let v = self.f2("div.rn", num, den);
+            let nv = self.f1("neg", v);
+            let out = self.f();
+            self.ins(format!("selp.f32 {out}, {nv}, {v}, {odd}"));
+            return out;
+        }
+        let v = self.f();
+        self.ins(format!("selp.f32 {v}, {cos_r}, {sin_r}, {odd}"));
+        let nv = self.f1("neg", v);
+        let out = self.f();
+        self.ins(format!("selp.f32 {out}, {nv}, {v}, {neg}"));
+        out
+    }
+
+    /// atan on all of f32: reduce |x| to [0, 1] by 1/x, then to [0, tan(pi/12)]-ish with
+    /// the classic two-range split, then an odd polynomial.
+    fn atan(&mut self, x: Reg) -> Reg {
+        let ax = self.f1("abs", x);
+        let big = self.p();
+        self.ins(format!("setp.gt.f32 {big}, {ax}, 0f3F800000"));
+        let inv = self.f2("div.rn", "0f3F800000", ax);
+        let y = self.f();
+        self.ins(format!("selp.f32 {y}, {inv}, {ax}, {big}"));
+        // y in [0, 1]: atan(y) = pi/4 + atan((y-1)/(y+1)) when y > tan(pi/8).
+        let mid = self.p();
+        self.ins(format!("setp.gt.f32 {mid}, {y}, {}", f32_imm(0.414_213_57)));
+        let ym = self.f2("sub", y, "0f3F800000");
+        let yp = self.f2("add", y, "0f3F800000");
+        let z1 = self.f2("div.rn", ym, yp);
+        let z = self.f();
+        self.ins(format!("selp.f32 {z}, {z1}, {y}, {mid}"));
+        let z2 = self.f2("mul", z, z);
+        let p = self.poly(z2, &[-3.333_295e-1, 1.997_771_1e-1, -1.387_768_9e-1, 8.053_744_5e-2]);
+        let z3 = self.f2("mul", z2, z);
+        let at = self.fma3(p, z3, z);
+        let off = self.f();
+        self.ins(format!("selp.f32 {off}, {}, 0f00000000, {mid}", f32_imm(std::f32::consts::FRAC_PI_4)));
+        let a1 = self.f2("add", at, off);
+        let a2 = self.f2("sub", f32_imm(std::f32::consts::FRAC_PI_2), a1);
+        let a = self.f();
+        self.ins(format!("selp.f32 {a}, {a2}, {a1}, {big}"));
+        self.copysign(a, x)
+    }
+
+    fn copysign(&mut self, mag: Reg, sign: Reg) -> Reg {
+        let s = self.f();
+        self.ins(format!("and.b32 {s}, {sign}, 0x80000000"));
+        let m = self.f();
+        self.ins(format!("and.b32 {m}, {mag}, 0x7FFFFFFF"));
+        let o = self.f();
+        self.ins(format!("or.b32 {o}, {m}, {s}"));
+        o
+    }
+
+    fn asin_acos(&mut self, op: UnaryOp, x: Reg) -> Reg {
+        // asin(x) = atan2(x, sqrt((1-x)(1+x))); acos(x) = atan2(sqrt((1-x)(1+x)), x).
+        let om = self.f2("sub", "0f3F800000", x);
+        let op_ = self.f2("add", "0f3F800000", x);
+        let prod = self.f2("mul", om, op_);
+        let s = self.f1("sqrt.rn", prod);
+        if op == UnaryOp::Asin {
+            self.atan2_f32(x, s)
+        } else {
+            self.atan2_f32(s, x)
+        }
+    }
+
+    fn atan2_f32(&mut self, y: Reg, x: Reg) -> Reg {
+        // atan(y/x) corrected by quadrant; x == 0 and infinities handled by the division's inf/nan.
+        let q = self.f2("div.rn", y, x);
+        let a = self.atan(q);
+        let xneg = self.p();
+        self.ins(format!("setp.lt.f32 {xneg}, {x}, 0f00000000"));
+        // Also x == -0.0 counts as negative for atan2.
+        let xsign = self.p();
+        self.ins(format!("setp.lt.s32 {xsign}, {x}, 0"));
+        let ypi = self.copysign_imm(std::f32::consts::PI, y);
+        let a2 = self.f2("add", a, ypi);
+        let r = self.f();
+        self.ins(format!("selp.f32 {r}, {a2}, {a}, {xsign}"));
+        let _ = xneg;
+        // Both zero: atan2(+-0, +0) = +-0, atan2(+-0, -0) = +-pi.
+        let yz = self.p();
+        self.ins(format!("setp.eq.f32 {yz}, {y}, 0f00000000"));
+        let zero_res = self.f();
+        let signed_zero = self.copysign_imm(0.0, y);
+        self.ins(format!("selp.f32 {zero_res}, {ypi}, {signed_zero}, {xsign}"));
+        let out = self.f();
+        self.ins(format!("selp.f32 {out}, {zero_res}, {r}, {yz}"));
+        // Both infinite: +-pi/4 or +-3pi/4.
+        let ay = self.f1("abs", y);
+        let ax = self.f1("abs", x);
+        let yi = self.p();
+        let xi = self.p();
+        self.ins(format!("setp.eq.f32 {yi}, {ay}, 0f7F800000"));
+        self.ins(format!("setp.eq.f32 {xi}, {ax}, 0f7F800000"));
+        let both = self.p();
+        self.ins(format!("and.pred {both}, {yi}, {xi}"));
+        let qi = self.f();
+        self.ins(format!(
+            "selp.f32 {qi}, {}, {}, {xsign}",
+            f32_imm(3.0 * std::f32::consts::FRAC_PI_4),
+            f32_imm(std::f32::consts::FRAC_PI_4)
+        ));
+        let qs = self.copysign(qi, y);
+        let fin = self.f();
+        self.ins(format!("selp.f32 {fin}, {qs}, {out}, {both}"));
+        fin
+    }
+
+    fn copysign_imm(&mut self, v: f32, sign: Reg) -> Reg {
+        let m = self.f();
+        self.ins(format!("mov.b32 {m}, {}", f32_imm(v)));
+        self.copysign(m, sign)
+    }
+
+    fn hyperbolic(&mut self, op: UnaryOp, x: Reg) -> Reg {
+        match op {
+            UnaryOp::Tanh => {
+                // tanh(x) = -expm1(-2|x|) / (expm1(-2|x|) + 2), sign restored.
+                let ax = self.f1("abs", x);
+                let m2 = self.f2("mul", ax, "0fC0000000");
+                let e = self.expm1(m2);
+                let den = self.f2("add", e, "0f40000000");
+                let ne = self.f1("neg", e);
+                let t = self.f2("div.rn", ne, den);
+                self.copysign(t, x)
+            }
+            UnaryOp::Sinh => {
+                // sinh(x) = (e - 1/e)/2 with e = expm1(|x|) + 1, via expm1 for small |x|:
+                // sinh = (u + u/(u+1)) / 2, u = expm1(|x|).
+                let ax = self.f1("abs", x);
+                let u = self.expm1(ax);
+                let u1 = self.f2("add", u, "0f3F800000");
+                let q = self.f2("div.rn", u, u1);
+                let s = self.f2("add", u, q);
+                let h = self.f2("mul", s, "0f3F000000");
+                self.copysign(h, x)
+            }
+            _ => {
+                // cosh(x) = (e + 1/e)/2, e = exp(|x|) (scaled by 1/2 first to avoid overflow near the top).
+                let ax = self.f1("abs", x);
+                let t = self.f2("sub", ax, f32_imm(std::f32::consts::LN_2));
+                let eh = self.exp_fast(t);
+                let q = self.f2("div.rn", "0f3E800000", eh);
+                self.f2("add", eh, q)
+            }
+        }
+    }
+
+    fn inverse_hyperbolic(&mut self, op: UnaryOp, x: Reg) -> Reg {
+        match op {
+            UnaryOp::Asinh => {
+                // asinh(x) = sign * log1p(|x| + x^2 / (1 + sqrt(1 + x^2))).
+                let ax = self.f1("abs", x);
+                let x2 = self.f2("mul", ax, ax);
+                let s = self.f2("add", x2, "0f3F800000");
+                let r = self.f1("sqrt.rn", s);
+                let d = self.f2("add", r, "0f3F800000");
+                let q = self.f2("div.rn", x2, d);
+                let a = self.f2("add", ax, q);
+                let l = self.log1p(a);
+                self.copysign(l, x)
+            }
+            UnaryOp::Acosh => {
+                // acosh(x) = log1p(t + sqrt(2t + t^2)), t = x - 1.
+                let t = self.f2("sub", x, "0f3F800000");
+                let t2 = self.f2("mul", t, t);
+                let s = self.fma3(t, "0f40000000", t2);
+                let r = self.f1("sqrt.rn", s);
+                let a = self.f2("add", t, r);
+                self.log1p(a)
+            }
+            _ => {
+                // atanh(x) = 0.5 * log1p(2x / (1 - x)).
+                let om = self.f2("sub", "0f3F800000", x);
+                let tx = self.f2("add", x, x);
+                let q = self.f2("div.rn", tx, om);
+                let l = self.log1p(q);
+                self.f2("mul", l, "0f3F000000")
+            }
+        }
+    }
+
+    fn erf(&mut self, op: UnaryOp, x: Reg) -> Reg {
+        // |x| < 0.84375: erf(x) = x + x*P(x^2) (odd series, truncated Taylor to degree 15).
+        // Otherwise erfc(|x|) = exp(-x^2) * R(|x|) from a rational fit in t = 1/(1 + 0.5|x|)
+        // (Numerical Recipes' erfcc form, relative error ~1.2e-7).
+        let ax = self.f1("abs", x);
+        let x2 = self.f2("mul", x, x);
+        let c: Vec<f32> = {
+            // erf(x)/x = 2/sqrt(pi) * sum (-1)^n x^(2n) / (n! (2n+1))
+            let mut v = vec![];
+            let mut fact = 1.0f64;
+            for n in 0..9 {
+                if n > 0 {
+                    fact *= n as f64;
+                }
+                let term = (if n % 2 == 0 { 1.0 } else { -1.0 }) / (fact * (2 * n + 1) as f64);
+                v.push((term * std::f64::consts::FRAC_2_SQRT_PI) as f32);
+            }
+            v
+        };
+        let ps = self.poly(x2, &c);
+        let small_erf = self.f2("mul", ps, x);
+        let t0 = self.fma3(ax, "0f3F000000", "0f3F800000");
+        let t = self.f2("div.rn", "0f3F800000", t0);
+        let r = self.poly(t, &ERFC_COEFFS.map(|c: f64| c as f32));
+        let e = self.f2("sub", r, x2);
+        let ex = self.exp_fast(e);
+        let erfc_big = self.f2("mul", t, ex);
+        let small = self.p();
+        self.ins(format!("setp.lt.f32 {small}, {ax}, {}", f32_imm(0.84375)));
+        let xneg = self.p();
+        self.ins(format!("setp.lt.f32 {xneg}, {x}, 0f00000000"));
+        if op == UnaryOp::Erf {
+            let one_minus = self.f2("sub", "0f3F800000", erfc_big);
+            let big_erf = self.copysign(one_minus, x);
+            let r = self.f();
+            self.ins(format!("selp.f32 {r}, {small_erf}, {big_erf}, {small}"));
+            r
+        } else {
+            // erfc(x) = 1 - erf(x) near 0; erfc(-|x|) = 2 - erfc(|x|).
+            let near = self.f2("sub", "0f3F800000", small_erf);
+            let neg_big = self.f2("sub", "0f40000000", erfc_big);
+            let big = self.f();
+            self.ins(format!("selp.f32 {big}, {neg_big}, {erfc_big}, {xneg}"));
+            let r = self.f();
+            self.ins(format!("selp.f32 {r}, {near}, {big}, {small}"));
+            r
+        }
+    }
+
+    fn cbrt(&mut self, x: Reg) -> Reg {
+        // y = 2^(log2|x| / 3), then one Newton step y -= (y - |x|/y^2) / 3.
+        let ax = self.f1("abs", x);
+        let l = self.f1("lg2.approx", ax);
+        let l3 = self.f2("mul", l, f32_imm(1.0 / 3.0));
+        let y = self.f1("ex2.approx", l3);
+        let y2 = self.f2("mul", y, y);
+        let q = self.f2("div.rn", ax, y2);
+        let dlt = self.f2("sub", y, q);
+        let y1 = self.fma3(dlt, f32_imm(-1.0 / 3.0), y);
+        // Zero and infinity pass through (the Newton step would give NaN).
+        let special = self.p();
+        let z = self.p();
+        self.ins(format!("setp.eq.f32 {z}, {ax}, 0f00000000"));
+        self.ins(format!("setp.eq.or.f32 {special}, {ax}, 0f7F800000, {z}"));
+        let r = self.f();
+        self.ins(format!("selp.f32 {r}, {ax}, {y1}, {special}"));
+        self.copysign(r, x)
+    }
+
+    pub fn fmod(&mut self, d: DType, a: Reg, b: Reg) -> Res<Reg> {
+        if d != DType::F32 {
+            let x = self.widen_f32(d, a)?;
+            let y = self.widen_f32(d, b)?;
+            let r = self.fmod(DType::F32, x, y)?;
+            return self.narrow_f32(d, r, Rounding::Rtne);
+        }
+        // a - trunc(a/b)*b (as LLVM expands frem), fused for one rounding.
+        let q = self.f2("div.rn", a, b);
+        let t = self.f1("cvt.rzi.f32", q);
+        let nt = self.f1("neg", t);
+        let r = self.fma3(nt, b, a);
+        // Keep the sign of the dividend for zero results.
+        Ok(self.copysign(r, a))
+    }
+
+    pub fn pow(&mut self, d: DType, a: Reg, b: Reg) -> Res<Reg> {
+        if d != DType::F32 {
+            let x = self.widen_f32(d, a)?;
+            let y = self.widen_f32(d, b)?;
+            let r = self.pow(DType::F32, x, y)?;
+            return self.narrow_f32(d, r, Rounding::Rtne);
+        }
+        // |a|^b = 2^(b * log2|a|); negative a with an odd integer b flips the sign;
+        // negative a with a non-integer b is NaN; a^0 = 1.
+        let ax = self.f1("abs", a);
+        let l = self.f1("lg2.approx", ax);
+        let e = self.f2("mul", l, b);
+        let m = self.f1("ex2.approx", e);
+        let bi = self.f1("cvt.rzi.f32", b);
+        let is_int = self.p();
+        self.ins(format!("setp.eq.f32 {is_int}, {bi}, {b}"));
+        let half = self.f2("mul", b, "0f3F000000");
+        let hi = self.f1("cvt.rzi.f32", half);
+        let even = self.p();
+        self.ins(format!("setp.eq.f32 {even}, {hi}, {half}"));
+        let aneg = self.p();
+        self.ins(format!("setp.lt.f32 {aneg}, {a}, 0f00000000"));
+        let nm = self.f1("neg", m);
+        let odd_neg = self.p();
+        self.ins(format!("and.pred {odd_neg}, {aneg}, !{even}"));
+        let r1 = self.f();
+        self.ins(format!("selp.f32 {r1}, {nm}, {m}, {odd_neg}"));
+        let bad = self.p();
+        self.ins(format!("and.pred {bad}, {aneg}, !{is_int}"));
+        let r2 = self.f();
+        self.ins(format!("selp.f32 {r2}, 0f7FFFFFFF, {r1}, {bad}"));
+        let b0 = self.p();
+        self.ins(format!("setp.eq.f32 {b0}, {b}, 0f00000000"));
+        let r3 = self.f();
+        self.ins(format!("selp.f32 {r3}, 0f3F800000, {r2}, {b0}"));
+        Ok(r3)
+    }
+
+    pub fn atan2(&mut self, d: DType, a: Reg, b: Reg) -> Res<Reg> {
+        if d != DType::F32 {
+            let x = self.widen_f32(d, a)?;
+            let y = self.widen_f32(d, b)?;
+            let r = self.atan2(DType::F32, x, y)?;
+            return self.narrow_f32(d, r, Rounding::Rtne);
+        }
+        Ok(self.atan2_f32(a, b))
+    }
+
+    pub fn hypot(&mut self, d: DType, a: Reg, b: Reg) -> Res<Reg> {
+        if d != DType::F32 {
+            let x = self.widen_f32(d, a)?;
+            let y = self.widen_f32(d, b)?;
+            let r = self.hypot(DType::F32, x, y)?;
+            return self.narrow_f32(d, r, Rounding::Rtne);
+        }
+        // m * sqrt(1 + (n/m)^2) with m = max(|a|,|b|), n = min: no overflow.
+        let aa = self.f1("abs", a);
+        let ab = self.f1("abs", b);
+        let m = self.f2("max", aa, ab);
+        let n = self.f2("min", aa, ab);
+        let q = self.f2("div.rn", n, m);
+        let s = self.fma3(q, q, "0f3F800000");
+        let r = self.f1("sqrt.rn", s);
+        let h = self.f2("mul", m, r);
+        // m == 0 gives 0/0: the answer is 0. An infinite operand gives inf even with a NaN.
+        let z = self.p();
+        self.ins(format!("setp.eq.f32 {z}, {m}, 0f00000000"));
+        let h2 = self.f();
+        self.ins(format!("selp.f32 {h2}, 0f00000000, {h}, {z}"));
+        let inf = self.p();
+        self.ins(format!("setp.eq.f32 {inf}, {m}, 0f7F800000"));
+        let out = self.f();
+        self.ins(format!("selp.f32 {out}, 0f7F800000, {h2}, {inf}"));
+        Ok(out)
+    }
+
+    fn f64_unary(&mut self, op: UnaryOp, x: Reg) -> Res<Reg> {
+        use UnaryOp::*;
+        let r = self.new_reg(RegClass::B64);
+        match op {
+            Neg => self.ins(format!("neg.f64 {r}, {x}")),
+            Abs => self.ins(format!("abs.f64 {r}, {x}")),
+            Sqrt | SqrtRn => self.ins(format!("sqrt.rn.f64 {r}, {x}")),
+            Rsqrt => {
+                let s = self.new_reg(RegClass::B64);
+                self.ins(format!("sqrt.rn.f64 {s}, {x}"));
+                self.ins(format!("rcp.rn.f64 {r}, {s}"));
+            }
+            Floor => self.ins(format!("cvt.rmi.f64.f64 {r}, {x}")),
+            Ceil => self.ins(format!("cvt.rpi.f64.f64 {r}, {x}")),
+            Trunc => self.ins(format!("cvt.rzi.f64.f64 {r}, {x}")),
+            Rint => self.ins(format!("cvt.rni.f64.f64 {r}, {x}")),
+            IsNan | IsInf | IsFinite | Signbit => {
+                let p = self.p();
+                match op {
+                    IsNan => self.ins(format!("setp.nan.f64 {p}, {x}, {x}")),
+                    IsInf | IsFinite => {
+                        let a = self.new_reg(RegClass::B64);
+                        self.ins(format!("abs.f64 {a}, {x}"));
+                        let c = if op == IsInf { "eq" } else { "lt" };
+                        self.ins(format!("setp.{c}.f64 {p}, {a}, 0d7FF0000000000000"));
+                    }
+                    _ => self.ins(format!("setp.lt.s64 {p}, {x}, 0")),
+                }
+                return Ok(p);
+            }
+            _ => {
+                return Err(self.err(format!(
+                    "f64 `{}` is not supported by the GPU backend (only f32 and narrower math functions are)",
+                    op.name()
+                )))
+            }
+        }
+        Ok(r)
+    }
+
+    // ---- fp8 ----
+
+    /// fp8 (low byte of a 16-bit register) → f32, exact.
+    pub fn fp8_to_f32(&mut self, d: DType, a: Reg) -> Res<Reg> {
+        // Rebuild the f32 bits: sign, exponent rebiased, mantissa shifted; subnormals
+        // by scaling the integer mantissa.
+        let (mbits, bias) = if d == DType::F8E4M3 { (3u32, 7i32) } else { (2, 15) };
+        let w = self.new_reg(RegClass::B32);
+        self.ins(format!("cvt.u32.u16 {w}, {a}"));
+        let sign = self.new_reg(RegClass::B32);
+        self.ins(format!("and.b32 {sign}, {w}, 128"));
+        self.ins(format!("shl.b32 {sign}, {sign}, 24"));
+        let mag = self.new_reg(RegClass::B32);
+        self.ins(format!("and.b32 {mag}, {w}, 127"));
+        let exp = self.new_reg(RegClass::B32);
+        self.ins(format!("shr.u32 {exp}, {mag}, {mbits}"));
+        let man = self.new_reg(RegClass::B32);
+        self.ins(format!("and.b32 {man}, {mag}, {}", (1 << mbits) - 1));
+        // Normal: bits = (exp - bias + 127) << 23 | man << (23 - mbits).
+        let nb = self.new_reg(RegClass::B32);
+        self.ins(format!("shl.b32 {nb}, {mag}, {}", 23 - mbits));
+        self.ins(format!("add.s32 {nb}, {nb}, {}", ((127 - bias) as u32) << 23));
+        // Subnormal (exp == 0): man * 2^(1 - bias - mbits).
+        let sub = self.f();
+        self.ins(format!("cvt.rn.f32.u32 {sub}, {man}"));
+        let scale = f32_imm(2f32.powi(1 - bias - mbits as i32));
+        self.ins(format!("mul.f32 {sub}, {sub}, {scale}"));
+        let is_sub = self.p();
+        self.ins(format!("setp.eq.u32 {is_sub}, {exp}, 0"));
+        let v = self.f();
+        self.ins(format!("selp.b32 {v}, {sub}, {nb}, {is_sub}"));
+        // Specials: e4m3fn has NaN at mag 0x7F only; e5m2 has inf/NaN at exp 31.
+        if d == DType::F8E4M3 {
+            let nan = self.p();
+            self.ins(format!("setp.eq.u32 {nan}, {mag}, 127"));
+            self.ins(format!("@{nan} mov.b32 {v}, 0x7FFFFFFF"));
+        } else {
+            let sp = self.p();
+            self.ins(format!("setp.eq.u32 {sp}, {exp}, 31"));
+            let t = self.new_reg(RegClass::B32);
+            self.ins(format!("shl.b32 {t}, {man}, 21"));
+            self.ins(format!("or.b32 {t}, {t}, 0x7F800000"));
+            self.ins(format!("@{sp} mov.b32 {v}, {t}"));
+        }
+        let out = self.f();
+        self.ins(format!("or.b32 {out}, {v}, {sign}"));
+        Ok(out)
+    }
+
+    /// f32 → fp8, round to nearest even (or toward zero), saturating to the largest
+    /// finite value (NaN stays NaN), as `cvt ... .satfinite` does.
+    pub fn f32_to_fp8(&mut self, d: DType, a: Reg, rz: bool) -> Res<Reg> {
+        if self.opts.target.capability() >= 89 && !rz {
+            let ty = if d == DType::F8E4M3 { "e4m3x2" } else { "e5m2x2" };
+            let h = self.new_reg(RegClass::B16);
+            let zero = self.f();
+            self.ins(format!("mov.b32 {zero}, 0f00000000"));
+            self.ins(format!("cvt.rn.satfinite.{ty}.f32 {h}, {zero}, {a}"));
+            let out = self.new_reg(RegClass::B16);
+            self.ins(format!("and.b16 {out}, {h}, 255"));
+            return Ok(out);
+        }
+        let (mbits, bias, max_bits) = if d == DType::F8E4M3 { (3u32, 7i32, 0x7Eu32) } else { (2, 15, 0x7B) };
+        let w = a;
+        let sign = self.new_reg(RegClass::B32);
+        self.ins(format!("shr.u32 {sign}, {w}, 24"));
+        self.ins(format!("and.b32 {sign}, {sign}, 128"));
+        let ax = self.f1("abs", w);
+        // Values below the smallest normal are rounded as fixed point: |x| * 2^(bias - 1 + mbits),
+        // rounded to an integer, is the subnormal mantissa (exponent field 0), and 2^mbits
+        // rolls over into the first normal exponent naturally.
+        let scaled = self.f2("mul", ax, f32_imm(2f32.powi(bias - 1 + mbits as i32)));
+        let sub_i = self.new_reg(RegClass::B32);
+        let rnd = if rz { "rzi" } else { "rni" };
+        self.ins(format!("cvt.{rnd}.u32.f32 {sub_i}, {scaled}"));
+        // Normal: drop 23 - mbits mantissa bits with round-to-nearest-even on the f32 bits.
+        let drop = 23 - mbits;
+        let bits = self.new_reg(RegClass::B32);
+        self.ins(format!("mov.b32 {bits}, {ax}"));
+        if !rz {
+            let lsb = self.new_reg(RegClass::B32);
+            self.ins(format!("shr.u32 {lsb}, {bits}, {drop}"));
+            self.ins(format!("and.b32 {lsb}, {lsb}, 1"));
+            self.ins(format!("add.u32 {bits}, {bits}, {}", (1u32 << (drop - 1)) - 1));
+            self.ins(format!("add.u32 {bits}, {bits}, {lsb}"));
+        }
+        let n = self.new_reg(RegClass::B32);
+        self.ins(format!("shr.u32 {n}, {bits}, {drop}"));
+        self.ins(format!("sub.s32 {n}, {n}, {}", ((127 - bias) as u32) << mbits));
+        let is_sub = self.p();
+        self.ins(format!("setp.lt.f32 {is_sub}, {ax}, {}", f32_imm(2f32.powi(1 - bias))));
+        let m = self.new_reg(RegClass::B32);
+        self.ins(format!("selp.b32 {m}, {sub_i}, {n}, {is_sub}"));
+        // Saturate (also infinities), NaN → canonical NaN.
+        self.ins(format!("min.u32 {m}, {m}, {max_bits}"));
+        let nan = self.p();
+        self.ins(format!("setp.nan.f32 {nan}, {ax}, {ax}"));
+        // 0x7F is NaN in both formats (e4m3fn: the one NaN; e5m2: all-ones exponent and mantissa).
+        self.ins(format!("@{nan} mov.b32 {m}, 127"));
+        self.ins(format!("or.b32 {m}, {m}, {sign}"));
+        let out = self.new_reg(RegClass::B16);
+        self.ins(format!("cvt.u16.u32 {out}, {m}"));
+        Ok(out)
+    }
+
+    /// f16 → e5m2 directly (e5m2 is f16 with the low 8 mantissa bits rounded off).
+    pub fn f16_to_e5m2(&mut self, a: Reg, rnd: Rounding) -> Res<Reg> {
+        let x = self.widen_f32(DType::F16, a)?;
+        self.f32_to_fp8(DType::F8E5M2, x, rnd == Rounding::Rtz)
+    }
+}

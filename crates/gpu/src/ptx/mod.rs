@@ -1,0 +1,194 @@
+//! PTX emission from GPU IR (direct text, no LLVM).
+//!
+//! # Kernel ABI
+//!
+//! One `.param` per IR parameter, in order, named `<kernel>_param_<i>`:
+//!
+//! | IR type | PTX param | value passed |
+//! |---|---|---|
+//! | `ptr<T>` | `.u64` | the global address of element 0 |
+//! | `i64`, `u64` | `.u64` | the integer |
+//! | `f64` | `.f64` | the float |
+//! | `f32` | `.f32` | the float |
+//! | `i1`, `i8`, `i16`, `i32`, `u8`, `u16`, `u32`, `f16`, `bf16`, fp8 | `.u32` | the value's bits in the low bits (i1: 0 or 1) |
+//!
+//! The CTA is one-dimensional with `32 * num_warps` threads (`.reqntid`); the grid is
+//! up to three-dimensional (`program_id(axis)` is `%ctaid.{x,y,z}`). Shared memory is
+//! dynamic (`.extern .shared global_smem[]`): launch with [`PtxKernel::shared_bytes`]
+//! bytes (above 48 KiB a launcher must raise the function's dynamic shared memory limit).
+
+pub mod control;
+pub mod convert;
+pub mod debug;
+pub mod dot;
+pub mod elementwise;
+pub mod emitter;
+pub mod math;
+pub mod memory;
+pub mod reduce;
+pub mod regs;
+pub mod shape;
+
+use crate::analysis::AxisAnalysis;
+use crate::options::{GpuOptions, Target};
+use crate::passes::alloc_shared::plan_shared;
+use emitter::Emitter;
+use regs::{class_of, RegClass};
+use std::fmt::Write;
+use trident_ir::{DType, Diagnostic, Elem, Module, Type};
+
+/// How a kernel parameter is passed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AbiType {
+    /// A global pointer to elements of this type.
+    Pointer(DType),
+    Scalar(DType),
+}
+
+impl AbiType {
+    /// The `.param` type.
+    pub fn ptx_type(&self) -> &'static str {
+        match self {
+            AbiType::Pointer(_) => "u64",
+            AbiType::Scalar(d) => match d {
+                DType::I64 | DType::U64 => "u64",
+                DType::F64 => "f64",
+                DType::F32 => "f32",
+                _ => "u32",
+            },
+        }
+    }
+
+    /// Bytes of the parameter.
+    pub fn size(&self) -> u32 {
+        match self.ptx_type() {
+            "u64" | "f64" => 8,
+            _ => 4,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AbiParam {
+    /// Source name of the parameter.
+    pub name: String,
+    pub ty: AbiType,
+}
+
+/// A compiled kernel.
+#[derive(Clone, Debug)]
+pub struct PtxKernel {
+    pub ptx: String,
+    /// The `.entry` name.
+    pub entry: String,
+    /// Threads per CTA (`32 * num_warps`).
+    pub num_threads: u32,
+    /// Dynamic shared memory to launch with, in bytes.
+    pub shared_bytes: u32,
+    pub params: Vec<AbiParam>,
+    pub target: Target,
+}
+
+fn abi_of(t: &Type) -> Result<AbiType, String> {
+    match t {
+        Type::Scalar(Elem::Ptr { pointee, .. }) => Ok(AbiType::Pointer(*pointee)),
+        Type::Scalar(Elem::Num(d)) => Ok(AbiType::Scalar(*d)),
+        Type::Tensor { .. } => Err(format!("kernel parameters must be scalars or pointers, not `{t}`")),
+    }
+}
+
+/// Emits PTX for `kernel`, a function of `m` already lowered to GPU IR (every tensor
+/// has a layout; see [`crate::lower_to_gpu_ir`]).
+pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKernel, Diagnostic> {
+    let f = m.func(kernel).ok_or_else(|| Diagnostic::error(format!("no kernel named `{kernel}` in the module")))?;
+    let plan = plan_shared(f, opts)?;
+    let axis = AxisAnalysis::run(f);
+    let mut e = Emitter::new(f, &m.files, opts, &axis, &plan);
+    let entry = sanitize(&f.name);
+    let mut params = vec![];
+    let mut param_text = String::new();
+    let mut loads = String::new();
+    for (i, p) in f.params.iter().enumerate() {
+        let t = f.ty(p.value);
+        let abi = abi_of(t).map_err(|m| Diagnostic::error(m).at(f.loc, 1))?;
+        let pname = format!("{entry}_param_{i}");
+        let _ = write!(param_text, "{}\t.param .{} {pname}", if i > 0 { ",\n" } else { "" }, abi.ptx_type());
+        let class = class_of(t.elem());
+        let r = e.new_reg(class);
+        match (&abi, class) {
+            (AbiType::Pointer(_), _) => {
+                let _ = writeln!(loads, "\tld.param.u64 {r}, [{pname}];");
+            }
+            (AbiType::Scalar(_), RegClass::B64) => {
+                let _ = writeln!(loads, "\tld.param.{} {r}, [{pname}];", abi.ptx_type());
+            }
+            (AbiType::Scalar(DType::F32), _) => {
+                let _ = writeln!(loads, "\tld.param.f32 {r}, [{pname}];");
+            }
+            (AbiType::Scalar(d), RegClass::B32) => {
+                let _ = (d, writeln!(loads, "\tld.param.u32 {r}, [{pname}];"));
+            }
+            (AbiType::Scalar(d), RegClass::B16) => {
+                let w = e.new_reg(RegClass::B32);
+                let _ = writeln!(loads, "\tld.param.u32 {w}, [{pname}];\n\tcvt.u16.u32 {r}, {w};");
+                match d {
+                    DType::I8 => {
+                        let _ = writeln!(loads, "\tcvt.s16.s8 {r}, {r};");
+                    }
+                    DType::U8 | DType::F8E4M3 | DType::F8E5M2 => {
+                        let _ = writeln!(loads, "\tand.b16 {r}, {r}, 255;");
+                    }
+                    _ => {}
+                }
+            }
+            (AbiType::Scalar(_), RegClass::Pred) => {
+                let w = e.new_reg(RegClass::B32);
+                let _ = writeln!(loads, "\tld.param.u32 {w}, [{pname}];\n\tsetp.ne.u32 {r}, {w}, 0;");
+            }
+        }
+        e.set(p.value, vec![r]);
+        params.push(AbiParam { name: p.name.clone(), ty: abi });
+    }
+    e.block(f.body)?;
+    let (pro, body) = e.take_text();
+    let threads = 32 * opts.num_warps;
+    let mut out = String::new();
+    let _ =
+        writeln!(out, "//\n// Generated by Trident (trident-gpu) for {}, {} warps\n//\n", opts.target, opts.num_warps);
+    let _ = writeln!(out, ".version 8.0\n.target {}\n.address_size 64\n", opts.target.arch());
+    if e.uses_vprintf {
+        out.push_str(".extern .func (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 vprintf_param_0,\n\t.param .b64 vprintf_param_1\n);\n\n");
+    }
+    for (name, bytes) in &e.strings {
+        let list: Vec<String> = bytes.iter().map(|b| b.to_string()).collect();
+        let _ = writeln!(out, ".global .align 1 .b8 {name}[{}] = {{{}}};", bytes.len(), list.join(", "));
+    }
+    if opts.line_info {
+        for (i, file) in m.files.iter().enumerate() {
+            let _ = writeln!(out, ".file {} \"{}\"", i + 1, file.path.replace('\\', "\\\\").replace('"', "\\\""));
+        }
+    }
+    if plan.total > 0 {
+        out.push_str(".extern .shared .align 16 .b8 global_smem[];\n");
+    }
+    let _ = writeln!(out, "\n.visible .entry {entry}(\n{param_text}\n)\n.reqntid {threads}\n{{");
+    out.push_str(&e.reg_decls());
+    if e.printf_buffer > 0 {
+        let _ = writeln!(out, "\t.local .align 8 .b8 __printf_buf[{}];", e.printf_buffer);
+    }
+    out.push_str(&loads);
+    out.push_str(&pro);
+    out.push_str(&body);
+    out.push_str("\tret;\n}\n");
+    Ok(PtxKernel { ptx: out, entry, num_threads: threads, shared_bytes: plan.total, params, target: opts.target })
+}
+
+/// A PTX identifier for a kernel name.
+fn sanitize(name: &str) -> String {
+    let mut s: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '$' { c } else { '_' }).collect();
+    if s.is_empty() || s.as_bytes()[0].is_ascii_digit() {
+        s.insert(0, '_');
+    }
+    s
+}

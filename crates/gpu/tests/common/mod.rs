@@ -1,0 +1,227 @@
+//! Differential-test harness: compile a kernel to PTX, check it with `ptxas` for sm_80 and
+//! sm_90, run it on the PTX emulator and on the tile-IR interpreter with the same fresh
+//! random inputs, and compare every output buffer.
+#![allow(dead_code)]
+
+use trident_core::{DType, HostTensor};
+use trident_gpu::{emit_ptx, GpuOptions, PtxKernel, Target};
+use trident_ir::Module;
+
+/// splitmix64.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [-1, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+}
+
+/// A fresh seed per run (or `TRIDENT_TEST_SEED`), printed so failures can be replayed.
+pub fn seed() -> u64 {
+    let s = std::env::var("TRIDENT_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(7)
+    });
+    eprintln!("seed = {s} (set TRIDENT_TEST_SEED={s} to replay)");
+    s
+}
+
+/// Random values of `dtype` (integers in a small range so that sums do not overflow).
+pub fn random(rng: &mut Rng, dtype: DType, shape: &[usize], scale: f64) -> HostTensor {
+    let n: usize = shape.iter().product();
+    let vals: Vec<f64> = (0..n)
+        .map(|i| {
+            if dtype == DType::I1 {
+                (rng.next_u64() & 1) as f64
+            } else if dtype.is_int() {
+                let lo = if dtype.is_signed_int() { -(scale as i64) } else { 0 };
+                let hi = scale as i64;
+                let v = lo + rng.below((hi - lo + 1) as u64) as i64;
+                // Never all zeros: element 0 is nonzero.
+                if i == 0 && v == 0 {
+                    1.0
+                } else {
+                    v as f64
+                }
+            } else {
+                let v = rng.unit() * scale;
+                if i == 0 && v == 0.0 {
+                    scale / 3.0
+                } else {
+                    v
+                }
+            }
+        })
+        .collect();
+    HostTensor::from_f64(dtype, shape, &vals)
+}
+
+/// A buffer full of a recognisable garbage pattern (NaN for floats).
+pub fn poisoned(dtype: DType, shape: &[usize]) -> HostTensor {
+    let mut t = HostTensor::zeros(dtype, shape);
+    for b in t.data.iter_mut() {
+        *b = 0xFF;
+    }
+    t
+}
+
+#[derive(Clone, Debug)]
+pub enum Arg {
+    Tensor(HostTensor),
+    Scalar(DType, u64),
+}
+
+pub fn i32_arg(v: i32) -> Arg {
+    Arg::Scalar(DType::I32, v as u32 as u64)
+}
+
+pub fn f32_arg(v: f32) -> Arg {
+    Arg::Scalar(DType::F32, v.to_bits() as u64)
+}
+
+/// Checks PTX with ptxas for `arch`: accepted, no warnings. Fails loudly if ptxas is missing.
+pub fn ptxas_ok(ptx: &str, arch: &str) -> trident_gpu::tools::PtxasOutput {
+    match trident_gpu::tools::ptxas(ptx, arch) {
+        Ok(out) => {
+            assert!(out.warnings.is_empty(), "ptxas warnings for {arch}:\n{}\n--- PTX ---\n{}", out.log, numbered(ptx));
+            out
+        }
+        Err(e) if e.0.contains("not found") => panic!("{e}\n(run scripts/install-tools to install ptxas)"),
+        Err(e) => panic!("{e}\n--- PTX ---\n{}", numbered(ptx)),
+    }
+}
+
+pub fn numbered(s: &str) -> String {
+    s.lines().enumerate().map(|(i, l)| format!("{:4} {l}\n", i + 1)).collect()
+}
+
+/// Compiles for both targets, checks both with ptxas, returns the sm_80 kernel.
+pub fn compile(m: &Module, kernel: &str, num_warps: u32) -> PtxKernel {
+    let mut out = None;
+    for target in [Target::Sm80, Target::Sm90] {
+        let opts = GpuOptions { target, num_warps, ..GpuOptions::default() };
+        let k = match emit_ptx(m, kernel, &opts) {
+            Ok(k) => k,
+            Err(d) => panic!("compiling `{kernel}` for {target}: {}", d.render(&m.files)),
+        };
+        let usage = ptxas_ok(&k.ptx, target.arch());
+        if let Some(u) = usage.usage.first() {
+            eprintln!("{kernel} {target} {num_warps} warps: {} registers, {} spill bytes", u.registers, u.spill_stores);
+        }
+        if target == Target::Sm80 {
+            out = Some(k);
+        }
+    }
+    out.expect("compiled")
+}
+
+/// Runs the kernel on the PTX emulator; returns the tensor arguments after the run.
+pub fn run_emu(k: &PtxKernel, grid: [u32; 3], args: &[Arg]) -> Vec<HostTensor> {
+    let module = trident_emu::Module::parse(&k.ptx)
+        .unwrap_or_else(|e| panic!("emulator cannot parse our PTX: {e}\n{}", numbered(&k.ptx)));
+    let mut kargs: Vec<trident_emu::KernelArg> = args
+        .iter()
+        .map(|a| match a {
+            Arg::Tensor(t) => trident_emu::KernelArg::Buffer(t.clone()),
+            Arg::Scalar(_, bits) => trident_emu::KernelArg::Scalar(*bits),
+        })
+        .collect();
+    let cfg = trident_emu::LaunchConfig {
+        grid,
+        block: [k.num_threads, 1, 1],
+        dynamic_shared_bytes: k.shared_bytes,
+        ..trident_emu::LaunchConfig::default()
+    };
+    if let Err(e) = trident_emu::launch(&module, &k.entry, &cfg, &mut kargs) {
+        panic!("emulator: {e}\n{}", numbered(&k.ptx));
+    }
+    kargs
+        .into_iter()
+        .filter_map(|a| match a {
+            trident_emu::KernelArg::Buffer(t) => Some(t),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Runs the kernel on the interpreter; returns the tensor arguments after the run.
+pub fn run_interp(m: &Module, kernel: &str, grid: [u32; 3], args: &[Arg]) -> Vec<HostTensor> {
+    let mut iargs: Vec<trident_interp::InterpArg> = args
+        .iter()
+        .map(|a| match a {
+            Arg::Tensor(t) => trident_interp::InterpArg::Tensor(t.clone()),
+            Arg::Scalar(d, bits) => trident_interp::InterpArg::Scalar { dtype: *d, bits: *bits },
+        })
+        .collect();
+    if let Err(e) = trident_interp::launch(m, kernel, grid, &mut iargs, &trident_interp::InterpOptions::default()) {
+        panic!("interpreter: {e}");
+    }
+    iargs
+        .into_iter()
+        .filter_map(|a| match a {
+            trident_interp::InterpArg::Tensor(t) => Some(t),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Tolerance for comparing `dtype` results (relative, absolute).
+pub fn tolerance(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::F32 => (2e-5, 1e-5),
+        DType::F16 => (2e-3, 1e-3),
+        DType::BF16 => (1.6e-2, 1e-2),
+        DType::F8E4M3 | DType::F8E5M2 => (0.13, 0.02),
+        DType::F64 => (1e-12, 1e-12),
+        _ => (0.0, 0.0),
+    }
+}
+
+/// Compares two runs' buffers element by element.
+pub fn assert_same(got: &[HostTensor], want: &[HostTensor], tol: Option<(f64, f64)>, what: &str) {
+    assert_eq!(got.len(), want.len());
+    for (b, (g, w)) in got.iter().zip(want).enumerate() {
+        let (rtol, atol) = tol.unwrap_or_else(|| tolerance(w.dtype));
+        for i in 0..w.numel() {
+            let (x, y) = (g.get_f64(i), w.get_f64(i));
+            let ok = if w.dtype.is_int() {
+                g.get_bits(i) == w.get_bits(i)
+            } else {
+                (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= atol + rtol * y.abs()
+            };
+            assert!(ok, "{what}: buffer {b} element {i}: emulator {x}, interpreter {y}");
+        }
+    }
+}
+
+/// Parses IR text (panics with a rendered error).
+pub fn parse(text: &str) -> Module {
+    let mut m = trident_ir::parse_module(text).unwrap_or_else(|d| panic!("{}", d.render(&[])));
+    if let Err(errs) = trident_ir::verify_module(&m) {
+        panic!("{}", errs.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("\n"));
+    }
+    for f in &mut m.funcs {
+        f.kernel = true;
+    }
+    m
+}
+
+/// Compiles, runs both ways, compares.
+pub fn differential(m: &Module, kernel: &str, num_warps: u32, grid: [u32; 3], args: &[Arg], tol: Option<(f64, f64)>) {
+    let k = compile(m, kernel, num_warps);
+    let got = run_emu(&k, grid, args);
+    let want = run_interp(m, kernel, grid, args);
+    assert_same(&got, &want, tol, &format!("{kernel} ({num_warps} warps, grid {grid:?})"));
+}
