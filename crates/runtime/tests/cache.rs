@@ -152,10 +152,7 @@ fn key_changes_miss() {
     let swapped = CacheKey::new("k", "t").arg("i32").arg("*fp32");
     assert_ne!(swapped.id(), CacheKey::new("k", "t").arg("*fp32").arg("i32").id());
     // Field boundaries are unambiguous.
-    assert_ne!(
-        CacheKey::new("k", "t").constexpr("AB", "C").id(),
-        CacheKey::new("k", "t").constexpr("A", "BC").id()
-    );
+    assert_ne!(CacheKey::new("k", "t").constexpr("AB", "C").id(), CacheKey::new("k", "t").constexpr("A", "BC").id());
     assert!(CacheId::parse(base.id().as_str()).is_some());
     assert_eq!(base.id().as_str().len(), 32);
 

@@ -241,6 +241,15 @@ impl Autotuner {
         }
     }
 
+    /// The line `TRIDENT_PRINT_AUTOTUNING=1` prints after a tuning:
+    /// `Triton autotuning for function K finished after 1.23s; best config selected: BLOCK: 64, num_warps: 4, num_stages: 3`.
+    pub fn choice_line(&self, choice: &Choice) -> String {
+        format!(
+            "Triton autotuning for function {} finished after {:.2}s; best config selected: {}",
+            self.spec.kernel, choice.tuning_secs, choice.config
+        )
+    }
+
     /// The file a choice for `key` is saved in, if choices persist.
     pub fn record_path(&self, key: &[(String, String)]) -> Option<std::path::PathBuf> {
         self.store.as_ref().map(|s| s.path(&self.spec.kernel, &self.record_hash(key)))
@@ -274,9 +283,11 @@ impl Autotuner {
         let path = self.record_path(key);
         if let (Some(store), Some(path)) = (&self.store, &path) {
             if let Some(r) = store.load(path) {
-                // The hash covers the candidates; checking again costs nothing
-                // and guards against a hand-edited file.
-                if r.key == key && self.candidate_base(&r.best).is_some() {
+                // The file name hashes the identity, the candidates and the key;
+                // the fields are checked too, against a renamed or edited file.
+                // (The chosen config may differ from every written one: prune
+                // hooks may return new configs and heuristics extend them.)
+                if r.key == key && r.kernel == self.spec.kernel && r.identity == self.identity {
                     let choice = Choice {
                         config: r.best,
                         source: ChoiceSource::Disk,
@@ -305,25 +316,11 @@ impl Autotuner {
                 choice.save_error = store.save(path, &rec).err().map(|e| format!("{}: {e}", path.display()));
             }
             if self.print {
-                eprintln!(
-                    "Triton autotuning for function {} finished after {:.2}s; best config selected: {}",
-                    self.spec.kernel, choice.tuning_secs, choice.config
-                );
+                eprintln!("{}", self.choice_line(&choice));
             }
         }
         self.remember(key, &choice);
         Ok(choice)
-    }
-
-    /// The written config a (possibly heuristics-extended) chosen config came from.
-    fn candidate_base(&self, chosen: &TuneConfig) -> Option<&TuneConfig> {
-        self.spec.configs.iter().find(|c| {
-            c.num_warps == chosen.num_warps
-                && c.num_stages == chosen.num_stages
-                && c.num_ctas == chosen.num_ctas
-                && c.maxnreg == chosen.maxnreg
-                && c.constexprs.iter().all(|(n, v)| chosen.get(n) == Some(v))
-        })
     }
 
     fn remember(&self, key: &[(String, String)], choice: &Choice) {

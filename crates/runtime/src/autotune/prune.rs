@@ -55,11 +55,7 @@ impl std::fmt::Debug for Prune {
 
 impl Prune {
     /// Applies the hooks: the configs to benchmark, and those pruned with why.
-    pub(crate) fn apply(
-        &self,
-        configs: &[TuneConfig],
-        key: &[(String, String)],
-    ) -> Result<Pruned, String> {
+    pub(crate) fn apply(&self, configs: &[TuneConfig], key: &[(String, String)]) -> Result<Pruned, String> {
         let mut pruned = vec![];
         let mut kept = match &self.early_config_prune {
             Some(f) => {
