@@ -71,12 +71,38 @@ pub fn ctas_per_sm(threads_per_cta: u32, shared_per_cta: u32) -> u32 {
 
 /// Modelled duration of a launch given each CTA's modelled cycles (in launch order).
 pub fn kernel_cycles(cta_cycles: &[u64], slots: u32) -> u64 {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
     let slots = (slots.max(1) as usize).min(cta_cycles.len().max(1));
-    let mut free = vec![0u64; slots];
+    // Each CTA goes to the slot that frees up first (ties: lowest slot).
+    let mut free: BinaryHeap<Reverse<(u64, usize)>> = (0..slots).map(|i| Reverse((0, i))).collect();
+    let mut end = 0;
     for &c in cta_cycles {
-        // The slot that frees up first takes the next CTA.
-        let (i, _) = free.iter().enumerate().min_by_key(|&(i, &t)| (t, i)).unwrap_or((0, &0));
-        free[i] += c;
+        let Some(Reverse((t, i))) = free.pop() else { break };
+        end = end.max(t + c);
+        free.push(Reverse((t + c, i)));
     }
-    free.into_iter().max().unwrap_or(0)
+    end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_scheduling() {
+        // Two slots: 10 and 10 run together, then 5 joins the first to free up.
+        assert_eq!(kernel_cycles(&[10, 10, 5], 2), 15);
+        assert_eq!(kernel_cycles(&[10, 3, 3, 3], 2), 10);
+        assert_eq!(kernel_cycles(&[], 4), 0);
+        assert_eq!(kernel_cycles(&[7, 7, 7], 1), 21);
+    }
+
+    #[test]
+    fn residency() {
+        assert_eq!(ctas_per_sm(128, 16384), 10);
+        assert_eq!(ctas_per_sm(1024, 0), 2);
+        assert_eq!(ctas_per_sm(32, 0), 32);
+        assert_eq!(ctas_per_sm(128, 200 * 1024), 1);
+    }
 }

@@ -126,6 +126,7 @@ fn out_of_bounds_store_names_line_cta_and_thread() {
     let e = launch(&m, "k", &cfg, &mut args).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Memory);
     let msg = e.to_string();
+    eprintln!("{msg}");
     assert!(msg.contains("out-of-bounds") && msg.contains("offset 160") && msg.contains("line 13"), "{msg}");
     assert_eq!(e.thread, Some([40, 0, 0]), "{msg}");
     assert_eq!(buf(&args, 0), &before, "buffers unchanged after a failed launch");
