@@ -270,6 +270,7 @@ pub(crate) fn unary(op: UnaryOp, a: &Tensor, out: Elem) -> Result<Tensor, Fault>
                 }
                 // As compiled Triton: exp(x) = exp2(x * log2(e)) with the product rounded to f32,
                 // whose rounding dominates the error for large |x| (see `exp_f32`).
+                Exp if dt == DType::F32 => x.iter().map(|&v| exp_f32(v) as f32).collect(),
                 Exp => x.iter().map(|&v| round_f64(dt, exp_f32(v))).collect(),
                 _ => match math1(op) {
                     Some(f) => x.iter().map(|&v| round_f64(dt, f(v as f64))).collect(),

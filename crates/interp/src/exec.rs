@@ -288,8 +288,17 @@ impl<'a> Program<'a> {
                 let refs: Vec<&Tensor> = xs.iter().map(|x| &**x).collect();
                 let tys: Vec<Type> = od.results.iter().map(|&r| f.ty(r).clone()).collect();
                 let region = *od.regions.first().ok_or_else(|| Fault::internal("reduce without a region".into()))?;
-                let mut comb = self.combiner(fr, region);
-                reduce::reduce(&refs, *axis, &tys, &mut comb)?.into_iter().collect()
+                let fast = match (fast_combine(f, region), refs.as_slice(), tys.as_slice()) {
+                    (Some(op), [x], [t]) => reduce::reduce_fast(x, *axis, t, op)?,
+                    _ => None,
+                };
+                match fast {
+                    Some(t) => smallvec::smallvec![t],
+                    None => {
+                        let mut comb = self.combiner(fr, region);
+                        reduce::reduce(&refs, *axis, &tys, &mut comb)?.into_iter().collect()
+                    }
+                }
             }
             OpKind::Scan { axis, reverse } => {
                 let xs: Vec<V> = (0..od.operands.len()).map(|i| arg(fr, i)).collect::<Result<_, _>>()?;

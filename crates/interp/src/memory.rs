@@ -45,23 +45,23 @@ pub(crate) struct Buffer {
 
 impl Buffer {
     pub fn new(name: &str, dtype: DType, numel: usize, data: &[u8]) -> Buffer {
-        let words: Box<[AtomicU64]> = data
-            .chunks(8)
-            .map(|c| {
-                let mut b = [0u8; 8];
-                b[..c.len()].copy_from_slice(c);
-                AtomicU64::new(u64::from_le_bytes(b))
-            })
-            .collect();
+        // Zeroed words (calloc: pages are mapped lazily), then one memcpy of the bytes.
+        let mut words: Box<[u64]> = vec![0u64; data.len().div_ceil(8)].into_boxed_slice();
+        // SAFETY: `words` owns at least `data.len()` bytes; u8 has no alignment requirement.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), words.as_mut_ptr() as *mut u8, data.len()) };
+        const { assert!(std::mem::align_of::<u64>() == std::mem::align_of::<AtomicU64>()) };
+        // SAFETY: `AtomicU64` has the same size and bit validity as `u64`, and (asserted
+        // above) the same alignment, so a boxed slice of one is a boxed slice of the other.
+        let words = unsafe { Box::from_raw(Box::into_raw(words) as *mut [AtomicU64]) };
         Buffer { name: name.to_string(), dtype, numel, bytes: data.len(), words }
     }
 
-    /// Copies the contents out (call only when no program runs).
+    /// Copies the contents out. Call only when no program runs (after the launch's threads
+    /// have joined, which orders all their writes before this read).
     pub fn copy_to(&self, out: &mut [u8]) {
-        for (c, w) in out.chunks_mut(8).zip(self.words.iter()) {
-            let b = w.load(Ordering::Relaxed).to_le_bytes();
-            c.copy_from_slice(&b[..c.len()]);
-        }
+        let n = out.len().min(self.bytes);
+        // SAFETY: the buffer holds at least `bytes` bytes; nothing accesses it concurrently.
+        unsafe { std::ptr::copy_nonoverlapping(self.words.as_ptr() as *const u8, out.as_mut_ptr(), n) };
     }
 
     fn describe(&self) -> String {

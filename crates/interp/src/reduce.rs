@@ -15,7 +15,11 @@
 //! row `j` becomes `combine(row j-1, row j)`.
 
 use crate::error::{Fault, Stop};
+use crate::float::{fmax, fmax_nan, fmin, fmin_nan, round_f32};
+use crate::value::wrap;
 use crate::value::{Data, Tensor};
+use trident_core::DType;
+use trident_ir::BinaryOp;
 use trident_ir::{Elem, Type};
 
 /// Combines accumulated values with new values, operand-wise (`acc[i]`, `new[i]` have equal lengths).
@@ -67,6 +71,78 @@ fn check_same_shapes(xs: &[&Tensor]) -> Result<(), Fault> {
         return Err(Fault::internal("reduce/scan operands must be non-empty and of one shape".into()));
     }
     Ok(())
+}
+
+/// One tree level in place for the common single-op combines: rows `0..n-h` become
+/// `op(row i, row i+h)`, with the same rounding and wrapping as the elementwise op.
+fn level_in_place(d: &mut Data, n: usize, h: usize, width: usize, op: BinaryOp, dt: DType) -> bool {
+    fn apply<T: Copy>(v: &mut [T], n: usize, h: usize, width: usize, f: impl Fn(T, T) -> T) {
+        let (lo, hi) = v.split_at_mut(h * width);
+        let m = (n - h) * width;
+        for (a, &b) in lo[..m].iter_mut().zip(&hi[..m]) {
+            *a = f(*a, b);
+        }
+    }
+    use BinaryOp::*;
+    match d {
+        Data::F(v) => match op {
+            Add => apply(v, n, h, width, |a, b| round_f32(dt, a + b)),
+            Mul => apply(v, n, h, width, |a, b| round_f32(dt, a * b)),
+            Max => apply(v, n, h, width, fmax),
+            Min => apply(v, n, h, width, fmin),
+            MaxNan => apply(v, n, h, width, fmax_nan),
+            MinNan => apply(v, n, h, width, fmin_nan),
+            _ => return false,
+        },
+        Data::D(v) => match op {
+            Add => apply(v, n, h, width, |a, b| a + b),
+            Mul => apply(v, n, h, width, |a, b| a * b),
+            Max => apply(v, n, h, width, fmax),
+            Min => apply(v, n, h, width, fmin),
+            MaxNan => apply(v, n, h, width, fmax_nan),
+            MinNan => apply(v, n, h, width, fmin_nan),
+            _ => return false,
+        },
+        Data::I(v) => {
+            let uns = !dt.is_signed_int();
+            match op {
+                Add => apply(v, n, h, width, |a, b| wrap(a.wrapping_add(b), dt)),
+                Mul => apply(v, n, h, width, |a, b| wrap(a.wrapping_mul(b), dt)),
+                Max | MaxNan if uns => apply(v, n, h, width, |a, b| (a as u64).max(b as u64) as i64),
+                Min | MinNan if uns => apply(v, n, h, width, |a, b| (a as u64).min(b as u64) as i64),
+                Max | MaxNan => apply(v, n, h, width, i64::max),
+                Min | MinNan => apply(v, n, h, width, i64::min),
+                And => apply(v, n, h, width, |a, b| a & b),
+                Or => apply(v, n, h, width, |a, b| a | b),
+                Xor => apply(v, n, h, width, |a, b| a ^ b),
+                _ => return false,
+            }
+        }
+    }
+    true
+}
+
+/// A reduction whose combine is one binary op: the same tree, in place, without
+/// evaluating a combine function per level.
+pub(crate) fn reduce_fast(x: &Tensor, axis: u32, out: &Type, op: BinaryOp) -> Result<Option<Tensor>, Fault> {
+    let Some(dt) = x.elem.num() else { return Ok(None) };
+    let l = layout(&x.shape, axis)?;
+    if l.n == 0 {
+        return Err(Fault::internal("reduction over an empty axis".into()));
+    }
+    let width = l.outer * l.inner;
+    let mut d = to_axis_major(&x.data, &l);
+    let mut n = l.n;
+    while n > 1 {
+        let h = n.div_ceil(2);
+        if !level_in_place(&mut d, n, h, width, op, dt) {
+            return Ok(None);
+        }
+        n = h;
+    }
+    let mut res = d.empty_like(width);
+    res.extend_from(&d, 0..width);
+    Ok(Some(Tensor::new(out.elem(), out.shape(), res)))
 }
 
 pub(crate) fn reduce(xs: &[&Tensor], axis: u32, out_types: &[Type], comb: &mut Combine) -> Result<Vec<Tensor>, Stop> {

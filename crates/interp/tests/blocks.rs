@@ -287,6 +287,18 @@ fn reductions_along_each_axis_use_pairwise_order() {
     let a0 = k.reduce(t, 0, BinaryOp::Add);
     let a1 = k.reduce(t, 1, BinaryOp::Add);
     let mx = k.reduce(t, 1, BinaryOp::Max);
+    // The same sum through a two-op region (`(a + b) * 1`): the vectorized region path,
+    // which must combine in the same order as the single-op fast path.
+    let red = k.raw(OpKind::Reduce { axis: 1 }, &[t], &[ten(&[r], DType::F32)]);
+    k.region(red, &[num(DType::F32), num(DType::F32)], OpKind::Yield, |k, a| {
+        let s = k.bin(BinaryOp::Add, a[0], a[1]);
+        let one = k.cf(1.0, DType::F32);
+        vec![k.bin(BinaryOp::Mul, s, one)]
+    });
+    let a1_region = k.results(red)[0];
+    let same = k.cmp(CmpPred::Eq, a1_region, a1);
+    let all_same = k.reduce(same, 0, BinaryOp::And);
+    k.op(OpKind::Assert { msg: "region sum differs from fast sum".into() }, &[all_same], &[]);
     store_flat(&mut k, s0, a0);
     store_flat(&mut k, s1, a1);
     store_flat(&mut k, m1, mx);
