@@ -173,6 +173,7 @@ impl KernelInfo {
                 let v = match a {
                     ArgInfo::Pointer { dtype, .. } => HostValue::Tensor(Elem::ptr(*dtype)),
                     ArgInfo::Int(v) => HostValue::Const(ConstValue::Int(*v as i128)),
+                    ArgInfo::UInt(v) => HostValue::Const(ConstValue::Int(*v as i128)),
                     ArgInfo::Float(v) => HostValue::Const(ConstValue::Float(*v)),
                     ArgInfo::Bool(v) => HostValue::Const(ConstValue::Bool(*v)),
                     ArgInfo::Constexpr(c) => HostValue::Const(c.clone()),

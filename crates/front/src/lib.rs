@@ -35,8 +35,10 @@ pub enum ArgInfo {
         dtype: DType,
         aligned16: bool,
     },
-    /// A Python `int`: typed i32 if it fits, else i64 (u64 above `i64::MAX` is given as its bits).
+    /// A Python `int`: typed i32 if it fits, else i64.
     Int(i64),
+    /// A Python `int` above `i64::MAX` (typed u64, as Triton does); smaller values behave as [`ArgInfo::Int`].
+    UInt(u64),
     /// A Python `float`: an fp32 scalar, as in compiled Triton.
     Float(f64),
     Bool(bool),
@@ -82,6 +84,8 @@ pub struct Compiled {
     pub param_names: Vec<String>,
     /// How each Python parameter is bound, in the same order.
     pub params: Vec<ParamBinding>,
+    /// What `tl.static_print` printed during compilation, one entry per call.
+    pub static_prints: Vec<String>,
 }
 
 /// Compiles `kernel` of `file` for one launch's arguments.

@@ -215,17 +215,6 @@ impl PyCmp {
             PyCmp::Ge => ">=",
         }
     }
-
-    /// The comparison with operands swapped (`a < b` ⇔ `b > a`).
-    pub(crate) fn swapped(self) -> PyCmp {
-        match self {
-            PyCmp::Lt => PyCmp::Gt,
-            PyCmp::Le => PyCmp::Ge,
-            PyCmp::Gt => PyCmp::Lt,
-            PyCmp::Ge => PyCmp::Le,
-            c => c,
-        }
-    }
 }
 
 fn int_result(v: Option<i128>) -> Result<ConstValue, String> {

@@ -1,13 +1,508 @@
 //! Lowering of a `@triton.jit` function to tile IR.
+//!
+//! [`compile`] binds the launch arguments to the kernel's parameters (runtime
+//! IR parameters, constexprs, specialized constants), then walks the function
+//! body. Calls to user `@triton.jit` helpers become separate IR functions,
+//! specialized per argument types and constexpr values, plus `call` ops (the
+//! inliner pass folds them in later); calls into Trident's prelude (the parts
+//! of `triton.language` written in Triton itself: random numbers, sort, ...)
+//! are expanded in place, with every op at the user's call site.
 
-use crate::{ArgInfo, CompileOptions, Compiled, KernelFile};
-use trident_ir::Diagnostic;
+mod builtins;
+mod call;
+mod emit;
+mod expr;
+mod flow;
+pub(crate) mod names;
+mod prelude;
+mod sem;
+mod stmt;
+mod val;
 
+use crate::globals::Globals;
+use crate::kernel::KernelFile;
+use crate::scan::resolve_def;
+use crate::source::SrcRef;
+use crate::value::ConstValue;
+use crate::{ArgInfo, CompileOptions, Compiled, ParamBinding};
+use ruff_python_ast::{self as ast, Stmt};
+use ruff_text_size::TextRange;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use trident_core::DType;
+use trident_ir::{Block, Diagnostic, Elem, Function, Loc, Module, OpKind, Type, Value};
+pub(crate) use val::{FnRef, Val};
+
+pub(crate) type R<T> = Result<T, Box<Diagnostic>>;
+
+/// `note` for boxed diagnostics.
+pub(crate) trait DiagExt {
+    fn with_note(self, text: impl Into<String>) -> Self;
+}
+
+impl DiagExt for Box<Diagnostic> {
+    fn with_note(mut self, text: impl Into<String>) -> Self {
+        self.notes.push(text.into());
+        self
+    }
+}
+
+/// Variables of a function body. Names starting with `%` are the lowering's own
+/// bookkeeping (early-exit flags and the pending return value), merged through
+/// control flow exactly like user variables.
+pub(crate) type Scope = BTreeMap<String, Val>;
+
+pub(crate) const RET: &str = "%ret";
+pub(crate) const RETVAL: &str = "%retval";
+pub(crate) const BRK: &str = "%brk";
+pub(crate) const CONT: &str = "%cont";
+
+/// A cached specialization of a user helper.
+struct Spec {
+    name: String,
+    /// The return value with the callee's IR values as placeholders (rebuilt from the call's results).
+    ret: Val,
+    ret_types: Vec<Type>,
+}
+
+/// State shared by every function of one compilation.
+pub(crate) struct Ctx<'a> {
+    pub user: &'a KernelFile,
+    pub prelude: &'a KernelFile,
+    pub opts: &'a CompileOptions,
+    pub debug: bool,
+    helpers: Vec<Function>,
+    specs: HashMap<String, Spec>,
+    active: Vec<String>,
+    names: HashSet<String>,
+    /// Output of `tl.static_print`, in order.
+    pub prints: Vec<String>,
+}
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn file(&self, prelude: bool) -> &'a KernelFile {
+        if prelude {
+            self.prelude
+        } else {
+            self.user
+        }
+    }
+
+    pub(crate) fn def(&self, f: FnRef) -> Option<&'a ast::StmtFunctionDef> {
+        let file = self.file(f.prelude);
+        let info = file.fns.get(f.idx)?;
+        resolve_def(&file.module.body, &info.path)
+    }
+
+    fn unique_name(&mut self, base: &str) -> String {
+        let mut name = base.to_string();
+        let mut k = 1;
+        while self.names.contains(&name) {
+            name = format!("{base}_{k}");
+            k += 1;
+        }
+        self.names.insert(name.clone());
+        name
+    }
+}
+
+/// The function body being walked: its variables and where its source lives.
+pub(crate) struct Frame<'a> {
+    pub prelude: bool,
+    pub src: SrcRef<'a>,
+    pub text: &'a str,
+    pub globals: &'a Globals,
+    pub scope: Scope,
+    pub fn_name: String,
+    pub is_kernel: bool,
+    /// Names declared by a bare `x: tl.constexpr` annotation, waiting for their value.
+    pub pending_constexpr: HashSet<String>,
+    /// How many loops enclose the current statement (for `break`/`continue`).
+    pub loops: u32,
+}
+
+/// Builds one IR function.
+pub(crate) struct L<'c, 'a> {
+    pub ctx: &'c mut Ctx<'a>,
+    pub f: Function,
+    pub block: Block,
+    pub fr: Frame<'a>,
+    /// Location given to new ops.
+    pub loc: Loc,
+    /// While expanding prelude code: every op and error goes to the user's call site.
+    pub pin: Option<(Loc, u32, String)>,
+}
+
+impl<'c, 'a> L<'c, 'a> {
+    /// A diagnostic at `range` of the current frame's source (or at the pinned call site).
+    pub(crate) fn err(&self, range: TextRange, msg: impl Into<String>) -> Box<Diagnostic> {
+        Box::new(match &self.pin {
+            Some((loc, len, what)) => Diagnostic::error(msg)
+                .at(*loc, *len)
+                .note(format!("raised inside Trident's implementation of `{what}`")),
+            None => self.fr.src.error(range, msg),
+        })
+    }
+
+    pub(crate) fn loc_of(&self, range: TextRange) -> Loc {
+        match &self.pin {
+            Some((loc, _, _)) => *loc,
+            None => self.fr.src.loc(range.start()),
+        }
+    }
+
+    /// Compiles a function body; returns the value it returns (`None` when it falls off the end).
+    pub(crate) fn body(&mut self, body: &[Stmt], def_range: TextRange) -> R<Val> {
+        self.fr.scope.insert(RET.into(), Val::C(ConstValue::Bool(false)));
+        self.stmts(body)?;
+        let ret = self.fr.scope.get(RET).cloned().unwrap_or(Val::C(ConstValue::Bool(false)));
+        let retval = self.fr.scope.get(RETVAL).cloned().unwrap_or(Val::none());
+        match ret {
+            Val::C(ConstValue::Bool(true)) => Ok(retval),
+            _ if retval.is_none() => Ok(Val::none()),
+            _ => Err(self.err(
+                def_range,
+                format!(
+                    "`{}` returns a value on some paths but reaches its end without `return` on others",
+                    self.fr.fn_name
+                ),
+            )),
+        }
+    }
+}
+
+fn suggest<'s>(name: &str, candidates: impl Iterator<Item = &'s str>) -> Option<String> {
+    names::closest(name, candidates).map(|c| format!("did you mean `{c}`?"))
+}
+
+/// Entry point: compiles `kernel` of `file` for the given launch arguments.
 pub(crate) fn compile(
-    _file: &KernelFile,
-    _kernel: &str,
-    _args: &[(String, ArgInfo)],
-    _opts: &CompileOptions,
-) -> Result<Compiled, Box<Diagnostic>> {
-    Err(Box::new(Diagnostic::error("not yet")))
+    file: &KernelFile,
+    kernel: &str,
+    args: &[(String, ArgInfo)],
+    opts: &CompileOptions,
+) -> R<Compiled> {
+    let shared = &file.shared;
+    let src = shared.src(0);
+    let Some(kidx) = file.fns.iter().rposition(|k| k.name == kernel) else {
+        let mut d = Diagnostic::error(format!("no @triton.jit function named `{kernel}` in {}", shared.path));
+        if let Some(s) = suggest(kernel, file.fns.iter().map(|k| k.name.as_str())) {
+            d = d.note(s);
+        }
+        if !file.fns.is_empty() {
+            let list: Vec<&str> = file.fns.iter().map(|k| k.name.as_str()).collect();
+            d = d.note(format!("@triton.jit functions in this file: {}", list.join(", ")));
+        }
+        return Err(Box::new(d));
+    };
+    let info = &file.fns[kidx];
+    let def = resolve_def(&file.module.body, &info.path)
+        .ok_or_else(|| Box::new(Diagnostic::error(format!("internal error: lost the definition of `{kernel}`"))))?;
+    if def.parameters.vararg.is_some() || def.parameters.kwarg.is_some() {
+        return Err(Box::new(src.error(def.parameters.range, "kernels cannot take `*args` or `**kwargs`")));
+    }
+    let def_name_range = def.name.range;
+
+    // Unknown argument names.
+    for (name, _) in args {
+        if info.param(name).is_none() {
+            let mut d = src
+                .error(def_name_range, format!("kernel `{kernel}` has no parameter named `{name}`"))
+                .label("kernel defined here");
+            if let Some(s) = suggest(name, info.params.iter().map(|p| p.name.as_str())) {
+                d = d.note(s);
+            }
+            return Err(Box::new(d));
+        }
+    }
+
+    // Bind every parameter.
+    let mut bindings = vec![];
+    let mut ir_params: Vec<(String, Type, Option<u32>)> = vec![];
+    for p in &info.params {
+        let arg = match args.iter().rev().find(|(n, _)| *n == p.name) {
+            Some((_, a)) => a.clone(),
+            None => match (&p.default, p.has_default) {
+                (Some(d), _) => ArgInfo::Constexpr(d.clone()),
+                (None, true) => {
+                    return Err(Box::new(
+                        Diagnostic::error(format!(
+                            "parameter `{}` of `{kernel}` was not given and its default value is not a compile-time constant",
+                            p.name
+                        ))
+                        .at(p.loc, p.name.len() as u32),
+                    ))
+                }
+                (None, false) => {
+                    return Err(Box::new(
+                        Diagnostic::error(format!("missing argument `{}` for kernel `{kernel}`", p.name))
+                            .at(p.loc, p.name.len() as u32)
+                            .label("this parameter has no default value"),
+                    ))
+                }
+            },
+        };
+        let here = |msg: String| Box::new(Diagnostic::error(msg).at(p.loc, p.name.len() as u32));
+        let b = if p.is_constexpr {
+            match arg {
+                ArgInfo::Constexpr(c) => ParamBinding::Constexpr(c),
+                ArgInfo::Int(v) => ParamBinding::Constexpr(ConstValue::Int(v as i128)),
+                ArgInfo::UInt(v) => ParamBinding::Constexpr(ConstValue::Int(v as i128)),
+                ArgInfo::Float(v) => ParamBinding::Constexpr(ConstValue::Float(v)),
+                ArgInfo::Bool(v) => ParamBinding::Constexpr(ConstValue::Bool(v)),
+                ArgInfo::Pointer { .. } => {
+                    return Err(here(format!("`{}` is a tl.constexpr parameter but was given a tensor", p.name)))
+                }
+            }
+        } else {
+            let ann_num = p.annotated_type.and_then(|e| e.num());
+            let (ty, div16, special) = match arg {
+                ArgInfo::Constexpr(c) => {
+                    bindings.push(ParamBinding::Constexpr(c));
+                    continue;
+                }
+                ArgInfo::Pointer { dtype, aligned16 } => (Elem::ptr(dtype), aligned16, None),
+                ArgInfo::Int(v) => {
+                    let t = match ann_num {
+                        Some(d) if d.is_int() => d,
+                        _ if i32::try_from(v).is_ok() => DType::I32,
+                        _ => DType::I64,
+                    };
+                    let one = v == 1 && ann_num.is_none() && !p.do_not_specialize;
+                    (Elem::Num(t), v % 16 == 0, one.then_some(ConstValue::Int(1)))
+                }
+                ArgInfo::UInt(v) => {
+                    let t = if v > i64::MAX as u64 {
+                        DType::U64
+                    } else if v > i32::MAX as u64 {
+                        DType::I64
+                    } else {
+                        DType::I32
+                    };
+                    let one = v == 1 && ann_num.is_none() && !p.do_not_specialize;
+                    (
+                        Elem::Num(ann_num.filter(|d| d.is_int()).unwrap_or(t)),
+                        v % 16 == 0,
+                        one.then_some(ConstValue::Int(1)),
+                    )
+                }
+                ArgInfo::Float(_) => (Elem::Num(ann_num.filter(|d| d.is_float()).unwrap_or(DType::F32)), false, None),
+                ArgInfo::Bool(_) => (Elem::Num(DType::I1), false, None),
+            };
+            if let Some(c) = special {
+                bindings.push(ParamBinding::Specialized(c));
+                continue;
+            }
+            let div = (div16 && !p.do_not_specialize && !p.do_not_specialize_on_alignment).then_some(16);
+            bindings.push(ParamBinding::Runtime { ir_index: ir_params.len() });
+            ir_params.push((p.name.clone(), Type::Scalar(ty), div));
+            continue;
+        };
+        bindings.push(b);
+    }
+
+    let prelude = prelude::prelude();
+    let mut ctx = Ctx {
+        user: file,
+        prelude,
+        opts,
+        debug: info.debug.unwrap_or(opts.debug),
+        helpers: vec![],
+        specs: HashMap::new(),
+        active: vec![],
+        names: HashSet::new(),
+        prints: vec![],
+    };
+    ctx.names.insert(kernel.to_string());
+    let param_refs: Vec<(&str, Type)> = ir_params.iter().map(|(n, t, _)| (n.as_str(), t.clone())).collect();
+    let mut f = Function::new(kernel, &param_refs, vec![], true);
+    for (i, (_, _, div)) in ir_params.iter().enumerate() {
+        f.params[i].attrs.divisibility = *div;
+    }
+    f.loc = src.loc(def_name_range.start());
+    let body_block = f.body;
+    let mut scope = Scope::new();
+    for (p, b) in info.params.iter().zip(&bindings) {
+        let v = match b {
+            ParamBinding::Runtime { ir_index } => Val::T(f.params[*ir_index].value),
+            ParamBinding::Constexpr(c) | ParamBinding::Specialized(c) => Val::from_const(c.clone()),
+        };
+        scope.insert(p.name.clone(), v);
+    }
+    let frame = Frame {
+        prelude: false,
+        src,
+        text: &shared.text,
+        globals: &shared.globals,
+        scope,
+        fn_name: kernel.to_string(),
+        is_kernel: true,
+        pending_constexpr: HashSet::new(),
+        loops: 0,
+    };
+    let mut l = L { ctx: &mut ctx, f, block: body_block, fr: frame, loc: src.loc(def.range.start()), pin: None };
+    l.body(&def.body, def_name_range)?;
+    l.emit(OpKind::Return, &[], &[]);
+    let f = l.f;
+    let mut funcs = vec![f];
+    funcs.extend(ctx.helpers);
+    let module = Module { funcs, files: vec![file.source_file(), prelude.source_file()] };
+    Ok(Compiled {
+        module,
+        kernel: kernel.to_string(),
+        param_names: info.params.iter().map(|p| p.name.clone()).collect(),
+        params: bindings,
+        static_prints: ctx.prints,
+    })
+}
+
+impl<'c, 'a> L<'c, 'a> {
+    /// Calls a user `@triton.jit` helper: specializes it for these arguments (once) and emits a `call`.
+    /// `params` are the callee's parameters bound to argument values.
+    pub(crate) fn call_helper(&mut self, fref: FnRef, params: Vec<(String, Val)>, call: TextRange) -> R<Val> {
+        let def = self.ctx.def(fref).ok_or_else(|| self.err(call, "internal error: unknown function"))?;
+        let fname = def.name.id.to_string();
+        let mut key = format!("{}:{}", fref.prelude as u8, fref.idx);
+        for (_, v) in &params {
+            key.push('|');
+            self.spec_key(v, &mut key);
+        }
+        let mut arg_values = vec![];
+        for (_, v) in &params {
+            v.flatten(&mut arg_values);
+        }
+        if !self.ctx.specs.contains_key(&key) {
+            if self.ctx.active.contains(&key) || self.ctx.active.len() > 64 {
+                return Err(
+                    self.err(call, format!("recursive call of `{fname}`: recursion is not supported in kernels"))
+                );
+            }
+            self.ctx.active.push(key.clone());
+            let r = self.specialize(fref, def, &fname, &params);
+            self.ctx.active.pop();
+            let spec = r.map_err(|d| {
+                let loc = self.loc_of(call);
+                Box::new(d.secondary(loc, call.len().to_u32(), format!("in this call of `{fname}`")))
+            })?;
+            self.ctx.specs.insert(key.clone(), spec);
+        }
+        let spec = &self.ctx.specs[&key];
+        let (name, ret, ret_types) = (spec.name.clone(), spec.ret.clone(), spec.ret_types.clone());
+        let op = self.emit(OpKind::Call { callee: name }, &arg_values, &ret_types);
+        let results = self.f.ops[op].results.to_vec();
+        Ok(ret.rebuild(&mut results.into_iter()))
+    }
+
+    fn specialize(
+        &mut self,
+        fref: FnRef,
+        def: &'a ast::StmtFunctionDef,
+        fname: &str,
+        params: &[(String, Val)],
+    ) -> R<Spec> {
+        let name = self.ctx.unique_name(fname);
+        let mut ir_params: Vec<(String, Type)> = vec![];
+        for (pname, v) in params {
+            let mut vals = vec![];
+            v.flatten(&mut vals);
+            let many = vals.len() > 1;
+            for (i, x) in vals.iter().enumerate() {
+                let n = if many { format!("{pname}.{i}") } else { pname.clone() };
+                ir_params.push((n, self.f.ty(*x).clone()));
+            }
+        }
+        let refs: Vec<(&str, Type)> = ir_params.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+        let mut f = Function::new(&name, &refs, vec![], false);
+        let file = self.ctx.file(fref.prelude);
+        let src = file.shared.src(fref.prelude as u32);
+        f.loc = src.loc(def.name.range.start());
+        let args: Vec<Value> = f.blocks[f.body].args.clone();
+        let mut it = args.into_iter();
+        let mut scope = Scope::new();
+        for (pname, v) in params {
+            scope.insert(pname.clone(), v.rebuild(&mut it));
+        }
+        let body_block = f.body;
+        let frame = Frame {
+            prelude: fref.prelude,
+            src,
+            text: &file.shared.text,
+            globals: &file.shared.globals,
+            scope,
+            fn_name: fname.to_string(),
+            is_kernel: false,
+            pending_constexpr: HashSet::new(),
+            loops: 0,
+        };
+        let loc = src.loc(def.range.start());
+        let mut sub = L { ctx: &mut *self.ctx, f, block: body_block, fr: frame, loc, pin: None };
+        let ret = sub.body(&def.body, def.name.range)?;
+        let mut ret_vals = vec![];
+        ret.flatten(&mut ret_vals);
+        let ret_types: Vec<Type> = ret_vals.iter().map(|v| sub.f.ty(*v).clone()).collect();
+        sub.emit(OpKind::Return, &ret_vals, &[]);
+        sub.f.result_types = ret_types.clone();
+        let f = sub.f;
+        self.ctx.helpers.push(f);
+        Ok(Spec { name, ret, ret_types })
+    }
+
+    /// The part of a specialization key one argument contributes.
+    fn spec_key(&self, v: &Val, out: &mut String) {
+        use std::fmt::Write;
+        match v {
+            Val::T(x) => {
+                let _ = write!(out, "T{}", self.f.ty(*x));
+            }
+            Val::C(c) => {
+                let _ = write!(out, "C{c:?}");
+            }
+            Val::Tuple(t) => {
+                out.push('(');
+                for x in t {
+                    self.spec_key(x, out);
+                    out.push(',');
+                }
+                out.push(')');
+            }
+            other => {
+                let _ = write!(out, "V{other:?}");
+            }
+        }
+    }
+
+    /// Expands a prelude function in place (a new variable scope, the same IR function).
+    pub(crate) fn inline_call(
+        &mut self,
+        fref: FnRef,
+        params: Vec<(String, Val)>,
+        call: TextRange,
+        what: &str,
+    ) -> R<Val> {
+        let def = self.ctx.def(fref).ok_or_else(|| self.err(call, "internal error: unknown function"))?;
+        let file = self.ctx.file(fref.prelude);
+        let frame = Frame {
+            prelude: fref.prelude,
+            src: file.shared.src(fref.prelude as u32),
+            text: &file.shared.text,
+            globals: &file.shared.globals,
+            scope: params.into_iter().collect(),
+            fn_name: def.name.id.to_string(),
+            is_kernel: false,
+            pending_constexpr: HashSet::new(),
+            loops: 0,
+        };
+        let pinned = self.pin.is_none();
+        if pinned {
+            self.pin = Some((self.loc_of(call), call.len().to_u32().max(1), what.to_string()));
+        }
+        let saved = std::mem::replace(&mut self.fr, frame);
+        let saved_loc = self.loc;
+        let r = self.body(&def.body, def.name.range);
+        self.fr = saved;
+        self.loc = saved_loc;
+        if pinned {
+            self.pin = None;
+        }
+        r
+    }
 }

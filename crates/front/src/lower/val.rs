@@ -1,0 +1,131 @@
+//! What an expression evaluates to while lowering: a compile-time constant, an
+//! IR value, a tuple of those, or a name of something callable.
+
+use crate::globals::Mod;
+use crate::value::ConstValue;
+use trident_ir::Value;
+
+/// A `@triton.jit` function: which file, which function of it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct FnRef {
+    pub prelude: bool,
+    pub idx: usize,
+}
+
+/// Arguments of `range` / `tl.range` / `tl.static_range`.
+#[derive(Clone, Debug)]
+pub(crate) struct RangeVal {
+    pub start: Box<Val>,
+    pub end: Box<Val>,
+    pub step: Box<Val>,
+    pub is_static: bool,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Val {
+    /// A compile-time constant (never a tuple: tuples are [`Val::Tuple`]).
+    C(ConstValue),
+    /// An IR value: a scalar (0-d) or a block.
+    T(Value),
+    Tuple(Vec<Val>),
+    Module(Mod),
+    /// A function (or class) of a module: `tl.load`, `libdevice.tanh`, `triton.cdiv`, `tl.constexpr`.
+    Builtin(Mod, String),
+    Jit(FnRef),
+    /// A Python builtin usable in kernels: `range`, `min`, `max`, `len`, `int`, `float`, `print`, ...
+    PyFn(&'static str),
+    /// A method bound to its receiver: `x.to`, `x.dtype.is_floating`.
+    Method(Box<Val>, String),
+    Slice(Box<[Val; 3]>),
+    Range(RangeVal),
+}
+
+impl Val {
+    pub(crate) fn none() -> Val {
+        Val::C(ConstValue::None)
+    }
+
+    pub(crate) fn int(v: i128) -> Val {
+        Val::C(ConstValue::Int(v))
+    }
+
+    /// Converts a constant to a value, turning constant tuples into [`Val::Tuple`].
+    pub(crate) fn from_const(c: ConstValue) -> Val {
+        match c {
+            ConstValue::Tuple(v) => Val::Tuple(v.into_iter().map(Val::from_const).collect()),
+            c => Val::C(c),
+        }
+    }
+
+    /// The constant this value is, if it is one (tuples of constants included).
+    pub(crate) fn as_const(&self) -> Option<ConstValue> {
+        match self {
+            Val::C(c) => Some(c.clone()),
+            Val::Tuple(v) => v.iter().map(Val::as_const).collect::<Option<Vec<_>>>().map(ConstValue::Tuple),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn is_none(&self) -> bool {
+        matches!(self, Val::C(ConstValue::None))
+    }
+
+    /// Same SSA values / constants (used to see what a branch or loop body changed).
+    pub(crate) fn same(&self, o: &Val) -> bool {
+        match (self, o) {
+            (Val::C(a), Val::C(b)) => {
+                a == b || (matches!((a, b), (ConstValue::Float(x), ConstValue::Float(y)) if x.to_bits() == y.to_bits()))
+            }
+            (Val::T(a), Val::T(b)) => a == b,
+            (Val::Tuple(a), Val::Tuple(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same(y)),
+            (Val::Module(a), Val::Module(b)) => a == b,
+            (Val::Builtin(a, x), Val::Builtin(b, y)) => a == b && x == y,
+            (Val::Jit(a), Val::Jit(b)) => a == b,
+            (Val::PyFn(a), Val::PyFn(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// Whether the value holds any IR value (so it can be carried through control flow).
+    pub(crate) fn has_tensor(&self) -> bool {
+        match self {
+            Val::T(_) => true,
+            Val::Tuple(v) => v.iter().any(Val::has_tensor),
+            _ => false,
+        }
+    }
+
+    /// The IR values inside, in order.
+    pub(crate) fn flatten(&self, out: &mut Vec<Value>) {
+        match self {
+            Val::T(v) => out.push(*v),
+            Val::Tuple(t) => t.iter().for_each(|x| x.flatten(out)),
+            _ => {}
+        }
+    }
+
+    /// Rebuilds a value of this shape with its IR values replaced, in order, from `vals`.
+    pub(crate) fn rebuild(&self, vals: &mut impl Iterator<Item = Value>) -> Val {
+        match self {
+            Val::T(_) => Val::T(vals.next().expect("rebuild: too few values")),
+            Val::Tuple(t) => Val::Tuple(t.iter().map(|x| x.rebuild(vals)).collect()),
+            other => other.clone(),
+        }
+    }
+
+    /// A short description for messages.
+    pub(crate) fn kind_name(&self) -> String {
+        match self {
+            Val::C(c) => format!("constant `{c}`"),
+            Val::T(_) => "tensor".into(),
+            Val::Tuple(_) => "tuple".into(),
+            Val::Module(m) => format!("module `{}`", m.display()),
+            Val::Builtin(m, n) => format!("`{}.{n}`", m.display()),
+            Val::Jit(_) => "@triton.jit function".into(),
+            Val::PyFn(n) => format!("builtin `{n}`"),
+            Val::Method(_, n) => format!("method `{n}`"),
+            Val::Slice(_) => "slice".into(),
+            Val::Range(_) => "range".into(),
+        }
+    }
+}
