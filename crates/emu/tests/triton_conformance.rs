@@ -47,9 +47,8 @@ fn assert_close(got: &HostTensor, want: &[f64], tol: f64, what: &str) {
     eprintln!("{what}: worst relative error {worst:e}");
 }
 
-#[test]
-fn vector_add() {
-    let (m, threads, shared) = load("vadd");
+fn vector_add_on(name: &str) {
+    let (m, threads, shared) = load(name);
     let mut rng = Rng(1);
     let n = 1000usize;
     let a = random(&mut rng, DType::F32, &[n], 10.0);
@@ -64,14 +63,13 @@ fn vector_add() {
         KernelArg::Null,
     ];
     let grid = [(n as u32).div_ceil(256), 1, 1];
-    let r = go(&m, "vadd", "vadd", &cfg(grid, threads, shared), &mut args);
+    let r = go(&m, name, "vadd", &cfg(grid, threads, shared), &mut args);
     assert_close(buf(&args, 2), &want, 0.0, "vadd");
     assert!(r.cycles > 0 && r.lane_instructions > 0);
 }
 
-#[test]
-fn softmax_rows() {
-    let (m, threads, shared) = load("softmax");
+fn softmax_rows_on(name: &str) {
+    let (m, threads, shared) = load(name);
     let mut rng = Rng(2);
     let (rows, cols) = (6usize, 100usize);
     let x = random(&mut rng, DType::F32, &[rows, cols], 5.0);
@@ -92,13 +90,12 @@ fn softmax_rows() {
         KernelArg::Null,
         KernelArg::Null,
     ];
-    go(&m, "softmax", "row_softmax", &cfg([rows as u32, 1, 1], threads, shared), &mut args);
+    go(&m, name, "row_softmax", &cfg([rows as u32, 1, 1], threads, shared), &mut args);
     assert_close(buf(&args, 1), &want, 1e-5, "softmax");
 }
 
-#[test]
-fn layer_norm() {
-    let (m, threads, shared) = load("layernorm");
+fn layer_norm_on(name: &str) {
+    let (m, threads, shared) = load(name);
     let mut rng = Rng(3);
     let (rows, cols) = (8usize, 200usize);
     let x = random(&mut rng, DType::F16, &[rows, cols], 3.0);
@@ -125,7 +122,7 @@ fn layer_norm() {
         KernelArg::Null,
         KernelArg::Null,
     ];
-    go(&m, "layernorm", "layernorm", &cfg([rows as u32, 1, 1], threads, shared), &mut args);
+    go(&m, name, "layernorm", &cfg([rows as u32, 1, 1], threads, shared), &mut args);
     // Output is f16: allow its rounding.
     assert_close(buf(&args, 3), &want, 2e-3, "layernorm");
 }
@@ -172,9 +169,8 @@ fn matmul_tensor_cores_square() {
     matmul_case(64, 128, 128, 5);
 }
 
-#[test]
-fn flash_attention_forward() {
-    let (m, threads, shared) = load("attn_fwd");
+fn flash_attention_forward_on(name: &str) {
+    let (m, threads, shared) = load(name);
     let mut rng = Rng(6);
     let (bh, seq, d) = (2usize, 64usize, 32usize);
     let q = random(&mut rng, DType::F16, &[bh, seq, d], 1.0);
@@ -206,6 +202,60 @@ fn flash_attention_forward() {
         KernelArg::Null,
     ];
     let grid = [(seq / 32) as u32, bh as u32, 1];
-    go(&m, "attn_fwd", "attn_fwd", &cfg(grid, threads, shared), &mut args);
+    go(&m, name, "attn_fwd", &cfg(grid, threads, shared), &mut args);
     assert_close(buf(&args, 3), &want, 1e-2, "attention");
+}
+
+#[test]
+fn vector_add() {
+    vector_add_on("vadd");
+}
+
+#[test]
+fn vector_add_sm90() {
+    vector_add_on("vadd.sm90");
+}
+
+#[test]
+fn softmax_rows() {
+    softmax_rows_on("softmax");
+}
+
+#[test]
+fn softmax_rows_sm90() {
+    softmax_rows_on("softmax.sm90");
+}
+
+#[test]
+fn layer_norm() {
+    layer_norm_on("layernorm");
+}
+
+#[test]
+fn layer_norm_sm90() {
+    layer_norm_on("layernorm.sm90");
+}
+
+#[test]
+fn flash_attention_forward() {
+    flash_attention_forward_on("attn_fwd");
+}
+
+#[test]
+fn flash_attention_forward_sm90() {
+    flash_attention_forward_on("attn_fwd.sm90");
+}
+
+/// Triton's sm_90 matmul uses wgmma (warpgroup MMA with shared-memory descriptors),
+/// which the emulator does not implement: it must refuse it, naming the instruction
+/// and line, rather than run it wrongly.
+#[test]
+fn sm90_wgmma_matmul_is_rejected() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+    let text = std::fs::read_to_string(format!("{dir}/matmul.sm90.ptx")).expect("test PTX present");
+    let e = Module::parse(&text).unwrap_err();
+    assert_eq!(e.kind, trident_emu::ErrorKind::Unsupported, "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("unsupported instruction") && msg.contains("at line"), "{msg}");
+    eprintln!("{msg}");
 }

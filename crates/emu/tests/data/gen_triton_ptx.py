@@ -3,8 +3,9 @@
 Run with the Triton venv (no GPU needed):
     ~/.cache/trident-oracle/bin/python crates/emu/tests/data/gen_triton_ptx.py
 
-Each kernel is compiled for sm_80 (GPUTarget("cuda", 80, 32)); the PTX text is
-written next to this script as NAME.ptx, plus VERSION.txt with the Triton version.
+Each kernel is compiled for sm_80 (GPUTarget("cuda", 80, 32)) and sm_90; the PTX
+text is written next to this script as NAME.ptx and NAME.sm90.ptx, with launch.txt
+(threads and dynamic shared bytes per kernel) and VERSION.txt (the Triton version).
 The kernels are written for these tests (small, with the features the emulator
 must handle: vector loads, reductions via shfl, cp.async pipelines, ldmatrix, mma).
 """
@@ -130,18 +131,21 @@ KERNELS = [
 
 
 def main():
-    target = GPUTarget("cuda", 80, 32)
     meta = []
-    for name, fn, sig, consts, attrs, opts in KERNELS:
-        src = triton.compiler.ASTSource(fn, sig, consts, attrs)
-        k = triton.compile(src, target=target, options=opts)
-        ptx = k.asm["ptx"]
-        with open(os.path.join(HERE, name + ".ptx"), "w") as f:
-            f.write(ptx)
-        meta.append(f"{name} threads={32 * k.metadata.num_warps} shared={k.metadata.shared}")
-        print(meta[-1])
+    # sm_80 (NAME.ptx) and sm_90 (NAME.sm90.ptx; Triton's sm_90 matmul uses wgmma,
+    # which the emulator rejects as unsupported).
+    for arch, suffix in [(80, ""), (90, ".sm90")]:
+        target = GPUTarget("cuda", arch, 32)
+        for name, fn, sig, consts, attrs, opts in KERNELS:
+            src = triton.compiler.ASTSource(fn, sig, consts, attrs)
+            k = triton.compile(src, target=target, options=opts)
+            ptx = k.asm["ptx"]
+            with open(os.path.join(HERE, name + suffix + ".ptx"), "w") as f:
+                f.write(ptx)
+            meta.append(f"{name}{suffix} threads={32 * k.metadata.num_warps} shared={k.metadata.shared}")
+            print(meta[-1])
     with open(os.path.join(HERE, "VERSION.txt"), "w") as f:
-        f.write(f"triton {triton.__version__}, target sm_80 (GPUTarget('cuda', 80, 32))\n")
+        f.write(f"triton {triton.__version__}, targets sm_80 and sm_90 (GPUTarget('cuda', 80|90, 32))\n")
     with open(os.path.join(HERE, "launch.txt"), "w") as f:
         f.write("\n".join(meta) + "\n")
 
