@@ -43,7 +43,7 @@ pub struct PassManager {
     pub print_ir_after_all: bool,
     /// Options for dumps (e.g. with locations).
     pub print_options: PrintOptions,
-    /// Verify the module after every pass; a failure names the pass that broke it.
+    /// Verify the input and the module after every pass; a failure names the pass that broke it.
     pub verify_each: bool,
     timings: Vec<PassTiming>,
     sink: Box<dyn FnMut(&str)>,
@@ -99,9 +99,15 @@ impl PassManager {
         self.sink = Box::new(sink);
     }
 
-    /// Runs every pass in order. Stops at the first pass that fails or leaves invalid IR
-    /// (when `verify_each`); the diagnostics say which pass.
+    /// Runs every pass in order. With `verify_each`, the input is verified first (passes
+    /// assume valid IR) and the output of every pass after it; the pipeline stops at the
+    /// first pass that fails or leaves invalid IR, and the diagnostics say which.
     pub fn run(&mut self, m: &mut Module) -> Result<(), Vec<Diagnostic>> {
+        if self.verify_each {
+            verify_module(m).map_err(|errs| {
+                errs.into_iter().map(|d| d.note("the IR was invalid before the first pass")).collect::<Vec<_>>()
+            })?;
+        }
         for p in &self.passes {
             let start = Instant::now();
             let r = p.run_on_module(m);

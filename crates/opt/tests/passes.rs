@@ -90,9 +90,16 @@ fn verification_after_each_pass_names_the_culprit() {
     pm.add(Box::new(Breaker));
     pm.run(&mut m).unwrap();
 
+    // Invalid input is rejected before any pass sees it (passes assume valid IR).
+    let mut pm = default_tile_pipeline();
+    let errs = pm.run(&mut m).unwrap_err();
+    assert!(errs[0].notes.iter().any(|n| n.contains("before the first pass")), "{errs:?}");
+    assert!(pm.timings().is_empty());
+
+    let mut fresh = parse_module("kernel @k() {\n  return\n}\n").unwrap();
     let mut pm = PassManager::new();
     pm.add(Box::new(Refuser));
-    let errs = pm.run(&mut m).unwrap_err();
+    let errs = pm.run(&mut fresh).unwrap_err();
     assert_eq!(errs[0].message, "cannot handle this");
     assert!(errs[0].notes.iter().any(|n| n.contains("in pass `refuser`")));
 }
