@@ -60,6 +60,11 @@ fn main() {
     match r {
         Ok(c) => {
             println!("{}", c.module);
+            if let Err(errs) = trident_ir::verify_module(&c.module) {
+                for e in errs {
+                    eprintln!("VERIFY: {}", e.render(&c.module.files));
+                }
+            }
             for p in &c.static_prints {
                 println!("static_print: {p}");
             }

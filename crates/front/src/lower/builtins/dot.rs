@@ -28,12 +28,14 @@ impl<'c, 'a> L<'c, 'a> {
                 "tf32" => InputPrecision::Tf32,
                 "tf32x3" => InputPrecision::Tf32x3,
                 "ieee" => InputPrecision::Ieee,
-                other => return Err(self.err(
-                    b.range(3),
-                    format!(
+                other => {
+                    return Err(self.err(
+                        b.range(3),
+                        format!(
                         "input_precision {other:?} is not supported by Trident; use \"tf32\", \"tf32x3\" or \"ieee\""
                     ),
-                )),
+                    ))
+                }
             },
             Some(other) => {
                 return Err(self.err(b.range(3), format!("input_precision must be a string, not {}", other.kind_name())))
