@@ -491,3 +491,44 @@ fn trap_and_endless_loops_are_errors() {
     let e = run(&ptx, "k", [1, 1, 1], [32, 1, 1], &mut []).unwrap_err();
     assert!(e.to_string().contains("trap"), "{e}");
 }
+
+#[test]
+fn barrier_reductions() {
+    // bar.red.popc counts threads with tid % 3 == 0; .and/.or combine tid < 100 / tid == 77.
+    let ptx = format!(
+        "{HEADER}
+.visible .entry k(.param .u64 out)
+{{
+  .reg .pred %p<8>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<8>;
+  mov.u32 %r0, %tid.x;
+  rem.u32 %r1, %r0, 3;
+  setp.eq.u32 %p1, %r1, 0;
+  bar.red.popc.u32 %r2, 0, %p1;
+  setp.lt.u32 %p2, %r0, 100;
+  bar.red.and.pred %p3, 1, %p2;
+  setp.eq.u32 %p4, %r0, 77;
+  bar.red.or.pred %p5, 2, 128, %p4;
+  selp.b32 %r3, 1, 0, %p3;
+  selp.b32 %r4, 1, 0, %p5;
+  vote.ballot.b32 %r5, %p4;
+  ld.param.u64 %rd1, [out];
+  mul.wide.u32 %rd2, %r0, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.v4.u32 [%rd3], {{%r2, %r3, %r4, %r5}};
+  ret;
+}}"
+    );
+    let mut args = vec![u32_buf(128 * 4)];
+    run(&ptx, "k", [1, 1, 1], [128, 1, 1], &mut args).unwrap();
+    let out = buf(&args, 0);
+    for t in 0..128usize {
+        assert_eq!(out.get_bits(4 * t), 43, "popc at thread {t}");
+        assert_eq!(out.get_bits(4 * t + 1), 0, "and at thread {t}");
+        assert_eq!(out.get_bits(4 * t + 2), 1, "or at thread {t}");
+        // Legacy vote without .sync: the ballot of the warp's active lanes.
+        let want = if t / 32 == 2 { 1u64 << (77 - 64) } else { 0 };
+        assert_eq!(out.get_bits(4 * t + 3), want, "ballot at thread {t}");
+    }
+}

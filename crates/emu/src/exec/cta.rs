@@ -3,10 +3,11 @@
 //! `bar.sync` waits until the barrier's expected thread count has arrived.
 
 use super::race::RaceShadow;
-use super::warp::{CtaMem, Ex, Frame, Stop, Warp, FULL};
+use super::warp::{BarRed, CtaMem, Ex, Frame, RedOp, Stop, Warp, FULL};
 use super::Launch;
 use crate::clock::SCHEDULERS_PER_SM;
 use crate::error::{EmuError, ErrorKind};
+use crate::ir::Operand;
 
 pub struct CtaResult {
     pub cycles: u64,
@@ -24,6 +25,9 @@ struct BarState {
     arrived_threads: u32,
     waiting: Vec<usize>,
     count: Option<u32>,
+    /// `bar.red`: the operation, the running result, and each waiting warp's destination.
+    red: Option<(RedOp, u32)>,
+    red_dst: Vec<(usize, Operand, u32)>,
 }
 
 pub fn run_cta(l: &Launch, ctaid: [u32; 3], linear: u32) -> Result<CtaResult, EmuError> {
@@ -80,8 +84,25 @@ pub fn run_cta(l: &Launch, ctaid: [u32; 3], linear: u32) -> Result<CtaResult, Em
                 )
                 .at_thread(ctaid, [0, 0, 0]));
             }
-            if let Stop::Barrier { id, count, wait } = stop {
+            if let Stop::Barrier { id, count, wait, red } = stop {
                 let b = &mut bars[id as usize];
+                if let Some(BarRed { op, partial, dst, mask }) = red {
+                    let acc = match (b.red, op) {
+                        (None, _) => partial,
+                        (Some((o, _)), _) if o != op => {
+                            return Err(EmuError::new(
+                                ErrorKind::Runtime,
+                                format!("barrier {id} used with different bar.red operations"),
+                            )
+                            .at_thread(ctaid, [warps[wi].id * 32, 0, 0]))
+                        }
+                        (Some((_, a)), RedOp::Popc) => a + partial,
+                        (Some((_, a)), RedOp::And) => a & partial,
+                        (Some((_, a)), RedOp::Or) => a | partial,
+                    };
+                    b.red = Some((op, acc));
+                    b.red_dst.push((wi, dst, mask));
+                }
                 if b.count.is_some() && count.is_some() && b.count != count {
                     return Err(EmuError::new(
                         ErrorKind::Runtime,
@@ -151,6 +172,19 @@ fn release_barriers(bars: &mut [BarState], warps: &mut [Warp], waiting: &mut [bo
             for &w in &b.waiting {
                 warps[w].clock = t;
                 waiting[w] = false;
+            }
+            if let Some((_, value)) = b.red {
+                for (w, dst, mask) in &b.red_dst {
+                    if let (Operand::Reg(r), Some(f)) = (dst, warps[*w].frames.last_mut()) {
+                        for lane in 0..32 {
+                            if mask >> lane & 1 != 0 {
+                                if let Some(slot) = f.regs.get_mut(*r as usize * 32 + lane) {
+                                    *slot = value as u64;
+                                }
+                            }
+                        }
+                    }
+                }
             }
             *b = BarState::default();
             if let Some(r) = mem.race.as_mut() {

@@ -67,7 +67,8 @@ pub fn validate(ins: &Instr) -> Result<(), EmuError> {
         Atom | Red if m.atom.is_none() => no(ins, "without an operation"),
         Shfl if m.shfl.is_none() => no(ins, "without a mode"),
         Vote if m.vote.is_none() => no(ins, "without a mode"),
-        Bar if m.red => no(ins, "bar.red"),
+        Vote if !m.nosync && ins.ops.len() < 3 => no(ins, "vote.sync needs a member mask"),
+        Bar if m.red && ins.ops.len() < 3 => no(ins, "bar.red needs d, a{, b}, c"),
         Mma if m.shape == (0, 0, 0) || ins.tys.len() != 4 => no(ins, "needs a shape and four types"),
         _ => Ok(()),
     }

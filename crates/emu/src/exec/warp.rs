@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use super::race::RaceShadow;
 use super::Launch;
 use crate::error::{EmuError, ErrorKind};
-use crate::ir::{AddrBase, Instr, Kind, Operand, Sreg, NO_PC};
+use crate::ir::{AddrBase, BoolOp, Instr, Kind, Operand, Sreg, NO_PC};
 
 pub const FULL: u32 = u32::MAX;
 
@@ -79,11 +79,12 @@ pub struct CtaMem {
 pub enum Stop {
     /// Its time slice ran out.
     Yield,
-    /// It reached `bar.sync`/`bar.arrive`.
+    /// It reached `bar.sync`/`bar.arrive`/`bar.red`.
     Barrier {
         id: u32,
         count: Option<u32>,
         wait: bool,
+        red: Option<BarRed>,
     },
     Done,
 }
@@ -96,6 +97,24 @@ pub struct Ex<'a, 'b> {
 }
 
 pub type R<T> = Result<T, EmuError>;
+
+/// Operation of `bar.red`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RedOp {
+    Popc,
+    And,
+    Or,
+}
+
+/// A warp's contribution to a `bar.red` and where its result goes.
+#[derive(Clone, Debug)]
+pub struct BarRed {
+    pub op: RedOp,
+    /// popc: lanes with a true predicate; and/or: the warp's combined predicate (0/1).
+    pub partial: u32,
+    pub dst: Operand,
+    pub mask: u32,
+}
 
 pub fn unsupported(ins: &Instr, why: &str) -> EmuError {
     EmuError::new(ErrorKind::Unsupported, format!("unsupported instruction form ({why}) of {:?}", ins.kind))
@@ -344,14 +363,25 @@ impl Ex<'_, '_> {
                         self.call(ins, mask).map_err(|e| self.locate(e, ins, mask))?;
                     }
                 }
-                Kind::Bar if !ins.m.red => {
+                Kind::Bar => {
                     self.advance(pc);
                     if mask != 0 {
-                        let id = match ins.ops.first() {
+                        // bar.red: d, a{, b}, {!}c — the barrier operands sit between d and c.
+                        let bops: &[Operand] = if ins.m.red {
+                            ins.ops.get(1..ins.ops.len().saturating_sub(1)).unwrap_or(&[])
+                        } else {
+                            &ins.ops
+                        };
+                        let red = if ins.m.red {
+                            Some(self.bar_red(ins, mask).map_err(|e| self.locate(e, ins, mask))?)
+                        } else {
+                            None
+                        };
+                        let id = match bops.first() {
                             Some(op) => self.src1(op, mask.trailing_zeros()).map_err(|e| self.locate(e, ins, mask))?,
                             None => 0,
                         };
-                        let count = match ins.ops.get(1) {
+                        let count = match bops.get(1) {
                             Some(op) => {
                                 Some(self.src1(op, mask.trailing_zeros()).map_err(|e| self.locate(e, ins, mask))? as u32)
                             }
@@ -364,7 +394,7 @@ impl Ex<'_, '_> {
                                 mask,
                             ));
                         }
-                        return Ok(Stop::Barrier { id: id as u32, count, wait: !ins.m.arrive });
+                        return Ok(Stop::Barrier { id: id as u32, count, wait: !ins.m.arrive, red });
                     }
                 }
                 _ => {
@@ -375,6 +405,28 @@ impl Ex<'_, '_> {
                 }
             }
         }
+    }
+
+    fn bar_red(&self, ins: &Instr, mask: u32) -> R<BarRed> {
+        let (Some(dst), Some(p)) = (ins.ops.first(), ins.ops.last()) else {
+            return Err(bad_operand("bar.red needs a destination and a predicate"));
+        };
+        if ins.ops.len() < 3 {
+            return Err(bad_operand("bar.red needs a destination, a barrier and a predicate"));
+        }
+        let v = self.src(p)?;
+        let set = (0..32).filter(|&l| mask >> l & 1 != 0 && v[l] != 0).count() as u32;
+        let op = match ins.m.boolop {
+            Some(BoolOp::And) => RedOp::And,
+            Some(BoolOp::Or) => RedOp::Or,
+            _ => RedOp::Popc,
+        };
+        let partial = match op {
+            RedOp::Popc => set,
+            RedOp::And => (set == mask.count_ones()) as u32,
+            RedOp::Or => (set > 0) as u32,
+        };
+        Ok(BarRed { op, partial, dst: dst.clone(), mask })
     }
 
     fn advance(&mut self, pc: u32) {
@@ -486,7 +538,7 @@ impl Ex<'_, '_> {
             Ldmatrix | Stmatrix | Mma => super::tensor::exec(self, ins, mask),
             Shfl | Vote | Match | Activemask | Redux => super::collective::exec(self, ins, mask),
             Fence | Prefetch | BarWarp | Nanosleep | Trap => Ok(()),
-            Bar => Err(unsupported(ins, "bar.red")),
+            Bar => Ok(()),
             Bra | Call | Ret | Exit => Ok(()),
         }
     }

@@ -200,7 +200,8 @@ fn min_ops(k: Kind) -> usize {
         | CpAsync => 3,
         Abs | Neg | Popc | Clz | Brev | Bfind | Not | Cnot | Rcp | Sqrt | Rsqrt | Ex2 | Lg2 | Sin | Cos | Tanh
         | Testp | Cvt | Cvta | Mov | Ld | St | Ldmatrix | Stmatrix | Red => 2,
-        Atom | Vote | Redux => 3,
+        Atom | Redux => 3,
+        Vote => 2,
         Match => 3,
         Shfl => 4,
         Mma => 4,
@@ -318,7 +319,7 @@ pub fn decode(
         "activemask" => Kind::Activemask,
         "redux" => Kind::Redux,
         "bar" | "barrier" => {
-            rest = &parts[1..];
+            rest = parts.get(2..).unwrap_or(&[]);
             match p1 {
                 "sync" => Kind::Bar,
                 "arrive" => {
