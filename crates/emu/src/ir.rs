@@ -324,6 +324,8 @@ pub struct Mods {
     pub nosync: bool,
     /// `.L2::cache_hint`: the instruction carries an extra cache-policy operand.
     pub cache_hint: bool,
+    /// `cp.async` with an `ignore-src` predicate operand (true: zero-fill, read nothing).
+    pub ignore_src: bool,
 }
 
 /// Opcode families. The type and modifiers select the exact behaviour.

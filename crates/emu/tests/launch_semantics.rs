@@ -532,3 +532,167 @@ fn barrier_reductions() {
         assert_eq!(out.get_bits(4 * t + 3), want, "ballot at thread {t}");
     }
 }
+
+#[test]
+fn cp_async_ignore_src_predicate() {
+    let ptx = format!(
+        "{HEADER}
+.visible .entry k(.param .u64 inp, .param .u64 out)
+{{
+  .reg .pred %p<2>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  .shared .align 16 .b8 s[128];
+  ld.param.u64 %rd1, [inp];
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd2, %r0, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  mov.u32 %r1, s;
+  shl.b32 %r2, %r0, 2;
+  add.s32 %r3, %r1, %r2;
+  and.b32 %r4, %r0, 1;
+  setp.eq.u32 %p1, %r4, 1;
+  cp.async.ca.shared.global [%r3], [%rd3], 4, %p1;
+  cp.async.wait_all;
+  ld.shared.u32 %r5, [%r3];
+  ld.param.u64 %rd4, [out];
+  add.s64 %rd5, %rd4, %rd2;
+  st.global.u32 [%rd5], %r5;
+  ret;
+}}"
+    );
+    let mut inp = HostTensor::zeros(DType::U32, &[32]);
+    for i in 0..32 {
+        inp.data[4 * i..4 * i + 4].copy_from_slice(&(500 + i as u32).to_le_bytes());
+    }
+    let mut args = vec![KernelArg::Buffer(inp), u32_buf(32)];
+    run(&ptx, "k", [1, 1, 1], [32, 1, 1], &mut args).unwrap();
+    for t in 0..32u64 {
+        assert_eq!(buf(&args, 1).get_bits(t as usize), if t % 2 == 1 { 0 } else { 500 + t });
+    }
+}
+
+#[test]
+fn module_data_const_and_vector_registers() {
+    let ptx = format!(
+        "{HEADER}
+.const .align 4 .u32 table[4] = {{10, 20, 30, 40}};
+.global .align 4 .f32 scale = 0f40000000;
+.global .align 4 .u32 counter;
+.visible .entry k(.param .u64 out)
+{{
+  .reg .b32 %r<8>;
+  .reg .v4 .b32 %v<2>;
+  .reg .f32 %f<4>;
+  .reg .b64 %rd<8>;
+  mov.u32 %r0, %tid.x;
+  and.b32 %r1, %r0, 3;
+  shl.b32 %r2, %r1, 2;
+  mov.u64 %rd5, table;
+  cvt.u64.u32 %rd6, %r2;
+  add.s64 %rd1, %rd5, %rd6;
+  ld.const.u32 %r5, [%rd1];
+  ld.global.f32 %f1, [scale];
+  cvt.rn.f32.u32 %f2, %r5;
+  mul.f32 %f3, %f2, %f1;
+  atom.global.add.u32 %r6, [counter], 1;
+  mov.b32 %v1.x, %r5;
+  mov.b32 %v1.y, %f3;
+  mov.b32 %v1.z, %r0;
+  mov.b32 %v1.w, 7;
+  ld.param.u64 %rd2, [out];
+  mul.wide.u32 %rd3, %r0, 16;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.v4.b32 [%rd4], {{%v1.x, %v1.y, %v1.z, %v1.w}};
+  ret;
+}}"
+    );
+    let mut args = vec![u32_buf(8 * 4)];
+    run(&ptx, "k", [1, 1, 1], [8, 1, 1], &mut args).unwrap();
+    let out = buf(&args, 0);
+    for t in 0..8usize {
+        let v = 10 * (t as u64 % 4 + 1);
+        assert_eq!(out.get_bits(4 * t), v);
+        assert_eq!(f32::from_bits(out.get_bits(4 * t + 1) as u32), 2.0 * v as f32);
+        assert_eq!(out.get_bits(4 * t + 2), t as u64);
+        assert_eq!(out.get_bits(4 * t + 3), 7);
+    }
+    // Constant memory is read-only.
+    let bad = ptx.replace("ld.const.u32 %r5, [%rd1];", "st.global.u32 [%rd1], 1;");
+    let e = run(&bad, "k", [1, 1, 1], [8, 1, 1], &mut args).unwrap_err();
+    assert!(e.to_string().contains("read-only"), "{e}");
+}
+
+#[test]
+fn nested_divergence_with_break_and_divergent_return() {
+    // Outer if on lane parity; inside, a loop some lanes leave early with a branch
+    // out of the loop; on the other side a nested if. JOIN post-dominates every
+    // path, so all lanes are active again there. A predicated early exit first
+    // retires lanes with tid % 8 == 6.
+    let ptx = format!(
+        "{HEADER}
+.visible .entry k(.param .u64 out)
+{{
+  .reg .pred %p<8>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<8>;
+  mov.u32 %r0, %tid.x;
+  ld.param.u64 %rd1, [out];
+  mul.wide.u32 %rd2, %r0, 8;
+  add.s64 %rd3, %rd1, %rd2;
+  mov.u32 %r1, 0;
+  and.b32 %r7, %r0, 7;
+  setp.eq.u32 %p5, %r7, 6;
+  mov.u32 %r6, 77;
+  @%p5 st.global.v2.u32 [%rd3], {{%r6, %r6}};
+  @%p5 exit;
+  and.b32 %r2, %r0, 1;
+  setp.eq.u32 %p1, %r2, 0;
+  @%p1 bra EVEN;
+  mov.u32 %r3, 0;
+LOOP:
+  add.u32 %r1, %r1, %r3;
+  add.u32 %r3, %r3, 1;
+  setp.eq.u32 %p2, %r3, %r0;
+  @%p2 bra OUT;
+  setp.lt.u32 %p3, %r3, 10;
+  @%p3 bra LOOP;
+OUT:
+  bra JOIN;
+EVEN:
+  and.b32 %r4, %r0, 7;
+  setp.eq.u32 %p4, %r4, 4;
+  @%p4 bra FOUR;
+  mov.u32 %r1, 1000;
+  bra JOIN;
+FOUR:
+  mov.u32 %r1, 4000;
+JOIN:
+  activemask.b32 %r5;
+  st.global.v2.u32 [%rd3], {{%r1, %r5}};
+  ret;
+}}"
+    );
+    let mut args = vec![u32_buf(64)];
+    run(&ptx, "k", [1, 1, 1], [32, 1, 1], &mut args).unwrap();
+    let out = buf(&args, 0);
+    let survivors: u64 = (0..32).filter(|t| t % 8 != 6).map(|t| 1u64 << t).sum();
+    for t in 0..32u64 {
+        let (v, m) = (out.get_bits(2 * t as usize), out.get_bits(2 * t as usize + 1));
+        if t % 8 == 6 {
+            assert_eq!((v, m), (77, 77), "thread {t}");
+            continue;
+        }
+        let want = if t % 8 == 4 {
+            4000
+        } else if t % 2 == 0 {
+            1000
+        } else {
+            // Sum of 0..n where the loop stops when the counter reaches t or 10.
+            let n = t.min(10);
+            (0..n).sum::<u64>()
+        };
+        assert_eq!(v, want, "thread {t}");
+        assert_eq!(m, survivors, "thread {t}: all surviving lanes reconverge at JOIN");
+    }
+}

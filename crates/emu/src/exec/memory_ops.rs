@@ -220,7 +220,17 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                 }
                 let dst = ex.addr(&o[0], lane)?;
                 let src = ex.addr(&o[1], lane)?;
-                let src_size = if has_src_size { (ex.src1(&o[3], lane)? as usize).min(cp) } else { cp };
+                let src_size = if ins.m.ignore_src {
+                    if ex.src1(&o[3], lane)? != 0 {
+                        0
+                    } else {
+                        cp
+                    }
+                } else if has_src_size {
+                    (ex.src1(&o[3], lane)? as usize).min(cp)
+                } else {
+                    cp
+                };
                 let mut c = PendingCopy { lane, dst: 0, len: cp as u8, bytes: [0; 16], line };
                 let dst_off = match ex.place(Space::Shared, dst) {
                     Place::Shared(off) => off,

@@ -13,6 +13,8 @@ use crate::ir::*;
 pub struct Ctx<'a> {
     /// Register name → (first index, vector width).
     pub regs: &'a HashMap<String, (u32, u32)>,
+    /// Indices of `.pred` registers (to tell `cp.async`'s ignore-src predicate from a src-size).
+    pub pred_regs: &'a std::collections::HashSet<u32>,
     pub syms: &'a HashMap<String, Sym>,
     pub labels: &'a HashMap<String, u32>,
     pub is_entry: bool,
@@ -518,6 +520,12 @@ pub fn decode(
     } else {
         for (i, r) in raw.iter().enumerate() {
             ops.push(ctx.operand(r, imm_ty(kind, &tys, i))?);
+        }
+    }
+    // `cp.async ..., cp-size, ignore-src` takes a predicate where the other form takes a size.
+    if kind == Kind::CpAsync {
+        if let Some(Operand::Reg(r)) = ops.get(3) {
+            m.ignore_src = ctx.pred_regs.contains(r);
         }
     }
     // State spaces of parameters: entry params are the uniform kernel parameter buffer;

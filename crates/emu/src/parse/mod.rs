@@ -300,6 +300,7 @@ fn build_function(
     // Registers, body variables and labels first, so uses may precede declarations.
     let mut regs: HashMap<String, (u32, u32)> = HashMap::new();
     let mut nregs: u32 = 0;
+    let mut pred_regs: std::collections::HashSet<u32> = std::collections::HashSet::new();
     let mut labels: HashMap<String, u32> = HashMap::new();
     let mut n_instr = 0u32;
     for s in body {
@@ -309,13 +310,20 @@ fn build_function(
                 if nregs as u64 + v.range.unwrap_or(1) as u64 * per as u64 > MAX_REGS as u64 {
                     return Err(EmuError::parse(v.line, line_text(v.line), "too many registers"));
                 }
+                let is_pred = v.ty == Ty::Pred;
                 if let Some(n) = v.range {
                     for i in 0..n {
                         regs.insert(format!("{}{}", v.name, i), (nregs, per));
+                        if is_pred {
+                            pred_regs.insert(nregs);
+                        }
                         nregs = nregs.saturating_add(per);
                     }
                 } else {
                     regs.insert(v.name.clone(), (nregs, per));
+                    if is_pred {
+                        pred_regs.insert(nregs);
+                    }
                     nregs = nregs.saturating_add(per);
                 }
             }
@@ -336,7 +344,7 @@ fn build_function(
             RawStmt::Instr { .. } => n_instr += 1,
         }
     }
-    let ctx = decode::Ctx { regs: &regs, syms: &syms, labels: &labels, is_entry: f.is_entry };
+    let ctx = decode::Ctx { regs: &regs, pred_regs: &pred_regs, syms: &syms, labels: &labels, is_entry: f.is_entry };
     let mut instrs = Vec::with_capacity(n_instr as usize);
     for s in body {
         if let RawStmt::Instr { guard, opcode, ops, line } = s {
