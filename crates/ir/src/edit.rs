@@ -135,7 +135,9 @@ impl Function {
 
     fn clone_op_from(&mut self, src: Option<&Function>, op: Op, map: &mut ValueMap) -> Op {
         let data = src.unwrap_or(self).ops[op].clone();
-        let operands: Vec<Value> = data.operands.iter().map(|&v| resolve(map, v)).collect();
+        // One lookup, never a chain: when importing from another function the map's keys are
+        // values of `src` and its targets values of `self`, and the two numberings overlap.
+        let operands: Vec<Value> = data.operands.iter().map(|&v| map.get(&v).copied().unwrap_or(v)).collect();
         let types: Vec<Type> = data.results.iter().map(|&r| src.unwrap_or(self).values[r].ty.clone()).collect();
         let new = self.new_op(data.kind.clone(), &operands, &types, data.loc);
         for &rb in &data.regions {
