@@ -41,7 +41,15 @@ kernel @add_kernel(%x: ptr<{dt}> {{divisibility = 16}}, %y: ptr<{dt}> {{divisibi
 #[test]
 fn vector_add_matches_the_interpreter() {
     let mut rng = Rng(seed());
-    for (dt, dtype) in [("f32", DType::F32), ("f16", DType::F16), ("i32", DType::I32)] {
+    for (dt, dtype) in [
+        ("f32", DType::F32),
+        ("f16", DType::F16),
+        ("bf16", DType::BF16),
+        ("i32", DType::I32),
+        ("i8", DType::I8),
+        ("u8", DType::U8),
+        ("i64", DType::I64),
+    ] {
         for &(block, warps) in &[(1024u32, 4u32), (256, 2), (128, 4), (64, 1)] {
             let m = parse(&vector_add(block, dt));
             for n in [1usize, 97, block as usize * 3 + 5] {

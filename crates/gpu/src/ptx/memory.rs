@@ -132,7 +132,8 @@ impl Emitter<'_> {
         let bytes = acc.bytes;
         let mut out = vec![];
         for &w in words {
-            let per = (w.class.bits() / (bytes * 8)).max(1) as usize;
+            // Elements per word: a single byte may sit alone in a 16-bit word.
+            let per = ((w.class.bits() / (bytes * 8)).max(1) as usize).min(acc.vec / acc.words);
             if per == 1 {
                 out.push(w);
                 continue;

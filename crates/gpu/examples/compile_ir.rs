@@ -1,0 +1,27 @@
+//! Compiles a kernel written in IR text and prints its GPU IR and PTX.
+//!
+//! `cargo run -p trident-gpu --example compile_ir -- FILE.tir KERNEL [NUM_WARPS] [sm_80|sm_90]`
+
+use trident_gpu::{emit_gpu_ir, lower_to_gpu_ir, GpuOptions, Target};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 3 {
+        eprintln!("usage: compile_ir FILE.tir KERNEL [NUM_WARPS] [sm_80|sm_90]");
+        std::process::exit(2);
+    }
+    let text = std::fs::read_to_string(&args[1]).unwrap_or_else(|e| panic!("{}: {e}", args[1]));
+    let mut m = trident_ir::parse_module(&text).unwrap_or_else(|d| panic!("{}", d.render(&[])));
+    for f in &mut m.funcs {
+        f.kernel = true;
+    }
+    let opts = GpuOptions {
+        num_warps: args.get(3).and_then(|s| s.parse().ok()).unwrap_or(4),
+        target: args.get(4).and_then(|s| Target::parse(s)).unwrap_or_default(),
+        ..GpuOptions::default()
+    };
+    let gm = lower_to_gpu_ir(&m, &args[2], &opts).unwrap_or_else(|d| panic!("{}", d.render(&m.files)));
+    println!("{gm}");
+    let k = emit_gpu_ir(&gm, &args[2], &opts).unwrap_or_else(|d| panic!("{}", d.render(&m.files)));
+    println!("{}", k.ptx);
+}

@@ -1,0 +1,165 @@
+//! `dot` on tensor cores and with FMAs: tiled matmuls with masked edges and a K loop,
+//! emulator vs interpreter.
+
+mod common;
+use common::*;
+use trident_core::DType;
+
+/// C (f32) = A (MxK, `dt`) @ B (KxN, `dt`), tiles BMxBN, K in steps of BK; every edge masked.
+/// A is row-major (stride `sam`), B row-major (stride `sbk`), C row-major (stride `scm`).
+fn matmul(bm: u32, bn: u32, bk: u32, dt: &str, precision: &str) -> String {
+    let acc = if dt == "i8" { "i32" } else { "f32" };
+    let zero = if dt == "i8" { "0" } else { "0.0" };
+    format!(
+        r#"
+kernel @matmul(%a: ptr<{dt}> {{divisibility = 16}}, %b: ptr<{dt}> {{divisibility = 16}}, %c: ptr<{acc}> {{divisibility = 16}}, %M: i32, %N: i32, %K: i32, %sam: i32 {{divisibility = 16}}, %sbk: i32 {{divisibility = 16}}, %scm: i32 {{divisibility = 16}}) {{
+  %pm = program_id [axis = 0] : i32
+  %pn = program_id [axis = 1] : i32
+  %cbm = constant [value = {bm}] : i32
+  %cbn = constant [value = {bn}] : i32
+  %cbk = constant [value = {bk}] : i32
+  %m0 = mul %pm, %cbm : i32
+  %n0 = mul %pn, %cbn : i32
+  %ar = arange [start = 0, end = {bm}] : tensor<{bm}xi32>
+  %m0s = splat %m0 : tensor<{bm}xi32>
+  %rows = add %m0s, %ar : tensor<{bm}xi32>
+  %ac = arange [start = 0, end = {bn}] : tensor<{bn}xi32>
+  %n0s = splat %n0 : tensor<{bn}xi32>
+  %cols = add %n0s, %ac : tensor<{bn}xi32>
+  %ks = arange [start = 0, end = {bk}] : tensor<{bk}xi32>
+  // A pointers: rows[:, None] * sam + ks[None, :]
+  %r1 = expand_dims %rows [axis = 1] : tensor<{bm}x1xi32>
+  %sams = splat %sam : tensor<{bm}x1xi32>
+  %ra = mul %r1, %sams : tensor<{bm}x1xi32>
+  %rab = broadcast %ra : tensor<{bm}x{bk}xi32>
+  %k0e = expand_dims %ks [axis = 0] : tensor<1x{bk}xi32>
+  %kab = broadcast %k0e : tensor<{bm}x{bk}xi32>
+  %aoff = add %rab, %kab : tensor<{bm}x{bk}xi32>
+  %as = splat %a : tensor<{bm}x{bk}xptr<{dt}>>
+  %ap0 = addptr %as, %aoff : tensor<{bm}x{bk}xptr<{dt}>>
+  // B pointers: ks[:, None] * sbk + cols[None, :]
+  %k1e = expand_dims %ks [axis = 1] : tensor<{bk}x1xi32>
+  %sbks = splat %sbk : tensor<{bk}x1xi32>
+  %kb = mul %k1e, %sbks : tensor<{bk}x1xi32>
+  %kbb = broadcast %kb : tensor<{bk}x{bn}xi32>
+  %c0e = expand_dims %cols [axis = 0] : tensor<1x{bn}xi32>
+  %cbb = broadcast %c0e : tensor<{bk}x{bn}xi32>
+  %boff = add %kbb, %cbb : tensor<{bk}x{bn}xi32>
+  %bs = splat %b : tensor<{bk}x{bn}xptr<{dt}>>
+  %bp0 = addptr %bs, %boff : tensor<{bk}x{bn}xptr<{dt}>>
+  // Masks pieces
+  %Ms = splat %M : tensor<{bm}x1xi32>
+  %rowok = cmp %r1, %Ms [pred = lt] : tensor<{bm}x1xi1>
+  %rowokb = broadcast %rowok : tensor<{bm}x{bk}xi1>
+  %Ns = splat %N : tensor<1x{bn}xi32>
+  %colok = cmp %c0e, %Ns [pred = lt] : tensor<1x{bn}xi1>
+  %colokb = broadcast %colok : tensor<{bk}x{bn}xi1>
+  %acc0 = constant [value = {zero}] : tensor<{bm}x{bn}x{acc}>
+  %one = constant [value = 1] : i32
+  %zero = constant [value = 0] : i32
+  %kp = add %K, %cbk : i32
+  %kp1 = sub %kp, %one : i32
+  %nk = div %kp1, %cbk : i32
+  %bkstep = mul %cbk, %sbk : i32
+  %bksteps = splat %bkstep : tensor<{bk}x{bn}xi32>
+  %akstep = splat %cbk : tensor<{bm}x{bk}xi32>
+  %az = constant [value = {zero}] : tensor<{bm}x{bk}x{dt}>
+  %bz = constant [value = {zero}] : tensor<{bk}x{bn}x{dt}>
+  %accf, %apf, %bpf = for %zero, %nk, %one, %acc0, %ap0, %bp0 {{
+  ^(%kk: i32, %acc: tensor<{bm}x{bn}x{acc}>, %ap: tensor<{bm}x{bk}xptr<{dt}>>, %bp: tensor<{bk}x{bn}xptr<{dt}>>):
+    %kdone = mul %kk, %cbk : i32
+    %kleft = sub %K, %kdone : i32
+    %kls = splat %kleft : tensor<1x{bk}xi32>
+    %kin = cmp %k0e, %kls [pred = lt] : tensor<1x{bk}xi1>
+    %kinb = broadcast %kin : tensor<{bm}x{bk}xi1>
+    %am = and %rowokb, %kinb : tensor<{bm}x{bk}xi1>
+    %kls2 = splat %kleft : tensor<{bk}x1xi32>
+    %kin2 = cmp %k1e, %kls2 [pred = lt] : tensor<{bk}x1xi1>
+    %kin2b = broadcast %kin2 : tensor<{bk}x{bn}xi1>
+    %bmask = and %kin2b, %colokb : tensor<{bk}x{bn}xi1>
+    %ablk = load %ap, %am, %az : tensor<{bm}x{bk}x{dt}>
+    %bblk = load %bp, %bmask, %bz : tensor<{bk}x{bn}x{dt}>
+    %acc2 = dot %ablk, %bblk, %acc [precision = {precision}] : tensor<{bm}x{bn}x{acc}>
+    %ap2 = addptr %ap, %akstep : tensor<{bm}x{bk}xptr<{dt}>>
+    %bp2 = addptr %bp, %bksteps : tensor<{bk}x{bn}xptr<{dt}>>
+    yield %acc2, %ap2, %bp2
+  }} : tensor<{bm}x{bn}x{acc}>, tensor<{bm}x{bk}xptr<{dt}>>, tensor<{bk}x{bn}xptr<{dt}>>
+  // C pointers and mask
+  %scms = splat %scm : tensor<{bm}x1xi32>
+  %rc = mul %r1, %scms : tensor<{bm}x1xi32>
+  %rcb = broadcast %rc : tensor<{bm}x{bn}xi32>
+  %ccb = broadcast %c0e : tensor<{bm}x{bn}xi32>
+  %coff = add %rcb, %ccb : tensor<{bm}x{bn}xi32>
+  %cs = splat %c : tensor<{bm}x{bn}xptr<{acc}>>
+  %cp = addptr %cs, %coff : tensor<{bm}x{bn}xptr<{acc}>>
+  %rokc = broadcast %rowok : tensor<{bm}x{bn}xi1>
+  %cokc = broadcast %colok : tensor<{bm}x{bn}xi1>
+  %cmask = and %rokc, %cokc : tensor<{bm}x{bn}xi1>
+  store %cp, %accf, %cmask
+  return
+}}
+"#
+    )
+}
+
+fn run_matmul(bm: u32, bn: u32, bk: u32, dt: DType, precision: &str, warps: u32, sizes: &[(usize, usize, usize)]) {
+    let name = match dt {
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        DType::F32 => "f32",
+        DType::I8 => "i8",
+        _ => unreachable!(),
+    };
+    let m = parse(&matmul(bm, bn, bk, name, precision));
+    let mut rng = Rng(seed());
+    let acc = if dt == DType::I8 { DType::I32 } else { DType::F32 };
+    for &(mm, nn, kk) in sizes {
+        // Strides padded to multiples of 16 elements (the divisibility the kernel assumes).
+        let (sam, sbk, scm) = (kk.div_ceil(16) * 16, nn.div_ceil(16) * 16, nn.div_ceil(16) * 16);
+        let scale = if dt == DType::I8 { 20.0 } else { 1.0 };
+        let args = vec![
+            Arg::Tensor(random(&mut rng, dt, &[mm * sam], scale)),
+            Arg::Tensor(random(&mut rng, dt, &[kk * sbk], scale)),
+            Arg::Tensor(random(&mut rng, acc, &[mm * scm], 1.0)),
+            i32_arg(mm as i32),
+            i32_arg(nn as i32),
+            i32_arg(kk as i32),
+            i32_arg(sam as i32),
+            i32_arg(sbk as i32),
+            i32_arg(scm as i32),
+        ];
+        let grid = [(mm as u32).div_ceil(bm), (nn as u32).div_ceil(bn), 1];
+        // Products of rounded inputs summed in different orders: relative to the sum of |terms|.
+        let tol = match (dt, precision) {
+            (DType::I8, _) => None,
+            (DType::F32, "tf32") => Some((5e-3, 5e-3 * (kk as f64).sqrt())),
+            _ => Some((1e-4, 1e-4 * (kk as f64).sqrt())),
+        };
+        differential(&m, "matmul", warps, grid, &args, tol);
+    }
+}
+
+#[test]
+fn f16_matmul_on_tensor_cores() {
+    run_matmul(64, 64, 32, DType::F16, "tf32", 4, &[(64, 64, 32), (100, 70, 50), (17, 9, 33)]);
+    let k = compile(&parse(&matmul(64, 64, 32, "f16", "tf32")), "matmul", 4);
+    assert!(k.ptx.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
+}
+
+#[test]
+fn bf16_matmul_on_tensor_cores_with_other_warps() {
+    run_matmul(32, 64, 16, DType::BF16, "tf32", 2, &[(40, 64, 48)]);
+    run_matmul(128, 32, 32, DType::BF16, "tf32", 8, &[(130, 31, 64)]);
+}
+
+#[test]
+fn tf32_and_ieee_f32_matmuls() {
+    run_matmul(32, 32, 16, DType::F32, "tf32", 4, &[(33, 40, 40)]);
+    run_matmul(32, 32, 16, DType::F32, "ieee", 4, &[(33, 40, 40)]);
+    run_matmul(32, 32, 16, DType::F32, "tf32x3", 4, &[(33, 40, 40)]);
+}
+
+#[test]
+fn int8_matmul_is_exact() {
+    run_matmul(32, 32, 32, DType::I8, "tf32", 4, &[(32, 32, 64), (45, 20, 70)]);
+}
