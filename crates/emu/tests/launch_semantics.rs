@@ -696,3 +696,59 @@ JOIN:
         assert_eq!(m, survivors, "thread {t}: all surviving lanes reconverge at JOIN");
     }
 }
+
+#[test]
+fn cache_hints_policies_and_special_registers() {
+    let ptx = format!(
+        "{HEADER}
+.extern .shared .align 16 .b8 dyn[];
+.visible .entry k(.param .u64 inp, .param .u64 out)
+{{
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<16>;
+  ld.param.u64 %rd1, [inp];
+  ld.param.u64 %rd2, [out];
+  createpolicy.fractional.L2::evict_last.b64 %rd3, 1.0;
+  mov.u32 %r0, %tid.x;
+  mul.wide.u32 %rd4, %r0, 16;
+  add.s64 %rd5, %rd1, %rd4;
+  prefetch.global.L2 [%rd5];
+  ld.global.nc.L1::evict_last.L2::cache_hint.v4.b32 {{%r1, %r2, %r3, %r4}}, [%rd5], %rd3;
+  add.s64 %rd6, %rd2, %rd4;
+  st.global.L1::no_allocate.v4.b32 [%rd6], {{%r1, %r2, %r3, %r4}};
+  mov.u32 %r5, %dynamic_smem_size;
+  mov.u32 %r6, %total_smem_size;
+  mov.u32 %r7, %laneid;
+  mov.u32 %r8, %warpid;
+  mov.u32 %r9, %nwarpid;
+  mov.u32 %r10, %lanemask_lt;
+  fence.acq_rel.gpu;
+  membar.cta;
+  nanosleep.u32 100;
+  mul.wide.u32 %rd7, %r0, 32;
+  add.s64 %rd8, %rd2, 2048;
+  add.s64 %rd9, %rd8, %rd7;
+  st.global.v2.u32 [%rd9], {{%r5, %r6}};
+  st.global.v4.u32 [%rd9+16], {{%r7, %r8, %r9, %r10}};
+  ret;
+}}"
+    );
+    let m = Module::parse(&ptx).unwrap();
+    let mut rng = Rng(31);
+    let inp = random(&mut rng, DType::F32, &[64 * 4], 10.0);
+    let mut args = vec![KernelArg::Buffer(inp.clone()), u32_buf(512 + 64 * 8)];
+    let cfg = LaunchConfig { block: [64, 1, 1], dynamic_shared_bytes: 96, ..LaunchConfig::default() };
+    launch(&m, "k", &cfg, &mut args).unwrap();
+    let out = buf(&args, 1);
+    assert_eq!(&out.data[..1024], &inp.data[..]);
+    for t in 0..64usize {
+        let at = 512 + 8 * t;
+        let lane = t as u64 % 32;
+        assert_eq!(out.get_bits(at), 96, "%dynamic_smem_size");
+        assert_eq!(out.get_bits(at + 1), 96, "%total_smem_size");
+        assert_eq!(out.get_bits(at + 4), lane);
+        assert_eq!(out.get_bits(at + 5), t as u64 / 32);
+        assert_eq!(out.get_bits(at + 6), 2);
+        assert_eq!(out.get_bits(at + 7), (1u64 << lane) - 1);
+    }
+}
