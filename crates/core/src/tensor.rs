@@ -99,11 +99,30 @@ pub fn encode_f64(dtype: DType, v: f64, out: &mut [u8]) {
         U64 => out.copy_from_slice(&(v as u64).to_le_bytes()),
         F8E4M3 => out[0] = fp8::f64_to_e4m3(v, false),
         F8E5M2 => out[0] = fp8::f64_to_e5m2(v, false),
-        F16 => out.copy_from_slice(&f16::from_f64(v).to_le_bytes()),
-        BF16 => out.copy_from_slice(&bf16::from_f64(v).to_le_bytes()),
+        F16 => out.copy_from_slice(&f16::from_f32(f64_to_f32_round_odd(v)).to_le_bytes()),
+        BF16 => out.copy_from_slice(&bf16::from_f32(f64_to_f32_round_odd(v)).to_le_bytes()),
         F32 => out.copy_from_slice(&(v as f32).to_le_bytes()),
         F64 => out.copy_from_slice(&v.to_le_bytes()),
     }
+}
+
+/// f64 → f32 rounding to odd: truncate toward zero and set the last bit when inexact.
+///
+/// Rounding that result to nearest-even in a format with at least two bits fewer
+/// (f16, bf16) gives the correctly rounded f64 → f16/bf16 value; rounding to nearest
+/// twice (f64 → f32 → f16) would not (`half`'s `from_f64` has that flaw).
+pub fn f64_to_f32_round_odd(v: f64) -> f32 {
+    let f = v as f32;
+    if v.is_nan() || f as f64 == v {
+        return f;
+    }
+    let mut bits = f.to_bits();
+    if (f as f64).abs() > v.abs() {
+        // Rounded away from zero: step one code back toward zero (works across the
+        // infinity/MAX boundary and in the subnormal range, as the encoding is monotonic).
+        bits -= 1;
+    }
+    f32::from_bits(bits | 1)
 }
 
 #[cfg(test)]
@@ -115,6 +134,38 @@ mod tests {
         let t = HostTensor::from_f64(DType::F16, &[3], &[1.0, 1.0 + 1.0 / 4096.0, -65504.0]);
         assert_eq!(t.to_f64_vec(), vec![1.0, 1.0, -65504.0]);
         assert_eq!(t.get_bits(0), 0x3c00);
+    }
+
+    #[test]
+    fn f64_to_half_types_round_once() {
+        // 1 + 2^-11 + 2^-40 is above the f16 midpoint; rounding via f32 to nearest loses the 2^-40.
+        let t = HostTensor::from_f64(DType::F16, &[1], &[1.0 + 2f64.powi(-11) + 2f64.powi(-40)]);
+        assert_eq!(t.get_bits(0), 0x3c01);
+        // An exact f32 just above a bf16 midpoint rounds up.
+        let t = HostTensor::from_f64(DType::BF16, &[1], &[f32::from_bits(0x026A_8002) as f64]);
+        assert_eq!(t.get_bits(0), 0x026B);
+        // Overflow and ties.
+        let t = HostTensor::from_f64(DType::F16, &[3], &[1e6, 65520.0, 1.0 + 2f64.powi(-11)]);
+        assert_eq!((t.get_bits(0), t.get_bits(1), t.get_bits(2)), (0x7c00, 0x7c00, 0x3c00));
+        // Compared against an exhaustive nearest-code search on random values.
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..20000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = f64::from_bits((x & 0x800F_FFFF_FFFF_FFFF) | ((1015 + (x >> 52) % 18) << 52));
+            let got = HostTensor::from_f64(DType::F16, &[1], &[v]).get_bits(0) as u16;
+            let below = f16::from_f32(v as f32).to_bits(); // a neighbour of the answer
+            let best = [below.wrapping_sub(1), below, below.wrapping_add(1)]
+                .into_iter()
+                .filter(|&b| f16::from_bits(b).is_finite())
+                .min_by(|&a, &b| {
+                    let (da, db) = ((f16::from_bits(a).to_f64() - v).abs(), (f16::from_bits(b).to_f64() - v).abs());
+                    da.partial_cmp(&db).unwrap().then((a & 1).cmp(&(b & 1)))
+                })
+                .unwrap();
+            assert_eq!(got, best, "{v:e}");
+        }
     }
 
     #[test]
