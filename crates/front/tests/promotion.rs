@@ -13,7 +13,8 @@ fn dtype(t: &str) -> DType {
 
 /// The same kernel template as gen_promotion.py.
 fn kernel(expr: &str, stmt: &str) -> String {
-    let params: Vec<String> = TYPES.iter().map(|t| format!("p_{t}")).chain(SCALARS.iter().map(|s| s.to_string())).collect();
+    let params: Vec<String> =
+        TYPES.iter().map(|t| format!("p_{t}")).chain(SCALARS.iter().map(|s| s.to_string())).collect();
     let mut s = String::from("import triton\nimport triton.language as tl\n\n\n");
     s += &format!("@triton.jit\ndef k({}):\n    o = tl.arange(0, 16)\n", params.join(", "));
     for t in TYPES {
