@@ -29,7 +29,18 @@ pub fn lower_to_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<Mo
     if !f.kernel {
         return Err(Diagnostic::error(format!("`{kernel}` is not a kernel")));
     }
-    let mut gm = Module { funcs: vec![f.clone()], files: m.files.clone() };
+    let has_calls = f.all_ops().iter().any(|&op| matches!(f.ops[op].kind, trident_ir::OpKind::Call { .. }));
+    let mut gm = if has_calls {
+        // Helpers must be inlined: the GPU backend compiles one function.
+        let mut all = m.clone();
+        let mut pm = trident_opt::PassManager::new();
+        pm.add(Box::new(trident_opt::Inline));
+        pm.run(&mut all).map_err(|mut errs| errs.swap_remove(0))?;
+        let f = all.func(kernel).cloned().ok_or_else(|| Diagnostic::error(format!("kernel `{kernel}` vanished")))?;
+        Module { funcs: vec![f], files: all.files }
+    } else {
+        Module { funcs: vec![f.clone()], files: m.files.clone() }
+    };
     let mut pm = gpu_pipeline(opts);
     pm.run(&mut gm).map_err(|mut errs| errs.swap_remove(0))?;
     Ok(gm)

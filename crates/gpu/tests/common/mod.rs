@@ -225,3 +225,81 @@ pub fn differential(m: &Module, kernel: &str, num_warps: u32, grid: [u32; 3], ar
     let want = run_interp(m, kernel, grid, args);
     assert_same(&got, &want, tol, &format!("{kernel} ({num_warps} warps, grid {grid:?})"));
 }
+
+/// A named launch argument for a kernel compiled from Python source.
+#[derive(Clone, Debug)]
+pub enum A {
+    /// A tensor (16-byte aligned).
+    T(HostTensor),
+    /// A Python int.
+    I(i64),
+    /// A Python float.
+    F(f64),
+    /// A `tl.constexpr` int.
+    C(i64),
+    /// A `tl.constexpr` bool.
+    CB(bool),
+}
+
+/// Compiles `kernel` of `kernels/<file>` with the front end and the tile pipeline; returns
+/// the module and the runtime arguments in IR parameter order.
+pub fn front(file: &str, kernel: &str, args: &[(&str, A)]) -> (Module, String, Vec<Arg>) {
+    use trident_front::{ArgInfo, ConstValue, ParamBinding};
+    let path = format!("{}/../../kernels/{file}", env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let kf = trident_front::parse_file(&path, &src).unwrap_or_else(|d| panic!("{d}"));
+    let infos: Vec<(String, ArgInfo)> = args
+        .iter()
+        .map(|(k, a)| {
+            let info = match a {
+                A::T(t) => ArgInfo::Pointer { dtype: t.dtype, aligned16: true },
+                A::I(v) => ArgInfo::Int(*v),
+                A::F(v) => ArgInfo::Float(*v),
+                A::C(v) => ArgInfo::Constexpr(ConstValue::int(*v)),
+                A::CB(v) => ArgInfo::Constexpr(ConstValue::Bool(*v)),
+            };
+            (k.to_string(), info)
+        })
+        .collect();
+    let c =
+        trident_front::compile(&kf, kernel, &infos, &trident_front::CompileOptions::default()).unwrap_or_else(|ds| {
+            let files = vec![kf.source_file()];
+            panic!("{}", ds.iter().map(|d| d.render(&files)).collect::<String>())
+        });
+    let mut module = c.module.clone();
+    let mut pm = trident_opt::default_tile_pipeline();
+    if let Err(errs) = pm.run(&mut module) {
+        panic!("{}", errs.iter().map(|d| d.render(&module.files)).collect::<String>());
+    }
+    let f = module.func(&c.kernel).expect("kernel");
+    let mut runtime: Vec<(usize, Arg)> = vec![];
+    for (name, b) in c.param_names.iter().zip(&c.params) {
+        let ParamBinding::Runtime { ir_index } = b else { continue };
+        let a = &args.iter().find(|(k, _)| k == name).unwrap_or_else(|| panic!("argument {name}")).1;
+        let ty = f.ty(f.params[*ir_index].value).elem();
+        let arg = match (a, ty.num()) {
+            (A::T(t), _) => Arg::Tensor(t.clone()),
+            (A::I(v), Some(DType::I32)) => Arg::Scalar(DType::I32, *v as i32 as u32 as u64),
+            (A::I(v), Some(d)) => Arg::Scalar(d, *v as u64),
+            (A::F(v), Some(DType::F32)) => Arg::Scalar(DType::F32, (*v as f32).to_bits() as u64),
+            (A::F(v), Some(d)) => Arg::Scalar(d, v.to_bits()),
+            (a, t) => panic!("cannot pass {a:?} as {t:?}"),
+        };
+        runtime.push((*ir_index, arg));
+    }
+    runtime.sort_by_key(|(i, _)| *i);
+    (module, c.kernel.clone(), runtime.into_iter().map(|(_, a)| a).collect())
+}
+
+/// Compiles a project kernel, runs it on the emulator and the interpreter, compares.
+pub fn kernel_differential(
+    file: &str,
+    kernel: &str,
+    args: &[(&str, A)],
+    num_warps: u32,
+    grid: [u32; 3],
+    tol: Option<(f64, f64)>,
+) {
+    let (m, k, rt) = front(file, kernel, args);
+    differential(&m, &k, num_warps, grid, &rt, tol);
+}

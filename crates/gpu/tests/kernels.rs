@@ -1,0 +1,279 @@
+//! The project's kernels (kernels/*.py) through the front end, the tile pipeline and the
+//! GPU backend: PTX accepted by ptxas for sm_80 and sm_90, emulator results equal to the
+//! interpreter's at several shapes (ragged edges, non-powers of two) and warp counts.
+
+mod common;
+use common::*;
+use trident_core::DType;
+
+#[test]
+fn vector_add() {
+    let mut rng = Rng(seed());
+    for &(n, block, warps) in &[(1000usize, 256i64, 4u32), (4096, 1024, 4), (77, 128, 1), (5000, 512, 8)] {
+        let args = [
+            ("x", A::T(random(&mut rng, DType::F32, &[n], 10.0))),
+            ("y", A::T(random(&mut rng, DType::F32, &[n], 10.0))),
+            ("out", A::T(poisoned(DType::F32, &[n]))),
+            ("n_elements", A::I(n as i64)),
+            ("BLOCK", A::C(block)),
+        ];
+        kernel_differential(
+            "vector_add.py",
+            "add_kernel",
+            &args,
+            warps,
+            [(n as u32).div_ceil(block as u32), 1, 1],
+            None,
+        );
+    }
+}
+
+#[test]
+fn softmax() {
+    let mut rng = Rng(seed());
+    for &(rows, cols, block, warps) in
+        &[(5usize, 100usize, 128i64, 4u32), (3, 1000, 1024, 4), (4, 2048, 2048, 8), (2, 17, 32, 1)]
+    {
+        for dt in [DType::F32, DType::F16] {
+            let args = [
+                ("x", A::T(random(&mut rng, dt, &[rows, cols], 4.0))),
+                ("y", A::T(poisoned(dt, &[rows, cols]))),
+                ("x_row_stride", A::I(cols as i64)),
+                ("y_row_stride", A::I(cols as i64)),
+                ("n_cols", A::I(cols as i64)),
+                ("BLOCK", A::C(block)),
+            ];
+            kernel_differential("softmax.py", "softmax_kernel", &args, warps, [rows as u32, 1, 1], Some((2e-5, 1e-6)));
+        }
+    }
+}
+
+#[test]
+fn layernorm_forward() {
+    let mut rng = Rng(seed());
+    for &(m, n, block, warps) in &[(4usize, 100usize, 128i64, 4u32), (3, 1024, 1024, 8), (2, 33, 64, 2)] {
+        let args = [
+            ("x", A::T(random(&mut rng, DType::F32, &[m, n], 2.0))),
+            ("y", A::T(poisoned(DType::F32, &[m, n]))),
+            ("w", A::T(random(&mut rng, DType::F32, &[n], 1.0))),
+            ("b", A::T(random(&mut rng, DType::F32, &[n], 1.0))),
+            ("mean", A::T(poisoned(DType::F32, &[m]))),
+            ("rstd", A::T(poisoned(DType::F32, &[m]))),
+            ("stride", A::I(n as i64)),
+            ("N", A::I(n as i64)),
+            ("eps", A::F(1e-5)),
+            ("BLOCK_N", A::C(block)),
+        ];
+        kernel_differential("layernorm.py", "layernorm_fwd", &args, warps, [m as u32, 1, 1], Some((1e-4, 1e-5)));
+    }
+}
+
+#[test]
+fn layernorm_backward() {
+    let mut rng = Rng(seed());
+    for &(m, n, block, rpp, warps) in &[(10usize, 100usize, 128i64, 4i64, 4u32), (7, 64, 64, 8, 2)] {
+        let groups = m.div_ceil(rpp as usize);
+        let args = [
+            ("dy", A::T(random(&mut rng, DType::F32, &[m, n], 1.0))),
+            ("x", A::T(random(&mut rng, DType::F32, &[m, n], 2.0))),
+            ("w", A::T(random(&mut rng, DType::F32, &[n], 1.0))),
+            ("mean", A::T(random(&mut rng, DType::F32, &[m], 0.5))),
+            ("rstd", A::T(random(&mut rng, DType::F32, &[m], 1.0))),
+            ("dx", A::T(poisoned(DType::F32, &[m, n]))),
+            ("dw_part", A::T(poisoned(DType::F32, &[groups, n]))),
+            ("db_part", A::T(poisoned(DType::F32, &[groups, n]))),
+            ("stride", A::I(n as i64)),
+            ("M", A::I(m as i64)),
+            ("N", A::I(n as i64)),
+            ("ROWS_PER_PROGRAM", A::C(rpp)),
+            ("BLOCK_N", A::C(block)),
+        ];
+        kernel_differential(
+            "layernorm.py",
+            "layernorm_bwd_dx",
+            &args,
+            warps,
+            [groups as u32, 1, 1],
+            Some((1e-4, 1e-5)),
+        );
+        let args = [
+            ("dw_part", A::T(random(&mut rng, DType::F32, &[groups, n], 1.0))),
+            ("db_part", A::T(random(&mut rng, DType::F32, &[groups, n], 1.0))),
+            ("dw", A::T(poisoned(DType::F32, &[n]))),
+            ("db", A::T(poisoned(DType::F32, &[n]))),
+            ("G", A::I(groups as i64)),
+            ("N", A::I(n as i64)),
+            ("BLOCK_G", A::C(16)),
+            ("BLOCK_N", A::C(64)),
+        ];
+        kernel_differential(
+            "layernorm.py",
+            "layernorm_bwd_dwdb",
+            &args,
+            warps,
+            [(n as u32).div_ceil(64), 1, 1],
+            Some((1e-5, 1e-5)),
+        );
+    }
+}
+
+#[test]
+fn matmul() {
+    let mut rng = Rng(seed());
+    for &(m, n, k, bm, bn, bk, warps, dt) in &[
+        (64usize, 64usize, 64usize, 64i64, 64i64, 32i64, 4u32, DType::F16),
+        (100, 70, 50, 32, 32, 32, 4, DType::F16),
+        (130, 60, 40, 64, 32, 16, 2, DType::BF16),
+        (48, 96, 64, 16, 32, 32, 1, DType::F16),
+    ] {
+        let args = [
+            ("a", A::T(random(&mut rng, dt, &[m, k], 1.0))),
+            ("b", A::T(random(&mut rng, dt, &[k, n], 1.0))),
+            ("c", A::T(poisoned(dt, &[m, n]))),
+            ("M", A::I(m as i64)),
+            ("N", A::I(n as i64)),
+            ("K", A::I(k as i64)),
+            ("stride_am", A::I(k as i64)),
+            ("stride_ak", A::I(1)),
+            ("stride_bk", A::I(n as i64)),
+            ("stride_bn", A::I(1)),
+            ("stride_cm", A::I(n as i64)),
+            ("stride_cn", A::I(1)),
+            ("BLOCK_M", A::C(bm)),
+            ("BLOCK_N", A::C(bn)),
+            ("BLOCK_K", A::C(bk)),
+            ("GROUP_M", A::C(4)),
+        ];
+        let grid = [(m as u32).div_ceil(bm as u32) * (n as u32).div_ceil(bn as u32), 1, 1];
+        kernel_differential("matmul.py", "matmul_kernel", &args, warps, grid, None);
+    }
+}
+
+#[test]
+fn cumsum() {
+    let mut rng = Rng(seed());
+    for &(m, n, bm, bn, warps) in &[(10usize, 100usize, 4i64, 128i64, 4u32), (3, 1000, 2, 1024, 8), (9, 7, 8, 8, 1)] {
+        for dt in [DType::I32, DType::F32] {
+            let args = [
+                ("x", A::T(random(&mut rng, dt, &[m, n], 100.0))),
+                ("y", A::T(poisoned(dt, &[m, n]))),
+                ("M", A::I(m as i64)),
+                ("N", A::I(n as i64)),
+                ("stride_xm", A::I(n as i64)),
+                ("stride_ym", A::I(n as i64)),
+                ("BLOCK_M", A::C(bm)),
+                ("BLOCK_N", A::C(bn)),
+            ];
+            kernel_differential(
+                "cumsum.py",
+                "cumsum_kernel",
+                &args,
+                warps,
+                [(m as u32).div_ceil(bm as u32), 1, 1],
+                Some((1e-5, 1e-3)),
+            );
+        }
+    }
+}
+
+#[test]
+fn dropout() {
+    let mut rng = Rng(seed());
+    for &(n, block, warps) in &[(1000usize, 1024i64, 4u32), (3000, 256, 2)] {
+        let args = [
+            ("x", A::T(random(&mut rng, DType::F32, &[n], 5.0))),
+            ("out", A::T(poisoned(DType::F32, &[n]))),
+            ("n_elements", A::I(n as i64)),
+            ("p", A::F(0.3)),
+            ("seed", A::I(1234 + rng.below(1000) as i64)),
+            ("BLOCK", A::C(block)),
+        ];
+        kernel_differential(
+            "dropout.py",
+            "dropout_kernel",
+            &args,
+            warps,
+            [(n as u32).div_ceil(block as u32), 1, 1],
+            None,
+        );
+    }
+}
+
+#[test]
+fn splitk_matmul() {
+    let mut rng = Rng(seed());
+    let (m, n, k) = (40usize, 50usize, 200usize);
+    let kps = 64i64;
+    let args = [
+        ("a", A::T(random(&mut rng, DType::F16, &[m, k], 1.0))),
+        ("b", A::T(random(&mut rng, DType::F16, &[k, n], 1.0))),
+        ("c", A::T(trident_core::HostTensor::zeros(DType::F32, &[m, n]))),
+        ("M", A::I(m as i64)),
+        ("N", A::I(n as i64)),
+        ("K", A::I(k as i64)),
+        ("stride_am", A::I(k as i64)),
+        ("stride_ak", A::I(1)),
+        ("stride_bk", A::I(n as i64)),
+        ("stride_bn", A::I(1)),
+        ("stride_cm", A::I(n as i64)),
+        ("stride_cn", A::I(1)),
+        ("K_PER_SPLIT", A::I(kps)),
+        ("BLOCK_M", A::C(32)),
+        ("BLOCK_N", A::C(32)),
+        ("BLOCK_K", A::C(32)),
+    ];
+    let grid = [(m as u32).div_ceil(32) * (n as u32).div_ceil(32), (k as u32).div_ceil(kps as u32), 1];
+    kernel_differential("splitk_matmul.py", "splitk_matmul_kernel", &args, 4, grid, Some((1e-4, 1e-4)));
+}
+
+#[test]
+fn flash_attention() {
+    let mut rng = Rng(seed());
+    for &(z, h, n_ctx, d, bm, bn, causal, warps) in &[
+        (1usize, 2usize, 64usize, 32usize, 32i64, 32i64, false, 4u32),
+        (1, 1, 70, 16, 32, 16, true, 4),
+        (2, 1, 40, 64, 16, 16, false, 1),
+    ] {
+        let shape = [z, h, n_ctx, d];
+        let st = |_: ()| -> Vec<i64> { vec![(h * n_ctx * d) as i64, (n_ctx * d) as i64, d as i64, 1] };
+        let s = st(());
+        let mut args = vec![
+            ("q", A::T(random(&mut rng, DType::F16, &shape, 1.0))),
+            ("k", A::T(random(&mut rng, DType::F16, &shape, 1.0))),
+            ("v", A::T(random(&mut rng, DType::F16, &shape, 1.0))),
+            ("o", A::T(poisoned(DType::F16, &shape))),
+            ("sm_scale", A::F(1.0 / (d as f64).sqrt())),
+        ];
+        let names = [
+            "stride_qz",
+            "stride_qh",
+            "stride_qm",
+            "stride_qd",
+            "stride_kz",
+            "stride_kh",
+            "stride_kn",
+            "stride_kd",
+            "stride_vz",
+            "stride_vh",
+            "stride_vn",
+            "stride_vd",
+            "stride_oz",
+            "stride_oh",
+            "stride_om",
+            "stride_od",
+        ];
+        for (i, nm) in names.iter().enumerate() {
+            args.push((nm, A::I(s[i % 4])));
+        }
+        args.extend([
+            ("H", A::I(h as i64)),
+            ("N_CTX", A::I(n_ctx as i64)),
+            ("BLOCK_M", A::C(bm)),
+            ("BLOCK_N", A::C(bn)),
+            ("HEAD_DIM", A::C(d as i64)),
+            ("IS_CAUSAL", A::CB(causal)),
+        ]);
+        let grid = [(n_ctx as u32).div_ceil(bm as u32), (z * h) as u32, 1];
+        kernel_differential("flash_attention.py", "attn_fwd", &args, warps, grid, Some((2e-3, 2e-3)));
+    }
+}
