@@ -459,3 +459,61 @@ fn sizes_parse() {
         assert_eq!(parse_size(bad), None, "{bad:?}");
     }
 }
+
+/// Role of a child process in `concurrent_processes_agree_on_one_entry`: when
+/// `TRIDENT_CACHE_TEST_CHILD` is set, races on the cache it names and writes
+/// the cubins it got back; otherwise does nothing.
+#[test]
+fn child_writer() {
+    let Ok(spec) = std::env::var("TRIDENT_CACHE_TEST_CHILD") else { return };
+    let (n, root) = spec.split_once(':').unwrap();
+    let root = PathBuf::from(root);
+    let n: u64 = n.parse().unwrap();
+    let cache = Cache::open(root.join("cache"), DEFAULT_MAX_BYTES).unwrap();
+    let mut rng = SplitMix64::new(seed() ^ n);
+    let d = data(&mut rng, 64 * 1024);
+    let go = root.join("go");
+    let start = std::time::Instant::now();
+    while !go.exists() {
+        assert!(start.elapsed() < Duration::from_secs(30), "no start signal");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for round in 0..5 {
+        let (e, _) = cache.get_or_build(&key(1000 + round), || Ok::<_, ()>(d.clone())).unwrap();
+        assert!(e.path.is_some());
+        fs::write(root.join(format!("child-{n}-{round}.bin")), e.cubin.as_ref().unwrap()).unwrap();
+    }
+}
+
+#[test]
+fn concurrent_processes_agree_on_one_entry() {
+    if std::env::var("TRIDENT_CACHE_TEST_CHILD").is_ok() {
+        return;
+    }
+    let dir = TempDir::new("procs");
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..4)
+        .map(|n| {
+            std::process::Command::new(&exe)
+                .args(["--exact", "child_writer", "--test-threads", "1", "--quiet"])
+                .env("TRIDENT_CACHE_TEST_CHILD", format!("{n}:{}", dir.path().display()))
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    fs::write(dir.path().join("go"), b"").unwrap();
+    for mut c in children {
+        assert!(c.wait().unwrap().success(), "a child writer failed");
+    }
+    let cache = Cache::open(dir.path().join("cache"), DEFAULT_MAX_BYTES).unwrap();
+    for round in 0..5 {
+        let e = cache.get(&key(1000 + round)).expect("the entry exists and verifies");
+        for n in 0..4 {
+            let got = fs::read(dir.path().join(format!("child-{n}-{round}.bin"))).unwrap();
+            assert_eq!(Some(&got), e.cubin.as_ref(), "child {n} round {round} saw another entry");
+        }
+    }
+    assert_eq!(cache.stats().entries, 5);
+    assert_eq!(cache.stats().totals.store_errors, 0);
+}

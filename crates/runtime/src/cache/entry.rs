@@ -63,7 +63,7 @@ pub struct EntryData {
 /// An entry's `meta.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Metadata {
-    /// Layout version ([`FORMAT`]).
+    /// Layout version (1 now; entries of another version read as damaged).
     pub format: u32,
     /// The entry's id (hex).
     pub id: String,
@@ -85,7 +85,7 @@ pub struct Entry {
     /// Its id.
     pub id: CacheId,
     /// Its directory, or `None` when the entry could not be stored (the
-    /// artifacts are still here in memory; see [`super::Stats::store_errors`]).
+    /// artifacts are still here in memory; see [`super::Counters::store_errors`]).
     pub path: Option<PathBuf>,
     /// Tile IR text.
     pub ttir: Option<String>,

@@ -11,7 +11,7 @@
 //!   removed and rebuilt, never returned).
 //! * Writers stage an entry in `<root>/tmp/` and rename it into place, so
 //!   concurrent writers (threads or processes) are safe: one wins, the others
-//!   discard their copies and return the winner's (see [`store`]).
+//!   discard their copies and return the winner's (see `store.rs`).
 //! * The total size is kept under a limit by evicting the least recently used
 //!   entries after each store (last use = mtime of the entry's `last_use` file).
 //! * [`Cache::get_or_build_memo`] adds an in-process memo keyed by a cheap
