@@ -301,7 +301,8 @@ impl<'c, 'a> L<'c, 'a> {
         for c in &i.elif_else_clauses {
             clauses.push((c.test.as_ref(), &c.body));
         }
-        self.if_chain(&clauses, i.range)
+        // Errors about the merge point at the `if` line, not the whole statement.
+        self.if_chain(&clauses, TextRange::new(i.range.start(), i.test.range().end()))
     }
 
     fn if_chain(&mut self, clauses: &[(Option<&Expr>, &[Stmt])], r: TextRange) -> R<()> {
@@ -394,7 +395,7 @@ impl<'c, 'a> L<'c, 'a> {
     }
 
     pub(crate) fn for_stmt(&mut self, s: &ast::StmtFor) -> R<()> {
-        let r = s.range;
+        let r = TextRange::new(s.range.start(), s.iter.range().end());
         if !s.orelse.is_empty() {
             return Err(self.err(r, "`else` on a `for` loop is not supported"));
         }
@@ -731,7 +732,7 @@ impl<'c, 'a> L<'c, 'a> {
     }
 
     pub(crate) fn while_stmt(&mut self, w: &ast::StmtWhile) -> R<()> {
-        let r = w.range;
+        let r = TextRange::new(w.range.start(), w.test.range().end());
         if !w.orelse.is_empty() {
             return Err(self.err(r, "`else` on a `while` loop is not supported"));
         }

@@ -16,6 +16,8 @@ impl<'c, 'a> L<'c, 'a> {
 
     fn stmt_inner(&mut self, s: &Stmt) -> R<()> {
         let r = s.range();
+        // Unsupported compound statements are reported at their keyword.
+        let kw = |n: u32| TextRange::at(r.start(), n.into());
         match s {
             Stmt::Expr(e) => {
                 self.expr(&e.value)?;
@@ -75,22 +77,22 @@ impl<'c, 'a> L<'c, 'a> {
                 self.device_assert(cond, msg, None, r)
             }
             Stmt::FunctionDef(_) => Err(self.err(
-                r,
+                kw(3),
                 "nested function definitions are not allowed inside a @triton.jit function; \
                  move it to module level and decorate it with @triton.jit",
             )),
-            Stmt::ClassDef(_) => Err(self.err(r, "class definitions are not allowed inside a kernel")),
+            Stmt::ClassDef(_) => Err(self.err(kw(5), "class definitions are not allowed inside a kernel")),
             Stmt::Import(_) | Stmt::ImportFrom(_) => {
                 Err(self.err(r, "imports are not allowed inside a kernel; import at module level"))
             }
             Stmt::Raise(_) => {
                 Err(self.err(r, "`raise` is not supported in kernels; use tl.device_assert or tl.static_assert"))
             }
-            Stmt::Try(_) => Err(self.err(r, "`try` is not supported in kernels")),
-            Stmt::With(_) => Err(self.err(r, "`with` is not supported in kernels")),
+            Stmt::Try(_) => Err(self.err(kw(3), "`try` is not supported in kernels")),
+            Stmt::With(_) => Err(self.err(kw(4), "`with` is not supported in kernels")),
             Stmt::Global(_) | Stmt::Nonlocal(_) => Err(self.err(r, "`global`/`nonlocal` are not supported in kernels")),
             Stmt::Delete(_) => Err(self.err(r, "`del` is not supported in kernels")),
-            Stmt::Match(_) => Err(self.err(r, "`match` is not supported in kernels")),
+            Stmt::Match(_) => Err(self.err(kw(5), "`match` is not supported in kernels")),
             _ => Err(self.err(r, "unsupported statement in a kernel")),
         }
     }
