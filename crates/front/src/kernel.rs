@@ -171,7 +171,7 @@ impl KernelInfo {
             .iter()
             .map(|(k, a)| {
                 let v = match a {
-                    ArgInfo::Pointer { dtype, .. } => HostValue::Tensor(Elem::ptr(*dtype)),
+                    ArgInfo::Pointer { dtype, .. } => HostValue::Tensor(Elem::Num(*dtype)),
                     ArgInfo::Int(v) => HostValue::Const(ConstValue::Int(*v as i128)),
                     ArgInfo::UInt(v) => HostValue::Const(ConstValue::Int(*v as i128)),
                     ArgInfo::Float(v) => HostValue::Const(ConstValue::Float(*v)),

@@ -156,7 +156,17 @@ fn i32s(v: &[i32]) -> HostTensor {
 fn runtime_break() {
     let x = [1.5f32, 2.0, 0.25, 3.0, 1.0, 4.0];
     for limit in [0.5f32, 3.6, 4.0, 100.0] {
-        let out = run(SRC, "prefix_until", &[("x", A::T(f32s(&x))), ("out", A::T(poison(DType::F32, &[2]))), ("n", A::I(6)), ("limit", A::F(limit as f64))], [1, 1, 1]);
+        let out = run(
+            SRC,
+            "prefix_until",
+            &[
+                ("x", A::T(f32s(&x))),
+                ("out", A::T(poison(DType::F32, &[2]))),
+                ("n", A::I(6)),
+                ("limit", A::F(limit as f64)),
+            ],
+            [1, 1, 1],
+        );
         let (mut acc, mut count) = (0f32, 0);
         for v in x {
             if acc + v > limit {
@@ -172,7 +182,12 @@ fn runtime_break() {
 #[test]
 fn runtime_continue() {
     let x = [1.5f32, -2.0, 0.25, -3.0, 1.0];
-    let out = run(SRC, "skip_negative", &[("x", A::T(f32s(&x))), ("out", A::T(poison(DType::F32, &[1]))), ("n", A::I(5))], [1, 1, 1]);
+    let out = run(
+        SRC,
+        "skip_negative",
+        &[("x", A::T(f32s(&x))), ("out", A::T(poison(DType::F32, &[1]))), ("n", A::I(5))],
+        [1, 1, 1],
+    );
     assert_close(&out["out"], &[2.75], 0.0, 0.0);
 }
 
@@ -180,7 +195,12 @@ fn runtime_continue() {
 fn early_return_from_kernel_loop() {
     for (x, want) in [(vec![1.0f32, 2.0, -1.0, -5.0], 2), (vec![1.0, 2.0, 3.0], -1), (vec![-1.0], 0)] {
         let n = x.len() as i64;
-        let out = run(SRC, "first_negative", &[("x", A::T(f32s(&x))), ("out", A::T(poison(DType::I32, &[1]))), ("n", A::I(n))], [1, 1, 1]);
+        let out = run(
+            SRC,
+            "first_negative",
+            &[("x", A::T(f32s(&x))), ("out", A::T(poison(DType::I32, &[1]))), ("n", A::I(n))],
+            [1, 1, 1],
+        );
         assert_close(&out["out"], &[want as f64], 0.0, 0.0);
     }
 }
@@ -188,7 +208,18 @@ fn early_return_from_kernel_loop() {
 #[test]
 fn return_from_helper_loop() {
     let x = [5, 7, 9, 7, 3];
-    let out = run(SRC, "find_kernel", &[("x", A::T(i32s(&x))), ("out", A::T(poison(DType::I32, &[2]))), ("n", A::I(5)), ("t0", A::I(7)), ("t1", A::I(4))], [1, 1, 1]);
+    let out = run(
+        SRC,
+        "find_kernel",
+        &[
+            ("x", A::T(i32s(&x))),
+            ("out", A::T(poison(DType::I32, &[2]))),
+            ("n", A::I(5)),
+            ("t0", A::I(7)),
+            ("t1", A::I(4)),
+        ],
+        [1, 1, 1],
+    );
     assert_close(&out["out"], &[1.0, -1.0], 0.0, 0.0);
 }
 
@@ -239,13 +270,23 @@ fn negative_constant_step() {
 #[test]
 fn returns_in_if_elif_chains() {
     let x = [-5, 0, 7, 1000, 100, 101];
-    let out = run(SRC, "classify_kernel", &[("x", A::T(i32s(&x))), ("out", A::T(poison(DType::I32, &[6]))), ("n", A::I(6))], [1, 1, 1]);
+    let out = run(
+        SRC,
+        "classify_kernel",
+        &[("x", A::T(i32s(&x))), ("out", A::T(poison(DType::I32, &[6]))), ("n", A::I(6))],
+        [1, 1, 1],
+    );
     assert_close(&out["out"], &[-1.0, 0.0, 1.0, 2.0, 1.0, 2.0], 0.0, 0.0);
 }
 
 #[test]
 fn while_with_continue() {
     let x = [3, -1, 0, 4, 5, -2];
-    let out = run(SRC, "while_continue", &[("x", A::T(i32s(&x))), ("out", A::T(poison(DType::I32, &[1]))), ("n", A::I(6))], [1, 1, 1]);
+    let out = run(
+        SRC,
+        "while_continue",
+        &[("x", A::T(i32s(&x))), ("out", A::T(poison(DType::I32, &[1]))), ("n", A::I(6))],
+        [1, 1, 1],
+    );
     assert_close(&out["out"], &[3.0], 0.0, 0.0);
 }

@@ -75,7 +75,8 @@ fn unknown_keyword_suggests() {
 
 #[test]
 fn broadcast_mismatch_shows_both_shapes() {
-    let src = format!("{HDR}@triton.jit\ndef k(x):\n    a = tl.arange(0, 16)\n    b = tl.arange(0, 8)\n    c = a + b\n");
+    let src =
+        format!("{HDR}@triton.jit\ndef k(x):\n    a = tl.arange(0, 16)\n    b = tl.arange(0, 8)\n    c = a + b\n");
     check(
         &src,
         "k",
@@ -162,7 +163,8 @@ fn missing_and_unknown_arguments() {
 
 #[test]
 fn dtype_errors() {
-    let src = format!("{HDR}@triton.jit\ndef k(x):\n    o = tl.arange(0, 16)\n    v = tl.load(x + o)\n    w = tl.exp(v)\n");
+    let src =
+        format!("{HDR}@triton.jit\ndef k(x):\n    o = tl.arange(0, 16)\n    v = tl.load(x + o)\n    w = tl.exp(v)\n");
     check(
         &src,
         "k",

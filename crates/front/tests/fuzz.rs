@@ -1,0 +1,124 @@
+//! Mutation fuzzing: real kernels with tokens and lines deleted, duplicated or swapped
+//! must give a result or a diagnostic from `parse_file` + `compile`, never a panic.
+
+mod common;
+use common::Rng;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use trident_core::DType;
+use trident_front::{compile, parse_file, ArgInfo, CompileOptions, ConstValue};
+
+fn sources() -> Vec<(String, String)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../kernels");
+    let mut out = vec![];
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "py") {
+                if let Ok(t) = std::fs::read_to_string(&p) {
+                    out.push((p.display().to_string(), t));
+                }
+            }
+        }
+    }
+    out.push(("oracle_kernels.py".into(), include_str!("data/oracle_kernels.py").into()));
+    out.sort();
+    out
+}
+
+/// Plausible arguments for every parameter of a kernel: pointers for lower-case names, small ints, constexpr 16.
+fn args_for(file: &trident_front::KernelFile, kernel: &str, rng: &mut Rng) -> Vec<(String, ArgInfo)> {
+    let Some(k) = file.kernel(kernel) else { return vec![] };
+    k.params
+        .iter()
+        .map(|p| {
+            let a = if p.is_constexpr {
+                ArgInfo::Constexpr(ConstValue::int([16, 32, 1, 0, 3][(rng.next_u64() % 5) as usize]))
+            } else {
+                match rng.next_u64() % 6 {
+                    0 | 1 | 2 => ArgInfo::Pointer {
+                        dtype: [DType::F32, DType::F16, DType::I32][(rng.next_u64() % 3) as usize],
+                        aligned16: true,
+                    },
+                    3 => ArgInfo::Int((rng.next_u64() % 100) as i64),
+                    4 => ArgInfo::Float(0.5),
+                    _ => ArgInfo::Int(1),
+                }
+            };
+            (p.name.clone(), a)
+        })
+        .collect()
+}
+
+fn mutate(src: &str, rng: &mut Rng) -> String {
+    let lines: Vec<&str> = src.lines().collect();
+    let mut out: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+    for _ in 0..1 + rng.next_u64() % 3 {
+        if out.is_empty() {
+            break;
+        }
+        let i = (rng.next_u64() as usize) % out.len();
+        match rng.next_u64() % 6 {
+            0 => {
+                out.remove(i);
+            }
+            1 => {
+                let l = out[i].clone();
+                out.insert(i, l);
+            }
+            2 => {
+                let j = (rng.next_u64() as usize) % out.len();
+                out.swap(i, j);
+            }
+            _ => {
+                // Token-level: delete or duplicate one whitespace-separated token.
+                let toks: Vec<&str> = out[i].split(' ').collect();
+                if toks.len() > 1 {
+                    let k = (rng.next_u64() as usize) % toks.len();
+                    let mut t: Vec<String> = toks.iter().map(|s| s.to_string()).collect();
+                    if rng.next_u64() % 2 == 0 {
+                        t.remove(k);
+                    } else {
+                        let dup = t[k].clone();
+                        t.insert(k, dup);
+                    }
+                    out[i] = t.join(" ");
+                }
+            }
+        }
+    }
+    out.join("\n")
+}
+
+#[test]
+fn mutated_kernels_never_panic() {
+    let mut rng = Rng::new(7);
+    let srcs = sources();
+    assert!(srcs.len() > 1);
+    let mut runs = 0;
+    for round in 0..200 {
+        for (path, src) in &srcs {
+            let m = if round == 0 { src.clone() } else { mutate(src, &mut rng) };
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                let Ok(file) = parse_file(path, &m) else { return 0 };
+                let names: Vec<String> = file.kernels().iter().map(|k| k.name.clone()).collect();
+                let mut n = 0;
+                for k in names {
+                    let args = args_for(&file, &k, &mut Rng::new(round as u64));
+                    let _ = compile(&file, &k, &args, &CompileOptions::default()).map(|c| {
+                        // Whatever compiles must verify.
+                        if let Err(e) = trident_ir::verify_module(&c.module) {
+                            panic!("unverifiable IR: {}", e[0].render(&c.module.files));
+                        }
+                    });
+                    n += 1;
+                }
+                n
+            }));
+            match r {
+                Ok(n) => runs += n,
+                Err(_) => panic!("panic on mutated {path} (round {round}):\n{m}"),
+            }
+        }
+    }
+    assert!(runs > 100, "too few compilations ran ({runs})");
+}
