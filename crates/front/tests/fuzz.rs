@@ -35,7 +35,7 @@ fn args_for(file: &trident_front::KernelFile, kernel: &str, rng: &mut Rng) -> Ve
                 ArgInfo::Constexpr(ConstValue::int([16, 32, 1, 0, 3][(rng.next_u64() % 5) as usize]))
             } else {
                 match rng.next_u64() % 6 {
-                    0 | 1 | 2 => ArgInfo::Pointer {
+                    0..=2 => ArgInfo::Pointer {
                         dtype: [DType::F32, DType::F16, DType::I32][(rng.next_u64() % 3) as usize],
                         aligned16: true,
                     },
@@ -75,7 +75,7 @@ fn mutate(src: &str, rng: &mut Rng) -> String {
                 if toks.len() > 1 {
                     let k = (rng.next_u64() as usize) % toks.len();
                     let mut t: Vec<String> = toks.iter().map(|s| s.to_string()).collect();
-                    if rng.next_u64() % 2 == 0 {
+                    if rng.next_u64().is_multiple_of(2) {
                         t.remove(k);
                     } else {
                         let dup = t[k].clone();

@@ -149,7 +149,7 @@ impl<'c, 'a> L<'c, 'a> {
             Val::C(ConstValue::DType(e)) => {
                 // `tl.float32(x)`: a conversion.
                 let b = self.bind(&args, &["x"])?;
-                let x = self.to_tensor(&b.val(0), b.range(0))?;
+                let x = self.tensor_of(&b.val(0), b.range(0))?;
                 Ok(Val::T(self.cast(x, e, None, args.r)?))
             }
             other => Err(self.err(args.r, format!("{} is not callable", other.kind_name()))),

@@ -589,9 +589,9 @@ impl<'c, 'a> L<'c, 'a> {
                 let then_b = self.f.new_block(&[]);
                 let else_b = self.f.new_block(&[]);
                 self.block = then_b;
-                let a = self.expr(&i.body).and_then(|v| self.to_tensor(&v, i.body.range()));
+                let a = self.expr(&i.body).and_then(|v| self.tensor_of(&v, i.body.range()));
                 self.block = else_b;
-                let b = self.expr(&i.orelse).and_then(|v| self.to_tensor(&v, i.orelse.range()));
+                let b = self.expr(&i.orelse).and_then(|v| self.tensor_of(&v, i.orelse.range()));
                 self.block = outer;
                 let (a, b) = (a?, b?);
                 if self.ty(a) != self.ty(b) {

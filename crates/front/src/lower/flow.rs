@@ -19,6 +19,9 @@ use ruff_text_size::{Ranged, TextRange};
 use trident_core::DType;
 use trident_ir::{BinaryOp, Block, CmpPred, Elem, OpKind, Type, Value};
 
+/// A loop body callback: gets the loop machinery's block arguments, returns their next values.
+type LoopBody<'f, T> = dyn FnMut(&mut T, &[Value]) -> R<Vec<Value>> + 'f;
+
 enum Exit {
     None,
     Static,
@@ -274,8 +277,8 @@ impl<'c, 'a> L<'c, 'a> {
             }
             (Val::C(_), Val::C(_)) | (Val::T(_), Val::C(_)) | (Val::C(_), Val::T(_)) if pseudo => {
                 // Pending return values and flags become tensors (constants take their default type).
-                let x = self.in_block(then_b, |l| l.to_tensor(a, r))?;
-                let y = self.in_block(else_b, |l| l.to_tensor(b, r))?;
+                let x = self.in_block(then_b, |l| l.tensor_of(a, r))?;
+                let y = self.in_block(else_b, |l| l.tensor_of(b, r))?;
                 self.merge_val(name, &Val::T(x), &Val::T(y), then_b, else_b, tv, ev, r)
             }
             _ => {
@@ -499,9 +502,9 @@ impl<'c, 'a> L<'c, 'a> {
                 std::mem::swap(&mut start, &mut end);
             }
         }
-        let lb = self.to_tensor(&start, r)?;
-        let ub = self.to_tensor(&end, r)?;
-        let st = self.to_tensor(&step, r)?;
+        let lb = self.tensor_of(&start, r)?;
+        let ub = self.tensor_of(&end, r)?;
+        let st = self.tensor_of(&step, r)?;
         let mut iv = None;
         for (v, what) in [(lb, "lower bound"), (ub, "upper bound"), (st, "step")] {
             let t = self.ty(v).clone();
@@ -660,7 +663,7 @@ impl<'c, 'a> L<'c, 'a> {
 
     fn materialize(&mut self, v: &Val, r: TextRange) -> R<Val> {
         Ok(match v {
-            Val::C(c) if c.is_number() => Val::T(self.to_tensor(v, r)?),
+            Val::C(c) if c.is_number() => Val::T(self.tensor_of(v, r)?),
             Val::Tuple(t) => Val::Tuple(t.iter().map(|x| self.materialize(x, r)).collect::<R<_>>()?),
             other => other.clone(),
         })
@@ -774,7 +777,7 @@ impl<'c, 'a> L<'c, 'a> {
         carried: &[String],
         extra: Vec<Value>,
         cond_f: &mut dyn FnMut(&mut Self, &[Value]) -> R<Value>,
-        body_f: &mut dyn FnMut(&mut Self, &[Value]) -> R<Vec<Value>>,
+        body_f: &mut LoopBody<'_, Self>,
         r: TextRange,
     ) -> R<()> {
         let s0 = self.fr.scope.clone();

@@ -120,13 +120,13 @@ pub(crate) fn const_type(c: &ConstValue) -> Result<DType, String> {
         ConstValue::Bool(_) => DType::I1,
         ConstValue::Int(v) => {
             let v = *v;
-            if -(1i128 << 31) <= v && v < (1i128 << 31) {
+            if (-(1i128 << 31)..(1i128 << 31)).contains(&v) {
                 DType::I32
-            } else if (1i128 << 31) <= v && v < (1i128 << 32) {
+            } else if ((1i128 << 31)..(1i128 << 32)).contains(&v) {
                 DType::U32
-            } else if -(1i128 << 63) <= v && v < (1i128 << 63) {
+            } else if (-(1i128 << 63)..(1i128 << 63)).contains(&v) {
                 DType::I64
-            } else if (1i128 << 63) <= v && v < (1i128 << 64) {
+            } else if ((1i128 << 63)..(1i128 << 64)).contains(&v) {
                 DType::U64
             } else {
                 return Err(format!("integer {v} does not fit in 64 bits"));
@@ -210,7 +210,7 @@ impl L<'_, '_> {
     }
 
     /// Turns a value into an IR value: tensors as they are, Python numbers with their default type.
-    pub(crate) fn to_tensor(&mut self, v: &Val, r: TextRange) -> R<Value> {
+    pub(crate) fn tensor_of(&mut self, v: &Val, r: TextRange) -> R<Value> {
         match v {
             Val::T(x) => Ok(*x),
             Val::C(c) if c.is_number() => {
@@ -397,7 +397,7 @@ impl L<'_, '_> {
     }
 
     /// Casts `v` (a tensor, or a Python number made a scalar constant) to `d`.
-    fn to_computation_type(&mut self, v: &Val, d: DType, r: TextRange) -> R<Value> {
+    fn as_computation_type(&mut self, v: &Val, d: DType, r: TextRange) -> R<Value> {
         match v {
             Val::C(c) => self.const_value(c, d, r),
             Val::T(x) => self.cast(*x, Elem::Num(d), None, r),
@@ -427,9 +427,9 @@ impl L<'_, '_> {
         let (x, y) = if !o.no_arith && !ta.is_ptr() && !tb.is_ptr() {
             let (Elem::Num(da), Elem::Num(db)) = (ta, tb) else { unreachable!() };
             let t = computation_type(da, wa, db, wb, o.div_or_mod).map_err(|m| self.err(r, m))?;
-            (self.to_computation_type(a, t, r)?, self.to_computation_type(b, t, r)?)
+            (self.as_computation_type(a, t, r)?, self.as_computation_type(b, t, r)?)
         } else {
-            (self.to_tensor(a, r)?, self.to_tensor(b, r)?)
+            (self.tensor_of(a, r)?, self.tensor_of(b, r)?)
         };
         self.broadcast_pair(x, y, r)
     }
@@ -689,8 +689,8 @@ impl L<'_, '_> {
 
     /// `a and b` / `a or b` on tensors (both sides evaluated; constants were short-circuited before).
     pub(crate) fn logical(&mut self, is_and: bool, a: &Val, b: &Val, r: TextRange) -> R<Val> {
-        let x = self.to_tensor(a, r)?;
-        let y = self.to_tensor(b, r)?;
+        let x = self.tensor_of(a, r)?;
+        let y = self.tensor_of(b, r)?;
         let x = self.as_bool_bits(x, r)?;
         let y = self.as_bool_bits(y, r)?;
         let (x, y) = self.broadcast_pair(x, y, r)?;
@@ -729,7 +729,7 @@ impl L<'_, '_> {
 
     /// `tl.where(cond, x, y)`.
     pub(crate) fn select(&mut self, c: &Val, a: &Val, b: &Val, r: TextRange) -> R<Val> {
-        let c = self.to_tensor(c, r)?;
+        let c = self.tensor_of(c, r)?;
         let c = self.cast(c, Elem::Num(DType::I1), None, r)?;
         let (x, y) = self.binary_operands(
             a,

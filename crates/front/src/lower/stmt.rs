@@ -119,7 +119,7 @@ impl<'c, 'a> L<'c, 'a> {
 
     fn sanitize_value(&mut self, v: Val, r: TextRange) -> R<Val> {
         match v {
-            Val::C(c) if c.is_number() => Ok(Val::T(self.to_tensor(&Val::C(c), r)?)),
+            Val::C(c) if c.is_number() => Ok(Val::T(self.tensor_of(&Val::C(c), r)?)),
             Val::Tuple(items) => {
                 Ok(Val::Tuple(items.into_iter().map(|x| self.sanitize_value(x, r)).collect::<R<_>>()?))
             }

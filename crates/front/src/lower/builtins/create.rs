@@ -94,7 +94,7 @@ impl<'c, 'a> L<'c, 'a> {
 
     pub(super) fn cast_builtin(&mut self, args: Args) -> R<Val> {
         let b = self.bind(&args, &["input", "dtype", "fp_downcast_rounding=", "bitcast="])?;
-        let x = self.to_tensor(&b.val(0), b.range(0))?;
+        let x = self.tensor_of(&b.val(0), b.range(0))?;
         let Some(to) = dtype_of(&b.val(1)) else {
             return Err(
                 self.err(b.range(1), format!("expected a dtype such as tl.float16, got {}", b.val(1).kind_name()))

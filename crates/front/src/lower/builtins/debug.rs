@@ -66,7 +66,7 @@ impl<'c, 'a> L<'c, 'a> {
         };
         let mut ops = vec![];
         for a in &vals {
-            ops.push(self.to_tensor(&a.v, a.r)?);
+            ops.push(self.tensor_of(&a.v, a.r)?);
         }
         // Triton's normalisation: "prefix" -> " prefix: " when values follow.
         if !ops.is_empty() {
@@ -94,12 +94,12 @@ impl<'c, 'a> L<'c, 'a> {
         if !self.ctx.debug {
             return Ok(());
         }
-        let mut c = self.to_tensor(&cond, r)?;
+        let mut c = self.tensor_of(&cond, r)?;
         if self.elem(c) != Elem::Num(DType::I1) {
             c = self.cast(c, Elem::Num(DType::I1), None, r)?;
         }
         if let Some(m) = mask {
-            let m = self.to_tensor(&m, r)?;
+            let m = self.tensor_of(&m, r)?;
             let nm = self.not(&Val::T(m), r)?;
             let (Val::T(nm), cv) = (nm, Val::T(c)) else { unreachable!() };
             let v = self.logical(false, &cv, &Val::T(nm), r)?;
@@ -113,7 +113,7 @@ impl<'c, 'a> L<'c, 'a> {
 
     pub(super) fn hint(&mut self, name: &str, args: Args) -> R<Val> {
         let b = self.bind(&args, &["input", "values"])?;
-        let x = self.to_tensor(&b.val(0), b.range(0))?;
+        let x = self.tensor_of(&b.val(0), b.range(0))?;
         let items = match b.val(1) {
             Val::Tuple(t) => t,
             v => vec![v],
@@ -150,7 +150,7 @@ impl<'c, 'a> L<'c, 'a> {
                 return Ok(Val::none());
             }
         }
-        let c = self.to_tensor(&b.val(0), b.range(0))?;
+        let c = self.tensor_of(&b.val(0), b.range(0))?;
         if self.elem(c) != Elem::Num(DType::I1) {
             return Err(
                 self.err(b.range(0), format!("tl.assume needs a boolean condition, got {}", type_str(self.ty(c))))

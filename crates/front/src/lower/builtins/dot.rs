@@ -14,10 +14,10 @@ impl<'c, 'a> L<'c, 'a> {
             &["input", "other", "acc=", "input_precision=", "allow_tf32=", "max_num_imprecise_acc=", "out_dtype="],
         )?;
         let r = args.r;
-        let a = self.to_tensor(&b.val(0), b.range(0))?;
-        let bb = self.to_tensor(&b.val(1), b.range(1))?;
+        let a = self.tensor_of(&b.val(0), b.range(0))?;
+        let bb = self.tensor_of(&b.val(1), b.range(1))?;
         let acc = match b.opt(2) {
-            Some(x) => Some(self.to_tensor(&x.v, x.r)?),
+            Some(x) => Some(self.tensor_of(&x.v, x.r)?),
             None => None,
         };
         if b.opt(3).is_some() && b.opt(4).is_some() {

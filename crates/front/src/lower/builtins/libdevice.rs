@@ -271,7 +271,7 @@ impl<'c, 'a> L<'c, 'a> {
         let b = self.bind(&args, spec)?;
         let mut vals: Vec<Value> = vec![];
         for i in 0..arity {
-            vals.push(self.to_tensor(&b.val(i), b.range(i))?);
+            vals.push(self.tensor_of(&b.val(i), b.range(i))?);
         }
         let d0 = self.elem(vals[0]).num();
         let ok = d0.is_some_and(|d| accepted.contains(&d))

@@ -128,7 +128,7 @@ impl<'c, 'a> L<'c, 'a> {
 
     pub(super) fn abs(&mut self, args: Args) -> R<Val> {
         let b = self.bind(&args, &["x"])?;
-        let x = self.to_tensor(&b.val(0), b.range(0))?;
+        let x = self.tensor_of(&b.val(0), b.range(0))?;
         match self.elem(x) {
             Elem::Num(d) if d.is_unsigned_int() || d == DType::I1 => Ok(Val::T(x)),
             Elem::Num(_) => {
@@ -144,7 +144,7 @@ impl<'c, 'a> L<'c, 'a> {
         let v = b.val(0);
         let allowed: &[DType] = if name == "sqrt_rn" { &[DType::F32] } else { &[DType::F32, DType::F64] };
         self.check_dtypes(&args.name, &[&v], allowed, args.r)?;
-        let x = self.to_tensor(&v, b.range(0))?;
+        let x = self.tensor_of(&v, b.range(0))?;
         if !self.elem(x).is_float() {
             return Err(self.err(args.r, format!("{} expects a float, got {}", args.name, type_str(self.ty(x)))));
         }

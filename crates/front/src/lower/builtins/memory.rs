@@ -65,7 +65,7 @@ impl<'c, 'a> L<'c, 'a> {
 
     /// A mask operand: i1, broadcast to the pointer's shape.
     pub(crate) fn mask_arg(&mut self, v: &Val, ptr: Value, r: ruff_text_size::TextRange) -> R<Value> {
-        let m = self.to_tensor(v, r)?;
+        let m = self.tensor_of(v, r)?;
         if self.elem(m) != Elem::Num(DType::I1) {
             return Err(self.err(r, format!("a mask must be boolean (int1), got {}", type_str(self.ty(m)))));
         }
@@ -106,15 +106,15 @@ impl<'c, 'a> L<'c, 'a> {
         let cache = self.cache_modifier(&b, 5, true)?;
         let evict = self.eviction(&b, 6)?;
         let volatile = b.val(7).as_const().and_then(|c| c.truthy()).unwrap_or(false);
-        let mask = b.opt(1).map(|a| a.clone());
-        let other = b.opt(2).map(|a| a.clone());
+        let mask = b.opt(1).cloned();
+        let other = b.opt(2).cloned();
         if mask.is_none() && other.is_some() {
             return Err(self.err(b.range(2), "`other` cannot be given without `mask`"));
         }
         let mut ops = vec![];
         let mut mask_v = None;
         if let Some(m) = &mask {
-            let mv = self.to_tensor(&m.v, m.r)?;
+            let mv = self.tensor_of(&m.v, m.r)?;
             if self.is_block(mv) && !self.is_block(ptr) {
                 return Err(self.err(m.r, "the mask cannot be a block when the pointer is a scalar"));
             }
@@ -128,7 +128,7 @@ impl<'c, 'a> L<'c, 'a> {
         }
         let mut other_v = None;
         if let Some(o) = &other {
-            let ov = self.to_tensor(&o.v, o.r)?;
+            let ov = self.tensor_of(&o.v, o.r)?;
             if self.is_block(ov) && !self.is_block(ptr) {
                 return Err(self.err(o.r, "`other` cannot be a block when the pointer is a scalar"));
             }
@@ -181,7 +181,7 @@ impl<'c, 'a> L<'c, 'a> {
         mask: Option<&Val>,
         r: ruff_text_size::TextRange,
     ) -> R<(Value, Value, Option<Value>)> {
-        let v = self.to_tensor(val, r)?;
+        let v = self.tensor_of(val, r)?;
         if !self.is_block(ptr) {
             if self.is_block(v) {
                 return Err(self.err(r, "the value cannot be a block when the pointer is a scalar"));

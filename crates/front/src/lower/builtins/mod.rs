@@ -88,7 +88,7 @@ impl<'c, 'a> L<'c, 'a> {
             "cast" => self.cast_builtin(args),
             "to_tensor" => {
                 let b = self.bind(&args, &["x"])?;
-                Ok(Val::T(self.to_tensor(&b.val(0), b.range(0))?))
+                Ok(Val::T(self.tensor_of(&b.val(0), b.range(0))?))
             }
             "constexpr" => self.bind(&args, &["value"]).map(|b| b.val(0)),
             "reshape" | "view" => self.reshape(args, name == "view"),
@@ -96,8 +96,8 @@ impl<'c, 'a> L<'c, 'a> {
             "broadcast_to" => self.broadcast_to_builtin(args),
             "broadcast" => {
                 let b = self.bind(&args, &["input", "other"])?;
-                let x = self.to_tensor(&b.val(0), b.range(0))?;
-                let y = self.to_tensor(&b.val(1), b.range(1))?;
+                let x = self.tensor_of(&b.val(0), b.range(0))?;
+                let y = self.tensor_of(&b.val(1), b.range(1))?;
                 let (x, y) = self.broadcast_pair(x, y, args.r)?;
                 Ok(Val::Tuple(vec![Val::T(x), Val::T(y)]))
             }

@@ -16,7 +16,7 @@ impl<'c, 'a> L<'c, 'a> {
         };
         let mut out = vec![];
         for it in &items {
-            let x = self.to_tensor(it, r)?;
+            let x = self.tensor_of(it, r)?;
             if !self.is_block(x) {
                 return Err(self.err(r, format!("reductions need a block, not the scalar {}", type_str(self.ty(x)))));
             }
@@ -74,7 +74,7 @@ impl<'c, 'a> L<'c, 'a> {
             for (v, t) in vals.iter().zip(elems) {
                 let x = match v {
                     Val::C(c) => self.const_value(c, t.elem().num().unwrap_or(DType::F32), r)?,
-                    other => self.to_tensor(other, r)?,
+                    other => self.tensor_of(other, r)?,
                 };
                 if self.ty(x) != t {
                     return Err(self.err(
@@ -167,7 +167,7 @@ impl<'c, 'a> L<'c, 'a> {
     /// Reduction carrying element indices along `axis` (for argmax/argmin).
     pub(super) fn reduce_with_indices(&mut self, args: Args) -> R<Val> {
         let b = self.bind(&args, &["input", "axis", "combine_fn", "keep_dims="])?;
-        let x = self.to_tensor(&b.val(0), b.range(0))?;
+        let x = self.tensor_of(&b.val(0), b.range(0))?;
         if !self.is_block(x) {
             return Err(self.err(b.range(0), "reductions need a block"));
         }

@@ -26,7 +26,7 @@ fn wrap_axis(l: &L, axis: i128, ndim: usize, r: ruff_text_size::TextRange) -> R<
 
 impl<'c, 'a> L<'c, 'a> {
     fn block_arg(&mut self, v: &Val, r: ruff_text_size::TextRange, what: &str) -> R<Value> {
-        let x = self.to_tensor(v, r)?;
+        let x = self.tensor_of(v, r)?;
         if !self.is_block(x) {
             return Err(self.err(r, format!("{what} needs a block, not the scalar {}", type_str(self.ty(x)))));
         }
@@ -81,7 +81,7 @@ impl<'c, 'a> L<'c, 'a> {
 
     pub(super) fn reshape(&mut self, args: Args, view: bool) -> R<Val> {
         let b = self.bind(&args, &["input", "*shape", "can_reorder="])?;
-        let x = self.to_tensor(&b.val(0), b.range(0))?;
+        let x = self.tensor_of(&b.val(0), b.range(0))?;
         let shape = const_shape(self, &dims_arg(&b.rest), args.r)?;
         let can_reorder = view || b.val(2).as_const().and_then(|c| c.truthy()).unwrap_or(false);
         Ok(Val::T(self.reshape_to(x, &shape, can_reorder, args.r)?))
@@ -136,14 +136,14 @@ impl<'c, 'a> L<'c, 'a> {
 
     pub(super) fn broadcast_to_builtin(&mut self, args: Args) -> R<Val> {
         let b = self.bind(&args, &["input", "*shape"])?;
-        let x = self.to_tensor(&b.val(0), b.range(0))?;
+        let x = self.tensor_of(&b.val(0), b.range(0))?;
         let shape = const_shape(self, &dims_arg(&b.rest), args.r)?;
         Ok(Val::T(self.broadcast_to(x, &shape, args.r)?))
     }
 
     pub(super) fn expand_dims_builtin(&mut self, args: Args) -> R<Val> {
         let b = self.bind(&args, &["input", "axis"])?;
-        let x = self.to_tensor(&b.val(0), b.range(0))?;
+        let x = self.tensor_of(&b.val(0), b.range(0))?;
         let axes = match b.val(1) {
             Val::Tuple(t) => t,
             v => vec![v],
@@ -192,8 +192,8 @@ impl<'c, 'a> L<'c, 'a> {
 
     pub(super) fn join(&mut self, args: Args) -> R<Val> {
         let b = self.bind(&args, &["a", "b"])?;
-        let x = self.to_tensor(&b.val(0), b.range(0))?;
-        let y = self.to_tensor(&b.val(1), b.range(1))?;
+        let x = self.tensor_of(&b.val(0), b.range(0))?;
+        let y = self.tensor_of(&b.val(1), b.range(1))?;
         Ok(Val::T(self.join_values(x, y, args.r)?))
     }
 
