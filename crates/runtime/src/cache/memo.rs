@@ -12,7 +12,9 @@
 //! The usual caveat of mtime-based staleness checks applies: a file rewritten
 //! with the same size within the file system's timestamp granularity is not
 //! noticed until the process restarts (the disk cache, keyed by content, is
-//! never fooled).
+//! never fooled). An entry held by the memo stays usable in memory even if
+//! another process evicts or clears it on disk; [`super::Cache::clear`] and
+//! [`super::Cache::remove`] forget it in this process.
 
 use std::io;
 use std::path::{Path, PathBuf};
