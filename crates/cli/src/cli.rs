@@ -1,6 +1,6 @@
 //! Argument definitions and dispatch to subcommands.
 
-use crate::{compile_cmd, demo_cmd, run_cmd};
+use crate::{bench_cmd, compile_cmd, demo_cmd, run_cmd};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
@@ -30,6 +30,8 @@ pub enum Command {
     Run(run_cmd::RunArgs),
     /// Compile the bundled kernels, run each on the best backend found, check it, print a table.
     Demo(demo_cmd::DemoArgs),
+    /// Time a kernel: same arguments as `run`, plus --warmup/--reps and --flops/--bytes expressions.
+    Bench(bench_cmd::BenchArgs),
 }
 
 pub fn dispatch(cli: Cli) -> Result<(), String> {
@@ -37,5 +39,6 @@ pub fn dispatch(cli: Cli) -> Result<(), String> {
         Command::Compile(a) => compile_cmd::compile(a),
         Command::Run(a) => run_cmd::run(a),
         Command::Demo(a) => demo_cmd::demo(a),
+        Command::Bench(a) => bench_cmd::bench(a),
     }
 }

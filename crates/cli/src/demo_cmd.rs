@@ -23,7 +23,7 @@ pub fn demo(a: DemoArgs) -> Result<(), String> {
     let backend = Backend::parse(&a.backend).ok_or_else(|| format!("error: unknown backend `{}`", a.backend))?;
     let chosen = resolve_backend(backend);
     println!("Trident demo: bundled kernels on the {chosen:?} backend, checked against f64 references\n");
-    println!("{:<52} {:>11} {:>10} {:>11}  result", "case", "compile ms", "run ms", "max |err|");
+    println!("{:<52} {:>11} {:>10} {:>11}  result", "case", "compile ms", "run µs", "max |err|");
     println!("{}", "-".repeat(98));
     let (mut passed, mut failed) = (0, 0);
     for case in cases().iter().filter(|c| a.filter.as_deref().is_none_or(|f| c.name.contains(f))) {
@@ -34,7 +34,7 @@ pub fn demo(a: DemoArgs) -> Result<(), String> {
                     "{:<52} {:>11.2} {:>10.2} {:>11.2e}  ok",
                     case.name,
                     r.compile_time.as_secs_f64() * 1e3,
-                    r.run_time.as_secs_f64() * 1e3,
+                    r.run_time.as_secs_f64() * 1e6,
                     r.report.max_abs()
                 );
             }

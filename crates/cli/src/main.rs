@@ -1,8 +1,10 @@
 //! The `trident` command line.
 
+mod bench_cmd;
 mod cli;
 mod compile_cmd;
 mod demo_cmd;
+mod expr;
 mod run_cmd;
 
 use clap::Parser;

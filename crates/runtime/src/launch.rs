@@ -153,13 +153,17 @@ pub struct LaunchOutcome {
     pub printed: String,
     /// Time spent compiling (zero when cached).
     pub compile_time: Duration,
-    /// Time spent running (wall time on CPU backends, device time on the GPU).
+    /// Time spent running (wall time on the interpreter, modelled time on the emulator,
+    /// CUDA-event time on the GPU); the last repetition's.
     pub run_time: Duration,
+    /// Every timed repetition.
+    pub samples: Vec<Duration>,
 }
 
 /// The backend `Auto` picks: the GPU when a CUDA driver and device are found, otherwise the interpreter.
 pub fn resolve_backend(b: Backend) -> Backend {
     match b {
+        Backend::Auto if crate::gpu::cuda_available() => Backend::Cuda,
         Backend::Auto => Backend::Interp,
         other => other,
     }
@@ -293,16 +297,11 @@ fn interp_arg(v: &ArgValue, ty: &trident_ir::Type) -> trident_interp::InterpArg 
     let d = ty.elem().num().unwrap_or(DType::I64);
     match v {
         ArgValue::Tensor(t) => InterpArg::Tensor(t.clone()),
-        ArgValue::Int(x) => match d {
-            DType::F32 => InterpArg::f32(*x as f32),
-            DType::F64 => InterpArg::f64(*x as f64),
-            _ => InterpArg::Scalar { dtype: d, bits: *x as u64 },
-        },
-        ArgValue::Float(x) => match d {
-            DType::F64 => InterpArg::f64(*x),
-            _ => InterpArg::f32(*x as f32),
-        },
-        ArgValue::Bool(b) => InterpArg::bool(*b),
+        v => {
+            let bits = crate::gpu::scalar_bits(v, d);
+            let width = d.bits();
+            InterpArg::Scalar { dtype: d, bits: if width >= 64 { bits } else { bits & ((1u64 << width) - 1) } }
+        }
     }
 }
 
@@ -318,35 +317,66 @@ pub fn launch(
     run_compiled(&ck, args, opts)
 }
 
-/// Runs an already compiled kernel.
+/// Runs an already compiled kernel once.
 pub fn run_compiled(ck: &CompiledKernel, args: &mut [Arg], opts: &LaunchOptions) -> Result<LaunchOutcome, RunError> {
+    run_compiled_reps(ck, args, opts, 0, 1)
+}
+
+/// Runs an already compiled kernel `warmup + reps` times, timing the last `reps`
+/// (for benchmarks; inputs are not restored between repetitions). On success the
+/// tensors in `args` hold the last run's results; on failure `args` is unchanged.
+pub fn run_compiled_reps(
+    ck: &CompiledKernel,
+    args: &mut [Arg],
+    opts: &LaunchOptions,
+    warmup: usize,
+    reps: usize,
+) -> Result<LaunchOutcome, RunError> {
     let backend = resolve_backend(opts.backend);
     let rt = runtime_args(ck, args)?;
     let module: &Module = &ck.compiled.module;
     let func = module
         .func(&ck.compiled.kernel)
         .ok_or_else(|| RunError::msg(format!("internal: kernel `{}` missing after compilation", ck.compiled.kernel)))?;
-    match backend {
+    let values: Vec<ArgValue> = rt.iter().map(|(_, v)| v.clone()).collect();
+    let grid = opts.grid.dims();
+    let (tensors, printed, samples) = match backend {
         Backend::Interp => {
-            let mut iargs: Vec<trident_interp::InterpArg> =
-                rt.iter().map(|(i, v)| interp_arg(v, func.ty(func.params[*i].value))).collect();
             let iopts = trident_interp::InterpOptions { debug: opts.debug, ..Default::default() };
-            let report = trident_interp::launch(module, &ck.compiled.kernel, opts.grid.dims(), &mut iargs, &iopts)
-                .map_err(|e| RunError { text: e.render(module) })?;
-            write_back(ck, args, &rt, iargs.into_iter().map(|a| a.as_tensor().cloned()).collect());
-            Ok(LaunchOutcome {
-                backend,
-                printed: report.printed,
-                compile_time: ck.compile_time,
-                run_time: report.elapsed,
-            })
+            let mut samples = vec![];
+            let mut last = None;
+            for i in 0..warmup + reps.max(1) {
+                let mut iargs: Vec<trident_interp::InterpArg> =
+                    rt.iter().map(|(i, v)| interp_arg(v, func.ty(func.params[*i].value))).collect();
+                let report = trident_interp::launch(module, &ck.compiled.kernel, grid, &mut iargs, &iopts)
+                    .map_err(|e| RunError { text: e.render(module) })?;
+                if i >= warmup {
+                    samples.push(report.elapsed);
+                }
+                last = Some((iargs, report.printed));
+            }
+            let (iargs, printed) = last.expect("at least one run");
+            (iargs.into_iter().map(|a| a.as_tensor().cloned()).collect(), printed, samples)
         }
-        Backend::Emu | Backend::Cuda => Err(RunError::msg(format!(
-            "the {} backend is not wired up yet",
-            if backend == Backend::Emu { "emu" } else { "cuda" }
-        ))),
+        Backend::Emu => {
+            let ptx = crate::gpu::compile_ptx(ck, trident_gpu::Target::Sm80)?;
+            let run = crate::gpu::run_emu(&ptx, &values, grid, reps)?;
+            (run.tensors, run.printed, run.samples)
+        }
+        Backend::Cuda => {
+            let (_, run) = crate::gpu::run_cuda(ck, &values, grid, warmup, reps)?;
+            (run.tensors, run.printed, run.samples)
+        }
         Backend::Auto => unreachable!("resolved above"),
-    }
+    };
+    write_back(ck, args, &rt, tensors);
+    Ok(LaunchOutcome {
+        backend,
+        printed,
+        compile_time: ck.compile_time,
+        run_time: *samples.last().unwrap_or(&Duration::ZERO),
+        samples,
+    })
 }
 
 /// Copies the tensors a backend returned (in IR parameter order) into the named arguments.

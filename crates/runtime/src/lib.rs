@@ -17,6 +17,7 @@
 pub mod args;
 pub mod autotune;
 pub mod cache;
+pub mod gpu;
 pub mod launch;
 pub mod npy;
 pub mod rng;
