@@ -199,7 +199,14 @@ impl<'c, 'a> L<'c, 'a> {
                     None => Err(self.err(args.r, format!("no {bits}-bit integer type"))),
                 }
             }
-            "tensor" | "dtype" | "pointer_type" | "PropagateNan" => {
+            "pointer_type" => {
+                let b = self.bind(&args, &["element_ty", "address_space=", "const="])?;
+                match super::call::dtype_of(&b.val(0)) {
+                    Some(trident_ir::Elem::Num(d)) => Ok(Val::C(ConstValue::DType(trident_ir::Elem::ptr(d)))),
+                    _ => Err(self.err(b.range(0), "tl.pointer_type needs a number dtype")),
+                }
+            }
+            "tensor" | "dtype" | "PropagateNan" => {
                 Err(self.err(args.r, format!("`tl.{name}` cannot be called here")))
             }
             _ => Err(self.err(args.r, format!("`{}` is not supported by Trident yet", args.name))),
