@@ -206,9 +206,7 @@ impl<'c, 'a> L<'c, 'a> {
                     _ => Err(self.err(b.range(0), "tl.pointer_type needs a number dtype")),
                 }
             }
-            "tensor" | "dtype" | "PropagateNan" => {
-                Err(self.err(args.r, format!("`tl.{name}` cannot be called here")))
-            }
+            "tensor" | "dtype" | "PropagateNan" => Err(self.err(args.r, format!("`tl.{name}` cannot be called here"))),
             _ => Err(self.err(args.r, format!("`{}` is not supported by Trident yet", args.name))),
         }
     }
