@@ -1,0 +1,309 @@
+//! End to end: Triton source compiled by the front end, run on the interpreter.
+//! (The catalog of every bundled kernel against f64 references runs in
+//! trident-testkit's `interp_cases`; these tests cover what is the interpreter's
+//! own: diagnostics on real source, prints, asserts, custom combines, atomics.)
+
+mod common;
+
+use common::{poison, Rng};
+use trident_core::{DType, HostTensor};
+use trident_front::{compile, parse_file, ArgInfo, CompileOptions, ConstValue, ParamBinding};
+use trident_interp::{launch, ErrorKind, InterpArg, InterpError, InterpOptions, LaunchReport};
+use trident_ir::{Elem, Module};
+
+enum A {
+    T(HostTensor),
+    I(i64),
+    C(i64),
+}
+
+struct Run {
+    module: Module,
+    result: Result<LaunchReport, InterpError>,
+    /// Tensor arguments after the launch, in the order given.
+    tensors: Vec<HostTensor>,
+}
+
+fn run(path: &str, src: &str, kernel: &str, args: Vec<(&str, A)>, grid: [u32; 3], debug: bool) -> Run {
+    let file = parse_file(path, src).unwrap_or_else(|d| panic!("{d:?}"));
+    let infos: Vec<(String, ArgInfo)> = args
+        .iter()
+        .map(|(n, a)| {
+            let info = match a {
+                A::T(t) => ArgInfo::Pointer { dtype: t.dtype, aligned16: true },
+                A::I(v) => ArgInfo::Int(*v),
+                A::C(v) => ArgInfo::Constexpr(ConstValue::int(*v)),
+            };
+            (n.to_string(), info)
+        })
+        .collect();
+    let opts = CompileOptions { debug, ..Default::default() };
+    let c = compile(&file, kernel, &infos, &opts).unwrap_or_else(|d| panic!("{}", d[0].render(&[])));
+    let f = c.module.func(&c.kernel).unwrap();
+    let mut iargs: Vec<Option<InterpArg>> = vec![None; f.params.len()];
+    let mut tensor_slots = vec![];
+    for ((_, a), binding) in args.into_iter().zip(&c.params) {
+        let ParamBinding::Runtime { ir_index } = binding else { continue };
+        let ty = f.ty(f.params[*ir_index].value).elem();
+        iargs[*ir_index] = Some(match (a, ty) {
+            (A::T(t), _) => {
+                tensor_slots.push(*ir_index);
+                InterpArg::Tensor(t)
+            }
+            (A::I(v), Elem::Num(DType::I64)) => InterpArg::i64(v),
+            (A::I(v), _) => InterpArg::i32(v as i32),
+            (A::C(_), _) => unreachable!("constexprs are not runtime parameters"),
+        });
+    }
+    let mut iargs: Vec<InterpArg> = iargs.into_iter().map(|a| a.expect("every IR parameter bound")).collect();
+    let result = launch(&c.module, &c.kernel, grid, &mut iargs, &InterpOptions { debug, ..Default::default() });
+    let tensors = tensor_slots.iter().map(|&i| iargs[i].as_tensor().unwrap().clone()).collect();
+    Run { module: c.module, result, tensors }
+}
+
+const VECTOR_ADD: &str = include_str!("../../../kernels/vector_add.py");
+
+#[test]
+fn vector_add_from_source() {
+    let mut rng = Rng::from_time();
+    let seed = rng.seed();
+    let n = 1000;
+    let x = rng.tensor(DType::F16, &[n], 10.0);
+    let y = rng.tensor(DType::F16, &[n], 10.0);
+    let r = run(
+        "kernels/vector_add.py",
+        VECTOR_ADD,
+        "add_kernel",
+        vec![
+            ("x", A::T(x.clone())),
+            ("y", A::T(y.clone())),
+            ("out", A::T(poison(DType::F16, &[n]))),
+            ("n_elements", A::I(n as i64)),
+            ("BLOCK", A::C(128)),
+        ],
+        [8, 1, 1],
+        false,
+    );
+    r.result.unwrap();
+    for i in 0..n {
+        let want = half::f16::from_f64(x.get_f64(i) + y.get_f64(i)).to_f64();
+        assert_eq!(r.tensors[2].get_f64(i), want, "[{i}], seed {seed}");
+    }
+}
+
+#[test]
+fn out_of_bounds_points_at_the_kernel_line() {
+    // n_elements says 1000 but x holds only 900: the load of x faults in program 7.
+    let r = run(
+        "kernels/vector_add.py",
+        VECTOR_ADD,
+        "add_kernel",
+        vec![
+            ("x", A::T(HostTensor::zeros(DType::F32, &[900]))),
+            ("y", A::T(HostTensor::zeros(DType::F32, &[1000]))),
+            ("out", A::T(poison(DType::F32, &[1000]))),
+            ("n_elements", A::I(1000)),
+            ("BLOCK", A::C(128)),
+        ],
+        [8, 1, 1],
+        false,
+    );
+    let e = r.result.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::OutOfBounds);
+    assert!(e.message().contains("index 900 of buffer `x` (900 elements of f32)"), "{}", e.message());
+    assert!(e.message().contains("program (7, 0, 0), element [4]"), "{}", e.message());
+    let text = e.render(&r.module);
+    assert!(text.contains("kernels/vector_add.py:15"), "{text}");
+    assert!(text.contains("a = tl.load(x + offsets, mask=in_bounds)"), "{text}");
+    assert!(text.contains('^'), "{text}");
+    // The output was not touched although programs 0..6 stored their blocks.
+    assert!(r.tensors[2].to_f64_vec().iter().all(|v| v.is_nan()));
+}
+
+const MISC: &str = r#"
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _argmax_combine(v1, i1, v2, i2):
+    take1 = (v1 > v2) | ((v1 == v2) & (i1 < i2))
+    return tl.where(take1, v1, v2), tl.where(take1, i1, i2)
+
+
+@triton.jit
+def argmax_rows(x, out, N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, N)
+    v = tl.load(x + row * N + cols)
+    _, idx = tl.reduce((v, cols), 0, _argmax_combine)
+    tl.store(out + row, idx)
+
+
+@triton.jit
+def _mul(a, b):
+    return a * b
+
+
+@triton.jit
+def cumprod(x, out, N: tl.constexpr):
+    cols = tl.arange(0, N)
+    tl.store(out + cols, tl.associative_scan(tl.load(x + cols), 0, _mul))
+
+
+@triton.jit
+def show(x, N: tl.constexpr):
+    v = tl.load(x + tl.arange(0, N))
+    tl.device_print("v", v)
+
+
+@triton.jit
+def checked(x, n):
+    v = tl.load(x + tl.arange(0, 8))
+    tl.device_assert(v < n, "value too large")
+
+
+@triton.jit
+def histogram(x, h, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x + offs, mask=m, other=0)
+    tl.atomic_add(h + v, 1, mask=m)
+
+
+@triton.jit
+def collatz(out, start):
+    x = start
+    steps = 0
+    while x != 1:
+        if x % 2 == 1:
+            x = 3 * x + 1
+        else:
+            x = x // 2
+        steps += 1
+    tl.store(out, steps)
+"#;
+
+#[test]
+fn argmax_with_a_python_combine_function() {
+    let mut rng = Rng::from_time();
+    let seed = rng.seed();
+    let (rows, n) = (6usize, 64usize);
+    let vals: Vec<f64> = (0..rows * n).map(|_| rng.below(10) as f64).collect();
+    let r = run(
+        "misc.py",
+        MISC,
+        "argmax_rows",
+        vec![
+            ("x", A::T(HostTensor::from_f64(DType::F32, &[rows, n], &vals))),
+            ("out", A::T(poison(DType::I32, &[rows]))),
+            ("N", A::C(n as i64)),
+        ],
+        [rows as u32, 1, 1],
+        false,
+    );
+    r.result.unwrap();
+    for row in 0..rows {
+        let v = &vals[row * n..(row + 1) * n];
+        let max = v.iter().cloned().fold(f64::MIN, f64::max);
+        let want = v.iter().position(|&x| x == max).unwrap();
+        assert_eq!(r.tensors[1].get_f64(row), want as f64, "row {row}, seed {seed}");
+    }
+}
+
+#[test]
+fn associative_scan_with_a_python_combine_function() {
+    let vals: Vec<f64> = (0..16).map(|i| [1.0, 2.0, -1.0, 0.5][i % 4]).collect();
+    let r = run(
+        "misc.py",
+        MISC,
+        "cumprod",
+        vec![
+            ("x", A::T(HostTensor::from_f64(DType::F32, &[16], &vals))),
+            ("out", A::T(poison(DType::F32, &[16]))),
+            ("N", A::C(16)),
+        ],
+        [1, 1, 1],
+        false,
+    );
+    r.result.unwrap();
+    let mut p = 1.0;
+    for (i, v) in vals.iter().enumerate() {
+        p *= v;
+        assert_eq!(r.tensors[1].get_f64(i), p, "[{i}]");
+    }
+}
+
+#[test]
+fn device_print_from_source() {
+    let r = run(
+        "misc.py",
+        MISC,
+        "show",
+        vec![("x", A::T(HostTensor::from_f64(DType::F32, &[2], &[0.5, -3.0]))), ("N", A::C(2))],
+        [1, 1, 1],
+        false,
+    );
+    assert_eq!(r.result.unwrap().printed, "pid (0, 0, 0) idx (0) v: 0.500000\npid (0, 0, 0) idx (1) v: -3.000000\n");
+}
+
+#[test]
+fn device_assert_from_source_needs_debug() {
+    let x = HostTensor::from_f64(DType::I32, &[8], &[1.0, 2.0, 3.0, 9.0, 4.0, 5.0, 6.0, 7.0]);
+    let args = || vec![("x", A::T(x.clone())), ("n", A::I(8))];
+    let r = run("misc.py", MISC, "checked", args(), [1, 1, 1], true);
+    let e = r.result.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::AssertFailed);
+    assert!(e.message().contains("value too large") && e.message().contains("element [3]"), "{}", e.message());
+    assert!(e.render(&r.module).contains("tl.device_assert(v < n"), "{}", e.render(&r.module));
+    // Without debug the front end drops the assert, as Triton does.
+    run("misc.py", MISC, "checked", args(), [1, 1, 1], false).result.unwrap();
+}
+
+#[test]
+fn histogram_with_atomics_from_source() {
+    let mut rng = Rng::from_time();
+    let seed = rng.seed();
+    let (n, bins) = (5000usize, 16usize);
+    let vals: Vec<f64> = (0..n).map(|_| rng.below(bins as u64) as f64).collect();
+    let r = run(
+        "misc.py",
+        MISC,
+        "histogram",
+        vec![
+            ("x", A::T(HostTensor::from_f64(DType::I32, &[n], &vals))),
+            ("h", A::T(HostTensor::zeros(DType::I32, &[bins]))),
+            ("n", A::I(n as i64)),
+            ("BLOCK", A::C(128)),
+        ],
+        [n.div_ceil(128) as u32, 1, 1],
+        false,
+    );
+    r.result.unwrap();
+    let mut want = vec![0.0; bins];
+    for v in vals {
+        want[v as usize] += 1.0;
+    }
+    assert_eq!(r.tensors[1].to_f64_vec(), want, "seed {seed}");
+}
+
+#[test]
+fn while_and_if_from_source() {
+    for start in [1i64, 6, 27, 97] {
+        let r = run(
+            "misc.py",
+            MISC,
+            "collatz",
+            vec![("out", A::T(poison(DType::I32, &[1]))), ("start", A::I(start))],
+            [1, 1, 1],
+            false,
+        );
+        r.result.unwrap();
+        let (mut x, mut steps) = (start, 0);
+        while x != 1 {
+            x = if x % 2 == 1 { 3 * x + 1 } else { x / 2 };
+            steps += 1;
+        }
+        assert_eq!(r.tensors[0].get_f64(0), steps as f64, "start {start}");
+    }
+}
