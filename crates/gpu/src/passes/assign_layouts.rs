@@ -27,6 +27,12 @@ pub struct Assigner<'a> {
     mem_anchor: HashMap<Op, LayoutId>,
     dot_anchor: HashMap<Op, (LayoutId, LayoutId, LayoutId)>,
     default_cache: HashMap<Vec<u32>, LayoutId>,
+    /// Layouts forced on loop-carried values (block arguments), from earlier trials.
+    overrides: HashMap<Value, LayoutId>,
+    /// Dots whose result feeds another dot's A operand, or whose A operand comes from a
+    /// dot: their mma layouts put every warp along M so that the accumulator of one is
+    /// the operand of the next without moving data.
+    chained: std::collections::HashSet<Op>,
 }
 
 /// Assigns layouts to every tensor of `f` (a kernel in tile IR).
@@ -35,19 +41,115 @@ pub fn assign_layouts(f: &mut Function, opts: &GpuOptions) -> Result<(), Diagnos
         return Err(Diagnostic::error(format!("num_warps must be a power of two in 1..=32, got {}", opts.num_warps)));
     }
     let axis = AxisAnalysis::run(f);
-    let mut a = Assigner {
-        f,
-        opts,
-        axis,
-        hints: HashMap::new(),
-        mem_anchor: HashMap::new(),
-        dot_anchor: HashMap::new(),
-        default_cache: HashMap::new(),
-    };
-    let body = a.f.body;
-    a.hint_block(body)?;
-    a.assign_block(body)?;
+    let chained = chained_dots(f);
+    // Loop-carried values take the layout their loop body produces: assign, look for
+    // iteration arguments whose yielded value ends up in another layout, force that layout
+    // on them, and assign again (a few rounds reach a fixed point in practice).
+    let mut overrides: HashMap<Value, LayoutId> = HashMap::new();
+    let mut layouts = f.layouts.clone();
+    let mut last = None;
+    for _ in 0..4 {
+        let mut trial = f.clone();
+        trial.layouts = layouts.clone();
+        let mut a = Assigner {
+            f: &mut trial,
+            opts,
+            axis: axis.clone(),
+            hints: HashMap::new(),
+            mem_anchor: HashMap::new(),
+            dot_anchor: HashMap::new(),
+            default_cache: HashMap::new(),
+            overrides: overrides.clone(),
+            chained: chained.clone(),
+        };
+        let body = a.f.body;
+        a.hint_block(body)?;
+        a.assign_block(body)?;
+        let fixes = loop_mismatches(&trial);
+        layouts = trial.layouts.clone();
+        let done = fixes.iter().all(|(v, l)| overrides.get(v) == Some(l));
+        last = Some(trial);
+        if done {
+            break;
+        }
+        overrides.extend(fixes);
+    }
+    if let Some(t) = last {
+        *f = t;
+    }
     Ok(())
+}
+
+/// The value a yield really yields (looking through the conversion inserted before it).
+fn through_convert(f: &Function, v: Value) -> Value {
+    match f.values[v].def {
+        ValueDef::Result(op, _) if matches!(f.ops[op].kind, OpKind::ConvertLayout) => f.ops[op].operands[0],
+        _ => v,
+    }
+}
+
+/// Loop-carried values whose yielded value is computed in another layout: (argument, that layout).
+fn loop_mismatches(f: &Function) -> Vec<(Value, LayoutId)> {
+    let mut out = vec![];
+    for op in f.all_ops() {
+        let d = &f.ops[op];
+        let pairs: Vec<(Block, Block, usize)> = match d.kind {
+            // (block whose args carry, block whose terminator yields, first carried arg index)
+            OpKind::For => vec![(d.regions[0], d.regions[0], 1)],
+            OpKind::While => vec![(d.regions[0], d.regions[1], 0)],
+            _ => continue,
+        };
+        for (args_b, yield_b, first) in pairs {
+            let Some(t) = f.terminator(yield_b) else { continue };
+            let args = &f.blocks[args_b].args;
+            for (i, &y) in f.ops[t].operands.iter().enumerate() {
+                let Some(&a) = args.get(first + i) else { continue };
+                let src = through_convert(f, y);
+                if let (Some(la), Some(ly)) = (f.ty(a).layout(), f.ty(src).layout()) {
+                    if la != ly {
+                        out.push((a, ly));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Dots chained through elementwise ops (`p = softmax-ish(q @ k); p @ v`).
+fn chained_dots(f: &Function) -> std::collections::HashSet<Op> {
+    let mut users: HashMap<Value, Vec<Op>> = HashMap::new();
+    for op in f.all_ops() {
+        for &o in &f.ops[op].operands {
+            users.entry(o).or_default().push(op);
+        }
+    }
+    let mut out = std::collections::HashSet::new();
+    for op in f.all_ops() {
+        if !matches!(f.ops[op].kind, OpKind::Dot { .. }) {
+            continue;
+        }
+        // Forward through elementwise ops from the result, looking for a dot's operand 0.
+        let mut stack = vec![f.ops[op].results[0]];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(v) = stack.pop() {
+            if !seen.insert(v) {
+                continue;
+            }
+            for &u in users.get(&v).map(|v| v.as_slice()).unwrap_or(&[]) {
+                let d = &f.ops[u];
+                match &d.kind {
+                    OpKind::Dot { .. } if d.operands[0] == v => {
+                        out.insert(op);
+                        out.insert(u);
+                    }
+                    k if k.is_elementwise() => stack.extend(d.results.iter().copied()),
+                    _ => {}
+                }
+            }
+        }
+    }
+    out
 }
 
 fn is_tensor(t: &Type) -> bool {
@@ -134,7 +236,12 @@ impl Assigner<'_> {
         };
         let res = match kind {
             Some(k) if rank == 2 && shape[0] >= 16 && shape[1] >= 8 && kdim >= k.k && acc_ok(&k) => {
-                let [wm, wn] = mma_warps(shape[0], shape[1], self.opts.num_warps);
+                let nw = self.opts.num_warps;
+                let [wm, wn] = if self.chained.contains(&op) && shape[0] / 16 >= nw {
+                    [nw, 1]
+                } else {
+                    mma_warps(shape[0], shape[1], nw)
+                };
                 let mma = self.intern(Layout::Mma {
                     version: 2,
                     warps_per_cta: [wm, wn].into_iter().collect(),
@@ -220,26 +327,27 @@ impl Assigner<'_> {
             OpKind::For => {
                 let body = d.regions[0];
                 let args = self.f.blocks[body].args.clone();
-                for _ in 0..2 {
-                    // Results and iteration arguments are one value across the loop.
-                    let yields = self.f.terminator(body).map(|t| self.f.ops[t].operands.to_vec()).unwrap_or_default();
-                    for (i, &r) in d.results.iter().enumerate() {
-                        let h = self.hints.get(&r).or_else(|| self.hints.get(&args[i + 1])).copied();
-                        if let Some(h) = h {
-                            self.hint(args[i + 1], h);
-                            if let Some(&y) = yields.get(i) {
-                                self.hint(y, h);
-                            }
+                // Uses inside the loop decide a loop-carried value's layout (an accumulator
+                // stays in the dot's layout); uses after the loop only when those say nothing.
+                for &a in &args[1..] {
+                    if let Some(&l) = self.overrides.get(&a) {
+                        self.hints.insert(a, l);
+                    }
+                }
+                self.hint_block(body)?;
+                let yields = self.f.terminator(body).map(|t| self.f.ops[t].operands.to_vec()).unwrap_or_default();
+                for (i, &r) in d.results.iter().enumerate() {
+                    let h = self.hints.get(&args[i + 1]).or_else(|| self.hints.get(&r)).copied();
+                    if let Some(h) = h {
+                        self.hint(args[i + 1], h);
+                        self.hint(r, h);
+                        self.hint(d.operands[3 + i], h);
+                        if let Some(&y) = yields.get(i) {
+                            self.hint(y, h);
                         }
                     }
-                    self.hint_block(body)?;
                 }
-                for (i, &a) in args[1..].iter().enumerate() {
-                    if let Some(&h) = self.hints.get(&a) {
-                        self.hint(d.operands[3 + i], h);
-                        self.hint(d.results[i], h);
-                    }
-                }
+                self.hint_block(body)?;
             }
             OpKind::If => {
                 for &r in &d.regions {
@@ -535,28 +643,53 @@ impl Assigner<'_> {
         }
     }
 
+    /// How costly it is to give `v` another layout: 0 = recomputable (constants, ranges
+    /// and arithmetic on them), 1 = a broadcast of something (convert the small source
+    /// instead) or a loop-carried value (its layout follows the loop), 2 = a real value
+    /// (loaded, reduced, from a dot).
+    fn weight(&self, v: Value) -> u8 {
+        if self.cheap(v, 0) {
+            return 0;
+        }
+        match self.f.values[v].def {
+            ValueDef::Result(op, _) if matches!(self.f.ops[op].kind, OpKind::Broadcast | OpKind::ExpandDims { .. }) => {
+                1
+            }
+            // Loop-carried values follow what the loop computes (see `loop_mismatches`).
+            ValueDef::Arg(b, _) if self.f.blocks[b].parent.is_some() => 1,
+            _ => 2,
+        }
+    }
+
     fn pick_elementwise(&mut self, operands: &[Value], hint: Option<LayoutId>, shape: &[u32]) -> LayoutId {
-        let mut strong = vec![];
-        let mut any = vec![];
+        // The heaviest operands decide; among them the hint, else the most common layout.
+        let mut best: Vec<(u8, LayoutId)> = vec![];
         for &o in operands {
             if let Some(l) = self.layout_of(o) {
-                any.push(l);
-                if !self.cheap(o, 0) {
-                    strong.push(l);
-                }
+                best.push((self.weight(o), l));
             }
         }
-        if !strong.is_empty() {
-            return match hint {
-                Some(h) if strong.contains(&h) => h,
-                _ => strong[0],
-            };
+        let top = best.iter().map(|b| b.0).max();
+        if let Some(top) = top.filter(|&t| t > 0) {
+            let cands: Vec<LayoutId> = best.iter().filter(|b| b.0 == top).map(|b| b.1).collect();
+            if let Some(h) = hint.filter(|h| cands.contains(h)) {
+                return h;
+            }
+            let mut counts: Vec<(usize, LayoutId)> = vec![];
+            for &c in &cands {
+                match counts.iter_mut().find(|x| x.1 == c) {
+                    Some(x) => x.0 += 1,
+                    None => counts.push((1, c)),
+                }
+            }
+            counts.sort_by_key(|x| std::cmp::Reverse(x.0));
+            return counts[0].1;
         }
         if let Some(h) = hint {
             return h;
         }
-        match any.first() {
-            Some(&l) => l,
+        match best.first() {
+            Some(&(_, l)) => l,
             None => self.default_for(shape),
         }
     }
@@ -568,7 +701,7 @@ impl Assigner<'_> {
         let mut ls = vec![];
         for (i, &a) in args[1..].iter().enumerate() {
             let init = d.operands[3 + i];
-            let l = match (self.hints.get(&a).copied(), self.layout_of(init)) {
+            let l = match (self.overrides.get(&a).or_else(|| self.hints.get(&a)).copied(), self.layout_of(init)) {
                 (Some(h), _) => Some(h),
                 (None, Some(l)) => Some(l),
                 (None, None) => None,
@@ -626,7 +759,12 @@ impl Assigner<'_> {
         let aargs = self.f.blocks[after].args.clone();
         let mut bl = vec![];
         for (i, &a) in bargs.iter().enumerate() {
-            let l = self.hints.get(&a).copied().or_else(|| self.layout_of(d.operands[i]));
+            let l = self
+                .overrides
+                .get(&a)
+                .or_else(|| self.hints.get(&a))
+                .copied()
+                .or_else(|| self.layout_of(d.operands[i]));
             if let Some(l) = l {
                 self.convert_operand(op, i, l);
                 self.set_layout(a, l);

@@ -47,6 +47,14 @@ pub fn remove_converts(f: &mut Function) -> usize {
                     removed += 1;
                     changed = true;
                 }
+                continue;
+            }
+            if sink_through_broadcast(f, op) {
+                changed = true;
+                continue;
+            }
+            if hoist_out_of_loops(f, op) {
+                changed = true;
             }
         }
         if !changed {
@@ -55,6 +63,66 @@ pub fn remove_converts(f: &mut Function) -> usize {
     }
     dce(f);
     removed
+}
+
+/// `convert(broadcast(x))` → `broadcast(convert(x))` and `convert(expand_dims(y))` →
+/// `expand_dims(convert(y))`: the data moved is the small operand's.
+fn sink_through_broadcast(f: &mut Function, op: Op) -> bool {
+    let src = f.ops[op].operands[0];
+    let res = f.ops[op].results[0];
+    let Some(want) = f.ty(res).layout() else { return false };
+    let ValueDef::Result(def, _) = f.values[src].def else { return false };
+    let d = f.ops[def].clone();
+    let inner_layout = match d.kind {
+        OpKind::Broadcast => want,
+        OpKind::ExpandDims { axis } => f.intern_layout(Layout::Slice { dim: axis, parent: want }),
+        _ => return false,
+    };
+    let x = d.operands[0];
+    let xt = f.ty(x).clone();
+    if !xt.is_tensor() {
+        return false;
+    }
+    let loc = f.ops[op].loc;
+    let c = f.new_op(OpKind::ConvertLayout, &[x], &[xt.with_layout(Some(inner_layout))], loc);
+    f.insert_op_before(op, c);
+    let cx = f.ops[c].results[0];
+    let rt = f.ty(res).clone();
+    let b = f.new_op(d.kind.clone(), &[cx], &[rt], d.loc);
+    f.insert_op_before(op, b);
+    let nv = f.ops[b].results[0];
+    f.replace_all_uses(res, nv);
+    f.detach_op(op);
+    true
+}
+
+/// Moves a conversion of a loop-invariant value in front of the loop.
+fn hoist_out_of_loops(f: &mut Function, op: Op) -> bool {
+    let src = f.ops[op].operands[0];
+    let mut moved = false;
+    loop {
+        let Some(parent) = f.parent_op(op) else { break };
+        if !matches!(f.ops[parent].kind, OpKind::For | OpKind::While) {
+            break;
+        }
+        // Defined inside the loop (in one of its regions, at any depth)?
+        let mut inside = false;
+        let mut b = f.defining_block(src);
+        while let Some(blk) = b {
+            if f.ops[parent].regions.contains(&blk) {
+                inside = true;
+                break;
+            }
+            b = f.blocks[blk].parent.and_then(|p| f.ops[p].parent);
+        }
+        if inside {
+            break;
+        }
+        f.detach_op(op);
+        f.insert_op_before(parent, op);
+        moved = true;
+    }
+    moved
 }
 
 fn cheap(f: &Function, v: Value, depth: u32) -> bool {

@@ -59,15 +59,218 @@ impl Emitter<'_> {
         }
     }
 
-    /// Specialised conversion into an mma operand (`ldmatrix`); `None` falls back to the generic exchange.
+    /// Conversion into an mma operand through a swizzled shared-memory tile: vector
+    /// stores from the source layout, `ldmatrix` (or `ldmatrix.trans`) into fragments.
+    /// `None` when the layouts do not fit that scheme (the generic exchange is used).
     pub(crate) fn convert_to_mma_operand(
         &mut self,
-        _op: Op,
-        _regs: &[Reg],
-        _src: &Rc<LinearLayout>,
-        _dst: &Rc<LinearLayout>,
+        op: Op,
+        regs: &[Reg],
+        src: &Rc<LinearLayout>,
+        dst: &Rc<LinearLayout>,
     ) -> Res<Option<Vec<Reg>>> {
-        Ok(None)
+        let f = self.f;
+        let res = f.ops[op].results[0];
+        let Some(Layout::DotOperand { op_idx, k_width, .. }) =
+            f.ty(res).layout().and_then(|id| f.layouts.get(id)).cloned()
+        else {
+            return Ok(None);
+        };
+        let elem = f.ty(res).elem();
+        let bytes = super::regs::mem_bytes(elem);
+        if dst.rank() != 2 || !matches!(bytes, 1 | 2 | 4) || bytes * k_width != 4 {
+            return Ok(None);
+        }
+        let kdim = if op_idx == 0 { 1 } else { 0 };
+        let other = 1 - kdim;
+        // The tile is stored with the source's contiguous dim fastest.
+        let fast = if src.contig_regs(other) > src.contig_regs(kdim) { other } else { kdim };
+        let slow = 1 - fast;
+        let shifts = crate::layout::linear::dim_shifts(&dst.shape);
+        let unit = 1u64 << shifts[fast];
+        let kw = k_width as usize;
+        let trans = fast != kdim;
+        let ok = if trans {
+            bytes == 2
+                && dst.lane.len() == 5
+                && dst.lane[2] == unit
+                && dst.lane[3] == 2 * unit
+                && dst.lane[4] == 4 * unit
+        } else {
+            let lg = kw.trailing_zeros() as usize;
+            dst.reg.len() > lg
+                && (0..lg).all(|b| dst.reg[b] == unit << b)
+                && dst.lane.len() == 5
+                && dst.lane[0] == unit * kw as u64
+                && dst.lane[1] == unit * 2 * kw as u64
+        };
+        let row_bytes = dst.shape[fast] * bytes;
+        if !ok || row_bytes < 16 || dst.shape[slow] < 8 {
+            return Ok(None);
+        }
+        let vec = 16 / bytes;
+        let per_phase = (128 / row_bytes).max(1);
+        let max_phase = (row_bytes / 16).min(8).max(1);
+        let order = if fast == 1 { [1u32, 0] } else { [0u32, 1] };
+        let sl = crate::layout::build::shared(&dst.shape, vec, per_phase, max_phase, &order)
+            .map_err(|e| self.err(format!("internal: {e}")))?;
+        let offset = sl.offset_fn();
+        let off = self.smem_offset(op)? as u64;
+        let base = self.smem_base();
+        self.barrier_before(op);
+        // ---- stores: `w` consecutive source registers along the fast dim at a time ----
+        let w = (src.contig_regs(fast) as u32).min(vec) as usize;
+        let to_off = |v: &[u64]| -> Vec<u64> { v.iter().map(|&b| offset(b)).collect() };
+        let st_l = Rc::new(LinearLayout {
+            shape: src.shape.clone(),
+            reg: vec![],
+            lane: to_off(&src.lane),
+            warp: to_off(&src.warp),
+        });
+        let t_off = self.thread_flat(&st_l);
+        let owner = self.owner_pred(src);
+        let t_addr = self.new_reg(RegClass::B32);
+        self.ins(format!("mad.lo.u32 {t_addr}, {t_off}, {bytes}, {base}"));
+        let reg_offs: Vec<u64> = (0..src.num_regs() as u64).map(|r| offset(src.reg_part(r))).collect();
+        let disjoint = super::convert::bits_disjoint(&st_l.lane, &st_l.warp, &reg_offs);
+        let p = owner.map(|p| format!("@{p} ")).unwrap_or_default();
+        for g in 0..src.num_regs() / w {
+            let o = reg_offs[g * w];
+            let addr = if disjoint {
+                format!("{t_addr}+{}", o * bytes as u64 + off)
+            } else {
+                let i = self.new_reg(RegClass::B32);
+                self.ins(format!("xor.b32 {i}, {t_off}, {o}"));
+                let a = self.new_reg(RegClass::B32);
+                self.ins(format!("mad.lo.u32 {a}, {i}, {bytes}, {base}"));
+                format!("{a}+{off}")
+            };
+            let words = self.pack_words(&regs[g * w..(g + 1) * w], bytes);
+            let ty = match (words.len(), words[0].class) {
+                (1, RegClass::B16) if bytes == 1 => "u8".to_string(),
+                (1, c) => c.btype().to_string(),
+                (n, c) => format!("v{n}.{}", c.btype()),
+            };
+            let val = if words.len() == 1 {
+                words[0].to_string()
+            } else {
+                format!("{{{}}}", words.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", "))
+            };
+            self.ins(format!("{p}st.shared.{ty} [{addr}], {val}"));
+        }
+        self.ins("bar.sync 0");
+        // ---- ldmatrix: packed register P = 4g + q comes from matrix q of load g ----
+        let npacked = dst.num_regs() / kw;
+        let nmat = npacked.min(4);
+        // Lane l addresses row s = l % 8 of matrix q = (l / 8) % nmat.
+        let mut lane_bases = vec![];
+        for b in 0..5u32 {
+            let (reg_idx, lane_idx): (u64, u64) = match b {
+                0..=2 => {
+                    let s = 1u64 << b;
+                    if trans {
+                        ((s % 2), s / 2)
+                    } else {
+                        (0, 4 * s)
+                    }
+                }
+                _ => {
+                    let q = 1u64 << (b - 3);
+                    if q as usize >= nmat {
+                        (0, 0)
+                    } else {
+                        (q * kw as u64, 0)
+                    }
+                }
+            };
+            lane_bases.push(offset(dst.reg_part(reg_idx) ^ crate::layout::gf2::combine(&dst.lane, lane_idx)));
+        }
+        let ld_l =
+            Rc::new(LinearLayout { shape: dst.shape.clone(), reg: vec![], lane: lane_bases, warp: to_off(&dst.warp) });
+        let t_ld = self.thread_flat(&ld_l);
+        let l_addr = self.new_reg(RegClass::B32);
+        self.ins(format!("mad.lo.u32 {l_addr}, {t_ld}, {bytes}, {base}"));
+        let g_offs: Vec<u64> = (0..npacked / nmat).map(|g| offset(dst.reg_part((g * nmat * kw) as u64))).collect();
+        let disjoint = super::convert::bits_disjoint(&ld_l.lane, &ld_l.warp, &g_offs);
+        let mut out: Vec<Reg> = Vec::with_capacity(dst.num_regs());
+        let signed = elem.num().is_some_and(|d| d.is_signed_int());
+        for &o in &g_offs {
+            let addr = if disjoint {
+                format!("{l_addr}+{}", o * bytes as u64 + off)
+            } else {
+                let i = self.new_reg(RegClass::B32);
+                self.ins(format!("xor.b32 {i}, {t_ld}, {o}"));
+                let a = self.new_reg(RegClass::B32);
+                self.ins(format!("mad.lo.u32 {a}, {i}, {bytes}, {base}"));
+                format!("{a}+{off}")
+            };
+            let mats: Vec<Reg> = (0..nmat).map(|_| self.new_reg(RegClass::B32)).collect();
+            let list = mats.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ");
+            let t = if trans { ".trans" } else { "" };
+            self.ins(format!("ldmatrix.sync.aligned.m8n8.x{nmat}{t}.shared.b16 {{{list}}}, [{addr}]"));
+            for m in mats {
+                match kw {
+                    1 => out.push(m),
+                    2 => {
+                        let a = self.new_reg(RegClass::B16);
+                        let b = self.new_reg(RegClass::B16);
+                        self.ins(format!("mov.b32 {{{a}, {b}}}, {m}"));
+                        out.push(a);
+                        out.push(b);
+                    }
+                    _ => {
+                        for j in 0..4 {
+                            let t = self.new_reg(RegClass::B32);
+                            self.ins(format!("bfe.{} {t}, {m}, {}, 8", if signed { "s32" } else { "u32" }, 8 * j));
+                            let h = self.new_reg(RegClass::B16);
+                            self.ins(format!("cvt.u16.u32 {h}, {t}"));
+                            out.push(h);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// Packs `elems` (consecutive elements of `bytes` each) into as few words as a
+    /// shared store can take (16-bit for one or two bytes, else 32-bit words).
+    fn pack_words(&mut self, elems: &[Reg], bytes: u32) -> Vec<Reg> {
+        let total = elems.len() as u32 * bytes;
+        if bytes == 4 || bytes == 8 || total <= 2 && (elems.len() == 1) {
+            return elems.to_vec();
+        }
+        let per = (4 / bytes) as usize;
+        if total < 4 {
+            // Two bytes: one 16-bit word.
+            let w = self.new_reg(RegClass::B32);
+            self.ins(format!("mov.b32 {w}, 0"));
+            for (j, &h) in elems.iter().enumerate() {
+                let t = self.new_reg(RegClass::B32);
+                self.ins(format!("cvt.u32.u16 {t}, {h}"));
+                self.ins(format!("bfi.b32 {w}, {t}, {w}, {}, 8", 8 * j));
+            }
+            let h = self.new_reg(RegClass::B16);
+            self.ins(format!("cvt.u16.u32 {h}, {w}"));
+            return vec![h];
+        }
+        elems
+            .chunks(per)
+            .map(|c| {
+                let w = self.new_reg(RegClass::B32);
+                if bytes == 2 {
+                    self.ins(format!("mov.b32 {w}, {{{}, {}}}", c[0], c[1]));
+                } else {
+                    self.ins(format!("mov.b32 {w}, 0"));
+                    for (j, &h) in c.iter().enumerate() {
+                        let t = self.new_reg(RegClass::B32);
+                        self.ins(format!("cvt.u32.u16 {t}, {h}"));
+                        self.ins(format!("bfi.b32 {w}, {t}, {w}, {}, 8", 8 * j));
+                    }
+                }
+                w
+            })
+            .collect()
     }
 
     pub(crate) fn emit_local(&mut self, _op: Op) -> Res<()> {
