@@ -100,8 +100,7 @@ fn sink_through_broadcast(f: &mut Function, op: Op) -> bool {
 fn hoist_out_of_loops(f: &mut Function, op: Op) -> bool {
     let src = f.ops[op].operands[0];
     let mut moved = false;
-    loop {
-        let Some(parent) = f.parent_op(op) else { break };
+    while let Some(parent) = f.parent_op(op) {
         if !matches!(f.ops[parent].kind, OpKind::For | OpKind::While) {
             break;
         }

@@ -110,7 +110,7 @@ impl Emitter<'_> {
         }
         let vec = 16 / bytes;
         let per_phase = (128 / row_bytes).max(1);
-        let max_phase = (row_bytes / 16).min(8).max(1);
+        let max_phase = (row_bytes / 16).clamp(1, 8);
         let order = if fast == 1 { [1u32, 0] } else { [0u32, 1] };
         let sl = crate::layout::build::shared(&dst.shape, vec, per_phase, max_phase, &order)
             .map_err(|e| self.err(format!("internal: {e}")))?;
@@ -119,7 +119,7 @@ impl Emitter<'_> {
         let base = self.smem_base();
         self.barrier_before(op);
         // ---- stores: `w` consecutive source registers along the fast dim at a time ----
-        let w = (src.contig_regs(fast) as u32).min(vec) as usize;
+        let w = src.contig_regs(fast).min(vec) as usize;
         let to_off = |v: &[u64]| -> Vec<u64> { v.iter().map(|&b| offset(b)).collect() };
         let st_l = Rc::new(LinearLayout {
             shape: src.shape.clone(),
