@@ -65,7 +65,16 @@ fn unsigned(dt: DType) -> bool {
     dt.is_unsigned_int() || dt == DType::I1
 }
 
-pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: Elem) -> Result<Tensor, Fault> {
+/// What integer division by zero does.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum DivZero {
+    /// Stop with `DivisionByZero`.
+    Error,
+    /// The GPU's values: quotient all ones (-1), remainder the dividend.
+    Gpu,
+}
+
+pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: Elem, div0: DivZero) -> Result<Tensor, Fault> {
     use BinaryOp::*;
     let like = result_shape(&[a, b])?;
     let shape = &like.shape;
@@ -78,6 +87,12 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: Elem) -> Result<
                 Add => map2(x, y, i64::wrapping_add),
                 Sub => map2(x, y, i64::wrapping_sub),
                 Mul => map2(x, y, i64::wrapping_mul),
+                Div | Rem if div0 == DivZero::Gpu => match (op, uns) {
+                    (Div, false) => map2(x, y, |p, q| if q == 0 { -1 } else { p.wrapping_div(q) }),
+                    (Div, true) => map2(x, y, |p, q| if q == 0 { -1 } else { ((p as u64) / (q as u64)) as i64 }),
+                    (_, false) => map2(x, y, |p, q| if q == 0 { p } else { p.wrapping_rem(q) }),
+                    (_, true) => map2(x, y, |p, q| if q == 0 { p } else { ((p as u64) % (q as u64)) as i64 }),
+                },
                 Div | Rem => {
                     if let Some(i) = (0..like.len()).find(|&i| at(y, i) == 0) {
                         let what = if op == Div { "division" } else { "remainder" };

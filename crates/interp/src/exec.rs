@@ -165,6 +165,14 @@ impl<'a> Program<'a> {
         self.pid
     }
 
+    fn div0(&self) -> ew::DivZero {
+        if self.sh.opts.div_by_zero_is_error {
+            ew::DivZero::Error
+        } else {
+            ew::DivZero::Gpu
+        }
+    }
+
     /// Runs `f` with its parameters bound to `args`; returns the values of its `return`.
     pub fn call(&mut self, f: &Function, args: Vec<V>) -> Result<Vec<V>, Stop> {
         if self.depth >= MAX_CALL_DEPTH {
@@ -261,7 +269,7 @@ impl<'a> Program<'a> {
                 smallvec::smallvec![a, b]
             }
             OpKind::Cat => single(shape::cat(&*arg(fr, 0)?, &*arg(fr, 1)?, res_ty(0)?)?)?,
-            OpKind::Binary(b) => single(ew::binary(*b, &*arg(fr, 0)?, &*arg(fr, 1)?, res_ty(0)?.elem())?)?,
+            OpKind::Binary(b) => single(ew::binary(*b, &*arg(fr, 0)?, &*arg(fr, 1)?, res_ty(0)?.elem(), self.div0())?)?,
             OpKind::Unary(u) => single(ew::unary(*u, &*arg(fr, 0)?, res_ty(0)?.elem())?)?,
             OpKind::Cmp(p) => single(ew::cmp(*p, &*arg(fr, 0)?, &*arg(fr, 1)?, res_ty(0)?.elem())?)?,
             OpKind::Select => single(ew::select(&*arg(fr, 0)?, &*arg(fr, 1)?, &*arg(fr, 2)?, res_ty(0)?.elem())?)?,
@@ -462,9 +470,10 @@ impl<'a> Program<'a> {
     ) -> impl FnMut(Vec<Tensor>, Vec<Tensor>) -> Result<Vec<Tensor>, Stop> + use<'s, 'f, 'a> {
         let fast = fast_combine(fr.f, region);
         let vectorized = elementwise_region(fr.f, region);
+        let div0 = self.div0();
         move |acc: Vec<Tensor>, new: Vec<Tensor>| {
             if let (Some(op), [a], [b]) = (fast, acc.as_slice(), new.as_slice()) {
-                return Ok(vec![ew::binary(op, a, b, a.elem)?]);
+                return Ok(vec![ew::binary(op, a, b, a.elem, div0)?]);
             }
             if vectorized {
                 let args: Vec<V> = acc.into_iter().chain(new).map(Rc::new).collect();

@@ -111,11 +111,16 @@ pub struct InterpOptions {
     /// Check `device_assert`s (compiled Triton checks them only with `debug=True`;
     /// the interpreter is a debugging backend, so they are checked by default).
     pub debug: bool,
+    /// Integer division or remainder by zero stops the launch with
+    /// [`ErrorKind::DivisionByZero`] (default). When false, it gives what a GPU gives
+    /// (measured on an H100): quotient -1 (all ones), remainder the dividend — for
+    /// kernels that divide in lanes a mask later discards.
+    pub div_by_zero_is_error: bool,
 }
 
 impl Default for InterpOptions {
     fn default() -> InterpOptions {
-        InterpOptions { threads: None, debug: true }
+        InterpOptions { threads: None, debug: true, div_by_zero_is_error: true }
     }
 }
 

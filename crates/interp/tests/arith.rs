@@ -87,6 +87,35 @@ fn integer_division_by_zero_is_an_error_at_the_op() {
 }
 
 #[test]
+fn division_by_zero_can_give_the_gpus_values() {
+    let d = DType::I32;
+    let mut k = K::new("dz", &[("x", ptr(d)), ("y", ptr(d)), ("q", ptr(d)), ("r", ptr(d))]);
+    let (xp, yp, qp, rp) = (k.arg(0), k.arg(1), k.arg(2), k.arg(3));
+    let i = k.arange(4);
+    let px = k.ptr_at(xp, i);
+    let a = k.load(px, None, None);
+    let py = k.ptr_at(yp, i);
+    let b = k.load(py, None, None);
+    let q = k.bin(BinaryOp::Div, a, b);
+    let r = k.bin(BinaryOp::Rem, a, b);
+    let pq = k.ptr_at(qp, i);
+    k.store(pq, q, None);
+    let pr = k.ptr_at(rp, i);
+    k.store(pr, r, None);
+    let m = k.finish();
+    let mut args = vec![
+        InterpArg::Tensor(t(d, &[7.0, -7.0, 0.0, 9.0])),
+        InterpArg::Tensor(t(d, &[0.0, 0.0, 0.0, 2.0])),
+        InterpArg::Tensor(poison(d, &[4])),
+        InterpArg::Tensor(poison(d, &[4])),
+    ];
+    let opts = InterpOptions { div_by_zero_is_error: false, ..Default::default() };
+    launch(&m, "dz", [1, 1, 1], &mut args, &opts).unwrap();
+    assert_eq!(args[2].as_tensor().unwrap().to_f64_vec(), vec![-1.0, -1.0, -1.0, 4.0]);
+    assert_eq!(args[3].as_tensor().unwrap().to_f64_vec(), vec![7.0, -7.0, 0.0, 1.0]);
+}
+
+#[test]
 fn shifts_follow_ptx_clamping() {
     let x = [-8.0, -8.0, 1.0, -1.0, 5.0];
     let y = [1.0, 40.0, 31.0, 32.0, 0.0];
