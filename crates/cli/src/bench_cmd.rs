@@ -28,8 +28,38 @@ pub struct BenchArgs {
     pub words: Vec<String>,
 }
 
-pub fn bench(a: BenchArgs) -> Result<(), String> {
-    let cmd = RunCommand::parse(&a.words).map_err(|e| format!("error: {e}"))?;
+/// Moves the bench options given among the run words (anywhere after the kernel) into `a`.
+fn take_bench_options(a: &mut BenchArgs) -> Result<Vec<String>, String> {
+    let mut rest = vec![];
+    let mut it = std::mem::take(&mut a.words).into_iter();
+    while let Some(w) = it.next() {
+        let (flag, inline) = match w.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (w.clone(), None),
+        };
+        if flag == "--json" {
+            a.json = true;
+            continue;
+        }
+        if !["--warmup", "--reps", "--flops", "--bytes"].contains(&flag.as_str()) {
+            rest.push(w);
+            continue;
+        }
+        let v = inline.or_else(|| it.next()).ok_or_else(|| format!("error: {flag} needs a value"))?;
+        let count = || v.parse::<usize>().map_err(|_| format!("error: {flag}: expected a count, got `{v}`"));
+        match flag.as_str() {
+            "--warmup" => a.warmup = count()?,
+            "--reps" => a.reps = count()?.max(1),
+            "--flops" => a.flops = Some(v.clone()),
+            _ => a.bytes = Some(v.clone()),
+        }
+    }
+    Ok(rest)
+}
+
+pub fn bench(mut a: BenchArgs) -> Result<(), String> {
+    let words = take_bench_options(&mut a)?;
+    let cmd = RunCommand::parse(&words).map_err(|e| format!("error: {e}"))?;
     let prog = KernelProgram::load(&cmd.file).map_err(|e| e.text)?;
     let kernel = prog.kernel(cmd.kernel.as_deref()).map_err(|e| e.text)?;
     let mut args = cmd.materialize().map_err(|e| format!("error: {e}"))?;
