@@ -436,8 +436,8 @@ impl<'c, 'a> L<'c, 'a> {
         let mut i = a;
         while (st > 0 && i < b) || (st < 0 && i > b) {
             out.push(Val::int(i));
-            if out.len() > 1 << 16 {
-                return Err(self.err(r, "tl.static_range with more than 65536 iterations"));
+            if out.len() > 1 << 14 {
+                return Err(self.err(r, "tl.static_range with more than 16384 iterations; use a runtime range"));
             }
             i += st;
         }

@@ -98,8 +98,14 @@ pub fn run_full(src: &str, kernel: &str, args: &[(&str, A)], grid: [u32; 3]) -> 
         iargs.push(ia);
         names.push(name.clone());
     }
-    let rep = launch(&c.module, &c.kernel, grid, &mut iargs, &InterpOptions { threads: Some(1), debug: true })
-        .unwrap_or_else(|e| panic!("launch failed: {}\n{}", e.diag.render(&c.module.files), c.module));
+    let rep = launch(
+        &c.module,
+        &c.kernel,
+        grid,
+        &mut iargs,
+        &InterpOptions { threads: Some(1), debug: true, ..Default::default() },
+    )
+    .unwrap_or_else(|e| panic!("launch failed: {}\n{}", e.diag.render(&c.module.files), c.module));
     let mut out = HashMap::new();
     for (n, a) in names.into_iter().zip(iargs) {
         if let InterpArg::Tensor(t) = a {
@@ -147,7 +153,7 @@ pub fn assert_close(got: &HostTensor, want: &[f64], rtol: f64, atol: f64) {
     assert_eq!(got.numel(), want.len());
     for (i, w) in want.iter().enumerate() {
         let g = got.get_f64(i);
-        let ok = (g - w).abs() <= atol + rtol * w.abs() || (g.is_nan() && w.is_nan());
+        let ok = g == *w || (g - w).abs() <= atol + rtol * w.abs() || (g.is_nan() && w.is_nan());
         assert!(ok, "element {i}: got {g}, want {w}");
     }
 }
