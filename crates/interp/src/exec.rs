@@ -13,7 +13,7 @@ use crate::memory::Memory;
 use crate::print;
 use crate::reduce;
 use crate::shape;
-use crate::value::{unravel, Data, Tensor};
+use crate::value::{class_of, unravel, Data, Tensor};
 use crate::InterpOptions;
 use smallvec::SmallVec;
 use std::rc::Rc;
@@ -384,6 +384,21 @@ impl<'a> Program<'a> {
             .into());
         }
         for (&r, t) in od.results.iter().zip(results) {
+            // Ill-typed IR (e.g. an `add` of floats declared to give integers) must not
+            // leave a value whose storage disagrees with its type.
+            if class_of(f.ty(r).elem()) != t.data.class() || class_of(t.elem) != t.data.class() {
+                let what = match t.data.class() {
+                    crate::value::Class::I => "integer",
+                    crate::value::Class::F => "float",
+                    crate::value::Class::D => "f64",
+                };
+                return Err(Fault::internal(format!(
+                    "`{}` computed {what} values for a result of type {} (ill-typed IR)",
+                    od.kind.name(),
+                    f.ty(r)
+                ))
+                .into());
+            }
             fr.set(r, t);
         }
         Ok(())

@@ -15,8 +15,13 @@ fn pointee(p: &Tensor) -> Result<DType, Fault> {
     p.elem.pointee().ok_or_else(|| Fault::internal(format!("memory access through a non-pointer ({})", p.elem)))
 }
 
-fn lanes(ts: &[Option<&Tensor>]) -> usize {
-    ts.iter().flatten().map(|t| t.len()).max().unwrap_or(1)
+/// The number of lanes of a memory op: its longest operand; the others must be as long or scalars.
+fn lanes(ts: &[Option<&Tensor>]) -> Result<usize, Fault> {
+    let n = ts.iter().flatten().map(|t| t.len()).max().unwrap_or(1);
+    if ts.iter().flatten().any(|t| t.len() != 1 && t.len() != n) {
+        return Err(Fault::internal("memory op operands of different shapes".into()));
+    }
+    Ok(n)
 }
 
 /// Decodes raw little-endian bits of `dt` to the storage class.
@@ -133,7 +138,7 @@ pub(crate) fn load(
     shape: &[u32],
 ) -> Result<Tensor, Fault> {
     let dt = pointee(p)?;
-    let n = lanes(&[Some(p), mask, other]);
+    let n = lanes(&[Some(p), mask, other])?;
     let ptrs = p.ints()?;
     let m = mask_of(mask)?;
     use DType::*;
@@ -200,7 +205,7 @@ fn store_lanes<T: Slice, const W: usize>(
 pub(crate) fn store(mem: &Memory, p: &Tensor, v: &Tensor, mask: Option<&Tensor>) -> Result<(), Fault> {
     let dt = pointee(p)?;
     check_value_type(v, dt, "store")?;
-    let n = lanes(&[Some(p), Some(v), mask]);
+    let n = lanes(&[Some(p), Some(v), mask])?;
     let shape = if p.len() >= v.len() { &p.shape } else { &v.shape };
     let ptrs = p.ints()?;
     let m = mask_of(mask)?;
@@ -292,7 +297,7 @@ pub(crate) fn atomic_rmw(
     if dt.is_float() && matches!(op, RmwOp::And | RmwOp::Or | RmwOp::Xor) {
         return Err(Fault::internal(format!("atomic `{}` on {dt}", op.name())));
     }
-    let n = lanes(&[Some(p), Some(v), mask]);
+    let n = lanes(&[Some(p), Some(v), mask])?;
     let shape = if p.len() >= v.len() { p.shape.clone() } else { v.shape.clone() };
     let ptrs = p.ints()?;
     let w = dt.size_bytes();
@@ -317,7 +322,7 @@ pub(crate) fn atomic_cas(mem: &Memory, p: &Tensor, cmp: &Tensor, v: &Tensor) -> 
     let dt = pointee(p)?;
     check_value_type(v, dt, "atomic_cas")?;
     check_value_type(cmp, dt, "atomic_cas")?;
-    let n = lanes(&[Some(p), Some(cmp), Some(v)]);
+    let n = lanes(&[Some(p), Some(cmp), Some(v)])?;
     let shape = if p.len() >= v.len() { p.shape.clone() } else { v.shape.clone() };
     let ptrs = p.ints()?;
     let w = dt.size_bytes();

@@ -105,8 +105,8 @@ pub(crate) struct Tensor {
 }
 
 impl Tensor {
+    /// The executor checks that `data` is of the class of `elem` (see `exec.rs`).
     pub fn new(elem: Elem, shape: &[u32], data: Data) -> Tensor {
-        debug_assert_eq!(class_of(elem), data.class());
         Tensor { elem, shape: shape.iter().copied().collect(), data }
     }
 

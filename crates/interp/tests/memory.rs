@@ -313,3 +313,38 @@ fn multi_dim_grid_program_ids() {
     }
     assert_eq!(got, want);
 }
+
+#[test]
+fn ill_typed_ir_is_an_error_not_a_panic() {
+    // add of f32 values declared to give i32; a mask of the wrong length; a store of i32 through ptr<f32>.
+    type Build = fn(&mut K, Value, Value);
+    let cases: [(&str, Build); 3] = [
+        ("computed float values for a result of type i32", |k, x, _| {
+            let v = k.load(x, None, None);
+            k.op1(OpKind::Binary(BinaryOp::Add), &[v, v], num(DType::I32));
+        }),
+        ("different shapes", |k, x, _| {
+            let r = k.arange(4);
+            let p = k.ptr_at(x, r);
+            let m = k.const_t(Const::Bool(true), ten(&[3], DType::I1));
+            k.op1(
+                OpKind::Load { cache: CacheModifier::None, evict: EvictionPolicy::Normal, volatile: false },
+                &[p, m],
+                ten(&[4], DType::F32),
+            );
+        }),
+        ("store of i32 values through a pointer to f32", |k, x, n| {
+            k.store(x, n, None);
+        }),
+    ];
+    for (want, build) in cases {
+        let mut k = K::new("bad", &[("x", ptr(DType::F32)), ("n", num(DType::I32))]);
+        let (x, n) = (k.arg(0), k.arg(1));
+        build(&mut k, x, n);
+        let m = k.finish_unverified();
+        let mut args = vec![InterpArg::Tensor(HostTensor::zeros(DType::F32, &[4])), InterpArg::i32(1)];
+        let e = launch(&m, "bad", [1, 1, 1], &mut args, &InterpOptions::default()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Unsupported, "{}", e.message());
+        assert!(e.message().contains(want), "{}", e.message());
+    }
+}

@@ -260,6 +260,13 @@ impl K {
         self.results(op)
     }
 
+    /// Finishes without running the verifier (for tests of ill-formed IR).
+    pub fn finish_unverified(mut self) -> Module {
+        self.op(OpKind::Return, &[], &[]);
+        let text = self.lines.join("\n") + "\n";
+        Module { funcs: vec![self.f], files: vec![SourceFile { path: "k.py".into(), text }] }
+    }
+
     pub fn finish(mut self) -> Module {
         self.op(OpKind::Return, &[], &[]);
         let text = self.lines.join("\n") + "\n";
