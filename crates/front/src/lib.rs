@@ -86,6 +86,9 @@ pub struct Compiled {
     pub params: Vec<ParamBinding>,
     /// What `tl.static_print` printed during compilation, one entry per call.
     pub static_prints: Vec<String>,
+    /// Runtime parameters the launch left out, filled from their defaults: (IR parameter index, value
+    /// to pass). The caller passes these values itself.
+    pub runtime_defaults: Vec<(usize, ConstValue)>,
 }
 
 /// Compiles `kernel` of `file` for one launch's arguments.

@@ -204,3 +204,17 @@ fn specialization_of_int_arguments() {
     let div: Vec<Option<u32>> = f.params.iter().map(|p| p.attrs.divisibility).collect();
     assert_eq!(div, [Some(16), Some(16), None, Some(16), None]);
 }
+
+#[test]
+fn defaults_of_runtime_parameters_are_runtime_values() {
+    // `scale=0.5` is an fp32 argument (strong), so x_f16 * scale is fp32 as in Triton.
+    let src = "import triton\nimport triton.language as tl\n@triton.jit\ndef k(x, scale=0.5, n=10, B: tl.constexpr = 4):\n    tl.static_print((tl.load(x) * scale).dtype, B)\n";
+    let c = compile_ok(src, "k", &[("x", A::T(poison(DType::F16, &[1])))]);
+    assert_eq!(c.static_prints, ["fp32 4"]);
+    use trident_front::ParamBinding::*;
+    assert_eq!(
+        c.params,
+        vec![Runtime { ir_index: 0 }, Runtime { ir_index: 1 }, Runtime { ir_index: 2 }, Constexpr(ConstValue::int(4))]
+    );
+    assert_eq!(c.runtime_defaults, vec![(1, ConstValue::Float(0.5)), (2, ConstValue::int(10))]);
+}

@@ -218,10 +218,15 @@ pub(crate) fn compile(
     // Bind every parameter.
     let mut bindings = vec![];
     let mut ir_params: Vec<(String, Type, Option<u32>)> = vec![];
+    let mut runtime_defaults = vec![];
     for p in &info.params {
         let arg = match args.iter().rev().find(|(n, _)| *n == p.name) {
             Some((_, a)) => a.clone(),
             None => match (&p.default, p.has_default) {
+                // A default for a runtime parameter is passed like the same value given at launch.
+                (Some(ConstValue::Int(v)), _) if !p.is_constexpr && i64::try_from(*v).is_ok() => ArgInfo::Int(*v as i64),
+                (Some(ConstValue::Float(v)), _) if !p.is_constexpr => ArgInfo::Float(*v),
+                (Some(ConstValue::Bool(v)), _) if !p.is_constexpr => ArgInfo::Bool(*v),
                 (Some(d), _) => ArgInfo::Constexpr(d.clone()),
                 (None, true) => {
                     return Err(Box::new(
@@ -292,6 +297,11 @@ pub(crate) fn compile(
                 bindings.push(ParamBinding::Specialized(c));
                 continue;
             }
+            if !args.iter().any(|(n, _)| *n == p.name) {
+                if let Some(d) = &p.default {
+                    runtime_defaults.push((ir_params.len(), d.clone()));
+                }
+            }
             let div = (div16 && !p.do_not_specialize && !p.do_not_specialize_on_alignment).then_some(16);
             bindings.push(ParamBinding::Runtime { ir_index: ir_params.len() });
             ir_params.push((p.name.clone(), Type::Scalar(ty), div));
@@ -352,6 +362,7 @@ pub(crate) fn compile(
         param_names: info.params.iter().map(|p| p.name.clone()).collect(),
         params: bindings,
         static_prints: ctx.prints,
+        runtime_defaults,
     })
 }
 

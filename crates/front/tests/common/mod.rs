@@ -83,7 +83,16 @@ pub fn run_full(src: &str, kernel: &str, args: &[(&str, A)], grid: [u32; 3]) -> 
     let mut names = vec![];
     for (name, b) in c.param_names.iter().zip(&c.params) {
         let ParamBinding::Runtime { ir_index } = b else { continue };
-        let a = &args.iter().find(|(k, _)| k == name).expect("arg").1;
+        let default = c.runtime_defaults.iter().find(|(i, _)| i == ir_index).map(|(_, v)| match v {
+            ConstValue::Int(i) => A::I(*i as i64),
+            ConstValue::Float(x) => A::F(*x),
+            ConstValue::Bool(b) => A::B(*b),
+            other => panic!("default {other:?}"),
+        });
+        let a = match args.iter().find(|(k, _)| k == name) {
+            Some((_, a)) => a,
+            None => default.as_ref().expect("argument or default"),
+        };
         let ty = &f.params[*ir_index].value;
         let ty = f.ty(*ty).clone();
         let ia = match (a, &ty) {
