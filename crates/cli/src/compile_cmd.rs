@@ -10,12 +10,20 @@ use trident_runtime::launch::{self, KernelProgram, LaunchOptions};
 pub enum Emit {
     /// Tile IR after the tile passes.
     Ttir,
+    /// GPU IR: tile IR with a layout on every tensor, after the GPU passes.
+    Ttgir,
+    /// PTX text.
+    Ptx,
+    /// A cubin from `ptxas` (written to --output, default KERNEL.cubin); prints `ptxas -v` usage.
+    Cubin,
+    /// SASS from `nvdisasm` of the cubin.
+    Sass,
 }
 
 #[derive(Args, Debug)]
 pub struct CompileArgs {
     /// FILE.py::KERNEL (or FILE.py when it holds one kernel).
-    pub target: String,
+    pub kernel: String,
     /// A constexpr value, NAME=VALUE (same as giving NAME=VALUE).
     #[arg(long = "const", value_name = "NAME=VALUE")]
     pub consts: Vec<String>,
@@ -35,6 +43,12 @@ pub struct CompileArgs {
     /// Print source locations in the IR.
     #[arg(long)]
     pub locs: bool,
+    /// GPU architecture for ttgir/ptx/cubin/sass (sm_80 or sm_90).
+    #[arg(long = "target", default_value = "sm_80")]
+    pub arch: String,
+    /// Where --emit cubin writes the cubin.
+    #[arg(long, short)]
+    pub output: Option<String>,
     /// NAME=VALUE or NAME=TYPE for parameters (TYPE: *f16, i32, i64, f32, i1, ...).
     pub args: Vec<String>,
 }
@@ -56,10 +70,10 @@ fn type_spec(v: &str) -> Option<ArgInfo> {
 }
 
 pub fn compile(a: CompileArgs) -> Result<(), String> {
-    let (file, kname) = match a.target.split_once("::") {
+    let (file, kname) = match a.kernel.split_once("::") {
         Some((f, k)) if !k.is_empty() => (f.to_string(), Some(k.to_string())),
         Some((f, _)) => (f.to_string(), None),
-        None => (a.target.clone(), None),
+        None => (a.kernel.clone(), None),
     };
     let prog = KernelProgram::load(std::path::Path::new(&file)).map_err(|e| e.text)?;
     let kernel = prog.kernel(kname.as_deref()).map_err(|e| e.text)?;
@@ -81,14 +95,61 @@ pub fn compile(a: CompileArgs) -> Result<(), String> {
     opts.debug = a.debug;
     opts.print_ir_after_all = a.print_ir_after_all;
     let ck = launch::compile_tile_with(&prog, kernel, &values, infos, &opts).map_err(|e| e.text)?;
+    let po = trident_ir::print::PrintOptions { locs: a.locs };
+    let print_ir = |m: &trident_ir::Module| {
+        let text = trident_ir::print::print_module(m, &po);
+        print!("{text}");
+        if !text.ends_with('\n') {
+            println!();
+        }
+    };
+    if a.emit == Emit::Ttir {
+        print_ir(&ck.compiled.module);
+        return Ok(());
+    }
+    let target = trident_gpu::Target::parse(&a.arch)
+        .ok_or_else(|| format!("error: unknown target `{}` (sm_80 or sm_90)", a.arch))?;
+    let gopts = trident_gpu::GpuOptions {
+        target,
+        num_warps: ck.num_warps,
+        num_stages: ck.num_stages,
+        ..trident_gpu::GpuOptions::default()
+    };
+    let files = &ck.compiled.module.files;
+    let kname = &ck.compiled.kernel;
+    let gpu_ir = trident_gpu::lower_to_gpu_ir(&ck.compiled.module, kname, &gopts).map_err(|d| d.render(files))?;
+    if a.emit == Emit::Ttgir {
+        print_ir(&gpu_ir);
+        return Ok(());
+    }
+    let ptx = trident_gpu::emit_gpu_ir(&gpu_ir, kname, &gopts).map_err(|d| d.render(files))?;
+    if a.emit == Emit::Ptx {
+        print!("{}", ptx.ptx);
+        return Ok(());
+    }
+    let tool_hint = "(run scripts/install-tools, or set TRIDENT_PTXAS / TRIDENT_NVDISASM)";
+    let out = trident_gpu::tools::ptxas(&ptx.ptx, target.arch()).map_err(|e| format!("error: {e} {tool_hint}"))?;
     match a.emit {
-        Emit::Ttir => {
-            let po = trident_ir::print::PrintOptions { locs: a.locs, ..Default::default() };
-            let text = trident_ir::print::print_module(&ck.compiled.module, &po);
-            print!("{text}");
-            if !text.ends_with('\n') {
-                println!();
+        Emit::Cubin => {
+            let path = a.output.clone().unwrap_or_else(|| format!("{kname}.cubin"));
+            std::fs::write(&path, &out.cubin).map_err(|e| format!("error: cannot write {path}: {e}"))?;
+            for u in &out.usage {
+                println!("{u:?}");
             }
+            for w in &out.warnings {
+                println!("{w}");
+            }
+            println!(
+                "wrote {path} ({} bytes, {} shared bytes, {} threads)",
+                out.cubin.len(),
+                ptx.shared_bytes,
+                ptx.num_threads
+            );
+        }
+        _ => {
+            let sass =
+                trident_gpu::tools::nvdisasm(&out.cubin, &["-c"]).map_err(|e| format!("error: {e} {tool_hint}"))?;
+            print!("{sass}");
         }
     }
     Ok(())

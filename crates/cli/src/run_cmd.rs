@@ -18,6 +18,14 @@ pub struct RunArgs {
 }
 
 pub fn run(a: RunArgs) -> Result<(), String> {
+    let is_ptx = a
+        .words
+        .iter()
+        .find(|w| !w.starts_with('-') && !w.contains('='))
+        .is_some_and(|t| t.split("::").next().is_some_and(|f| f.ends_with(".ptx")));
+    if is_ptx {
+        return crate::ptx_run::run(&a.words);
+    }
     let cmd = RunCommand::parse(&a.words).map_err(|e| format!("error: {e}"))?;
     let prog = KernelProgram::load(&cmd.file).map_err(|e| e.text)?;
     let kernel = prog.kernel(cmd.kernel.as_deref()).map_err(|e| e.text)?;
