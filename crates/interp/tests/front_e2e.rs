@@ -5,17 +5,11 @@
 
 mod common;
 
+use common::front::{compile_source, A};
 use common::{poison, Rng};
 use trident_core::{DType, HostTensor};
-use trident_front::{compile, parse_file, ArgInfo, CompileOptions, ConstValue, ParamBinding};
-use trident_interp::{launch, ErrorKind, InterpArg, InterpError, InterpOptions, LaunchReport};
-use trident_ir::{Elem, Module};
-
-enum A {
-    T(HostTensor),
-    I(i64),
-    C(i64),
-}
+use trident_interp::{launch, ErrorKind, InterpError, InterpOptions, LaunchReport};
+use trident_ir::Module;
 
 struct Run {
     module: Module,
@@ -25,39 +19,9 @@ struct Run {
 }
 
 fn run(path: &str, src: &str, kernel: &str, args: Vec<(&str, A)>, grid: [u32; 3], debug: bool) -> Run {
-    let file = parse_file(path, src).unwrap_or_else(|d| panic!("{d:?}"));
-    let infos: Vec<(String, ArgInfo)> = args
-        .iter()
-        .map(|(n, a)| {
-            let info = match a {
-                A::T(t) => ArgInfo::Pointer { dtype: t.dtype, aligned16: true },
-                A::I(v) => ArgInfo::Int(*v),
-                A::C(v) => ArgInfo::Constexpr(ConstValue::int(*v)),
-            };
-            (n.to_string(), info)
-        })
-        .collect();
-    let opts = CompileOptions { debug, ..Default::default() };
-    let c = compile(&file, kernel, &infos, &opts).unwrap_or_else(|d| panic!("{}", d[0].render(&[])));
-    let f = c.module.func(&c.kernel).unwrap();
-    let mut iargs: Vec<Option<InterpArg>> = vec![None; f.params.len()];
-    let mut tensor_slots = vec![];
-    for ((_, a), binding) in args.into_iter().zip(&c.params) {
-        let ParamBinding::Runtime { ir_index } = binding else { continue };
-        let ty = f.ty(f.params[*ir_index].value).elem();
-        iargs[*ir_index] = Some(match (a, ty) {
-            (A::T(t), _) => {
-                tensor_slots.push(*ir_index);
-                InterpArg::Tensor(t)
-            }
-            (A::I(v), Elem::Num(DType::I64)) => InterpArg::i64(v),
-            (A::I(v), _) => InterpArg::i32(v as i32),
-            (A::C(_), _) => unreachable!("constexprs are not runtime parameters"),
-        });
-    }
-    let mut iargs: Vec<InterpArg> = iargs.into_iter().map(|a| a.expect("every IR parameter bound")).collect();
-    let result = launch(&c.module, &c.kernel, grid, &mut iargs, &InterpOptions { debug, ..Default::default() });
-    let tensors = tensor_slots.iter().map(|&i| iargs[i].as_tensor().unwrap().clone()).collect();
+    let mut c = compile_source(path, src, kernel, args, debug, false);
+    let result = launch(&c.module, &c.kernel, grid, &mut c.args, &InterpOptions { debug, ..Default::default() });
+    let tensors = c.tensor_slots.iter().map(|&i| c.args[i].as_tensor().unwrap().clone()).collect();
     Run { module: c.module, result, tensors }
 }
 

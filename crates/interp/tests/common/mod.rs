@@ -336,4 +336,5 @@ pub fn poison(dtype: DType, shape: &[usize]) -> HostTensor {
     }
 }
 
+pub mod front;
 pub mod kernels;
