@@ -131,6 +131,14 @@ def classify_kernel(x, out, n):
 
 
 @triton.jit
+def reassign_specialized(out, s, c):
+    # `s` is 1 at this launch, so Triton makes it a constant; the branch still updates it.
+    if c > 0:
+        s = s * 3
+    tl.store(out, s)
+
+
+@triton.jit
 def while_continue(x, out, n):
     # Count entries > 0 with a while loop and continue.
     i = 0
@@ -289,4 +297,17 @@ fn while_with_continue() {
         [1, 1, 1],
     );
     assert_close(&out["out"], &[3.0], 0.0, 0.0);
+}
+
+#[test]
+fn runtime_if_reassigning_a_specialized_argument() {
+    for (c, want) in [(1, 3.0), (0, 1.0)] {
+        let out = run(
+            SRC,
+            "reassign_specialized",
+            &[("out", A::T(poison(DType::I32, &[1]))), ("s", A::I(1)), ("c", A::I(c))],
+            [1, 1, 1],
+        );
+        assert_close(&out["out"], &[want], 0.0, 0.0);
+    }
 }

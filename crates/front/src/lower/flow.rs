@@ -30,6 +30,15 @@ enum Exit {
 
 const FLAGS: [&str; 3] = [RET, BRK, CONT];
 
+/// A constant number or a tensor: what a runtime `if` can merge.
+fn is_num(v: &Val) -> bool {
+    match v {
+        Val::C(c) => c.is_number(),
+        Val::T(_) => true,
+        _ => false,
+    }
+}
+
 /// Does `body` contain `break` for this loop (not for nested loops)?
 fn has_break(body: &[Stmt]) -> bool {
     body.iter().any(|s| match s {
@@ -275,8 +284,12 @@ impl<'c, 'a> L<'c, 'a> {
                 }
                 Ok(Val::Tuple(out))
             }
-            (Val::C(_), Val::C(_)) | (Val::T(_), Val::C(_)) | (Val::C(_), Val::T(_)) if pseudo => {
+            (Val::C(_), Val::C(_)) | (Val::T(_), Val::C(_)) | (Val::C(_), Val::T(_))
+                if pseudo || (is_num(a) && is_num(b)) =>
+            {
                 // Pending return values and flags become tensors (constants take their default type).
+                // So does a number variable one branch reassigns (e.g. an int argument specialized to 1):
+                // Triton silently keeps the old constant there; merging the values is what the code says.
                 let x = self.in_block(then_b, |l| l.tensor_of(a, r))?;
                 let y = self.in_block(else_b, |l| l.tensor_of(b, r))?;
                 self.merge_val(name, &Val::T(x), &Val::T(y), then_b, else_b, tv, ev, r)
@@ -364,7 +377,9 @@ impl<'c, 'a> L<'c, 'a> {
                     r,
                     match v0 {
                         Val::C(_) | Val::Tuple(_) => format!(
-                            "`{name}` holds a compile-time constant before the loop and cannot be reassigned inside it"
+                            "`{name}` holds a compile-time constant before the loop and cannot be reassigned inside it \
+                             (an int argument equal to 1 is specialized to a constant: list it in \
+                             @triton.jit(do_not_specialize=[...]))"
                         ),
                         _ => format!("`{name}` is reassigned inside the loop in a way Trident cannot carry"),
                     },
