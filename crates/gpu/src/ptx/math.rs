@@ -93,10 +93,7 @@ impl Emitter<'_> {
                 self.f1("ex2.approx", t)
             }
             Exp2 => self.f1("ex2.approx", x),
-            Exp10 => {
-                let t = self.f2("mul", x, f32_imm(std::f32::consts::LOG2_10));
-                self.f1("ex2.approx", t)
-            }
+            Exp10 => self.exp10_acc(x),
             Log => {
                 let t = self.f1("lg2.approx", x);
                 self.f2("mul", t, f32_imm(std::f32::consts::LN_2))
@@ -162,46 +159,227 @@ impl Emitter<'_> {
         o
     }
 
-    /// log(x) to near f32 accuracy: lg2.approx has ~2^-22 absolute error, enough away from 1.
-    fn ln(&mut self, x: Reg) -> Reg {
-        let t = self.f1("lg2.approx", x);
-        self.f2("mul", t, f32_imm(std::f32::consts::LN_2))
+    /// `k = rint(x / ln2)` (clamped so that 2^k scaling stays representable) and
+    /// `r = x - k ln2` with ln2 in two parts (exact first product): |r| <= ln2/2.
+    fn reduce_ln2(&mut self, x: Reg, lo: f32, hi: f32) -> (Reg, Reg) {
+        let c1 = self.f2("max", x, f32_imm(lo));
+        let c = self.f2("min", c1, f32_imm(hi));
+        let t = self.f2("mul", c, f32_imm(std::f32::consts::LOG2_E));
+        let k = self.f1("cvt.rni.f32", t);
+        let r1 = self.fma3(k, f32_imm(-0.693_145_751_953_125), c);
+        let r = self.fma3(k, f32_imm(-1.428_606_765_330_187e-6_f64 as f32), r1);
+        (k, r)
     }
 
-    fn exp_fast(&mut self, x: Reg) -> Reg {
-        let t = self.f2("mul", x, f32_imm(std::f32::consts::LOG2_E));
-        self.f1("ex2.approx", t)
+    /// 2^k for an integral float k in [-126, 127] (exact, built from the exponent bits).
+    fn pow2i(&mut self, k: Reg, extra: i32) -> Reg {
+        let ki = self.new_reg(RegClass::B32);
+        self.ins(format!("cvt.rzi.s32.f32 {ki}, {k}"));
+        let b = self.new_reg(RegClass::B32);
+        self.ins(format!("add.s32 {b}, {ki}, {}", 127 + extra));
+        self.ins(format!("shl.b32 {b}, {b}, 23"));
+        b
     }
 
-    fn expm1(&mut self, x: Reg) -> Reg {
-        // |x| < 0.5: Taylor polynomial (degree 8 on [-0.5, 0.5] is below 2^-25 relative);
-        // otherwise exp(x) - 1.
+    /// e^x * 2^scale to about one ulp on all of f32 (NaN, overflow to inf and underflow to 0
+    /// included): Cody-Waite reduction, degree-7 Taylor polynomial, exact scaling in two halves.
+    fn exp_core(&mut self, x: Reg, scale: i32) -> Reg {
+        let (k, r) = self.reduce_ln2(x, -104.0, 89.0);
+        let p = self.poly(r, &[1.0, 1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0]);
+        // k in [-150, 128]: 2^k = 2^(k/2) * 2^(k - k/2), both factors normal.
+        let kh = self.f2("mul", k, "0f3F000000");
+        let k1 = self.f1("cvt.rzi.f32", kh);
+        let k2 = self.f2("sub", k, k1);
+        let s1 = self.pow2i(k1, scale);
+        let s2 = self.pow2i(k2, 0);
+        let a = self.f2("mul", p, s1);
+        let out = self.f2("mul", a, s2);
+        let nan = self.p();
+        self.ins(format!("setp.nan.f32 {nan}, {x}, {x}"));
+        let r2 = self.f();
+        self.ins(format!("selp.f32 {r2}, {x}, {out}, {nan}"));
+        r2
+    }
+
+    /// 10^x = 2^k * e^(r ln10), k = rint(x log2(10)), r = x - k log10(2) in two parts.
+    fn exp10_acc(&mut self, x: Reg) -> Reg {
+        let c1 = self.f2("max", x, f32_imm(-46.0));
+        let c = self.f2("min", c1, f32_imm(39.0));
+        let t = self.f2("mul", c, f32_imm(std::f32::consts::LOG2_10));
+        let k = self.f1("cvt.rni.f32", t);
+        let r1 = self.fma3(k, f32_imm(-0.301_025_390_625), c);
+        let r = self.fma3(k, f32_imm(-4.605_038_981_195_214e-6_f64 as f32), r1);
+        let y = self.f2("mul", r, f32_imm(std::f32::consts::LN_10));
         let p = self
-            .poly(x, &[0.0, 1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0, 1.0 / 40320.0]);
-        let e = self.exp_fast(x);
-        let em1 = self.f2("sub", e, "0f3F800000");
+            .poly(y, &[1.0, 1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0, 1.0 / 40320.0]);
+        let kh = self.f2("mul", k, "0f3F000000");
+        let k1 = self.f1("cvt.rzi.f32", kh);
+        let k2 = self.f2("sub", k, k1);
+        let s1 = self.pow2i(k1, 0);
+        let s2 = self.pow2i(k2, 0);
+        let a = self.f2("mul", p, s1);
+        let out = self.f2("mul", a, s2);
+        let nan = self.p();
+        self.ins(format!("setp.nan.f32 {nan}, {x}, {x}"));
+        let r2 = self.f();
+        self.ins(format!("selp.f32 {r2}, {x}, {out}, {nan}"));
+        r2
+    }
+
+    /// e^x - 1 without cancellation: 2^k (e^r - 1) + (2^k - 1), e^r - 1 by its Taylor series.
+    fn expm1(&mut self, x: Reg) -> Reg {
+        let (k, r) = self.reduce_ln2(x, -100.0, 89.0);
+        // e^r - 1 = r + r^2 (1/2 + r/6 + ...), |r| <= 0.35.
+        let q = self.poly(
+            r,
+            &[0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0, 1.0 / 40320.0, 1.0 / 362_880.0],
+        );
+        let r2 = self.f2("mul", r, r);
+        let em1 = self.fma3(r2, q, r);
+        // 2^k with k in [-100, 128]: one factor (2^128 is inf, the right answer there).
+        let s = self.pow2i(k, 0);
+        let big = self.p();
+        self.ins(format!("setp.ge.f32 {big}, {k}, 0f43000000"));
+        self.ins(format!("@{big} mov.b32 {s}, 0f7F800000"));
+        let sm1 = self.f2("sub", s, "0f3F800000");
+        let out = self.fma3(s, em1, sm1);
+        // Tiny |x|: x itself (keeps -0.0 and subnormals exact).
         let ax = self.f1("abs", x);
-        let small = self.p();
-        self.ins(format!("setp.lt.f32 {small}, {ax}, 0f3F000000"));
-        let r = self.f();
-        self.ins(format!("selp.f32 {r}, {p}, {em1}, {small}"));
-        r
+        let tiny = self.p();
+        self.ins(format!("setp.lt.f32 {tiny}, {ax}, 0f33000000"));
+        let nan = self.p();
+        self.ins(format!("setp.nan.or.f32 {nan}, {x}, {x}, {tiny}"));
+        let res = self.f();
+        self.ins(format!("selp.f32 {res}, {x}, {out}, {nan}"));
+        res
+    }
+
+    /// Natural logarithm to about one ulp: x = m 2^e with m in [sqrt(1/2), sqrt(2)),
+    /// log(m) = 2 atanh(s), s = (m-1)/(m+1), as an odd series in s.
+    fn log_acc(&mut self, x: Reg) -> Reg {
+        // Subnormals: scale up by 2^23 first.
+        let sub = self.p();
+        self.ins(format!("setp.lt.f32 {sub}, {x}, 0f00800000"));
+        let xs = self.f();
+        self.ins(format!("mul.f32 {xs}, {x}, 0f4B000000"));
+        let xx = self.f();
+        self.ins(format!("selp.f32 {xx}, {xs}, {x}, {sub}"));
+        // Split off the exponent so that m lands in [sqrt(1/2), sqrt(2)): subtract the bits of sqrt(1/2).
+        let b = self.new_reg(RegClass::B32);
+        self.ins(format!("sub.s32 {b}, {xx}, 0x3F3504F3"));
+        let e = self.new_reg(RegClass::B32);
+        self.ins(format!("shr.s32 {e}, {b}, 23"));
+        let mb = self.new_reg(RegClass::B32);
+        self.ins(format!("shl.b32 {mb}, {e}, 23"));
+        self.ins(format!("sub.s32 {mb}, {xx}, {mb}"));
+        let ef = self.f();
+        self.ins(format!("cvt.rn.f32.s32 {ef}, {e}"));
+        let adj = self.f();
+        self.ins(format!("selp.f32 {adj}, 0fC1B80000, 0f00000000, {sub}"));
+        let ef2 = self.f2("add", ef, adj);
+        let fm = self.f2("sub", mb, "0f3F800000");
+        let den = self.f2("add", mb, "0f3F800000");
+        let sv = self.f2("div.rn", fm, den);
+        let z = self.f2("mul", sv, sv);
+        // log(m) = f - s (f - 2 s P(z)) form: f - s*f + 2 s^3 (1/3 + z/5 + ...) computed as 2s + s z Q(z).
+        let q = self.poly(z, &[2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0, 2.0 / 11.0]);
+        let sz = self.f2("mul", sv, z);
+        let two_s = self.f2("add", sv, sv);
+        let lm = self.fma3(sz, q, two_s);
+        let hi = self.fma3(ef2, f32_imm(0.693_145_751_953_125), lm);
+        let res = self.fma3(ef2, f32_imm(1.428_606_765_330_187e-6_f64 as f32), hi);
+        // Specials: 0 → -inf, negative → NaN, inf and NaN pass through.
+        let out = self.f();
+        let z0 = self.p();
+        self.ins(format!("setp.eq.f32 {z0}, {x}, 0f00000000"));
+        let neg = self.p();
+        self.ins(format!("setp.lt.f32 {neg}, {x}, 0f00000000"));
+        let spec = self.p();
+        self.ins(format!("setp.nan.f32 {spec}, {x}, {x}"));
+        let inf = self.p();
+        self.ins(format!("setp.eq.or.f32 {inf}, {x}, 0f7F800000, {spec}"));
+        self.ins(format!("selp.f32 {out}, {x}, {res}, {inf}"));
+        self.ins(format!("@{z0} mov.b32 {out}, 0fFF800000"));
+        self.ins(format!("@{neg} mov.b32 {out}, 0f7FFFFFFF"));
+        out
+    }
+
+    /// log(x) for finite positive x as hi + lo with about 2^-40 relative error
+    /// (for `pow`; zero, infinity and NaN give what `log_acc` gives in hi).
+    fn log_dd(&mut self, x: Reg) -> (Reg, Reg) {
+        let sub = self.p();
+        self.ins(format!("setp.lt.f32 {sub}, {x}, 0f00800000"));
+        let xs = self.f2("mul", x, "0f4B000000");
+        let xx = self.f();
+        self.ins(format!("selp.f32 {xx}, {xs}, {x}, {sub}"));
+        let b = self.new_reg(RegClass::B32);
+        self.ins(format!("sub.s32 {b}, {xx}, 0x3F3504F3"));
+        let e = self.new_reg(RegClass::B32);
+        self.ins(format!("shr.s32 {e}, {b}, 23"));
+        let mb = self.new_reg(RegClass::B32);
+        self.ins(format!("shl.b32 {mb}, {e}, 23"));
+        self.ins(format!("sub.s32 {mb}, {xx}, {mb}"));
+        let ef = self.f();
+        self.ins(format!("cvt.rn.f32.s32 {ef}, {e}"));
+        let adj = self.f();
+        self.ins(format!("selp.f32 {adj}, 0fC1B80000, 0f00000000, {sub}"));
+        let ef2 = self.f2("add", ef, adj);
+        // f = m - 1 exactly; log(1+f) = f + c with c = -f^2/2 + s (f^2/2 + R), s = f/(2+f).
+        let f = self.f2("sub", mb, "0f3F800000");
+        let den = self.f2("add", f, "0f40000000");
+        let sv = self.f2("div.rn", f, den);
+        let z = self.f2("mul", sv, sv);
+        let rr = self.poly(z, &[2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0, 2.0 / 11.0]);
+        let r = self.f2("mul", rr, z);
+        let hfsq = self.f2("mul", f, f);
+        let hf = self.f2("mul", hfsq, "0f3F000000");
+        let inner = self.f2("add", hf, r);
+        let nhf = self.f1("neg", hf);
+        let c = self.fma3(sv, inner, nhf);
+        // (hi, lo) = f + c, then + e*ln2 (ln2_hi*e exact).
+        let h1 = self.f2("add", f, c);
+        let d1 = self.f2("sub", f, h1);
+        let l1 = self.f2("add", d1, c);
+        let eh = self.f2("mul", ef2, f32_imm(0.693_145_751_953_125));
+        let h2 = self.f2("add", eh, h1);
+        let d2 = self.f2("sub", h2, eh);
+        let d3 = self.f2("sub", h1, d2);
+        let l2 = self.f2("add", l1, d3);
+        let l3 = self.fma3(ef2, f32_imm(1.428_606_765_330_187e-6_f64 as f32), l2);
+        // Renormalise.
+        let hi = self.f2("add", h2, l3);
+        let d4 = self.f2("sub", h2, hi);
+        let lo = self.f2("add", d4, l3);
+        // Zero/inf/NaN: hi carries the special value (from the accurate log), lo is 0.
+        let spec = self.p();
+        let z0 = self.p();
+        self.ins(format!("setp.eq.f32 {z0}, {x}, 0f00000000"));
+        self.ins(format!("setp.eq.or.f32 {spec}, {x}, 0f7F800000, {z0}"));
+        let nan = self.p();
+        self.ins(format!("setp.nan.or.f32 {nan}, {x}, {x}, {spec}"));
+        let sp = self.log_acc(x);
+        let h = self.f();
+        self.ins(format!("selp.f32 {h}, {sp}, {hi}, {nan}"));
+        let l = self.f();
+        self.ins(format!("selp.f32 {l}, 0f00000000, {lo}, {nan}"));
+        (h, l)
     }
 
     fn log1p(&mut self, x: Reg) -> Reg {
-        // Small |x|: log1p(x) = 2 atanh(x / (2 + x)) as a series in s = x/(2+x).
-        let den = self.f2("add", x, "0f40000000");
-        let s = self.f2("div.rn", x, den);
-        let s2 = self.f2("mul", s, s);
-        let q = self.poly(s2, &[2.0, 2.0 / 3.0, 2.0 / 5.0, 2.0 / 7.0, 2.0 / 9.0, 2.0 / 11.0]);
-        let small_val = self.f2("mul", q, s);
+        // u = 1 + x; log1p(x) = log(u) * x / (u - 1) corrects the rounding of u (u != 1).
         let u = self.f2("add", x, "0f3F800000");
-        let big_val = self.ln(u);
-        let ax = self.f1("abs", x);
-        let small = self.p();
-        self.ins(format!("setp.lt.f32 {small}, {ax}, 0f3E800000"));
+        let l = self.log_acc(u);
+        let um1 = self.f2("sub", u, "0f3F800000");
+        let q = self.f2("div.rn", x, um1);
+        let corr = self.f2("mul", l, q);
+        // u == 1: log1p(x) = x; u infinite: the log itself.
+        let one = self.p();
+        self.ins(format!("setp.eq.f32 {one}, {u}, 0f3F800000"));
+        let inf = self.p();
+        self.ins(format!("setp.eq.f32 {inf}, {u}, 0f7F800000"));
         let r = self.f();
-        self.ins(format!("selp.f32 {r}, {small_val}, {big_val}, {small}"));
+        self.ins(format!("selp.f32 {r}, {x}, {corr}, {one}"));
+        self.ins(format!("@{inf} mov.b32 {r}, {l}"));
         r
     }
 
@@ -363,10 +541,10 @@ impl Emitter<'_> {
     }
 
     fn hyperbolic(&mut self, op: UnaryOp, x: Reg) -> Reg {
+        let ax = self.f1("abs", x);
         match op {
             UnaryOp::Tanh => {
                 // tanh(x) = -expm1(-2|x|) / (expm1(-2|x|) + 2), sign restored.
-                let ax = self.f1("abs", x);
                 let m2 = self.f2("mul", ax, "0fC0000000");
                 let e = self.expm1(m2);
                 let den = self.f2("add", e, "0f40000000");
@@ -374,24 +552,32 @@ impl Emitter<'_> {
                 let t = self.f2("div.rn", ne, den);
                 self.copysign(t, x)
             }
-            UnaryOp::Sinh => {
-                // sinh(x) = (e - 1/e)/2 with e = expm1(|x|) + 1, via expm1 for small |x|:
-                // sinh = (u + u/(u+1)) / 2, u = expm1(|x|).
-                let ax = self.f1("abs", x);
-                let u = self.expm1(ax);
-                let u1 = self.f2("add", u, "0f3F800000");
-                let q = self.f2("div.rn", u, u1);
-                let s = self.f2("add", u, q);
-                let h = self.f2("mul", s, "0f3F000000");
-                self.copysign(h, x)
-            }
             _ => {
-                // cosh(x) = (e + 1/e)/2, e = exp(|x|) (scaled by 1/2 first to avoid overflow near the top).
-                let ax = self.f1("abs", x);
-                let t = self.f2("sub", ax, f32_imm(std::f32::consts::LN_2));
-                let eh = self.exp_fast(t);
-                let q = self.f2("div.rn", "0f3E800000", eh);
-                self.f2("add", eh, q)
+                // Large |x|: e^|x| / 2 (e^-|x| is below half an ulp) computed with the scale folded in.
+                let big = self.exp_core(ax, -1);
+                let small = if op == UnaryOp::Sinh {
+                    // sinh = (u + u/(u+1)) / 2, u = expm1(|x|).
+                    let u = self.expm1(ax);
+                    let u1 = self.f2("add", u, "0f3F800000");
+                    let q = self.f2("div.rn", u, u1);
+                    let s = self.f2("add", u, q);
+                    self.f2("mul", s, "0f3F000000")
+                } else {
+                    // cosh = (e + 1/e) / 2.
+                    let e = self.exp_core(ax, 0);
+                    let inv = self.f2("div.rn", "0f3F800000", e);
+                    let s = self.f2("add", e, inv);
+                    self.f2("mul", s, "0f3F000000")
+                };
+                let p = self.p();
+                self.ins(format!("setp.gt.f32 {p}, {ax}, 0f41100000"));
+                let r = self.f();
+                self.ins(format!("selp.f32 {r}, {big}, {small}, {p}"));
+                if op == UnaryOp::Sinh {
+                    self.copysign(r, x)
+                } else {
+                    r
+                }
             }
         }
     }
@@ -420,12 +606,14 @@ impl Emitter<'_> {
                 self.log1p(a)
             }
             _ => {
-                // atanh(x) = 0.5 * log1p(2x / (1 - x)).
-                let om = self.f2("sub", "0f3F800000", x);
-                let tx = self.f2("add", x, x);
+                // atanh(|x|) = 0.5 * log1p(2|x| / (1 - |x|)) (no cancellation for x >= 0), sign restored.
+                let ax = self.f1("abs", x);
+                let om = self.f2("sub", "0f3F800000", ax);
+                let tx = self.f2("add", ax, ax);
                 let q = self.f2("div.rn", tx, om);
                 let l = self.log1p(q);
-                self.f2("mul", l, "0f3F000000")
+                let h = self.f2("mul", l, "0f3F000000");
+                self.copysign(h, x)
             }
         }
     }
@@ -454,8 +642,14 @@ impl Emitter<'_> {
         let t0 = self.fma3(ax, "0f3F000000", "0f3F800000");
         let t = self.f2("div.rn", "0f3F800000", t0);
         let r = self.poly(t, &ERFC_COEFFS.map(|c: f64| c as f32));
-        let e = self.f2("sub", r, x2);
-        let ex = self.exp_fast(e);
+        // exp(-x^2 + R) with x^2 = hi + lo exactly: exp(-hi) * exp(R - lo), each accurate.
+        let lo = self.new_reg(RegClass::B32);
+        let nx2 = self.f1("neg", x2);
+        self.ins(format!("fma.rn.f32 {lo}, {x}, {x}, {nx2}"));
+        let e1 = self.exp_core(nx2, 0);
+        let rl = self.f2("sub", r, lo);
+        let e2 = self.exp_core(rl, 0);
+        let ex = self.f2("mul", e1, e2);
         let erfc_big = self.f2("mul", t, ex);
         let small = self.p();
         self.ins(format!("setp.lt.f32 {small}, {ax}, {}", f32_imm(0.84375)));
@@ -522,12 +716,23 @@ impl Emitter<'_> {
             let r = self.pow(DType::F32, x, y)?;
             return self.narrow_f32(d, r, Rounding::Rtne);
         }
-        // |a|^b = 2^(b * log2|a|); negative a with an odd integer b flips the sign;
-        // negative a with a non-integer b is NaN; a^0 = 1.
+        // |a|^b = e^(b log|a|) with log|a| as a double-f32 (hi + lo) and the product split
+        // exactly; negative a with an odd integer b flips the sign; negative a with a
+        // non-integer b is NaN; a^0 = 1.
         let ax = self.f1("abs", a);
-        let l = self.f1("lg2.approx", ax);
-        let e = self.f2("mul", l, b);
-        let m = self.f1("ex2.approx", e);
+        let (lh, ll) = self.log_dd(ax);
+        let th = self.f2("mul", b, lh);
+        let nth = self.f1("neg", th);
+        let te = self.fma3(b, lh, nth);
+        let tl = self.fma3(b, ll, te);
+        let er = self.exp_core(th, 0);
+        let m0 = self.fma3(er, tl, er);
+        // Overflow/underflow and infinities: the plain exponential of the rounded product.
+        let fin = self.p();
+        let ath = self.f1("abs", th);
+        self.ins(format!("setp.lt.f32 {fin}, {ath}, 0f42B00000"));
+        let m = self.f();
+        self.ins(format!("selp.f32 {m}, {m0}, {er}, {fin}"));
         let bi = self.f1("cvt.rzi.f32", b);
         let is_int = self.p();
         self.ins(format!("setp.eq.f32 {is_int}, {bi}, {b}"));

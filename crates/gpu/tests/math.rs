@@ -1,0 +1,179 @@
+//! Math functions on the emulator measured against f64 references (libm): the maximum
+//! error in f32 ulps over each function's domain must stay within the bound documented in
+//! the crate README (the table is printed with `--nocapture`).
+
+mod common;
+use common::*;
+use trident_core::{DType, HostTensor};
+
+const N: usize = 4096;
+
+fn kernel(op: &str, binary: bool) -> String {
+    let (params, args) = if binary {
+        (
+            "%x: ptr<f32> {divisibility = 16}, %x2: ptr<f32> {divisibility = 16}, %y: ptr<f32> {divisibility = 16}",
+            "%v, %w",
+        )
+    } else {
+        ("%x: ptr<f32> {divisibility = 16}, %y: ptr<f32> {divisibility = 16}", "%v")
+    };
+    let load2 = if binary {
+        format!("  %xs2 = splat %x2 : tensor<{N}xptr<f32>>\n  %p2 = addptr %xs2, %offs : tensor<{N}xptr<f32>>\n  %w = load %p2 : tensor<{N}xf32>\n")
+    } else {
+        String::new()
+    };
+    format!(
+        r#"
+kernel @math({params}) {{
+  %pid = program_id [axis = 0] : i32
+  %bs = constant [value = {N}] : i32
+  %start = mul %pid, %bs : i32
+  %r = arange [start = 0, end = {N}] : tensor<{N}xi32>
+  %s = splat %start : tensor<{N}xi32>
+  %offs = add %s, %r : tensor<{N}xi32>
+  %xs = splat %x : tensor<{N}xptr<f32>>
+  %p = addptr %xs, %offs : tensor<{N}xptr<f32>>
+  %v = load %p : tensor<{N}xf32>
+{load2}  %o = {op} {args} : tensor<{N}xf32>
+  %ys = splat %y : tensor<{N}xptr<f32>>
+  %q = addptr %ys, %offs : tensor<{N}xptr<f32>>
+  store %q, %o
+  return
+}}
+"#
+    )
+}
+
+/// Error of `got` against `want` in units of the f32 ulp at `want`.
+fn ulps(got: f32, want: f64) -> f64 {
+    if want.is_nan() {
+        return if got.is_nan() { 0.0 } else { f64::INFINITY };
+    }
+    let w = want as f32;
+    if w.is_infinite() || got.is_infinite() {
+        return if got == w { 0.0 } else { f64::INFINITY };
+    }
+    let e = if w == 0.0 { -149 } else { ((w.abs().to_bits() >> 23) as i32 - 127 - 23).max(-149) };
+    (got as f64 - want).abs() / 2f64.powi(e)
+}
+
+fn measure(op: &str, domain: &[(f64, f64)], f: &dyn Fn(f64) -> f64, rng: &mut Rng) -> (f64, f32) {
+    let m = parse(&kernel(op, false));
+    let k = compile(&m, "math", 4);
+    let mut xs: Vec<f64> = vec![];
+    for i in 0..N {
+        let (lo, hi) = domain[i % domain.len()];
+        xs.push(lo + (hi - lo) * (rng.unit() * 0.5 + 0.5));
+    }
+    let x = HostTensor::from_f64(DType::F32, &[N], &xs);
+    let out = run_emu(&k, [1, 1, 1], &[Arg::Tensor(x.clone()), Arg::Tensor(poisoned(DType::F32, &[N]))]);
+    let mut worst = (0.0f64, 0.0f32);
+    for i in 0..N {
+        let xi = x.get_f64(i);
+        let e = ulps(out[1].get_f64(i) as f32, f(xi));
+        if e > worst.0 {
+            worst = (e, xi as f32);
+        }
+    }
+    worst
+}
+
+#[test]
+fn unary_functions_are_within_their_documented_ulp_bounds() {
+    let mut rng = Rng(seed());
+    use libm as lm;
+    #[allow(clippy::type_complexity)]
+    let cases: Vec<(&str, Vec<(f64, f64)>, Box<dyn Fn(f64) -> f64>, f64)> = vec![
+        ("exp", vec![(-87.0, 88.0), (-1.0, 1.0)], Box::new(f64::exp), 64.0),
+        ("exp2", vec![(-126.0, 127.0), (-1.0, 1.0)], Box::new(f64::exp2), 2.0),
+        ("exp10", vec![(-37.0, 38.0)], Box::new(|x| 10f64.powf(x)), 2.0),
+        ("expm1", vec![(-10.0, 10.0), (-0.5, 0.5), (-1e-4, 1e-4)], Box::new(f64::exp_m1), 2.0),
+        ("log", vec![(1e-30, 1e30), (0.5, 2.0)], Box::new(f64::ln), 4.0),
+        ("log2", vec![(1e-30, 1e30), (0.5, 2.0)], Box::new(f64::log2), 4.0),
+        ("log10", vec![(1e-30, 1e30), (0.5, 2.0)], Box::new(f64::log10), 4.0),
+        ("log1p", vec![(-0.9, 10.0), (-1e-3, 1e-3), (10.0, 1e20)], Box::new(f64::ln_1p), 3.0),
+        ("sqrt", vec![(0.0, 1e30), (1e-30, 1.0)], Box::new(f64::sqrt), 1.0),
+        ("sqrt_rn", vec![(0.0, 1e30), (1e-30, 1.0)], Box::new(f64::sqrt), 0.5),
+        ("rsqrt", vec![(1e-30, 1e30)], Box::new(|x: f64| 1.0 / x.sqrt()), 2.0),
+        ("cbrt", vec![(-1e30, 1e30), (-1.0, 1.0)], Box::new(f64::cbrt), 2.0),
+        ("sin", vec![(-3.2, 3.2), (-100.0, 100.0), (-1e4, 1e4)], Box::new(f64::sin), 4.0),
+        ("cos", vec![(-3.2, 3.2), (-100.0, 100.0), (-1e4, 1e4)], Box::new(f64::cos), 4.0),
+        ("tan", vec![(-1.5, 1.5), (-100.0, 100.0)], Box::new(f64::tan), 3.0),
+        ("asin", vec![(-1.0, 1.0)], Box::new(f64::asin), 4.0),
+        ("acos", vec![(-1.0, 1.0)], Box::new(f64::acos), 4.0),
+        ("atan", vec![(-10.0, 10.0), (-1e10, 1e10)], Box::new(f64::atan), 3.0),
+        ("sinh", vec![(-80.0, 80.0), (-1.0, 1.0)], Box::new(f64::sinh), 2.0),
+        ("cosh", vec![(-80.0, 80.0), (-1.0, 1.0)], Box::new(f64::cosh), 2.0),
+        ("tanh", vec![(-10.0, 10.0), (-0.1, 0.1)], Box::new(f64::tanh), 3.0),
+        ("asinh", vec![(-1e10, 1e10), (-1.0, 1.0)], Box::new(f64::asinh), 3.0),
+        ("acosh", vec![(1.0, 1e10), (1.0, 2.0)], Box::new(f64::acosh), 3.0),
+        ("atanh", vec![(-0.99, 0.99), (-0.01, 0.01)], Box::new(f64::atanh), 4.0),
+        ("erf", vec![(-4.0, 4.0), (-0.5, 0.5)], Box::new(lm::erf), 3.0),
+        ("erfc", vec![(-4.0, 9.0), (-0.5, 0.5)], Box::new(lm::erfc), 8.0),
+        ("floor", vec![(-1e3, 1e3)], Box::new(f64::floor), 0.0),
+        ("ceil", vec![(-1e3, 1e3)], Box::new(f64::ceil), 0.0),
+        ("trunc", vec![(-1e3, 1e3)], Box::new(f64::trunc), 0.0),
+        ("rint", vec![(-1e3, 1e3)], Box::new(|x: f64| x.round_ties_even()), 0.0),
+        ("round", vec![(-1e3, 1e3)], Box::new(f64::round), 0.0),
+    ];
+    let mut table = String::from("| function | domain | max error (ulp) | bound |\n|---|---|---|---|\n");
+    let mut failures = vec![];
+    for (op, domain, f, bound) in &cases {
+        let (err, at) = measure(op, domain, f.as_ref(), &mut rng);
+        let dom: Vec<String> = domain.iter().map(|(a, b)| format!("[{a:e}, {b:e}]")).collect();
+        table.push_str(&format!("| {op} | {} | {err:.2} (at {at:e}) | {bound} |\n", dom.join(" ")));
+        if err > *bound {
+            failures.push(format!("{op}: {err:.2} ulp at x = {at:e} (bound {bound})"));
+        }
+    }
+    eprintln!("{table}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn measure2(op: &str, da: (f64, f64), db: (f64, f64), f: &dyn Fn(f64, f64) -> f64, rng: &mut Rng) -> (f64, f32, f32) {
+    let m = parse(&kernel(op, true));
+    let k = compile(&m, "math", 4);
+    let xs: Vec<f64> = (0..N).map(|_| da.0 + (da.1 - da.0) * (rng.unit() * 0.5 + 0.5)).collect();
+    let ys: Vec<f64> = (0..N).map(|_| db.0 + (db.1 - db.0) * (rng.unit() * 0.5 + 0.5)).collect();
+    let x = HostTensor::from_f64(DType::F32, &[N], &xs);
+    let y = HostTensor::from_f64(DType::F32, &[N], &ys);
+    let out = run_emu(
+        &k,
+        [1, 1, 1],
+        &[Arg::Tensor(x.clone()), Arg::Tensor(y.clone()), Arg::Tensor(poisoned(DType::F32, &[N]))],
+    );
+    let mut worst = (0.0f64, 0.0f32, 0.0f32);
+    for i in 0..N {
+        let (a, b) = (x.get_f64(i), y.get_f64(i));
+        let e = ulps(out[2].get_f64(i) as f32, f(a, b));
+        if e > worst.0 {
+            worst = (e, a as f32, b as f32);
+        }
+    }
+    worst
+}
+
+#[test]
+fn binary_functions_are_within_their_documented_ulp_bounds() {
+    let mut rng = Rng(seed());
+    #[allow(clippy::type_complexity)]
+    let cases: Vec<(&str, (f64, f64), (f64, f64), Box<dyn Fn(f64, f64) -> f64>, f64)> = vec![
+        ("pow", (0.1, 10.0), (-8.0, 8.0), Box::new(f64::powf), 2.0),
+        ("atan2", (-10.0, 10.0), (-10.0, 10.0), Box::new(f64::atan2), 3.0),
+        ("hypot", (-1e10, 1e10), (-1e10, 1e10), Box::new(f64::hypot), 2.0),
+        ("rem", (-100.0, 100.0), (0.5, 7.0), Box::new(|a: f64, b: f64| a % b), 0.0),
+        ("copysign", (-10.0, 10.0), (-1.0, 1.0), Box::new(f64::copysign), 0.0),
+        ("div", (-1e10, 1e10), (-1e10, 1e10), Box::new(|a, b| a / b), 2.0),
+    ];
+    let mut table = String::from("| function | max error (ulp) | bound |\n|---|---|---|\n");
+    let mut failures = vec![];
+    for (op, da, db, f, bound) in &cases {
+        let (err, a, b) = measure2(op, *da, *db, f.as_ref(), &mut rng);
+        table.push_str(&format!("| {op} | {err:.2} (at {a:e}, {b:e}) | {bound} |\n"));
+        if err > *bound {
+            failures.push(format!("{op}: {err:.2} ulp at ({a:e}, {b:e}) (bound {bound})"));
+        }
+    }
+    eprintln!("{table}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
