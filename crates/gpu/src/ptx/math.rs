@@ -25,6 +25,11 @@ const ERFC_COEFFS: [f64; 10] = [
     0.170_872_77,
 ];
 
+/// ln 2 rounded to 16 significant bits (k * LN2_HI is exact for |k| < 2^8).
+const LN2_HI: f32 = f32::from_bits(0x3F31_7200);
+/// log10(2) rounded to 13 significant bits.
+const LOG10_2_HI: f32 = f32::from_bits(0x3E9A_2000);
+
 /// f32 immediate in PTX's hexadecimal form.
 pub fn f32_imm(v: f32) -> String {
     format!("0f{:08X}", v.to_bits())
@@ -166,7 +171,7 @@ impl Emitter<'_> {
         let c = self.f2("min", c1, f32_imm(hi));
         let t = self.f2("mul", c, f32_imm(std::f32::consts::LOG2_E));
         let k = self.f1("cvt.rni.f32", t);
-        let r1 = self.fma3(k, f32_imm(-0.693_145_751_953_125), c);
+        let r1 = self.fma3(k, f32_imm(-LN2_HI), c);
         let r = self.fma3(k, f32_imm(-1.428_606_765_330_187e-6_f64 as f32), r1);
         (k, r)
     }
@@ -207,7 +212,7 @@ impl Emitter<'_> {
         let c = self.f2("min", c1, f32_imm(39.0));
         let t = self.f2("mul", c, f32_imm(std::f32::consts::LOG2_10));
         let k = self.f1("cvt.rni.f32", t);
-        let r1 = self.fma3(k, f32_imm(-0.301_025_390_625), c);
+        let r1 = self.fma3(k, f32_imm(-LOG10_2_HI), c);
         let r = self.fma3(k, f32_imm(-4.605_038_981_195_214e-6_f64 as f32), r1);
         let y = self.f2("mul", r, f32_imm(std::f32::consts::LN_10));
         let p = self
@@ -286,7 +291,7 @@ impl Emitter<'_> {
         let sz = self.f2("mul", sv, z);
         let two_s = self.f2("add", sv, sv);
         let lm = self.fma3(sz, q, two_s);
-        let hi = self.fma3(ef2, f32_imm(0.693_145_751_953_125), lm);
+        let hi = self.fma3(ef2, f32_imm(LN2_HI), lm);
         let res = self.fma3(ef2, f32_imm(1.428_606_765_330_187e-6_f64 as f32), hi);
         // Specials: 0 → -inf, negative → NaN, inf and NaN pass through.
         let out = self.f();
@@ -340,7 +345,7 @@ impl Emitter<'_> {
         let h1 = self.f2("add", f, c);
         let d1 = self.f2("sub", f, h1);
         let l1 = self.f2("add", d1, c);
-        let eh = self.f2("mul", ef2, f32_imm(0.693_145_751_953_125));
+        let eh = self.f2("mul", ef2, f32_imm(LN2_HI));
         let h2 = self.f2("add", eh, h1);
         let d2 = self.f2("sub", h2, eh);
         let d3 = self.f2("sub", h1, d2);
