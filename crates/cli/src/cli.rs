@@ -1,6 +1,6 @@
 //! Argument definitions and dispatch to subcommands.
 
-use crate::{bench_cmd, compile_cmd, demo_cmd, run_cmd};
+use crate::{bench_cmd, compile_cmd, demo_cmd, layout_cmd, run_cmd};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
@@ -32,6 +32,8 @@ pub enum Command {
     Demo(demo_cmd::DemoArgs),
     /// Time a kernel: same arguments as `run`, plus --warmup/--reps and --flops/--bytes expressions.
     Bench(bench_cmd::BenchArgs),
+    /// Draw a GPU-IR layout: which thread/register (or shared offset) holds each element.
+    Layout(layout_cmd::LayoutArgs),
 }
 
 pub fn dispatch(cli: Cli) -> Result<(), String> {
@@ -40,5 +42,6 @@ pub fn dispatch(cli: Cli) -> Result<(), String> {
         Command::Run(a) => run_cmd::run(a),
         Command::Demo(a) => demo_cmd::demo(a),
         Command::Bench(a) => bench_cmd::bench(a),
+        Command::Layout(a) => layout_cmd::layout(a),
     }
 }

@@ -5,6 +5,7 @@ mod cli;
 mod compile_cmd;
 mod demo_cmd;
 mod expr;
+mod layout_cmd;
 mod ptx_run;
 mod run_cmd;
 

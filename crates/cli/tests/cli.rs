@@ -140,3 +140,14 @@ fn compile_emits_each_stage() {
     let ptx = String::from_utf8_lossy(&o.stdout);
     assert!(ptx.contains(".target sm_90") && ptx.contains(".entry add_kernel"), "{ptx}");
 }
+
+#[test]
+fn draws_layouts() {
+    let o = trident(&["layout", "--shape", "16x8", "mma [version = 2, warps_per_cta = [1, 1], instr_shape = [16, 8]]"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    // The PTX ISA's m16n8 accumulator: row = groupID (lane / 4), cols 2 * (lane % 4) + {0, 1}.
+    assert!(text.contains("[ T0:0,  T0:1,  T1:0,  T1:1,  T2:0,  T2:1,  T3:0,  T3:1]"), "{text}");
+    let o = trident(&["layout", "--shape", "8x8", "bogus [x = 1]"]);
+    assert!(!o.status.success());
+}
