@@ -348,3 +348,62 @@ fn ill_typed_ir_is_an_error_not_a_panic() {
         assert!(e.message().contains(want), "{}", e.message());
     }
 }
+
+#[test]
+fn narrow_float_and_wide_int_memory_round_trips() {
+    // y = x * 2 for fp8 (e4m3, e5m2) and bf16 buffers; loads decode, stores encode exactly.
+    for dt in [DType::F8E4M3, DType::F8E5M2, DType::BF16] {
+        let mut k = K::new("dbl", &[("x", ptr(dt)), ("y", ptr(dt))]);
+        let (x, y) = (k.arg(0), k.arg(1));
+        let r = k.arange(8);
+        let px = k.ptr_at(x, r);
+        let v = k.load(px, None, None);
+        let two = k.const_t(Const::Float(2.0), ten(&[8], dt));
+        let w = k.bin(BinaryOp::Mul, v, two);
+        let py = k.ptr_at(y, r);
+        k.store(py, w, None);
+        let m = k.finish();
+        let vals = [0.5, -1.5, 3.0, 0.0, -0.25, 7.0, 100.0, 300.0];
+        let xt = HostTensor::from_f64(dt, &[8], &vals);
+        let mut args = vec![InterpArg::Tensor(xt.clone()), InterpArg::Tensor(poison(dt, &[8]))];
+        launch(&m, "dbl", [1, 1, 1], &mut args, &InterpOptions::default()).unwrap();
+        let got = args[1].as_tensor().unwrap().to_f64_vec();
+        for (i, g) in got.iter().enumerate() {
+            let doubled = xt.get_f64(i) * 2.0;
+            // e4m3 saturates at 448 (300*2 = 600); the others represent every doubled value.
+            let want = if dt == DType::F8E4M3 { doubled.clamp(-448.0, 448.0) } else { doubled };
+            assert_eq!(*g, want, "{dt} [{i}]");
+        }
+    }
+}
+
+#[test]
+fn atomics_on_every_width() {
+    // bf16 add, u32 max (unsigned compare), i64 add, f64 min, i8 xchg — one lane each, old values returned.
+    let cases: [(DType, RmwOp, f64, f64, f64); 5] = [
+        (DType::BF16, RmwOp::Add, 1.5, 0.25, 1.75),
+        (DType::U32, RmwOp::Max, 5.0, 4294967295.0, 4294967295.0),
+        (DType::I64, RmwOp::Add, -((1u64 << 40) as f64), 7.0, -((1u64 << 40) as f64) + 7.0),
+        (DType::F64, RmwOp::Min, 2.5, -1.0, -1.0),
+        (DType::I8, RmwOp::Xchg, -3.0, 100.0, 100.0),
+    ];
+    for (dt, op, init, val, want) in cases {
+        let mut k = K::new("at", &[("c", ptr(dt)), ("o", ptr(dt)), ("v", num(dt))]);
+        let (c, o, v) = (k.arg(0), k.arg(1), k.arg(2));
+        let old = k.atomic(op, c, v, None);
+        k.store(o, old, None);
+        let m = k.finish();
+        let v_arg = {
+            let t = HostTensor::from_f64(dt, &[1], &[val]);
+            InterpArg::Scalar { dtype: dt, bits: t.get_bits(0) }
+        };
+        let mut args = vec![
+            InterpArg::Tensor(HostTensor::from_f64(dt, &[1], &[init])),
+            InterpArg::Tensor(poison(dt, &[1])),
+            v_arg,
+        ];
+        launch(&m, "at", [1, 1, 1], &mut args, &InterpOptions::default()).unwrap();
+        assert_eq!(args[0].as_tensor().unwrap().get_f64(0), want, "{dt} {op:?}");
+        assert_eq!(args[1].as_tensor().unwrap().get_f64(0), init, "{dt} {op:?} old value");
+    }
+}
