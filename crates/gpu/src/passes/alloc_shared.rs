@@ -119,6 +119,11 @@ pub fn scratch_bytes(f: &Function, op: Op) -> Result<u64, String> {
             n * elem(d.operands[0])
         }
         OpKind::Split => ll(d.operands[0])?.map_or(0, |l| l.numel() * elem(d.operands[0])),
+        OpKind::AtomicRmw { .. } | OpKind::AtomicCas { .. }
+            if crate::ptx::memory::atomic_result_needs_broadcast(f, op) =>
+        {
+            ll(d.results[0])?.map_or(8, |l| l.numel() * elem(d.results[0]))
+        }
         _ => 0,
     })
 }

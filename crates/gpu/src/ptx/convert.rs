@@ -20,10 +20,12 @@ pub struct ExSrc {
     pub base: u64,
 }
 
-/// A destination: its layout and the linear map from its row-major index to a buffer index.
+/// A destination: its layout, the linear map from its row-major index to a buffer index,
+/// and a constant added to that index (whose bits the map never sets).
 pub struct ExDst {
     pub layout: Rc<LinearLayout>,
     pub index: Box<dyn Fn(u64) -> u64>,
+    pub offset: u64,
 }
 
 impl Emitter<'_> {
@@ -81,7 +83,7 @@ impl Emitter<'_> {
                 let out = self.exchange(
                     op,
                     &[ExSrc { regs, layout: sl, base: 0 }],
-                    vec![ExDst { layout: dl, index: Box::new(|c| c) }],
+                    vec![ExDst { layout: dl, index: Box::new(|c| c), offset: 0 }],
                 )?;
                 self.set(res, out.into_iter().next().unwrap_or_default());
                 Ok(())
@@ -128,7 +130,7 @@ impl Emitter<'_> {
             self.ins(format!("mad.lo.u32 {t_addr}, {tflat}, {eb}, {base}"));
             let mut regs = vec![];
             for &c in &mapped_regs {
-                let addr = self.elem_addr(t_addr, tflat, c, disjoint, eb, base, off);
+                let addr = self.elem_addr(t_addr, tflat, c, disjoint, eb, base, off + dst.offset * eb);
                 regs.push(self.ld_shared(class, &addr));
             }
             outs.push(regs);
@@ -175,7 +177,7 @@ impl Emitter<'_> {
                     let j = v[v.len() - 1] as u64;
                     (j * n) | (c >> 1)
                 };
-                let out = self.exchange(op, &srcs, vec![ExDst { layout: lr, index: Box::new(index) }])?;
+                let out = self.exchange(op, &srcs, vec![ExDst { layout: lr, index: Box::new(index), offset: 0 }])?;
                 self.set(d.results[0], out.into_iter().next().unwrap_or_default());
                 Ok(())
             }
@@ -187,7 +189,7 @@ impl Emitter<'_> {
                 for j in 0..2u64 {
                     let lr = self.ll(d.results[j as usize])?.ok_or_else(|| self.err("split result"))?;
                     // Result index c ↔ source index (c, j) = 2c + j.
-                    dsts.push(ExDst { layout: lr, index: Box::new(move |c| (c << 1) | j) });
+                    dsts.push(ExDst { layout: lr, index: Box::new(|c| c << 1), offset: j });
                 }
                 let out = self.exchange(op, &srcs, dsts)?;
                 for (j, regs) in out.into_iter().enumerate() {
@@ -205,7 +207,7 @@ impl Emitter<'_> {
                     ExSrc { regs: self.regs(a)?, layout: la.clone(), base: 0 },
                     ExSrc { regs: self.regs(b)?, layout: lb, base: la.numel() },
                 ];
-                let out = self.exchange(op, &srcs, vec![ExDst { layout: lr, index: Box::new(|c| c) }])?;
+                let out = self.exchange(op, &srcs, vec![ExDst { layout: lr, index: Box::new(|c| c), offset: 0 }])?;
                 self.set(d.results[0], out.into_iter().next().unwrap_or_default());
                 Ok(())
             }
@@ -237,7 +239,7 @@ impl Emitter<'_> {
             }
             acc
         };
-        let out = self.exchange(op, &ex, vec![ExDst { layout: dst.clone(), index: Box::new(index) }])?;
+        let out = self.exchange(op, &ex, vec![ExDst { layout: dst.clone(), index: Box::new(index), offset: 0 }])?;
         let res = self.f.ops[op].results[0];
         self.set(res, out.into_iter().next().unwrap_or_default());
         Ok(())

@@ -45,19 +45,28 @@ impl Emitter<'_> {
         name
     }
 
-    /// Calls `vprintf(fmt, args)` with `args` packed as C varargs (8-byte slots).
+    /// Calls `vprintf(fmt, args)` with `args` packed as `vprintf` expects: each at the next
+    /// offset aligned to its own size.
     fn vprintf(&mut self, fmt: &str, args: &[(Reg, &'static str)]) {
         self.uses_vprintf = true;
         let sym = self.global_string(fmt);
-        let bytes = (args.len() as u32 * 8).max(8);
+        let mut offsets = vec![];
+        let mut at = 0u32;
+        for (_, ty) in args {
+            let size = if ty.ends_with("64") { 8 } else { 4 };
+            at = at.div_ceil(size) * size;
+            offsets.push(at);
+            at += size;
+        }
+        let bytes = at.max(8).div_ceil(8) * 8;
         self.printf_buffer = self.printf_buffer.max(bytes);
         let g = self.new_reg(RegClass::B64);
         self.ins(format!("mov.u64 {g}, {sym}"));
         self.ins(format!("cvta.global.u64 {g}, {g}"));
         let buf = self.new_reg(RegClass::B64);
         self.ins(format!("mov.u64 {buf}, __printf_buf"));
-        for (i, (r, ty)) in args.iter().enumerate() {
-            self.ins(format!("st.local.{ty} [{buf}+{}], {r}", i * 8));
+        for ((r, ty), off) in args.iter().zip(offsets) {
+            self.ins(format!("st.local.{ty} [{buf}+{off}], {r}"));
         }
         let gb = self.new_reg(RegClass::B64);
         self.ins(format!("cvta.local.u64 {gb}, {buf}"));

@@ -83,6 +83,25 @@ fn cache_suffix(cache: CacheModifier, evict: EvictionPolicy, store: bool) -> Str
     }
 }
 
+/// Whether an atomic's old values must be shared through shared memory: the result is
+/// used and only one of the threads holding an element issues its atomic (a scalar
+/// atomic, or a layout with copies).
+pub fn atomic_result_needs_broadcast(f: &trident_ir::Function, op: Op) -> bool {
+    let d = &f.ops[op];
+    let Some(&res) = d.results.first() else { return false };
+    if !matches!(d.kind, OpKind::AtomicRmw { .. } | OpKind::AtomicCas { .. }) || f.use_counts()[res] == 0 {
+        return false;
+    }
+    let t = f.ty(d.operands[0]);
+    match t.layout() {
+        None => true,
+        Some(id) => match crate::layout::distributed(&f.layouts, id, t.shape()) {
+            Ok(l) => l.free_lane_mask() != 0 || l.free_warp_mask() != 0,
+            Err(_) => true,
+        },
+    }
+}
+
 impl Emitter<'_> {
     /// The constant a value is a splat of, if it is defined by a `constant` op.
     pub fn splat_const(&self, v: Value) -> Option<Const> {
@@ -374,13 +393,7 @@ impl Emitter<'_> {
             MemScope::Sys => ".sys",
         };
         let used = f.use_counts()[res] > 0;
-        let copies = l.as_ref().is_some_and(|l| l.free_lane_mask() != 0 || l.free_warp_mask() != 0) || l.is_none();
-        if used && copies {
-            return Err(self.err(
-                "the result of this atomic is used, but its layout gives several threads the same element; \
-                 use a block of at least num_warps*32 elements",
-            ));
-        }
+        let copies = atomic_result_needs_broadcast(f, op);
         let c = class_of(e);
         let mut out = vec![];
         match &d.kind {
@@ -422,6 +435,27 @@ impl Emitter<'_> {
                 }
             }
             _ => unreachable!(),
+        }
+        if used && copies {
+            // Only the issuing thread has the old value: share it with the threads holding copies.
+            let off = self.smem_offset(op)?;
+            out = match &l {
+                None => {
+                    let base = self.smem_base();
+                    let p = self.thread0_pred();
+                    self.st_shared(Some(p), &format!("{base}+{off}"), out[0]);
+                    self.ins("bar.sync 0");
+                    vec![self.ld_shared(out[0].class, &format!("{base}+{off}"))]
+                }
+                Some(l) => {
+                    let r = self.exchange(
+                        op,
+                        &[super::convert::ExSrc { regs: out, layout: l.clone(), base: 0 }],
+                        vec![super::convert::ExDst { layout: l.clone(), index: Box::new(|c| c), offset: 0 }],
+                    )?;
+                    r.into_iter().next().unwrap_or_default()
+                }
+            };
         }
         self.set(res, out);
         Ok(())

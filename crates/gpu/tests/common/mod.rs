@@ -244,10 +244,15 @@ pub enum A {
 /// Compiles `kernel` of `kernels/<file>` with the front end and the tile pipeline; returns
 /// the module and the runtime arguments in IR parameter order.
 pub fn front(file: &str, kernel: &str, args: &[(&str, A)]) -> (Module, String, Vec<Arg>) {
-    use trident_front::{ArgInfo, ConstValue, ParamBinding};
     let path = format!("{}/../../kernels/{file}", env!("CARGO_MANIFEST_DIR"));
     let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let kf = trident_front::parse_file(&path, &src).unwrap_or_else(|d| panic!("{d}"));
+    front_text(&path, &src, kernel, args)
+}
+
+/// Like [`front`], for kernel source given as text.
+pub fn front_text(path: &str, src: &str, kernel: &str, args: &[(&str, A)]) -> (Module, String, Vec<Arg>) {
+    use trident_front::{ArgInfo, ConstValue, ParamBinding};
+    let kf = trident_front::parse_file(path, src).unwrap_or_else(|d| panic!("{d}"));
     let infos: Vec<(String, ArgInfo)> = args
         .iter()
         .map(|(k, a)| {
@@ -280,6 +285,7 @@ pub fn front(file: &str, kernel: &str, args: &[(&str, A)]) -> (Module, String, V
         let arg = match (a, ty.num()) {
             (A::T(t), _) => Arg::Tensor(t.clone()),
             (A::I(v), Some(DType::I32)) => Arg::Scalar(DType::I32, *v as i32 as u32 as u64),
+            (A::I(v), Some(DType::I1)) => Arg::Scalar(DType::I1, (*v != 0) as u64),
             (A::I(v), Some(d)) => Arg::Scalar(d, *v as u64),
             (A::F(v), Some(DType::F32)) => Arg::Scalar(DType::F32, (*v as f32).to_bits() as u64),
             (A::F(v), Some(d)) => Arg::Scalar(d, v.to_bits()),
@@ -301,5 +307,71 @@ pub fn kernel_differential(
     tol: Option<(f64, f64)>,
 ) {
     let (m, k, rt) = front(file, kernel, args);
+    differential(&m, &k, num_warps, grid, &rt, tol);
+}
+
+/// Runs the kernel on the emulator; returns the buffers and what `printf` printed.
+pub fn run_emu_printed(k: &PtxKernel, grid: [u32; 3], args: &[Arg]) -> Result<(Vec<HostTensor>, String), String> {
+    let module = trident_emu::Module::parse(&k.ptx).map_err(|e| format!("emulator cannot parse our PTX: {e}"))?;
+    let mut kargs: Vec<trident_emu::KernelArg> = args
+        .iter()
+        .map(|a| match a {
+            Arg::Tensor(t) => trident_emu::KernelArg::Buffer(t.clone()),
+            Arg::Scalar(_, bits) => trident_emu::KernelArg::Scalar(*bits),
+        })
+        .collect();
+    let cfg = trident_emu::LaunchConfig {
+        grid,
+        block: [k.num_threads, 1, 1],
+        dynamic_shared_bytes: k.shared_bytes,
+        ..trident_emu::LaunchConfig::default()
+    };
+    let rep = trident_emu::launch(&module, &k.entry, &cfg, &mut kargs).map_err(|e| e.to_string())?;
+    let bufs = kargs
+        .into_iter()
+        .filter_map(|a| match a {
+            trident_emu::KernelArg::Buffer(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    Ok((bufs, rep.printf))
+}
+
+/// Runs on the interpreter; returns the buffers and what it printed.
+pub fn run_interp_printed(
+    m: &Module,
+    kernel: &str,
+    grid: [u32; 3],
+    args: &[Arg],
+) -> Result<(Vec<HostTensor>, String), String> {
+    let mut iargs: Vec<trident_interp::InterpArg> = args
+        .iter()
+        .map(|a| match a {
+            Arg::Tensor(t) => trident_interp::InterpArg::Tensor(t.clone()),
+            Arg::Scalar(d, bits) => trident_interp::InterpArg::Scalar { dtype: *d, bits: *bits },
+        })
+        .collect();
+    let rep = trident_interp::launch(m, kernel, grid, &mut iargs, &trident_interp::InterpOptions::default())
+        .map_err(|e| e.to_string())?;
+    let bufs = iargs
+        .into_iter()
+        .filter_map(|a| match a {
+            trident_interp::InterpArg::Tensor(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    Ok((bufs, rep.printed))
+}
+
+/// A kernel from Python source text through the front end, compared emulator vs interpreter.
+pub fn py_differential(
+    src: &str,
+    kernel: &str,
+    args: &[(&str, A)],
+    num_warps: u32,
+    grid: [u32; 3],
+    tol: Option<(f64, f64)>,
+) {
+    let (m, k, rt) = front_text("test.py", src, kernel, args);
     differential(&m, &k, num_warps, grid, &rt, tol);
 }
