@@ -151,3 +151,28 @@ fn draws_layouts() {
     let o = trident(&["layout", "--shape", "8x8", "bogus [x = 1]"]);
     assert!(!o.status.success());
 }
+
+#[test]
+fn runtime_parameters_left_out_take_their_python_defaults() {
+    let src = tmp("defaults.py");
+    std::fs::write(
+        &src,
+        "import triton\nimport triton.language as tl\n\n@triton.jit\ndef scale_kernel(x, out, n, scale=0.5, BLOCK: tl.constexpr = 64):\n    i = tl.arange(0, BLOCK)\n    m = i < n\n    tl.store(out + i, tl.load(x + i, mask=m) * scale, mask=m)\n",
+    )
+    .unwrap();
+    let out = tmp("defaults-out.npy");
+    let o = trident(&[
+        "run",
+        src.to_str().unwrap(),
+        "--grid",
+        "1",
+        "x=ones:f16:40",
+        "out=zeros:f32:40",
+        "n=40",
+        "--save",
+        &format!("out={}", out.display()),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // f16 * (fp32 runtime scalar) is fp32, as in Triton.
+    assert!(npy::read(&out).unwrap().to_f64_vec().iter().all(|&v| v == 0.5));
+}

@@ -142,9 +142,8 @@ pub fn run_cuda(
         })
         .collect();
     let stream = dev.default_stream();
-    let prepared =
-        trident_cuda::PreparedLaunch::new(&kernel, grid, [ptx.num_threads, 1, 1], ptx.shared_bytes, &params)
-            .map_err(cuda_err)?;
+    let prepared = trident_cuda::PreparedLaunch::new(&kernel, grid, [ptx.num_threads, 1, 1], ptx.shared_bytes, &params)
+        .map_err(cuda_err)?;
     let (start, end) = (Event::new(&dev).map_err(cuda_err)?, Event::new(&dev).map_err(cuda_err)?);
     for _ in 0..warmup {
         prepared.launch(&stream).map_err(cuda_err)?;

@@ -281,11 +281,20 @@ fn runtime_args(ck: &CompiledKernel, args: &[Arg]) -> Result<Vec<(usize, ArgValu
     let mut out = Vec::new();
     for (name, binding) in c.param_names.iter().zip(&c.params) {
         if let ParamBinding::Runtime { ir_index } = binding {
-            let a = args
-                .iter()
-                .position(|a| &a.name == name)
-                .ok_or_else(|| RunError::msg(format!("missing argument `{name}` of kernel `{}`", c.kernel)))?;
-            out.push((*ir_index, args[a].value.clone()));
+            if let Some(a) = args.iter().find(|a| &a.name == name) {
+                out.push((*ir_index, a.value.clone()));
+                continue;
+            }
+            // A runtime parameter left out: its Python default is passed at run time, as Triton does.
+            let default = c.runtime_defaults.iter().find(|(i, _)| i == ir_index).and_then(|(_, v)| match v {
+                ConstValue::Int(x) => i64::try_from(*x).ok().map(ArgValue::Int),
+                ConstValue::Float(x) => Some(ArgValue::Float(*x)),
+                ConstValue::Bool(b) => Some(ArgValue::Bool(*b)),
+                _ => None,
+            });
+            let v =
+                default.ok_or_else(|| RunError::msg(format!("missing argument `{name}` of kernel `{}`", c.kernel)))?;
+            out.push((*ir_index, v));
         }
     }
     out.sort_by_key(|(i, _)| *i);
