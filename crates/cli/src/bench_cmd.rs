@@ -68,10 +68,11 @@ pub fn bench(mut a: BenchArgs) -> Result<(), String> {
     let bytes =
         a.bytes.as_deref().map(|e| expr::eval(e, &args)).transpose().map_err(|e| format!("error: --bytes: {e}"))?;
     let mut opts = LaunchOptions::new(cmd.grid);
+    opts.grid_expr = cmd.grid_expr.clone();
     opts.backend = cmd.backend;
     opts.num_warps = cmd.num_warps;
     opts.num_stages = cmd.num_stages;
-    let ck = launch::compile_tile(&prog, kernel, &args, &opts).map_err(|e| e.text)?;
+    let ck = launch::compile(&prog, kernel, &args, &opts).map_err(|e| e.text)?;
     let out = launch::run_compiled_reps(&ck, &mut args, &opts, a.warmup, a.reps).map_err(|e| e.text)?;
     let mut us: Vec<f64> = out.samples.iter().map(|d| d.as_secs_f64() * 1e6).collect();
     us.sort_by(f64::total_cmp);

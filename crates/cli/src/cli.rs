@@ -1,6 +1,6 @@
 //! Argument definitions and dispatch to subcommands.
 
-use crate::{bench_cmd, compile_cmd, demo_cmd, layout_cmd, run_cmd};
+use crate::{bench_cmd, cache_cmd, compile_cmd, demo_cmd, layout_cmd, run_cmd};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
@@ -22,11 +22,13 @@ pub enum Command {
     Compile(compile_cmd::CompileArgs),
     /// Run a kernel.
     ///
-    /// trident run FILE.py::KERNEL --grid X[,Y[,Z]] [--backend auto|interp|emu|cuda] [--num-warps N]
+    /// trident run FILE.py::KERNEL --grid X[,Y[,Z]]|EXPR [--backend auto|interp|emu|cuda] [--num-warps N]
     ///     [--num-stages N] [--seed N] [--save NAME=PATH.npy]... NAME=VALUE...
     ///
     /// VALUE: @PATH.npy[:DTYPE] | zeros|ones|empty|rand|randn:DTYPE:SHAPE | 42 | 0.5 | True.
     /// `--backend auto` runs on the GPU when a CUDA driver and device are found, else on the interpreter.
+    /// EXPR: a grid computed at launch from scalar arguments and constexprs, e.g.
+    /// 'cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)' for an autotuned kernel (the config picks the blocks).
     Run(run_cmd::RunArgs),
     /// Compile the bundled kernels, run each on the best backend found, check it, print a table.
     Demo(demo_cmd::DemoArgs),
@@ -34,6 +36,8 @@ pub enum Command {
     Bench(bench_cmd::BenchArgs),
     /// Draw a GPU-IR layout: which thread/register (or shared offset) holds each element.
     Layout(layout_cmd::LayoutArgs),
+    /// Inspect or empty the compile cache (`TRIDENT_CACHE_DIR`, default ~/.cache/trident): list, clear, stats.
+    Cache(cache_cmd::CacheArgs),
 }
 
 pub fn dispatch(cli: Cli) -> Result<(), String> {
@@ -43,5 +47,6 @@ pub fn dispatch(cli: Cli) -> Result<(), String> {
         Command::Demo(a) => demo_cmd::demo(a),
         Command::Bench(a) => bench_cmd::bench(a),
         Command::Layout(a) => layout_cmd::layout(a),
+        Command::Cache(a) => cache_cmd::cache(a),
     }
 }

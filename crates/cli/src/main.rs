@@ -1,6 +1,7 @@
 //! The `trident` command line.
 
 mod bench_cmd;
+mod cache_cmd;
 mod cli;
 mod compile_cmd;
 mod demo_cmd;

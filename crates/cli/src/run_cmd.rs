@@ -31,6 +31,7 @@ pub fn run(a: RunArgs) -> Result<(), String> {
     let kernel = prog.kernel(cmd.kernel.as_deref()).map_err(|e| e.text)?;
     let mut args = cmd.materialize().map_err(|e| format!("error: {e}"))?;
     let mut opts = LaunchOptions::new(cmd.grid);
+    opts.grid_expr = cmd.grid_expr.clone();
     opts.backend = cmd.backend;
     opts.num_warps = cmd.num_warps;
     opts.num_stages = cmd.num_stages;

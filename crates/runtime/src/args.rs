@@ -1,7 +1,7 @@
 //! The command line of `trident run`: kernel arguments, grid, saves and options.
 //!
 //! ```text
-//! trident run FILE.py::KERNEL --grid X[,Y[,Z]] [--backend auto|interp|emu|cuda]
+//! trident run FILE.py::KERNEL --grid X[,Y[,Z]]|EXPR [--backend auto|interp|emu|cuda]
 //!     [--num-warps N] [--num-stages N] [--seed N] [--save NAME=PATH.npy]... NAME=VALUE...
 //! ```
 //!
@@ -543,8 +543,12 @@ pub struct RunCommand {
     pub file: PathBuf,
     /// The kernel's name (`None` when `::KERNEL` was omitted: the file must then hold exactly one kernel).
     pub kernel: Option<String>,
-    /// `--grid`.
+    /// `--grid` (all ones when `--grid` is an expression: see `grid_expr`).
     pub grid: Grid,
+    /// `--grid` given as an expression over the scalar arguments and constexprs
+    /// (`'cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)'`), evaluated at launch once the
+    /// autotuner has chosen the config (see [`crate::grid_expr`]).
+    pub grid_expr: Option<crate::grid_expr::GridExpr>,
     /// `--backend` (default `auto`).
     pub backend: Backend,
     /// `--num-warps`, if given.
@@ -564,6 +568,7 @@ impl RunCommand {
     pub fn parse<S: AsRef<str>>(words: &[S]) -> Result<RunCommand, ArgError> {
         let mut target: Option<&str> = None;
         let (mut grid, mut backend, mut warps, mut stages, mut seed) = (None, Backend::Auto, None, None, 0u64);
+        let mut grid_expr = None;
         let mut saves = Vec::new();
         let mut args: Vec<ArgSpec> = Vec::new();
         let mut i = 0;
@@ -581,6 +586,12 @@ impl RunCommand {
                 };
                 let flag = format!("--{opt}");
                 match opt {
+                    // Names make it an expression (`cdiv(n, BLOCK)`); numbers alone are a fixed grid.
+                    "grid" if value.contains(|c: char| c.is_ascii_alphabetic()) => {
+                        grid_expr =
+                            Some(crate::grid_expr::GridExpr::parse(value).map_err(|m| ArgError::new(&flag, m))?);
+                        grid = Some(Grid { x: 1, y: 1, z: 1 });
+                    }
                     "grid" => grid = Some(parse_grid(value)?),
                     "backend" => {
                         backend = Backend::parse(value).ok_or_else(|| {
@@ -633,6 +644,7 @@ impl RunCommand {
             file: PathBuf::from(file),
             kernel,
             grid,
+            grid_expr,
             backend,
             num_warps: warps,
             num_stages: stages,

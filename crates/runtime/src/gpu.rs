@@ -1,10 +1,17 @@
 //! The GPU-code backends: PTX from `trident-gpu`, run on the PTX emulator or on a CUDA device.
+//!
+//! Compiling goes through [`crate::compile`] (and its cache); this module
+//! runs what it produced: [`run_emu_code`] on the emulator (modelled clock),
+//! [`CudaRunner`] on device 0 (CUDA events). On CUDA the cubin `ptxas` made is
+//! loaded when there is one; otherwise, or when the driver refuses it (a cubin
+//! from a newer toolkit than the driver), the PTX goes through the driver's JIT.
 
 use crate::args::ArgValue;
-use crate::launch::{CompiledKernel, RunError};
+use crate::compile::GpuCode;
+use crate::launch::RunError;
 use std::time::Duration;
 use trident_core::{DType, HostTensor};
-use trident_gpu::{AbiType, GpuOptions, PtxKernel, Target};
+use trident_gpu::{AbiType, PtxKernel, Target};
 
 /// The raw bits of a scalar argument converted to the kernel parameter's type `d`
 /// (a Python int passed to an f32 parameter becomes that float, and so on).
@@ -24,13 +31,6 @@ pub fn scalar_bits(v: &ArgValue, d: DType) -> u64 {
     }
 }
 
-/// Lowers the compiled tile IR to PTX for `target`.
-pub fn compile_ptx(ck: &CompiledKernel, target: Target) -> Result<PtxKernel, RunError> {
-    let opts = GpuOptions { target, num_warps: ck.num_warps, num_stages: ck.num_stages, ..GpuOptions::default() };
-    trident_gpu::emit_ptx(&ck.compiled.module, &ck.compiled.kernel, &opts)
-        .map_err(|d| RunError { text: d.render(&ck.compiled.module.files) })
-}
-
 /// A run on a GPU-code backend: tensors after the launch (IR parameter order) and timing.
 pub struct GpuRun {
     /// Each argument after the launch: the tensor, or `None` for scalars (IR parameter order).
@@ -46,9 +46,25 @@ pub struct GpuRun {
 /// Clock the emulator's modelled cycles are converted at (an H100 SXM's boost clock).
 pub const EMU_CLOCK_GHZ: f64 = 1.98;
 
-/// Runs PTX on the emulator. `args` are the runtime arguments in IR parameter order.
+/// Runs PTX on the emulator (parsing it first). `args` are the runtime arguments in IR parameter order.
 pub fn run_emu(ptx: &PtxKernel, args: &[ArgValue], grid: [u32; 3], reps: usize) -> Result<GpuRun, RunError> {
     let module = trident_emu::Module::parse(&ptx.ptx).map_err(|e| RunError::msg(format!("emulator: {e}")))?;
+    run_emu_module(&module, ptx, args, grid, reps)
+}
+
+/// Runs compiled GPU code on the emulator (its PTX parsed once per loaded kernel).
+pub fn run_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps: usize) -> Result<GpuRun, RunError> {
+    let module = code.emu_module()?;
+    run_emu_module(&module, &code.ptx, args, grid, reps)
+}
+
+fn run_emu_module(
+    module: &trident_emu::Module,
+    ptx: &PtxKernel,
+    args: &[ArgValue],
+    grid: [u32; 3],
+    reps: usize,
+) -> Result<GpuRun, RunError> {
     let mut samples = vec![];
     let mut last = None;
     for _ in 0..reps.max(1) {
@@ -68,12 +84,12 @@ pub fn run_emu(ptx: &PtxKernel, args: &[ArgValue], grid: [u32; 3], reps: usize) 
             dynamic_shared_bytes: ptx.shared_bytes,
             ..Default::default()
         };
-        let report = trident_emu::launch(&module, &ptx.entry, &cfg, &mut kargs)
+        let report = trident_emu::launch(module, &ptx.entry, &cfg, &mut kargs)
             .map_err(|e| RunError::msg(format!("emulator: {e}")))?;
         samples.push(Duration::from_secs_f64(report.cycles as f64 / (EMU_CLOCK_GHZ * 1e9)));
         last = Some((kargs, report));
     }
-    let (kargs, report) = last.expect("at least one repetition");
+    let Some((kargs, report)) = last else { return Err(RunError::msg("internal: no emulator run")) };
     let tensors = kargs
         .into_iter()
         .map(|a| match a {
@@ -81,7 +97,8 @@ pub fn run_emu(ptx: &PtxKernel, args: &[ArgValue], grid: [u32; 3], reps: usize) 
             _ => None,
         })
         .collect();
-    Ok(GpuRun { tensors, printed: report.printf, kernel_time: *samples.last().unwrap(), samples })
+    let kernel_time = samples.last().copied().unwrap_or_default();
+    Ok(GpuRun { tensors, printed: report.printf, kernel_time, samples })
 }
 
 /// Whether a CUDA driver and at least one device are present.
@@ -102,69 +119,156 @@ fn cuda_err(e: trident_cuda::CudaError) -> RunError {
     RunError::msg(format!("cuda: {e}"))
 }
 
-/// Compiles for device 0 and runs there: `warmup` untimed launches, then `reps` launches
-/// each timed with CUDA events. Outputs are those of the last launch.
-pub fn run_cuda(
-    ck: &CompiledKernel,
+/// A kernel loaded on CUDA device 0.
+#[derive(Clone)]
+pub struct CudaLoaded {
+    dev: trident_cuda::Device,
+    kernel: trident_cuda::Kernel,
+}
+
+impl std::fmt::Debug for CudaLoaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaLoaded").field("kernel", &self.kernel.name()).finish()
+    }
+}
+
+/// Loads `code` on device 0, once per loaded kernel: the cubin when there is
+/// one and the driver takes it, else the PTX through the driver's JIT.
+fn cuda_load(code: &GpuCode) -> Result<CudaLoaded, RunError> {
+    code.cuda
+        .get_or_init(|| {
+            let dev = trident_cuda::Device::open(0).map_err(|e| format!("cuda: {e}"))?;
+            let from_cubin = code.cubin.as_deref().and_then(|c| trident_cuda::Module::load_cubin(&dev, c).ok());
+            let module = match from_cubin {
+                Some(m) => m,
+                None => trident_cuda::Module::load_ptx(&dev, &code.ptx.ptx).map_err(|e| format!("cuda: {e}"))?,
+            };
+            let kernel = module.kernel(&code.ptx.entry).map_err(|e| format!("cuda: {e}"))?;
+            Ok(CudaLoaded { dev, kernel })
+        })
+        .clone()
+        .map_err(RunError::msg)
+}
+
+/// One kernel's arguments on device 0, ready for repeated timed launches
+/// (the autotuner's runs, `trident bench`).
+pub struct CudaRunner {
+    loaded: CudaLoaded,
+    args: Vec<ArgValue>,
+    bufs: Vec<Option<trident_cuda::DeviceBuffer>>,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared: u32,
+    params: Vec<AbiType>,
+}
+
+impl CudaRunner {
+    /// Loads `code` (once per kernel) and uploads the arguments (IR parameter order).
+    pub fn new(code: &GpuCode, args: &[ArgValue], grid: [u32; 3]) -> Result<CudaRunner, RunError> {
+        use trident_cuda::DeviceBuffer;
+        let loaded = cuda_load(code)?;
+        let mut bufs = vec![];
+        for v in args {
+            bufs.push(match v {
+                ArgValue::Tensor(t) => Some(DeviceBuffer::from_host(&loaded.dev, t).map_err(cuda_err)?),
+                _ => None,
+            });
+        }
+        Ok(CudaRunner {
+            loaded,
+            args: args.to_vec(),
+            bufs,
+            grid,
+            block: [code.ptx.num_threads, 1, 1],
+            shared: code.ptx.shared_bytes,
+            params: code.ptx.params.iter().map(|p| p.ty.clone()).collect(),
+        })
+    }
+
+    /// Launches `warmup` times untimed, then `reps` times each timed with CUDA events.
+    pub fn time(&self, warmup: usize, reps: usize) -> Result<Vec<Duration>, RunError> {
+        use trident_cuda::{Event, Param};
+        let params: Vec<Param> = self
+            .params
+            .iter()
+            .zip(self.args.iter().zip(&self.bufs))
+            .map(|(ty, (v, b))| match (ty, b) {
+                (_, Some(buf)) => Param::Ptr(buf),
+                (AbiType::Pointer(_), None) => Param::DevicePtr(0),
+                (AbiType::Scalar(d), None) => {
+                    let bits = scalar_bits(v, *d);
+                    match ty.ptx_type() {
+                        "u64" => Param::U64(bits),
+                        "f64" => Param::F64(f64::from_bits(bits)),
+                        "f32" => Param::F32(f32::from_bits(bits as u32)),
+                        _ => Param::U32(bits as u32),
+                    }
+                }
+            })
+            .collect();
+        let dev = &self.loaded.dev;
+        let stream = dev.default_stream();
+        let prepared =
+            trident_cuda::PreparedLaunch::new(&self.loaded.kernel, self.grid, self.block, self.shared, &params)
+                .map_err(cuda_err)?;
+        let (start, end) = (Event::new(dev).map_err(cuda_err)?, Event::new(dev).map_err(cuda_err)?);
+        for _ in 0..warmup {
+            prepared.launch(&stream).map_err(cuda_err)?;
+        }
+        let mut samples = vec![];
+        for _ in 0..reps.max(1) {
+            start.record(&stream).map_err(cuda_err)?;
+            prepared.launch(&stream).map_err(cuda_err)?;
+            end.record(&stream).map_err(cuda_err)?;
+            end.synchronize().map_err(cuda_err)?;
+            let ms = Event::elapsed_ms(&start, &end).map_err(cuda_err)?;
+            samples.push(Duration::from_secs_f64(ms as f64 / 1e3));
+        }
+        dev.synchronize().map_err(cuda_err)?;
+        Ok(samples)
+    }
+
+    /// Zeroes argument `i`'s device buffer (`reset_to_zero`).
+    pub fn zero(&self, i: usize) -> Result<(), RunError> {
+        match self.bufs.get(i) {
+            Some(Some(b)) => b.memset(0).map_err(cuda_err),
+            _ => Ok(()),
+        }
+    }
+
+    /// Uploads argument `i`'s host value again (`restore_value`).
+    pub fn restore(&self, i: usize) -> Result<(), RunError> {
+        match (self.bufs.get(i), self.args.get(i)) {
+            (Some(Some(b)), Some(ArgValue::Tensor(t))) => b.upload(t).map_err(cuda_err),
+            _ => Ok(()),
+        }
+    }
+
+    /// The tensors on the device (IR parameter order; `None` for scalars).
+    pub fn download(&self) -> Result<Vec<Option<HostTensor>>, RunError> {
+        let mut tensors = vec![];
+        for (v, b) in self.args.iter().zip(&self.bufs) {
+            tensors.push(match (v, b) {
+                (ArgValue::Tensor(t), Some(buf)) => Some(buf.to_host(t.dtype, &t.shape).map_err(cuda_err)?),
+                _ => None,
+            });
+        }
+        Ok(tensors)
+    }
+}
+
+/// Runs compiled GPU code on device 0: `warmup` untimed launches, then `reps`
+/// launches each timed with CUDA events. Outputs are those of the last launch.
+pub fn run_cuda_code(
+    code: &GpuCode,
     args: &[ArgValue],
     grid: [u32; 3],
     warmup: usize,
     reps: usize,
-) -> Result<(PtxKernel, GpuRun), RunError> {
-    use trident_cuda::{DeviceBuffer, Event, Param};
-    let dev = trident_cuda::Device::open(0).map_err(cuda_err)?;
-    let ptx = compile_ptx(ck, target_for(dev.info().compute_capability))?;
-    let module = trident_cuda::Module::load_ptx(&dev, &ptx.ptx).map_err(cuda_err)?;
-    let kernel = module.kernel(&ptx.entry).map_err(cuda_err)?;
-    let mut bufs: Vec<Option<DeviceBuffer>> = vec![];
-    for v in args {
-        bufs.push(match v {
-            ArgValue::Tensor(t) => Some(DeviceBuffer::from_host(&dev, t).map_err(cuda_err)?),
-            _ => None,
-        });
-    }
-    let params: Vec<Param> = ptx
-        .params
-        .iter()
-        .zip(args.iter().zip(&bufs))
-        .map(|(p, (v, b))| match (&p.ty, b) {
-            (_, Some(buf)) => Param::Ptr(buf),
-            (AbiType::Pointer(_), None) => Param::DevicePtr(0),
-            (AbiType::Scalar(d), None) => {
-                let bits = scalar_bits(v, *d);
-                match p.ty.ptx_type() {
-                    "u64" => Param::U64(bits),
-                    "f64" => Param::F64(f64::from_bits(bits)),
-                    "f32" => Param::F32(f32::from_bits(bits as u32)),
-                    _ => Param::U32(bits as u32),
-                }
-            }
-        })
-        .collect();
-    let stream = dev.default_stream();
-    let prepared = trident_cuda::PreparedLaunch::new(&kernel, grid, [ptx.num_threads, 1, 1], ptx.shared_bytes, &params)
-        .map_err(cuda_err)?;
-    let (start, end) = (Event::new(&dev).map_err(cuda_err)?, Event::new(&dev).map_err(cuda_err)?);
-    for _ in 0..warmup {
-        prepared.launch(&stream).map_err(cuda_err)?;
-    }
-    let mut samples = vec![];
-    for _ in 0..reps.max(1) {
-        start.record(&stream).map_err(cuda_err)?;
-        prepared.launch(&stream).map_err(cuda_err)?;
-        end.record(&stream).map_err(cuda_err)?;
-        end.synchronize().map_err(cuda_err)?;
-        let ms = Event::elapsed_ms(&start, &end).map_err(cuda_err)?;
-        samples.push(Duration::from_secs_f64(ms as f64 / 1e3));
-    }
-    dev.synchronize().map_err(cuda_err)?;
-    let mut tensors = vec![];
-    for (v, b) in args.iter().zip(&bufs) {
-        tensors.push(match (v, b) {
-            (ArgValue::Tensor(t), Some(buf)) => Some(buf.to_host(t.dtype, &t.shape).map_err(cuda_err)?),
-            _ => None,
-        });
-    }
-    let kernel_time = *samples.last().unwrap();
-    Ok((ptx, GpuRun { tensors, printed: String::new(), kernel_time, samples }))
+) -> Result<GpuRun, RunError> {
+    let runner = CudaRunner::new(code, args, grid)?;
+    let samples = runner.time(warmup, reps)?;
+    let tensors = runner.download()?;
+    let kernel_time = samples.last().copied().unwrap_or_default();
+    Ok(GpuRun { tensors, printed: String::new(), kernel_time, samples })
 }

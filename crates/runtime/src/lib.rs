@@ -10,16 +10,26 @@
 //! * [`autotune`]: benchmarks `@triton.autotune` configs and remembers the
 //!   winner per key on disk.
 //!
-//! * [`launch`]: one launch API across backends: bind arguments, compile, run.
+//! * [`launch`]: one launch API across backends: bind arguments, choose the
+//!   config, compile through the cache, run.
+//! * [`compile`]: one specialization through the compile cache (keys, entries, decoding).
+//! * [`tuning`]: `@triton.autotune` in the launch path (pinning, timers, input protection).
+//! * [`session`]: what launches share: the cache, loaded kernels, autotuners.
+//! * [`grid_expr`]: grids computed from arguments and constexprs (`cdiv(M, BLOCK_M)`).
+//! * [`gpu`]: running PTX on the emulator and on CUDA.
 
 #![warn(missing_docs)]
 
 pub mod args;
 pub mod autotune;
 pub mod cache;
+pub mod compile;
 pub mod gpu;
+pub mod grid_expr;
 pub mod launch;
 pub mod npy;
 pub mod rng;
+pub mod session;
+pub mod tuning;
 
 pub use args::{Arg, ArgError, ArgSpec, ArgValue, Backend, Grid, RunCommand, SaveSpec, TensorKind, ValueSpec};
