@@ -128,11 +128,27 @@ pub fn scratch_bytes(f: &Function, op: Op) -> Result<u64, String> {
     })
 }
 
-/// Plans shared memory for `f`; fails when it exceeds the limit.
+/// Bytes of a `local_alloc` buffer.
+pub fn buffer_bytes(f: &Function, op: Op) -> u64 {
+    let t = f.ty(f.ops[op].results[0]);
+    t.numel() * crate::ptx::regs::mem_bytes(t.elem()) as u64
+}
+
+/// Plans shared memory for `f`; fails when it exceeds the limit. Buffers (`local_alloc`)
+/// come first, each 128-byte aligned; scratch space follows them.
 pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, Diagnostic> {
     let mut plan = SharedPlan::default();
     let mut biggest: Option<(Op, u64)> = None;
+    let mut buffers = 0u64;
+    let mut scratch_ops = vec![];
     for op in f.all_ops() {
+        if matches!(f.ops[op].kind, OpKind::LocalAlloc) {
+            let bytes = align(buffer_bytes(f, op), 128);
+            plan.offsets.insert(op, buffers as u32);
+            plan.sizes.insert(op, bytes as u32);
+            buffers += bytes;
+            continue;
+        }
         let bytes = scratch_bytes(f, op).map_err(|e| {
             let d = Diagnostic::error(format!("cannot plan shared memory: {e}"));
             if f.ops[op].loc.is_unknown() {
@@ -143,30 +159,37 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, Diagno
         })?;
         if bytes > 0 {
             let bytes = align(bytes, 16);
-            plan.offsets.insert(op, 0);
-            plan.sizes.insert(op, bytes as u32);
+            scratch_ops.push((op, bytes));
             if biggest.is_none_or(|(_, b)| bytes > b) {
                 biggest = Some((op, bytes));
             }
         }
     }
-    let total = biggest.map_or(0, |(_, b)| b);
+    for (op, bytes) in scratch_ops {
+        plan.offsets.insert(op, buffers as u32);
+        plan.sizes.insert(op, bytes as u32);
+    }
+    let scratch = biggest.map_or(0, |(_, b)| b);
+    let total = buffers + scratch;
     let limit = opts.shared_limit() as u64;
     if total > limit {
-        let (op, bytes) = biggest.expect("nonzero total");
-        let d = &f.ops[op];
-        let what = d.kind.name();
-        let ty = d.operands.first().map(|&v| f.ty(v).to_string()).unwrap_or_default();
         let mut diag = Diagnostic::error(format!(
             "kernel `{}` needs {total} bytes of shared memory, more than the {limit} bytes {} allows",
             f.name, opts.target
-        ))
-        .note(format!("the largest user is `{what}` of `{ty}`, needing {bytes} bytes"))
-        .note("use smaller blocks (or fewer pipeline stages)");
-        if !d.loc.is_unknown() {
-            diag = diag.at(d.loc, 1);
+        ));
+        if buffers > 0 {
+            diag = diag.note(format!("{buffers} bytes are pipeline buffers ({} stages)", opts.num_stages));
         }
-        return Err(diag);
+        if let Some((op, bytes)) = biggest {
+            let d = &f.ops[op];
+            let ty = d.operands.first().map(|&v| f.ty(v).to_string()).unwrap_or_default();
+            diag =
+                diag.note(format!("the largest scratch user is `{}` of `{ty}`, needing {bytes} bytes", d.kind.name()));
+            if !d.loc.is_unknown() {
+                diag = diag.at(d.loc, 1);
+            }
+        }
+        return Err(diag.note("use smaller blocks or fewer pipeline stages"));
     }
     plan.total = total as u32;
     Ok(plan)

@@ -1,71 +1,173 @@
 //! Barrier insertion.
 //!
-//! Every op that uses shared memory writes it first and reads it last (its own write →
-//! read barrier is part of its lowering). So a barrier is needed before such an op
-//! exactly when another shared-memory op may have run since the last barrier: its
-//! reads could still be in flight when this op overwrites the space (scratch space is
-//! shared by every op). A forward walk tracks "accesses pending"; loops are entered
-//! with their own accesses pending (the previous iteration's).
+//! Two kinds of shared memory: *scratch* (every data-exchanging op writes it first and
+//! reads it last, its own write → read barrier being part of its lowering; all scratch
+//! users share one region) and *buffers* (`local_alloc`, read by `local_load`). A forward
+//! walk tracks what may be pending since the last barrier: a scratch op needs a barrier
+//! when any scratch access is pending; a buffer read needs one after a pending write of
+//! that buffer and a buffer write after any pending access of it. `async_copy` writes are
+//! ordered by the pipeliner's own `async_wait` + `barrier` protocol and are not tracked.
+//! Loops are entered with their own accesses pending (the previous iteration's).
 
 use super::alloc_shared::scratch_bytes;
-use trident_ir::{Block, Function, Loc, Op, OpKind};
+use std::collections::HashSet;
+use trident_ir::{Block, Function, Loc, Op, OpKind, Value, ValueDef};
 
 /// Inserts `barrier` ops; returns how many.
 pub fn insert_barriers(f: &mut Function) -> usize {
     let body = f.body;
     let mut n = 0;
-    walk(f, body, false, &mut n);
+    walk(f, body, State::default(), &mut n);
     n
 }
 
-fn uses_smem(f: &Function, op: Op) -> bool {
-    match f.ops[op].kind {
-        OpKind::LocalAlloc | OpKind::LocalLoad | OpKind::LocalStore | OpKind::AsyncCopy => true,
-        _ => scratch_bytes(f, op).unwrap_or(0) > 0,
+#[derive(Clone, Default, PartialEq)]
+struct State {
+    scratch: bool,
+    reads: HashSet<Op>,
+    writes: HashSet<Op>,
+}
+
+impl State {
+    fn join(&mut self, o: &State) {
+        self.scratch |= o.scratch;
+        self.reads.extend(o.reads.iter().copied());
+        self.writes.extend(o.writes.iter().copied());
     }
 }
 
-fn block_uses_smem(f: &Function, b: Block) -> bool {
-    let mut any = false;
-    f.walk_block(b, &mut |op| any |= uses_smem(f, op));
-    any
+/// The `local_alloc` a buffer view comes from.
+fn root(f: &Function, mut v: Value) -> Option<Op> {
+    loop {
+        match f.values[v].def {
+            ValueDef::Result(op, _) => match f.ops[op].kind {
+                OpKind::LocalAlloc => return Some(op),
+                OpKind::MemDescIndex => v = f.ops[op].operands[0],
+                _ => return None,
+            },
+            ValueDef::Arg(..) => return None,
+        }
+    }
 }
 
-/// Walks `b` with `pending` accesses at entry; returns whether accesses are pending at exit.
-fn walk(f: &mut Function, b: Block, mut pending: bool, n: &mut usize) -> bool {
+fn walk(f: &mut Function, b: Block, mut st: State, n: &mut usize) -> State {
     let ops: Vec<Op> = f.blocks[b].ops.clone();
     for op in ops {
         let kind = f.ops[op].kind.clone();
+        let mut need = false;
         match kind {
-            OpKind::Barrier => pending = false,
+            OpKind::Barrier => {
+                st = State::default();
+                continue;
+            }
             OpKind::For | OpKind::While => {
                 let regions = f.ops[op].regions.clone();
-                let inner = regions.iter().any(|&r| block_uses_smem(f, r));
-                let mut p = pending || inner;
-                for r in regions {
-                    p = walk(f, r, p, n) || inner;
+                // Iterate to a fixed point of the state at the loop head.
+                let mut head = st.clone();
+                for _ in 0..3 {
+                    let mut s = head.clone();
+                    for &r in &regions {
+                        s = dry_walk(f, r, s);
+                    }
+                    let mut next = st.clone();
+                    next.join(&s);
+                    if next == head {
+                        break;
+                    }
+                    head = next;
                 }
-                pending = p;
+                let mut s = head;
+                for r in regions {
+                    s = walk(f, r, s, n);
+                }
+                st.join(&s);
+                continue;
             }
             OpKind::If => {
                 let regions = f.ops[op].regions.clone();
-                let mut out = pending;
+                let mut out = st.clone();
                 for r in regions {
-                    out |= walk(f, r, pending, n);
+                    let s = walk(f, r, st.clone(), n);
+                    out.join(&s);
                 }
-                pending = out;
+                st = out;
+                continue;
+            }
+            OpKind::LocalLoad => {
+                if let Some(buf) = root(f, f.ops[op].operands[0]) {
+                    need = st.writes.contains(&buf);
+                    if need {
+                        st = State::default();
+                    }
+                    st.reads.insert(buf);
+                }
+            }
+            OpKind::LocalStore => {
+                if let Some(buf) = root(f, f.ops[op].operands[0]) {
+                    need = st.writes.contains(&buf) || st.reads.contains(&buf);
+                    if need {
+                        st = State::default();
+                    }
+                    st.writes.insert(buf);
+                }
             }
             _ => {
-                if uses_smem(f, op) {
-                    if pending {
-                        let bar = f.new_op(OpKind::Barrier, &[], &[], Loc::UNKNOWN);
-                        f.insert_op_before(op, bar);
-                        *n += 1;
+                if scratch_bytes(f, op).unwrap_or(0) > 0 {
+                    need = st.scratch;
+                    if need {
+                        st = State::default();
                     }
-                    pending = true;
+                    st.scratch = true;
+                }
+            }
+        }
+        if need {
+            let bar = f.new_op(OpKind::Barrier, &[], &[], Loc::UNKNOWN);
+            f.insert_op_before(op, bar);
+            *n += 1;
+        }
+    }
+    st
+}
+
+/// The state after `b` without inserting anything (barriers the walk would insert clear it).
+fn dry_walk(f: &Function, b: Block, mut st: State) -> State {
+    for &op in &f.blocks[b].ops {
+        match &f.ops[op].kind {
+            OpKind::Barrier => st = State::default(),
+            OpKind::For | OpKind::While | OpKind::If => {
+                let mut out = st.clone();
+                for &r in &f.ops[op].regions {
+                    let s = dry_walk(f, r, st.clone());
+                    out.join(&s);
+                }
+                st = out;
+            }
+            OpKind::LocalLoad => {
+                if let Some(buf) = root(f, f.ops[op].operands[0]) {
+                    if st.writes.contains(&buf) {
+                        st = State::default();
+                    }
+                    st.reads.insert(buf);
+                }
+            }
+            OpKind::LocalStore => {
+                if let Some(buf) = root(f, f.ops[op].operands[0]) {
+                    if st.writes.contains(&buf) || st.reads.contains(&buf) {
+                        st = State::default();
+                    }
+                    st.writes.insert(buf);
+                }
+            }
+            _ => {
+                if scratch_bytes(f, op).unwrap_or(0) > 0 {
+                    if st.scratch {
+                        st = State::default();
+                    }
+                    st.scratch = true;
                 }
             }
         }
     }
-    pending
+    st
 }

@@ -2,13 +2,15 @@
 //! manager can verify and dump the IR after each.
 //!
 //! Pipeline ([`gpu_pipeline`]): `gpu-assign-layouts` (axis analysis, coalescing, mma
-//! layouts, conversions), `gpu-remove-converts`, `gpu-alloc-shared` (checks the budget),
+//! layouts, conversions), `gpu-remove-converts`, `gpu-pipeline` (cp.async multi-buffering of
+//! dot operands, `num_stages`), `gpu-alloc-shared` (checks the budget),
 //! `gpu-insert-barriers`.
 
 pub mod alloc_shared;
 pub mod assign_layouts;
 pub mod barriers;
 pub mod coalesce;
+pub mod pipeline;
 pub mod remove_converts;
 
 use crate::options::GpuOptions;
@@ -19,6 +21,8 @@ use trident_opt::{Pass, PassManager};
 pub struct AssignLayouts(pub GpuOptions);
 /// Folds and rematerialises layout conversions (see `remove_converts`).
 pub struct RemoveConverts;
+/// Software-pipelines loops feeding dots (see `pipeline`).
+pub struct Pipeline(pub GpuOptions);
 /// Checks that shared memory fits (the plan itself is recomputed from the IR when emitting).
 pub struct AllocShared(pub GpuOptions);
 /// Inserts barriers between shared-memory users (see `barriers`).
@@ -48,6 +52,19 @@ impl Pass for RemoveConverts {
             return Ok(false);
         }
         Ok(remove_converts::remove_converts(f) > 0)
+    }
+}
+
+impl Pass for Pipeline {
+    fn name(&self) -> &'static str {
+        "gpu-pipeline"
+    }
+
+    fn run_on_function(&self, f: &mut Function) -> Result<bool, Diagnostic> {
+        if !f.kernel {
+            return Ok(false);
+        }
+        Ok(pipeline::pipeline_loops(f, &self.0) > 0)
     }
 }
 
@@ -82,6 +99,7 @@ pub fn gpu_passes(opts: &GpuOptions) -> Vec<Box<dyn Pass>> {
     vec![
         Box::new(AssignLayouts(opts.clone())),
         Box::new(RemoveConverts),
+        Box::new(Pipeline(opts.clone())),
         Box::new(AllocShared(opts.clone())),
         Box::new(InsertBarriers),
     ]

@@ -29,6 +29,95 @@ pub struct MmaKind {
     pub tf32: bool,
 }
 
+/// How an mma operand tile sits in shared memory for `ldmatrix`: which dim is stored
+/// contiguously, whether `ldmatrix.trans` is needed, and the XOR swizzle.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct MmaTile {
+    /// The dim stored contiguously.
+    pub fast: usize,
+    pub trans: bool,
+    pub k_width: u32,
+    pub vec: u32,
+    pub per_phase: u32,
+    pub max_phase: u32,
+}
+
+impl MmaTile {
+    /// The tile for converting from `src` (the layout the data arrives in, which decides
+    /// the contiguous dim) to operand layout `dst`; `None` when `ldmatrix` cannot read it.
+    pub fn choose(src: &LinearLayout, dst: &LinearLayout, op_idx: u8, k_width: u32, bytes: u32) -> Option<MmaTile> {
+        if dst.rank() != 2 || !matches!(bytes, 1 | 2 | 4) || bytes * k_width != 4 {
+            return None;
+        }
+        let kdim = if op_idx == 0 { 1 } else { 0 };
+        let other = 1 - kdim;
+        let fast = if src.contig_regs(other) > src.contig_regs(kdim) { other } else { kdim };
+        let slow = 1 - fast;
+        let unit = 1u64 << crate::layout::linear::dim_shifts(&dst.shape)[fast];
+        let kw = k_width as usize;
+        let trans = fast != kdim;
+        let ok = if trans {
+            bytes == 2
+                && dst.lane.len() == 5
+                && dst.lane[2] == unit
+                && dst.lane[3] == 2 * unit
+                && dst.lane[4] == 4 * unit
+        } else {
+            let lg = kw.trailing_zeros() as usize;
+            dst.reg.len() > lg
+                && (0..lg).all(|b| dst.reg[b] == unit << b)
+                && dst.lane.len() == 5
+                && dst.lane[0] == unit * kw as u64
+                && dst.lane[1] == unit * 2 * kw as u64
+        };
+        let row_bytes = dst.shape[fast] * bytes;
+        if !ok || row_bytes < 16 || dst.shape[slow] < 8 {
+            return None;
+        }
+        Some(MmaTile {
+            fast,
+            trans,
+            k_width,
+            vec: 16 / bytes,
+            per_phase: (128 / row_bytes).max(1),
+            max_phase: (row_bytes / 16).clamp(1, 8),
+        })
+    }
+
+    /// The shared layout (`order` for a 2-D tile; a leading stage dim goes last).
+    pub fn order(&self, rank: usize) -> Vec<u32> {
+        let mut o = if self.fast == 1 {
+            vec![rank as u32 - 1, rank as u32 - 2]
+        } else {
+            vec![rank as u32 - 2, rank as u32 - 1]
+        };
+        o.extend((0..rank as u32 - 2).rev());
+        o
+    }
+
+    pub fn layout(&self, rank: usize) -> Layout {
+        Layout::Shared {
+            vec: self.vec,
+            per_phase: self.per_phase,
+            max_phase: self.max_phase,
+            order: self.order(rank).into_iter().collect(),
+        }
+    }
+
+    pub fn shared(&self, shape: &[u32]) -> Result<crate::layout::SharedLinear, String> {
+        crate::layout::build::shared(shape, self.vec, self.per_phase, self.max_phase, &self.order(shape.len()))
+    }
+
+    /// Recovers the tile parameters of an operand read from a shared layout.
+    pub fn from_shared(l: &Layout, dst: &LinearLayout, k_width: u32, op_idx: u8) -> Option<MmaTile> {
+        let Layout::Shared { vec, per_phase, max_phase, order } = l else { return None };
+        let fast = *order.first()? as usize;
+        let kdim = if op_idx == 0 { 1 } else { 0 };
+        let _ = dst;
+        Some(MmaTile { fast, trans: fast != kdim, k_width, vec: *vec, per_phase: *per_phase, max_phase: *max_phase })
+    }
+}
+
 /// The `mma.sync` shape for operands `a`, `b` with `precision`, on compute capability `cc`.
 pub fn mma_kind(a: DType, b: DType, precision: InputPrecision, cc: u32) -> Option<MmaKind> {
     use DType::*;
@@ -76,50 +165,33 @@ impl Emitter<'_> {
         else {
             return Ok(None);
         };
-        let elem = f.ty(res).elem();
-        let bytes = super::regs::mem_bytes(elem);
-        if dst.rank() != 2 || !matches!(bytes, 1 | 2 | 4) || bytes * k_width != 4 {
-            return Ok(None);
-        }
-        let kdim = if op_idx == 0 { 1 } else { 0 };
-        let other = 1 - kdim;
-        // The tile is stored with the source's contiguous dim fastest.
-        let fast = if src.contig_regs(other) > src.contig_regs(kdim) { other } else { kdim };
-        let slow = 1 - fast;
-        let shifts = crate::layout::linear::dim_shifts(&dst.shape);
-        let unit = 1u64 << shifts[fast];
-        let kw = k_width as usize;
-        let trans = fast != kdim;
-        let ok = if trans {
-            bytes == 2
-                && dst.lane.len() == 5
-                && dst.lane[2] == unit
-                && dst.lane[3] == 2 * unit
-                && dst.lane[4] == 4 * unit
-        } else {
-            let lg = kw.trailing_zeros() as usize;
-            dst.reg.len() > lg
-                && (0..lg).all(|b| dst.reg[b] == unit << b)
-                && dst.lane.len() == 5
-                && dst.lane[0] == unit * kw as u64
-                && dst.lane[1] == unit * 2 * kw as u64
-        };
-        let row_bytes = dst.shape[fast] * bytes;
-        if !ok || row_bytes < 16 || dst.shape[slow] < 8 {
-            return Ok(None);
-        }
-        let vec = 16 / bytes;
-        let per_phase = (128 / row_bytes).max(1);
-        let max_phase = (row_bytes / 16).clamp(1, 8);
-        let order = if fast == 1 { [1u32, 0] } else { [0u32, 1] };
-        let sl = crate::layout::build::shared(&dst.shape, vec, per_phase, max_phase, &order)
-            .map_err(|e| self.err(format!("internal: {e}")))?;
-        let offset = sl.offset_fn();
-        let off = self.smem_offset(op)? as u64;
+        let bytes = super::regs::mem_bytes(f.ty(res).elem());
+        let Some(tile) = MmaTile::choose(src, dst, op_idx, k_width, bytes) else { return Ok(None) };
+        let sl = tile.shared(&dst.shape).map_err(|e| self.err(format!("internal: {e}")))?;
+        let off = self.smem_offset(op)?;
         let base = self.smem_base();
-        self.barrier_before(op);
-        // ---- stores: `w` consecutive source registers along the fast dim at a time ----
-        let w = src.contig_regs(fast).min(vec) as usize;
+        let addr = self.new_reg(RegClass::B32);
+        self.ins(format!("add.u32 {addr}, {base}, {off}"));
+        self.store_tile(&sl, src, regs, bytes, addr, None)?;
+        self.ins("bar.sync 0");
+        let signed = f.ty(res).elem().num().is_some_and(|d| d.is_signed_int());
+        Ok(Some(self.ldmatrix_tile(&sl, dst, &tile, bytes, addr, signed)?))
+    }
+
+    /// Stores a distributed tile into a shared buffer at `addr` laid out by `sl`, `w`
+    /// elements per instruction (as many consecutive elements of the fast dim as the
+    /// layout and the swizzle allow). With `cp_async`, copies from the global pointers
+    /// `regs` instead (masked lanes are zero-filled).
+    pub(crate) fn store_tile(
+        &mut self,
+        sl: &crate::layout::SharedLinear,
+        src: &Rc<LinearLayout>,
+        regs: &[Reg],
+        bytes: u32,
+        addr: Reg,
+        cp_async: Option<(Option<&[Reg]>, usize)>,
+    ) -> Res<()> {
+        let offset = sl.offset_fn();
         let to_off = |v: &[u64]| -> Vec<u64> { v.iter().map(|&b| offset(b)).collect() };
         let st_l = Rc::new(LinearLayout {
             shape: src.shape.clone(),
@@ -130,21 +202,51 @@ impl Emitter<'_> {
         let t_off = self.thread_flat(&st_l);
         let owner = self.owner_pred(src);
         let t_addr = self.new_reg(RegClass::B32);
-        self.ins(format!("mad.lo.u32 {t_addr}, {t_off}, {bytes}, {base}"));
+        self.ins(format!("mad.lo.u32 {t_addr}, {t_off}, {bytes}, {addr}"));
         let reg_offs: Vec<u64> = (0..src.num_regs() as u64).map(|r| offset(src.reg_part(r))).collect();
         let disjoint = super::convert::bits_disjoint(&st_l.lane, &st_l.warp, &reg_offs);
-        let p = owner.map(|p| format!("@{p} ")).unwrap_or_default();
+        // Widest run of consecutive elements that stays consecutive in shared memory.
+        let fast = sl
+            .offset
+            .first()
+            .map_or(0, |&b| crate::layout::linear::unflatten(&sl.shape, b).iter().position(|&c| c != 0).unwrap_or(0));
+        let vec_elems = {
+            let mut n = 1usize;
+            while n < sl.offset.len() && sl.offset[n] == sl.offset[0] << n {
+                n += 1;
+            }
+            1usize << n
+        };
+        let w = match cp_async {
+            Some((_, w)) => w,
+            None => (src.contig_regs(fast) as usize).min(vec_elems).min((16 / bytes) as usize).max(1),
+        };
         for g in 0..src.num_regs() / w {
             let o = reg_offs[g * w];
-            let addr = if disjoint {
-                format!("{t_addr}+{}", o * bytes as u64 + off)
+            let a = if disjoint {
+                format!("{t_addr}+{}", o * bytes as u64)
             } else {
                 let i = self.new_reg(RegClass::B32);
                 self.ins(format!("xor.b32 {i}, {t_off}, {o}"));
                 let a = self.new_reg(RegClass::B32);
-                self.ins(format!("mad.lo.u32 {a}, {i}, {bytes}, {base}"));
-                format!("{a}+{off}")
+                self.ins(format!("mad.lo.u32 {a}, {i}, {bytes}, {addr}"));
+                format!("{a}")
             };
+            if let Some((masks, _)) = cp_async {
+                let n = w as u32 * bytes;
+                let cache = if n == 16 { "cg" } else { "ca" };
+                let src_size = match masks {
+                    Some(m) => {
+                        let r = self.new_reg(RegClass::B32);
+                        self.ins(format!("selp.u32 {r}, {n}, 0, {}", m[g * w]));
+                        r.to_string()
+                    }
+                    None => n.to_string(),
+                };
+                let p = owner.map(|p| format!("@{p} ")).unwrap_or_default();
+                self.ins(format!("{p}cp.async.{cache}.shared.global [{a}], [{}], {n}, {src_size}", regs[g * w]));
+                continue;
+            }
             let words = self.pack_words(&regs[g * w..(g + 1) * w], bytes);
             let ty = match (words.len(), words[0].class) {
                 (1, RegClass::B16) if bytes == 1 => "u8".to_string(),
@@ -156,10 +258,27 @@ impl Emitter<'_> {
             } else {
                 format!("{{{}}}", words.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", "))
             };
-            self.ins(format!("{p}st.shared.{ty} [{addr}], {val}"));
+            let p = owner.map(|p| format!("@{p} ")).unwrap_or_default();
+            self.ins(format!("{p}st.shared.{ty} [{a}], {val}"));
         }
-        self.ins("bar.sync 0");
-        // ---- ldmatrix: packed register P = 4g + q comes from matrix q of load g ----
+        Ok(())
+    }
+
+    /// Reads mma operand fragments (layout `dst`) from a tile at `addr` laid out by `sl`
+    /// with `ldmatrix`: packed register P = 4g + q comes from matrix q of load g.
+    pub(crate) fn ldmatrix_tile(
+        &mut self,
+        sl: &crate::layout::SharedLinear,
+        dst: &Rc<LinearLayout>,
+        tile: &MmaTile,
+        bytes: u32,
+        addr: Reg,
+        signed: bool,
+    ) -> Res<Vec<Reg>> {
+        let offset = sl.offset_fn();
+        let to_off = |v: &[u64]| -> Vec<u64> { v.iter().map(|&b| offset(b)).collect() };
+        let kw = tile.k_width as usize;
+        let trans = tile.trans;
         let npacked = dst.num_regs() / kw;
         let nmat = npacked.min(4);
         // Lane l addresses row s = l % 8 of matrix q = (l / 8) % nmat.
@@ -169,7 +288,7 @@ impl Emitter<'_> {
                 0..=2 => {
                     let s = 1u64 << b;
                     if trans {
-                        ((s % 2), s / 2)
+                        (s % 2, s / 2)
                     } else {
                         (0, 4 * s)
                     }
@@ -189,25 +308,24 @@ impl Emitter<'_> {
             Rc::new(LinearLayout { shape: dst.shape.clone(), reg: vec![], lane: lane_bases, warp: to_off(&dst.warp) });
         let t_ld = self.thread_flat(&ld_l);
         let l_addr = self.new_reg(RegClass::B32);
-        self.ins(format!("mad.lo.u32 {l_addr}, {t_ld}, {bytes}, {base}"));
+        self.ins(format!("mad.lo.u32 {l_addr}, {t_ld}, {bytes}, {addr}"));
         let g_offs: Vec<u64> = (0..npacked / nmat).map(|g| offset(dst.reg_part((g * nmat * kw) as u64))).collect();
         let disjoint = super::convert::bits_disjoint(&ld_l.lane, &ld_l.warp, &g_offs);
         let mut out: Vec<Reg> = Vec::with_capacity(dst.num_regs());
-        let signed = elem.num().is_some_and(|d| d.is_signed_int());
         for &o in &g_offs {
-            let addr = if disjoint {
-                format!("{l_addr}+{}", o * bytes as u64 + off)
+            let a = if disjoint {
+                format!("{l_addr}+{}", o * bytes as u64)
             } else {
                 let i = self.new_reg(RegClass::B32);
                 self.ins(format!("xor.b32 {i}, {t_ld}, {o}"));
                 let a = self.new_reg(RegClass::B32);
-                self.ins(format!("mad.lo.u32 {a}, {i}, {bytes}, {base}"));
-                format!("{a}+{off}")
+                self.ins(format!("mad.lo.u32 {a}, {i}, {bytes}, {addr}"));
+                a.to_string()
             };
             let mats: Vec<Reg> = (0..nmat).map(|_| self.new_reg(RegClass::B32)).collect();
             let list = mats.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ");
             let t = if trans { ".trans" } else { "" };
-            self.ins(format!("ldmatrix.sync.aligned.m8n8.x{nmat}{t}.shared.b16 {{{list}}}, [{addr}]"));
+            self.ins(format!("ldmatrix.sync.aligned.m8n8.x{nmat}{t}.shared.b16 {{{list}}}, [{a}]"));
             for m in mats {
                 match kw {
                     1 => out.push(m),
@@ -230,7 +348,7 @@ impl Emitter<'_> {
                 }
             }
         }
-        Ok(Some(out))
+        Ok(out)
     }
 
     /// Packs `elems` (consecutive elements of `bytes` each) into as few words as a
@@ -273,8 +391,119 @@ impl Emitter<'_> {
             .collect()
     }
 
-    pub(crate) fn emit_local(&mut self, _op: Op) -> Res<()> {
-        Err(self.err("internal: shared-memory buffer ops are not emitted yet"))
+    pub(crate) fn emit_local(&mut self, op: Op) -> Res<()> {
+        let f = self.f;
+        let d = &f.ops[op];
+        match &d.kind {
+            OpKind::LocalAlloc => {
+                if !d.operands.is_empty() {
+                    return Err(self.err("internal: initialised local_alloc is not supported"));
+                }
+                let off = self.smem_offset(op)?;
+                let base = self.smem_base();
+                let r = self.new_reg(RegClass::B32);
+                self.ins(format!("add.u32 {r}, {base}, {off}"));
+                self.set(d.results[0], vec![r]);
+            }
+            OpKind::MemDescIndex => {
+                let buf = self.reg1(d.operands[0])?;
+                let idx = self.reg1(d.operands[1])?;
+                let t = f.ty(d.results[0]);
+                let stage = t.numel() * super::regs::mem_bytes(t.elem()) as u64;
+                let r = self.new_reg(RegClass::B32);
+                self.ins(format!("mad.lo.u32 {r}, {idx}, {stage}, {buf}"));
+                self.set(d.results[0], vec![r]);
+            }
+            OpKind::AsyncCommitGroup => self.ins("cp.async.commit_group"),
+            OpKind::AsyncWait { pending } => self.ins(format!("cp.async.wait_group {pending}")),
+            OpKind::AsyncCopy => {
+                let view = d.operands[0];
+                let ptr = d.operands[1];
+                let mask = d.operands.get(2).copied();
+                let addr = self.reg1(view)?;
+                let vt = f.ty(view);
+                let sl = crate::layout::shared_of(
+                    &f.layouts,
+                    vt.layout().ok_or_else(|| self.err("buffer without layout"))?,
+                    vt.shape(),
+                )
+                .map_err(|e| self.err(format!("internal: {e}")))?;
+                let l = self.ll(ptr)?.ok_or_else(|| self.err("async_copy of a scalar"))?;
+                let bytes = super::regs::mem_bytes(vt.elem());
+                let w = self.vector_width(ptr, mask, &l, bytes);
+                let ptrs = self.regs(ptr)?;
+                let masks = match mask {
+                    Some(m) => Some(self.regs(m)?),
+                    None => None,
+                };
+                if matches!(w as u32 * bytes, 4 | 8 | 16) {
+                    self.store_tile(&sl, &l, &ptrs, bytes, addr, Some((masks.as_deref(), w)))?;
+                } else {
+                    // Too narrow for cp.async: load (zero-filling masked lanes) and store synchronously.
+                    let class = super::regs::class_of(vt.elem());
+                    let mut vals = vec![];
+                    for (i, &p) in ptrs.iter().enumerate() {
+                        let r = self.new_reg(class);
+                        self.ins(format!("mov.{} {r}, 0", class.btype()));
+                        let pred = masks.as_ref().map(|m| format!("@{} ", m[i])).unwrap_or_default();
+                        let ty = match bytes {
+                            1 => "u8",
+                            2 => "b16",
+                            4 => "b32",
+                            _ => "b64",
+                        };
+                        self.ins(format!("{pred}ld.global.{ty} {r}, [{p}]"));
+                        vals.push(r);
+                    }
+                    self.store_tile(&sl, &l, &vals, bytes, addr, None)?;
+                }
+            }
+            OpKind::LocalLoad => {
+                let view = d.operands[0];
+                let res = d.results[0];
+                let addr = self.reg1(view)?;
+                let vt = f.ty(view);
+                let vid = vt.layout().ok_or_else(|| self.err("buffer without layout"))?;
+                let vl = f.layouts.get(vid).cloned().ok_or_else(|| self.err("buffer without layout"))?;
+                let sl = crate::layout::shared_of(&f.layouts, vid, vt.shape())
+                    .map_err(|e| self.err(format!("internal: {e}")))?;
+                let dst = self.ll(res)?.ok_or_else(|| self.err("local_load of a scalar"))?;
+                let bytes = super::regs::mem_bytes(vt.elem());
+                if let Some(Layout::DotOperand { op_idx, k_width, .. }) =
+                    f.ty(res).layout().and_then(|id| f.layouts.get(id))
+                {
+                    if let Some(tile) = MmaTile::from_shared(&vl, &dst, *k_width, *op_idx) {
+                        let signed = vt.elem().num().is_some_and(|t| t.is_signed_int());
+                        let out = self.ldmatrix_tile(&sl, &dst, &tile, bytes, addr, signed)?;
+                        self.set(res, out);
+                        return Ok(());
+                    }
+                }
+                // Any other layout: one element at a time.
+                let offset = sl.offset_fn();
+                let lt = Rc::new(LinearLayout {
+                    shape: dst.shape.clone(),
+                    reg: vec![],
+                    lane: dst.lane.iter().map(|&b| offset(b)).collect(),
+                    warp: dst.warp.iter().map(|&b| offset(b)).collect(),
+                });
+                let t = self.thread_flat(&lt);
+                let class = super::regs::class_of(vt.elem());
+                let mut out = vec![];
+                for r in 0..dst.num_regs() as u64 {
+                    let o = offset(dst.reg_part(r));
+                    let i = self.new_reg(RegClass::B32);
+                    self.ins(format!("xor.b32 {i}, {t}, {o}"));
+                    let a = self.new_reg(RegClass::B32);
+                    self.ins(format!("mad.lo.u32 {a}, {i}, {bytes}, {addr}"));
+                    out.push(self.ld_shared_elem(class, bytes, &a.to_string()));
+                }
+                self.set(res, out);
+            }
+            OpKind::LocalStore => return Err(self.err("internal: local_store is not supported")),
+            _ => return Err(self.err("internal: not a shared-memory op")),
+        }
+        Ok(())
     }
 
     pub(crate) fn emit_dot(&mut self, op: Op) -> Res<()> {

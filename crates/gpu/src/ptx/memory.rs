@@ -83,6 +83,43 @@ fn cache_suffix(cache: CacheModifier, evict: EvictionPolicy, store: bool) -> Str
     }
 }
 
+/// Widest vector (in elements) for accessing `ptr` in layout `l` whose elements are `bytes`
+/// wide: consecutive registers along a dim, contiguous and aligned addresses (axis analysis),
+/// a mask constant over the vector, at most 16 bytes, aligned in every thread.
+pub fn vector_width_of(
+    axis: &crate::analysis::AxisAnalysis,
+    ptr: Value,
+    mask: Option<Value>,
+    l: &LinearLayout,
+    bytes: u32,
+) -> usize {
+    let Some(info) = axis.get(ptr) else { return 1 };
+    let rank = l.rank();
+    if rank == 0 || info.contig.len() != rank {
+        return 1;
+    }
+    // The dim the thread's registers run along.
+    let Some(d) = (0..rank).find(|&d| l.contig_regs(d) > 1) else { return 1 };
+    let mut v = l.contig_regs(d) as u64;
+    v = v.min(info.contig[d]).min((info.div[d] / bytes as u64).max(1)).min((16 / bytes) as u64);
+    if let Some(m) = mask.and_then(|m| axis.get(m)) {
+        if m.constancy.len() == rank {
+            v = v.min(m.constancy[d]);
+        }
+    }
+    let mut v = v.max(1) as usize;
+    while v > 1 {
+        let shift = crate::layout::linear::dim_shifts(&l.shape)[d];
+        let low = ((v as u64) - 1) << shift;
+        let k = v.trailing_zeros() as usize;
+        if l.reg[k..].iter().chain(&l.lane).chain(&l.warp).all(|&b| b & low == 0) {
+            break;
+        }
+        v /= 2;
+    }
+    v
+}
+
 /// Whether an atomic's old values must be shared through shared memory: the result is
 /// used and only one of the threads holding an element issues its atomic (a scalar
 /// atomic, or a layout with copies).
@@ -117,32 +154,7 @@ impl Emitter<'_> {
 
     /// Widest vector (in elements) for accessing `ptr` in layout `l` whose elements are `bytes` wide.
     pub fn vector_width(&self, ptr: Value, mask: Option<Value>, l: &LinearLayout, bytes: u32) -> usize {
-        let Some(info) = self.axis.get(ptr) else { return 1 };
-        let rank = l.rank();
-        if rank == 0 || info.contig.len() != rank {
-            return 1;
-        }
-        // The dim the thread's registers run along.
-        let Some(d) = (0..rank).find(|&d| l.contig_regs(d) > 1) else { return 1 };
-        let mut v = l.contig_regs(d) as u64;
-        v = v.min(info.contig[d]).min((info.div[d] / bytes as u64).max(1)).min((16 / bytes) as u64);
-        if let Some(m) = mask.and_then(|m| self.axis.get(m)) {
-            if m.constancy.len() == rank {
-                v = v.min(m.constancy[d]);
-            }
-        }
-        let mut v = v.max(1) as usize;
-        // Vectors must be aligned in every thread: no other basis may touch the low bits.
-        while v > 1 {
-            let shift = crate::layout::linear::dim_shifts(&l.shape)[d];
-            let low = ((v as u64) - 1) << shift;
-            let k = v.trailing_zeros() as usize;
-            if l.reg[k..].iter().chain(&l.lane).chain(&l.warp).all(|&b| b & low == 0) {
-                break;
-            }
-            v /= 2;
-        }
-        v
+        vector_width_of(self.axis, ptr, mask, l, bytes)
     }
 
     /// Splits loaded words into element registers.

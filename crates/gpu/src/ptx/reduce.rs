@@ -187,6 +187,16 @@ impl Emitter<'_> {
         }
     }
 
+    /// Loads one element of `bytes` bytes (its real size) from shared memory.
+    pub fn ld_shared_elem(&mut self, class: RegClass, bytes: u32, addr: &str) -> Reg {
+        if class == RegClass::B16 && bytes == 1 {
+            let r = self.new_reg(class);
+            self.ins(format!("ld.shared.u8 {r}, [{addr}]"));
+            return r;
+        }
+        self.ld_shared(class, addr)
+    }
+
     /// Bytes a register class takes in shared scratch.
     pub fn scratch_elem_bytes(c: RegClass) -> u32 {
         match c {

@@ -1,0 +1,372 @@
+//! Software pipelining of loops that feed `dot` from global memory (`num_stages`).
+//!
+//! A loop whose loads go straight into mma operands is split in two stages. Stage 0 (the
+//! loads and what computes their pointers and masks, including pointer increments carried
+//! by the loop) runs `S - 1` iterations ahead and copies tiles with `cp.async` into an
+//! `S`-slot ring of shared buffers; stage 1 (everything else) reads the current slot with
+//! `ldmatrix`. The rewritten loop:
+//!
+//! ```text
+//! bufs = local_alloc                      // [S, tile...] per pipelined load
+//! for d in 0..S-1: stage0(iter d) → async_copy into slot d (masked by d < trip count); commit
+//! for iv, ..., k:                         // k counts iterations
+//!   async_wait S-2; barrier               // slot k%S has arrived, slot (k-1)%S is free
+//!   operands = local_load(bufs[k%S])
+//!   stage0(iter k+S-1) → async_copy into slot (k+S-1)%S; commit
+//!   stage1(iter k)
+//! async_wait 0
+//! ```
+//!
+//! Values of stage 0 that stage 1 also needs (masks from the induction variable) are
+//! recomputed in stage 1. Loops that do not fit (stage 0 depending on stage 1, a pipelined
+//! load with a non-zero `other`, a pointer carried out of the loop) are left alone.
+
+use crate::analysis::AxisAnalysis;
+use crate::layout::distributed;
+use crate::options::GpuOptions;
+use crate::ptx::dot::MmaTile;
+use crate::ptx::memory::vector_width_of;
+use std::collections::{HashMap, HashSet};
+use trident_ir::{BinaryOp, CmpPred, Const, Effect, Function, Layout, Op, OpKind, Type, Value, ValueDef};
+
+/// Pipelines every eligible loop; returns how many.
+pub fn pipeline_loops(f: &mut Function, opts: &GpuOptions) -> usize {
+    if opts.num_stages < 2 {
+        return 0;
+    }
+    let fors: Vec<Op> = f.all_ops().into_iter().filter(|&op| matches!(f.ops[op].kind, OpKind::For)).collect();
+    let mut n = 0;
+    for op in fors {
+        if f.ops[op].parent.is_some() && pipeline_loop(f, op, opts) {
+            n += 1;
+        }
+    }
+    n
+}
+
+struct Cand {
+    load: Op,
+    convert: Op,
+    tile: MmaTile,
+}
+
+fn is_zero(f: &Function, v: Value) -> bool {
+    match f.values[v].def {
+        ValueDef::Result(op, _) => match &f.ops[op].kind {
+            OpKind::Constant(Const::Int(0)) | OpKind::Constant(Const::Bool(false)) => true,
+            OpKind::Constant(Const::Float(x)) => *x == 0.0 && x.is_sign_positive(),
+            OpKind::Splat => is_zero(f, f.ops[op].operands[0]),
+            _ => false,
+        },
+        ValueDef::Arg(..) => false,
+    }
+}
+
+fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
+    let d = f.ops[for_op].clone();
+    let body = d.regions[0];
+    let args = f.blocks[body].args.clone();
+    let Some(term) = f.terminator(body) else { return false };
+    let yields = f.ops[term].operands.to_vec();
+    let body_ops: Vec<Op> = f.blocks[body].ops.iter().copied().filter(|&o| o != term).collect();
+    let pos: HashMap<Op, usize> = body_ops.iter().enumerate().map(|(i, &o)| (o, i)).collect();
+    let uses = f.use_counts();
+    let axis = AxisAnalysis::run(f);
+    let s = opts.num_stages;
+
+    // 1. Loads feeding mma operands.
+    let mut cands = vec![];
+    for &op in &body_ops {
+        let od = &f.ops[op];
+        if !matches!(od.kind, OpKind::Load { volatile: false, .. }) {
+            continue;
+        }
+        let r = od.results[0];
+        if uses[r] != 1 || od.operands.get(2).is_some_and(|&o| !is_zero(f, o)) {
+            continue;
+        }
+        let Some(&conv) = body_ops.iter().find(|&&u| f.ops[u].operands.contains(&r)) else { continue };
+        if !matches!(f.ops[conv].kind, OpKind::ConvertLayout) {
+            continue;
+        }
+        let ct = f.ty(f.ops[conv].results[0]).clone();
+        let Some(Layout::DotOperand { op_idx, parent, k_width }) =
+            ct.layout().and_then(|id| f.layouts.get(id)).cloned()
+        else {
+            continue;
+        };
+        if !matches!(f.layouts.get(parent), Some(Layout::Mma { .. })) {
+            continue;
+        }
+        let lt = f.ty(r).clone();
+        let (Some(lid), Some(cid)) = (lt.layout(), ct.layout()) else { continue };
+        let (Ok(src), Ok(dst)) = (distributed(&f.layouts, lid, lt.shape()), distributed(&f.layouts, cid, ct.shape()))
+        else {
+            continue;
+        };
+        let bytes = lt.elem().num().map_or(0, |t| t.size_bytes() as u32);
+        let Some(tile) = MmaTile::choose(&src, &dst, op_idx, k_width, bytes) else { continue };
+        let w = vector_width_of(&axis, od.operands[0], od.operands.get(1).copied(), &src, bytes);
+        if !matches!(w as u32 * bytes, 4 | 8 | 16) {
+            continue;
+        }
+        cands.push(Cand { load: op, convert: conv, tile });
+    }
+    if cands.is_empty() {
+        return false;
+    }
+    let smem: u64 = cands
+        .iter()
+        .map(|c| {
+            s as u64
+                * f.ty(f.ops[c.load].results[0]).numel()
+                * f.ty(f.ops[c.load].results[0]).elem().num().map_or(4, |t| t.size_bytes() as u64)
+        })
+        .sum();
+    if smem > opts.shared_limit() as u64 / 2 {
+        return false;
+    }
+
+    // 2. Stage 0: the loads' backward slice in the body, plus the updates of the loop-carried values it reads.
+    let load_set: HashSet<Op> = cands.iter().map(|c| c.load).collect();
+    let mut stage0: HashSet<Op> = load_set.clone();
+    let mut carried: HashSet<usize> = HashSet::new();
+    let mut work: Vec<Value> = cands.iter().flat_map(|c| f.ops[c.load].operands.to_vec()).collect();
+    while let Some(v) = work.pop() {
+        match f.values[v].def {
+            ValueDef::Arg(b, i) if b == body && i > 0 && !carried.contains(&(i as usize)) => {
+                carried.insert(i as usize);
+                work.push(yields[i as usize - 1]);
+            }
+            ValueDef::Result(op, _) if pos.contains_key(&op) => {
+                if !stage0.insert(op) {
+                    continue;
+                }
+                let od = &f.ops[op];
+                if !od.regions.is_empty() || (od.kind.effect() != Effect::Pure && !load_set.contains(&op)) {
+                    return false;
+                }
+                work.extend(od.operands.iter().copied());
+            }
+            _ => {}
+        }
+    }
+    // Loop-carried values of stage 0 are used by stage 0 only and not after the loop.
+    for &i in &carried {
+        let a = args[i];
+        for &op in &body_ops {
+            if f.ops[op].operands.contains(&a) && !stage0.contains(&op) {
+                return false;
+            }
+        }
+        if uses[d.results[i - 1]] > 0 {
+            return false;
+        }
+    }
+    // Stage-0 values stage 1 needs are recomputed for the current iteration: they must not
+    // depend on loop-carried values.
+    let mut recompute: HashSet<Op> = HashSet::new();
+    let mut need: Vec<Value> = vec![];
+    for &op in &body_ops {
+        if stage0.contains(&op) || cands.iter().any(|c| c.convert == op) {
+            continue;
+        }
+        need.extend(f.ops[op].operands.iter().copied());
+        let mut inner = vec![];
+        for &r in &f.ops[op].regions {
+            f.walk_block(r, &mut |o| inner.extend(f.ops[o].operands.iter().copied()));
+        }
+        need.extend(inner);
+    }
+    for (i, &y) in yields.iter().enumerate() {
+        if !carried.contains(&(i + 1)) {
+            need.push(y);
+        }
+    }
+    while let Some(v) = need.pop() {
+        match f.values[v].def {
+            ValueDef::Result(op, _) if stage0.contains(&op) => {
+                if load_set.contains(&op) {
+                    // The loaded tile itself is only read through its conversion.
+                    if !cands.iter().any(|c| c.load == op) {
+                        return false;
+                    }
+                    continue;
+                }
+                if recompute.insert(op) {
+                    need.extend(f.ops[op].operands.iter().copied());
+                }
+            }
+            ValueDef::Arg(b, i) if b == body && carried.contains(&(i as usize)) => return false,
+            _ => {}
+        }
+    }
+
+    // 3. Rewrite.
+    let loc = d.loc;
+    let (lb, ub, step) = (d.operands[0], d.operands[1], d.operands[2]);
+    let ivt = f.ty(args[0]).clone();
+    let i32t = Type::i32();
+    let mut ins = |f: &mut Function, kind: OpKind, operands: &[Value], ty: Option<Type>| -> Value {
+        let o = f.new_op(kind, operands, ty.as_slice(), loc);
+        f.insert_op_before(for_op, o);
+        f.ops[o].results.first().copied().unwrap_or(operands.first().copied().unwrap_or(lb))
+    };
+    // Buffers.
+    let mut bufs = vec![];
+    for c in &cands {
+        let lt = f.ty(f.ops[c.load].results[0]).clone();
+        let mut shape = vec![s];
+        shape.extend_from_slice(lt.shape());
+        let l3 = f.intern_layout(c.tile.layout(shape.len()));
+        let l2 = f.intern_layout(c.tile.layout(lt.shape().len()));
+        let bt = Type::Tensor { shape: shape.into_iter().collect(), elem: lt.elem(), layout: Some(l3) };
+        let b = ins(f, OpKind::LocalAlloc, &[], Some(bt));
+        bufs.push((b, lt.with_layout(Some(l2))));
+    }
+    // Prologue: stage 0 of iterations 0..S-1.
+    let mut cur: HashMap<usize, Value> = carried.iter().map(|&i| (i, d.operands[3 + i - 1])).collect();
+    let order0: Vec<Op> = body_ops.iter().copied().filter(|o| stage0.contains(o)).collect();
+    for dd in 0..s - 1 {
+        let c = ins(f, OpKind::Constant(Const::Int(dd as i64)), &[], Some(ivt.clone()));
+        let m = ins(f, OpKind::Binary(BinaryOp::Mul), &[c, step], Some(ivt.clone()));
+        let iv = ins(f, OpKind::Binary(BinaryOp::Add), &[lb, m], Some(ivt.clone()));
+        let valid = ins(f, OpKind::Cmp(CmpPred::Lt), &[iv, ub], Some(Type::i1()));
+        let slot = ins(f, OpKind::Constant(Const::Int(dd as i64)), &[], Some(i32t.clone()));
+        let mut map: HashMap<Value, Value> = HashMap::new();
+        map.insert(args[0], iv);
+        for (&i, &v) in &cur {
+            map.insert(args[i], v);
+        }
+        for &op in &order0 {
+            if let Some(ci) = cands.iter().position(|c| c.load == op) {
+                let view = ins(f, OpKind::MemDescIndex, &[bufs[ci].0, slot], Some(bufs[ci].1.clone()));
+                let (ptr, mask) = mapped_ptr_mask(f, op, &map);
+                let vm = valid_mask(f, &mut ins, ptr, mask, valid);
+                ins(f, OpKind::AsyncCopy, &[view, ptr, vm], None);
+            } else {
+                let c = f.clone_op(op, &mut map);
+                f.insert_op_before(for_op, c);
+            }
+        }
+        ins(f, OpKind::AsyncCommitGroup, &[], None);
+        for &i in carried.iter() {
+            let y = yields[i - 1];
+            cur.insert(i, map.get(&y).copied().unwrap_or(y));
+        }
+    }
+    // The new loop.
+    let k0 = ins(f, OpKind::Constant(Const::Int(0)), &[], Some(i32t.clone()));
+    let mut arg_types: Vec<Type> = args.iter().map(|&a| f.ty(a).clone()).collect();
+    arg_types.push(i32t.clone());
+    let nb = f.new_block(&arg_types);
+    let nargs = f.blocks[nb].args.clone();
+    let mut operands = vec![lb, ub, step];
+    for i in 1..args.len() {
+        operands.push(cur.get(&i).copied().unwrap_or(d.operands[3 + i - 1]));
+    }
+    operands.push(k0);
+    let mut rtypes: Vec<Type> = d.results.iter().map(|&r| f.ty(r).clone()).collect();
+    rtypes.push(i32t.clone());
+    let nfor = f.new_op(OpKind::For, &operands, &rtypes, loc);
+    f.add_region(nfor, nb);
+    f.insert_op_before(for_op, nfor);
+    {
+        let mut app = |f: &mut Function, kind: OpKind, operands: &[Value], ty: Option<Type>| -> Value {
+            let o = f.new_op(kind, operands, ty.as_slice(), loc);
+            f.append_op(nb, o);
+            f.ops[o].results.first().copied().unwrap_or(lb)
+        };
+        let (iv, k) = (nargs[0], nargs[nargs.len() - 1]);
+        app(f, OpKind::AsyncWait { pending: s - 2 }, &[], None);
+        app(f, OpKind::Barrier, &[], None);
+        let sc = app(f, OpKind::Constant(Const::Int(s as i64)), &[], Some(i32t.clone()));
+        let rs = app(f, OpKind::Binary(BinaryOp::Rem), &[k, sc], Some(i32t.clone()));
+        let mut map1: HashMap<Value, Value> = HashMap::new();
+        for (i, &a) in args.iter().enumerate() {
+            map1.insert(a, nargs[i]);
+        }
+        for (ci, c) in cands.iter().enumerate() {
+            let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, rs], Some(bufs[ci].1.clone()));
+            let ct = f.ty(f.ops[c.convert].results[0]).clone();
+            let v = app(f, OpKind::LocalLoad, &[view], Some(ct));
+            map1.insert(f.ops[c.convert].results[0], v);
+        }
+        // Stage 0 for iteration k + S - 1.
+        let ahead = app(f, OpKind::Constant(Const::Int(s as i64 - 1)), &[], Some(ivt.clone()));
+        let m = app(f, OpKind::Binary(BinaryOp::Mul), &[ahead, step], Some(ivt.clone()));
+        let ivn = app(f, OpKind::Binary(BinaryOp::Add), &[iv, m], Some(ivt.clone()));
+        let valid = app(f, OpKind::Cmp(CmpPred::Lt), &[ivn, ub], Some(Type::i1()));
+        let sm1 = app(f, OpKind::Constant(Const::Int(s as i64 - 1)), &[], Some(i32t.clone()));
+        let kw = app(f, OpKind::Binary(BinaryOp::Add), &[k, sm1], Some(i32t.clone()));
+        let ws = app(f, OpKind::Binary(BinaryOp::Rem), &[kw, sc], Some(i32t.clone()));
+        let mut map0: HashMap<Value, Value> = HashMap::new();
+        map0.insert(args[0], ivn);
+        for &i in &carried {
+            map0.insert(args[i], nargs[i]);
+        }
+        for &op in &order0 {
+            if let Some(ci) = cands.iter().position(|c| c.load == op) {
+                let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, ws], Some(bufs[ci].1.clone()));
+                let (ptr, mask) = mapped_ptr_mask(f, op, &map0);
+                let vm = valid_mask(f, &mut app, ptr, mask, valid);
+                app(f, OpKind::AsyncCopy, &[view, ptr, vm], None);
+            } else {
+                let c = f.clone_op(op, &mut map0);
+                f.append_op(nb, c);
+            }
+        }
+        app(f, OpKind::AsyncCommitGroup, &[], None);
+        // Stage 1 for iteration k (with recomputed stage-0 values).
+        for &op in &body_ops {
+            if load_set.contains(&op) || cands.iter().any(|c| c.convert == op) {
+                continue;
+            }
+            if stage0.contains(&op) && !recompute.contains(&op) {
+                continue;
+            }
+            let c = f.clone_op(op, &mut map1);
+            f.append_op(nb, c);
+        }
+        let one = app(f, OpKind::Constant(Const::Int(1)), &[], Some(i32t.clone()));
+        let k1 = app(f, OpKind::Binary(BinaryOp::Add), &[k, one], Some(i32t.clone()));
+        let mut ys = vec![];
+        for (i, &y) in yields.iter().enumerate() {
+            let m = if carried.contains(&(i + 1)) { &map0 } else { &map1 };
+            ys.push(m.get(&y).copied().unwrap_or(y));
+        }
+        ys.push(k1);
+        let t = f.new_op(OpKind::Yield, &ys, &[], loc);
+        f.append_op(nb, t);
+    }
+    // Drain the copies still in flight (their slots are past the last iteration).
+    let w = f.new_op(OpKind::AsyncWait { pending: 0 }, &[], &[], loc);
+    f.insert_op_after(for_op, w);
+    let new_results = f.ops[nfor].results.clone();
+    for (i, &r) in d.results.iter().enumerate() {
+        f.replace_all_uses(r, new_results[i]);
+    }
+    f.detach_op(for_op);
+    true
+}
+
+/// The pointer and mask operands of a load under a value map.
+fn mapped_ptr_mask(f: &Function, load: Op, map: &HashMap<Value, Value>) -> (Value, Option<Value>) {
+    let od = &f.ops[load];
+    let m = |v: Value| map.get(&v).copied().unwrap_or(v);
+    (m(od.operands[0]), od.operands.get(1).map(|&v| m(v)))
+}
+
+/// Creates and places an op, returning its first result.
+type Inserter<'a> = dyn FnMut(&mut Function, OpKind, &[Value], Option<Type>) -> Value + 'a;
+
+/// `mask && iteration-exists` as a tensor like `ptr`.
+fn valid_mask(f: &mut Function, ins: &mut Inserter<'_>, ptr: Value, mask: Option<Value>, valid: Value) -> Value {
+    let pt = f.ty(ptr).clone();
+    let mt = pt.with_elem(trident_ir::DType::I1);
+    let vs = ins(f, OpKind::Splat, &[valid], Some(mt.clone()));
+    match mask {
+        Some(m) => ins(f, OpKind::Binary(BinaryOp::And), &[m, vs], Some(mt)),
+        None => vs,
+    }
+}
