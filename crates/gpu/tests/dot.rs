@@ -8,11 +8,16 @@ use trident_core::DType;
 /// C (f32) = A (MxK, `dt`) @ B (KxN, `dt`), tiles BMxBN, K in steps of BK; every edge masked.
 /// A is row-major (stride `sam`), B row-major (stride `sbk`), C row-major (stride `scm`).
 fn matmul(bm: u32, bn: u32, bk: u32, dt: &str, precision: &str) -> String {
+    matmul_k(bm, bn, bk, dt, precision, "")
+}
+
+/// `k_attr`: `{divisibility = 16}` when K is a multiple of 16 (enables vectorised, pipelined loads).
+fn matmul_k(bm: u32, bn: u32, bk: u32, dt: &str, precision: &str, k_attr: &str) -> String {
     let acc = if dt == "i8" { "i32" } else { "f32" };
     let zero = if dt == "i8" { "0" } else { "0.0" };
     format!(
         r#"
-kernel @matmul(%a: ptr<{dt}> {{divisibility = 16}}, %b: ptr<{dt}> {{divisibility = 16}}, %c: ptr<{acc}> {{divisibility = 16}}, %M: i32, %N: i32, %K: i32, %sam: i32 {{divisibility = 16}}, %sbk: i32 {{divisibility = 16}}, %scm: i32 {{divisibility = 16}}) {{
+kernel @matmul(%a: ptr<{dt}> {{divisibility = 16}}, %b: ptr<{dt}> {{divisibility = 16}}, %c: ptr<{acc}> {{divisibility = 16}}, %M: i32, %N: i32, %K: i32 {k_attr}, %sam: i32 {{divisibility = 16}}, %sbk: i32 {{divisibility = 16}}, %scm: i32 {{divisibility = 16}}) {{
   %pm = program_id [axis = 0] : i32
   %pn = program_id [axis = 1] : i32
   %cbm = constant [value = {bm}] : i32
@@ -103,6 +108,35 @@ kernel @matmul(%a: ptr<{dt}> {{divisibility = 16}}, %b: ptr<{dt}> {{divisibility
 }
 
 fn run_matmul(bm: u32, bn: u32, bk: u32, dt: DType, precision: &str, warps: u32, sizes: &[(usize, usize, usize)]) {
+    run_matmul_stages(bm, bn, bk, dt, precision, warps, 3, sizes)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_matmul_stages(
+    bm: u32,
+    bn: u32,
+    bk: u32,
+    dt: DType,
+    precision: &str,
+    warps: u32,
+    stages: u32,
+    sizes: &[(usize, usize, usize)],
+) {
+    run_matmul_text(bm, bn, bk, dt, precision, warps, stages, sizes, "")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_matmul_text(
+    bm: u32,
+    bn: u32,
+    bk: u32,
+    dt: DType,
+    precision: &str,
+    warps: u32,
+    stages: u32,
+    sizes: &[(usize, usize, usize)],
+    k_attr: &str,
+) {
     let name = match dt {
         DType::F16 => "f16",
         DType::BF16 => "bf16",
@@ -110,7 +144,7 @@ fn run_matmul(bm: u32, bn: u32, bk: u32, dt: DType, precision: &str, warps: u32,
         DType::I8 => "i8",
         _ => unreachable!(),
     };
-    let m = parse(&matmul(bm, bn, bk, name, precision));
+    let m = parse(&matmul_k(bm, bn, bk, name, precision, k_attr));
     let mut rng = Rng(seed());
     let acc = if dt == DType::I8 { DType::I32 } else { DType::F32 };
     for &(mm, nn, kk) in sizes {
@@ -135,7 +169,7 @@ fn run_matmul(bm: u32, bn: u32, bk: u32, dt: DType, precision: &str, warps: u32,
             (DType::F32, "tf32") => Some((5e-3, 5e-3 * (kk as f64).sqrt())),
             _ => Some((1e-4, 1e-4 * (kk as f64).sqrt())),
         };
-        differential(&m, "matmul", warps, grid, &args, tol);
+        differential_stages(&m, "matmul", warps, stages, grid, &args, tol);
     }
 }
 
@@ -162,4 +196,18 @@ fn tf32_and_ieee_f32_matmuls() {
 #[test]
 fn int8_matmul_is_exact() {
     run_matmul(32, 32, 32, DType::I8, "tf32", 4, &[(32, 32, 64), (45, 20, 70)]);
+}
+
+#[test]
+fn pipelined_loops_of_every_depth_and_trip_count() {
+    // K = 0 (no iteration), one partial iteration, fewer iterations than stages, many.
+    let sizes = [(40usize, 24usize, 0usize), (40, 24, 16), (40, 24, 80), (64, 64, 304)];
+    for stages in [1u32, 2, 3, 4] {
+        run_matmul_text(32, 32, 32, DType::F16, "tf32", 4, stages, &sizes, "{divisibility = 16}");
+    }
+    run_matmul_text(64, 32, 32, DType::I8, "tf32", 4, 3, &[(64, 32, 96)], "{divisibility = 16}");
+    run_matmul_text(32, 32, 16, DType::F32, "tf32", 4, 3, &[(32, 32, 64)], "{divisibility = 16}");
+    let k = compile_stages(&parse(&matmul_k(64, 64, 32, "f16", "tf32", "{divisibility = 16}")), "matmul", 4, 3);
+    assert!(k.ptx.contains("cp.async.cg.shared.global"), "not pipelined");
+    assert!(k.ptx.contains("cp.async.wait_group 1"));
 }

@@ -109,9 +109,14 @@ pub fn numbered(s: &str) -> String {
 
 /// Compiles for both targets, checks both with ptxas, returns the sm_80 kernel.
 pub fn compile(m: &Module, kernel: &str, num_warps: u32) -> PtxKernel {
+    compile_stages(m, kernel, num_warps, GpuOptions::default().num_stages)
+}
+
+/// [`compile`] with a pipelining depth.
+pub fn compile_stages(m: &Module, kernel: &str, num_warps: u32, num_stages: u32) -> PtxKernel {
     let mut out = None;
     for target in [Target::Sm80, Target::Sm90] {
-        let opts = GpuOptions { target, num_warps, ..GpuOptions::default() };
+        let opts = GpuOptions { target, num_warps, num_stages, ..GpuOptions::default() };
         let k = match emit_ptx(m, kernel, &opts) {
             Ok(k) => k,
             Err(d) => panic!("compiling `{kernel}` for {target}: {}", d.render(&m.files)),
@@ -220,7 +225,20 @@ pub fn parse(text: &str) -> Module {
 
 /// Compiles, runs both ways, compares.
 pub fn differential(m: &Module, kernel: &str, num_warps: u32, grid: [u32; 3], args: &[Arg], tol: Option<(f64, f64)>) {
-    let k = compile(m, kernel, num_warps);
+    differential_stages(m, kernel, num_warps, GpuOptions::default().num_stages, grid, args, tol)
+}
+
+/// [`differential`] with a pipelining depth.
+pub fn differential_stages(
+    m: &Module,
+    kernel: &str,
+    num_warps: u32,
+    num_stages: u32,
+    grid: [u32; 3],
+    args: &[Arg],
+    tol: Option<(f64, f64)>,
+) {
+    let k = compile_stages(m, kernel, num_warps, num_stages);
     let got = run_emu(&k, grid, args);
     let want = run_interp(m, kernel, grid, args);
     assert_same(&got, &want, tol, &format!("{kernel} ({num_warps} warps, grid {grid:?})"));
