@@ -407,6 +407,7 @@ pub(crate) fn compile(
     let infos = with_heuristics(req)?;
     let dumping = req.print_ir_after_all || std::env::var("TRIDENT_DUMP_IR").is_ok_and(|v| v.trim() == "1");
     let Some(cache) = session.cache().filter(|_| !dumping) else {
+        session.count_build();
         return Ok((Arc::new(build(req, &infos)?), None));
     };
     let d = describe(req, &infos);
@@ -419,6 +420,7 @@ pub(crate) fn compile(
             &memo,
             || Ok::<_, CompileError>(cache_key(req, &d)),
             |_| {
+                session.count_build();
                 let ck = build(req, &infos)?;
                 let data = encode(&ck);
                 built = Some(ck);
@@ -438,10 +440,12 @@ pub(crate) fn compile(
             return Ok((ck, Some(outcome)));
         }
         if let Some(ck) = session.loaded.lock().ok().and_then(|l| l.get(&entry.id).cloned()) {
+            session.count_reuse();
             return Ok((ck, Some(outcome)));
         }
         match decode(&entry, req.prog) {
             Ok(ck) => {
+                session.count_load();
                 let ck = Arc::new(ck);
                 if let Ok(mut l) = session.loaded.lock() {
                     l.insert(entry.id.clone(), ck.clone());

@@ -14,6 +14,7 @@
 //!   the session runs without a cache.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::autotune::Autotuner;
@@ -31,6 +32,20 @@ pub struct Session {
     warned: Mutex<HashSet<String>>,
     cuda_target: OnceLock<Result<trident_gpu::Target, String>>,
     quiet: bool,
+    builds: AtomicU64,
+    loads: AtomicU64,
+    reuses: AtomicU64,
+}
+
+/// What a session's compilations did (see [`Session::counts`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionCounts {
+    /// Kernels compiled from source (cache misses, or no cache).
+    pub builds: u64,
+    /// Kernels decoded from a disk entry (IR parsed, PTX read).
+    pub loads: u64,
+    /// Kernels handed back from memory (the cache's in-process memo).
+    pub reuses: u64,
 }
 
 impl std::fmt::Debug for Session {
@@ -83,6 +98,9 @@ impl Session {
             warned: Mutex::new(HashSet::new()),
             cuda_target: OnceLock::new(),
             quiet: false,
+            builds: AtomicU64::new(0),
+            loads: AtomicU64::new(0),
+            reuses: AtomicU64::new(0),
         }
     }
 
@@ -99,6 +117,27 @@ impl Session {
     /// The compile cache, if the session has one.
     pub fn cache(&self) -> Option<&Cache> {
         self.cache.as_ref()
+    }
+
+    /// How many kernels this session compiled, loaded from disk and reused from memory.
+    pub fn counts(&self) -> SessionCounts {
+        SessionCounts {
+            builds: self.builds.load(Ordering::Relaxed),
+            loads: self.loads.load(Ordering::Relaxed),
+            reuses: self.reuses.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn count_build(&self) {
+        self.builds.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_load(&self) {
+        self.loads.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_reuse(&self) {
+        self.reuses.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Prints `warning: {message}` on stderr the first time `key` is warned about in this session.
