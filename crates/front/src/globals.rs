@@ -86,8 +86,32 @@ pub(crate) enum Global {
     HostDef(String),
     /// Something Trident cannot see into (a non-Triton import, a computed value); the text says what.
     Opaque(String),
-    /// Bound differently on different paths through module-level `if`s.
-    Ambiguous(String),
+    /// Bound differently on different paths through module-level `if`s whose
+    /// conditions Trident cannot evaluate (typically version or platform checks):
+    /// the message, and each path's binding (`None`: left unbound on that path).
+    /// A kernel using the name gets the one binding that works in a Triton 3
+    /// environment, if exactly one does (see `L::global`).
+    Ambiguous(String, Vec<Option<Global>>),
+}
+
+impl Global {
+    /// The same binding with equivalent spellings made equal: `tl.math.NAME` for a
+    /// function Triton 3 only has in libdevice is that libdevice function (how the
+    /// lowering resolves it), so `from triton.language.math import tanh` on one path
+    /// and `from triton.language.extra.libdevice import tanh` on another agree.
+    pub(crate) fn canonical(&self) -> Global {
+        match self {
+            Global::Attr(Mod::Math, a)
+                if !crate::lower::names::MATH_FUNCS.contains(&a.as_str())
+                    && crate::lower::builtins_libdevice_known(a) =>
+            {
+                Global::Attr(Mod::Libdevice, a.clone())
+            }
+            Global::Value(HostValue::Func(m, a)) => Global::Attr(*m, a.clone()).canonical(),
+            Global::Value(HostValue::Module(m)) => Global::Module(*m),
+            g => g.clone(),
+        }
+    }
 }
 
 pub(crate) type Globals = HashMap<String, Global>;

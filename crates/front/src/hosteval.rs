@@ -309,7 +309,7 @@ impl<'a> HostEval<'a> {
             Some(Global::Jit(_)) | Some(Global::HostDef(_)) => {
                 Err(self.unknown(e, format!("`{n}` is a function, not a value")))
             }
-            Some(Global::Ambiguous(why)) => Err(self.unknown(e, why.clone())),
+            Some(Global::Ambiguous(why, _)) => Err(self.unknown(e, why.clone())),
             None if n == "__name__" => Ok(HostValue::Const(ConstValue::Str("trident_kernel_module".into()))),
             None => match PY_BUILTINS.iter().find(|b| **b == n) {
                 Some(b) => Ok(HostValue::PyBuiltin(b)),

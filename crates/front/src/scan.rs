@@ -294,18 +294,19 @@ impl Scanner<'_> {
         keys.sort();
         keys.dedup();
         for k in keys {
-            let vals: Vec<Option<&Global>> = results.iter().map(|e| e.get(&k)).collect();
+            let vals: Vec<Option<Global>> = results.iter().map(|e| e.get(&k).map(Global::canonical)).collect();
             if vals.windows(2).all(|w| w[0] == w[1]) {
-                match vals[0] {
+                match &vals[0] {
                     Some(v) => env.insert(k, v.clone()),
                     None => env.remove(&k),
                 };
             } else {
                 env.insert(
                     k.clone(),
-                    Global::Ambiguous(format!(
-                        "`{k}` is bound differently by the branches of the module-level `if` at line {line}"
-                    )),
+                    Global::Ambiguous(
+                        format!("`{k}` is bound differently by the branches of the module-level `if` at line {line}"),
+                        vals,
+                    ),
                 );
             }
         }

@@ -253,8 +253,13 @@ impl<'c, 'a> L<'c, 'a> {
             }
             recv => {
                 let r = args.r;
+                let tl_name = match (&recv, name) {
+                    (_, "to") => "cast",
+                    (Val::BlockPtr(b), "load") if b.descriptor.is_some() => "load_tensor_descriptor",
+                    (Val::BlockPtr(b), "store") if b.descriptor.is_some() => "store_tensor_descriptor",
+                    _ => name,
+                };
                 args.pos.insert(0, Arg { v: recv, r });
-                let tl_name = if name == "to" { "cast" } else { name };
                 args.name = format!(".{name}");
                 self.call_builtin(Mod::Language, tl_name, args)
             }

@@ -287,7 +287,28 @@ impl<'c, 'a> L<'c, 'a> {
             Global::Opaque(what) => {
                 Err(self.err(r, format!("global `{name}` ({what}) cannot be used inside a kernel")))
             }
-            Global::Ambiguous(why) => Err(self.err(r, why.clone())),
+            Global::Ambiguous(why, alts) => {
+                // The condition is host code Trident cannot run (a version or platform
+                // check). Where exactly one path binds something a kernel can use, that
+                // path is the one taken wherever the kernel runs under Triton 3: the
+                // others name functions or modules that do not exist there.
+                let usable: Vec<&Global> = alts
+                    .iter()
+                    .flatten()
+                    .filter(|g| !matches!(g, Global::Opaque(_) | Global::HostDef(_) | Global::Ambiguous(..)))
+                    .filter(|g| self.global(name, g, r).is_ok())
+                    .collect();
+                match usable.as_slice() {
+                    [one] => self.global(name, one, r),
+                    _ => {
+                        let mut d = self.err(r, why.clone());
+                        if usable.len() > 1 {
+                            d.notes.push("more than one branch binds something a kernel can use".into());
+                        }
+                        Err(d)
+                    }
+                }
+            }
         }
     }
 
@@ -392,6 +413,7 @@ impl<'c, 'a> L<'c, 'a> {
                 _ => Err(self.err(r, "PropagateNan has members ALL and NONE")),
             },
             Val::Tuple(_) if a == "shape" => Err(self.err(r, "tuples have no `.shape`")),
+            Val::BlockPtr(bp) => self.block_ptr_attr(*bp, a, r),
             other => Err(self.err(r, format!("{} has no attribute `{a}`", other.kind_name()))),
         }
     }

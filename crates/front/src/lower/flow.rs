@@ -238,6 +238,10 @@ impl<'c, 'a> L<'c, 'a> {
                 Val::T(self.zero_of(&ty))
             }
             Val::Tuple(v) => Val::Tuple(v.iter().map(|x| self.filler(x)).collect::<R<_>>()?),
+            Val::BlockPtr(b) => {
+                let parts = b.parts().into_iter().map(|x| self.filler(x)).collect::<R<_>>()?;
+                Val::BlockPtr(Box::new(b.with_parts(parts)))
+            }
             other => other.clone(),
         })
     }
@@ -283,6 +287,17 @@ impl<'c, 'a> L<'c, 'a> {
                     }
                 }
                 Ok(Val::Tuple(out))
+            }
+            (Val::BlockPtr(x), Val::BlockPtr(y)) if x.same_kind(y) => {
+                let mut out = vec![];
+                for (p, q) in x.parts().into_iter().zip(y.parts()) {
+                    if p.same(q) {
+                        out.push(p.clone());
+                    } else {
+                        out.push(self.merge_val(name, p, q, then_b, else_b, tv, ev, r)?);
+                    }
+                }
+                Ok(Val::BlockPtr(Box::new(x.with_parts(out))))
             }
             (Val::C(_), Val::C(_)) | (Val::T(_), Val::C(_)) | (Val::C(_), Val::T(_))
                 if pseudo || (is_num(a) && is_num(b)) =>
@@ -401,6 +416,9 @@ impl<'c, 'a> L<'c, 'a> {
             }),
             (Val::Tuple(a), Val::Tuple(b)) if a.len() == b.len() => {
                 a.iter().zip(b).find_map(|(x, y)| self.type_change(x, y))
+            }
+            (Val::BlockPtr(a), Val::BlockPtr(b)) if a.same_kind(b) => {
+                a.parts().into_iter().zip(b.parts()).find_map(|(x, y)| self.type_change(x, y))
             }
             (a, b) if a.same(b) => None,
             (Val::T(a), other) => Some(format!(
@@ -680,6 +698,10 @@ impl<'c, 'a> L<'c, 'a> {
         Ok(match v {
             Val::C(c) if c.is_number() => Val::T(self.tensor_of(v, r)?),
             Val::Tuple(t) => Val::Tuple(t.iter().map(|x| self.materialize(x, r)).collect::<R<_>>()?),
+            Val::BlockPtr(b) => {
+                let parts = b.parts().into_iter().map(|x| self.materialize(x, r)).collect::<R<_>>()?;
+                Val::BlockPtr(Box::new(b.with_parts(parts)))
+            }
             other => other.clone(),
         })
     }

@@ -30,7 +30,12 @@ use ruff_text_size::TextRange;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use trident_core::DType;
 use trident_ir::{Block, Diagnostic, Elem, Function, Loc, Module, OpKind, Type, Value};
-pub(crate) use val::{FnRef, Val};
+pub(crate) use val::{BlockPtr, FnRef, Val};
+
+/// Whether `name` is a libdevice function Trident implements (for the module scanner).
+pub(crate) fn builtins_libdevice_known(name: &str) -> bool {
+    builtins::libdevice::known(name)
+}
 
 pub(crate) type R<T> = Result<T, Box<Diagnostic>>;
 
@@ -474,6 +479,14 @@ impl<'c, 'a> L<'c, 'a> {
                     out.push(',');
                 }
                 out.push(')');
+            }
+            Val::BlockPtr(b) => {
+                let _ = write!(out, "B{:?}{:?}{:?}[", b.block, b.order, b.descriptor);
+                for x in b.parts() {
+                    self.spec_key(x, out);
+                    out.push(',');
+                }
+                out.push(']');
             }
             other => {
                 let _ = write!(out, "V{other:?}");

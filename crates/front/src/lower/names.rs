@@ -11,6 +11,11 @@ pub(crate) const TL_FUNCS: &[&str] = &[
     "cdiv",
     "load",
     "store",
+    "make_block_ptr",
+    "advance",
+    "make_tensor_descriptor",
+    "load_tensor_descriptor",
+    "store_tensor_descriptor",
     "where",
     "dot",
     "cast",
@@ -112,11 +117,6 @@ pub(crate) const TL_FUNCS: &[&str] = &[
 
 /// `triton.language` names Trident knows but does not implement (so the error can say so).
 pub(crate) const TL_UNSUPPORTED: &[&str] = &[
-    "make_block_ptr",
-    "advance",
-    "make_tensor_descriptor",
-    "load_tensor_descriptor",
-    "store_tensor_descriptor",
     "tensor_descriptor",
     "inline_asm_elementwise",
     "dot_scaled",

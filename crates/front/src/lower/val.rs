@@ -21,6 +21,50 @@ pub(crate) struct RangeVal {
     pub is_static: bool,
 }
 
+/// A block pointer (`tl.make_block_ptr`) or a tensor descriptor
+/// (`tl.make_tensor_descriptor`): a window of `block` elements into a strided
+/// n-d tensor. Lowered like Triton's interpreter treats them: each access
+/// becomes a block of element pointers and a bounds mask. Every field holds an
+/// IR scalar (`base` a pointer, `shape`/`strides` int64, `offsets` int32), so a
+/// block pointer flows through loops, branches and helper calls like a tuple.
+#[derive(Clone, Debug)]
+pub(crate) struct BlockPtr {
+    pub base: Val,
+    pub shape: Vec<Val>,
+    pub strides: Vec<Val>,
+    /// The window's position (block pointers only; a descriptor takes offsets per access).
+    pub offsets: Vec<Val>,
+    pub block: Vec<u32>,
+    pub order: Vec<u32>,
+    /// `Some(nan_padding)` for a tensor descriptor (every dimension is bounds-checked on
+    /// access; out-of-bounds elements read as 0, or NaN with `padding_option="nan"`).
+    pub descriptor: Option<bool>,
+}
+
+impl BlockPtr {
+    /// The IR-carrying fields in a fixed order: base, shape, strides, offsets.
+    pub(crate) fn parts(&self) -> Vec<&Val> {
+        std::iter::once(&self.base).chain(&self.shape).chain(&self.strides).chain(&self.offsets).collect()
+    }
+
+    /// The same block pointer with its fields replaced (in [`BlockPtr::parts`] order).
+    pub(crate) fn with_parts(&self, parts: Vec<Val>) -> BlockPtr {
+        let n = self.shape.len();
+        let k = self.offsets.len();
+        let mut it = parts.into_iter();
+        let base = it.next().expect("block pointer base");
+        let shape: Vec<Val> = it.by_ref().take(n).collect();
+        let strides: Vec<Val> = it.by_ref().take(n).collect();
+        let offsets: Vec<Val> = it.by_ref().take(k).collect();
+        BlockPtr { base, shape, strides, offsets, ..self.clone() }
+    }
+
+    /// Same kind and window shape (what must agree for two values to merge).
+    pub(crate) fn same_kind(&self, o: &BlockPtr) -> bool {
+        self.block == o.block && self.descriptor == o.descriptor && self.offsets.len() == o.offsets.len()
+    }
+}
+
 #[derive(Clone, Debug)]
 pub(crate) enum Val {
     /// A compile-time constant (never a tuple: tuples are [`Val::Tuple`]).
@@ -38,6 +82,7 @@ pub(crate) enum Val {
     Method(Box<Val>, String),
     Slice(Box<[Val; 3]>),
     Range(RangeVal),
+    BlockPtr(Box<BlockPtr>),
 }
 
 impl Val {
@@ -82,6 +127,9 @@ impl Val {
             (Val::Builtin(a, x), Val::Builtin(b, y)) => a == b && x == y,
             (Val::Jit(a), Val::Jit(b)) => a == b,
             (Val::PyFn(a), Val::PyFn(b)) => a == b,
+            (Val::BlockPtr(a), Val::BlockPtr(b)) => {
+                a.same_kind(b) && a.order == b.order && a.parts().iter().zip(b.parts()).all(|(x, y)| x.same(y))
+            }
             _ => false,
         }
     }
@@ -91,6 +139,7 @@ impl Val {
         match self {
             Val::T(_) => true,
             Val::Tuple(v) => v.iter().any(Val::has_tensor),
+            Val::BlockPtr(_) => true,
             _ => false,
         }
     }
@@ -100,6 +149,7 @@ impl Val {
         match self {
             Val::T(v) => out.push(*v),
             Val::Tuple(t) => t.iter().for_each(|x| x.flatten(out)),
+            Val::BlockPtr(b) => b.parts().into_iter().for_each(|x| x.flatten(out)),
             _ => {}
         }
     }
@@ -109,6 +159,10 @@ impl Val {
         match self {
             Val::T(_) => Val::T(vals.next().expect("rebuild: too few values")),
             Val::Tuple(t) => Val::Tuple(t.iter().map(|x| x.rebuild(vals)).collect()),
+            Val::BlockPtr(b) => {
+                let parts = b.parts().into_iter().map(|x| x.rebuild(vals)).collect();
+                Val::BlockPtr(Box::new(b.with_parts(parts)))
+            }
             other => other.clone(),
         }
     }
@@ -126,6 +180,8 @@ impl Val {
             Val::Method(_, n) => format!("method `{n}`"),
             Val::Slice(_) => "slice".into(),
             Val::Range(_) => "range".into(),
+            Val::BlockPtr(b) if b.descriptor.is_some() => "tensor descriptor".into(),
+            Val::BlockPtr(_) => "block pointer".into(),
         }
     }
 }

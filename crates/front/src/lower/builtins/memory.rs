@@ -4,6 +4,7 @@ use super::super::call::{Args, Bound};
 use super::super::emit::type_str;
 use super::super::{Val, L, R};
 use crate::value::ConstValue;
+use ruff_text_size::TextRange;
 use trident_core::DType;
 use trident_ir::{CacheModifier, CastKind, Elem, EvictionPolicy, OpKind, Rounding, Value};
 
@@ -58,7 +59,7 @@ impl<'c, 'a> L<'c, 'a> {
                 Err(self
                     .err(r, format!("{what} needs a pointer (or block of pointers), got {}", type_str(self.ty(*x)))))
             }
-            Val::Tuple(_) => Err(self.err(r, "block pointers (tl.make_block_ptr) are not supported by Trident")),
+            Val::BlockPtr(_) => Err(self.err(r, format!("{what} does not take a block pointer or tensor descriptor"))),
             other => Err(self.err(r, format!("{what} needs a pointer, got {}", other.kind_name()))),
         }
     }
@@ -96,30 +97,69 @@ impl<'c, 'a> L<'c, 'a> {
                 "volatile=",
             ],
         )?;
-        let mut ptr = self.ptr_arg(&b.val(0), b.range(0), "tl.load")?;
-        if b.opt(3).is_some_and(|a| !matches!(&a.v, Val::Tuple(t) if t.is_empty()))
-            || b.opt(4).is_some_and(|a| str_arg(&a.v).is_some_and(|s| !s.is_empty()))
-        {
-            return Err(self
-                .err(args.r, "boundary_check/padding_option apply to block pointers, which Trident does not support"));
-        }
         let cache = self.cache_modifier(&b, 5, true)?;
         let evict = self.eviction(&b, 6)?;
         let volatile = b.val(7).as_const().and_then(|c| c.truthy()).unwrap_or(false);
+        if let Val::BlockPtr(bp) = b.val(0) {
+            if let Some(a) = b.opt(1).or(b.opt(2)) {
+                return Err(
+                    self.err(a.r, "`mask` and `other` cannot be used with a block pointer (use boundary_check)")
+                );
+            }
+            let (ptr, mask, other) =
+                self.block_ptr_access(&bp, b.opt(3).map(|a| &a.v), b.opt(4).map(|a| &a.v), args.r)?;
+            let other = other.map(|v| (v, args.r));
+            return self.load_core(ptr, mask.map(|m| (m, args.r)), other, (cache, evict, volatile), args.r);
+        }
+        let ptr = self.ptr_arg(&b.val(0), b.range(0), "tl.load")?;
+        if b.opt(3).is_some_and(|a| !matches!(&a.v, Val::Tuple(t) if t.is_empty()))
+            || b.opt(4).is_some_and(|a| str_arg(&a.v).is_some_and(|s| !s.is_empty()))
+        {
+            return Err(self.err(args.r, "boundary_check/padding_option apply to block pointers (tl.make_block_ptr)"));
+        }
         let mask = b.opt(1).cloned();
         let other = b.opt(2).cloned();
         if mask.is_none() && other.is_some() {
             return Err(self.err(b.range(2), "`other` cannot be given without `mask`"));
         }
+        let mask = match &mask {
+            Some(m) => Some((self.tensor_of(&m.v, m.r)?, m.r)),
+            None => None,
+        };
+        let other = other.map(|o| (o.v, o.r));
+        self.load_core(ptr, mask, other, (cache, evict, volatile), args.r)
+    }
+
+    /// A plain masked load (block pointers and descriptors end up here too).
+    pub(crate) fn emit_load_values(
+        &mut self,
+        ptr: Value,
+        mask: Option<Value>,
+        other: Option<Val>,
+        r: TextRange,
+    ) -> R<Val> {
+        let other = if mask.is_some() { other.map(|o| (o, r)) } else { None };
+        self.load_core(ptr, mask.map(|m| (m, r)), other, (CacheModifier::None, EvictionPolicy::Normal, false), r)
+    }
+
+    fn load_core(
+        &mut self,
+        mut ptr: Value,
+        mask: Option<(Value, TextRange)>,
+        other: Option<(Val, TextRange)>,
+        (cache, evict, volatile): (CacheModifier, EvictionPolicy, bool),
+        r: TextRange,
+    ) -> R<Val> {
         let mut ops = vec![];
         let mut mask_v = None;
-        if let Some(m) = &mask {
-            let mv = self.tensor_of(&m.v, m.r)?;
+        let mut mask_r = r;
+        if let Some((mv, mr)) = mask {
+            mask_r = mr;
             if self.is_block(mv) && !self.is_block(ptr) {
-                return Err(self.err(m.r, "the mask cannot be a block when the pointer is a scalar"));
+                return Err(self.err(mr, "the mask cannot be a block when the pointer is a scalar"));
             }
             if self.is_block(ptr) {
-                let (p, mm) = self.broadcast_pair(ptr, mv, m.r)?;
+                let (p, mm) = self.broadcast_pair(ptr, mv, mr)?;
                 ptr = p;
                 mask_v = Some(mm);
             } else {
@@ -127,13 +167,15 @@ impl<'c, 'a> L<'c, 'a> {
             }
         }
         let mut other_v = None;
-        if let Some(o) = &other {
-            let ov = self.tensor_of(&o.v, o.r)?;
+        let mut other_r = r;
+        if let Some((o, or)) = &other {
+            other_r = *or;
+            let ov = self.tensor_of(o, *or)?;
             if self.is_block(ov) && !self.is_block(ptr) {
-                return Err(self.err(o.r, "`other` cannot be a block when the pointer is a scalar"));
+                return Err(self.err(*or, "`other` cannot be a block when the pointer is a scalar"));
             }
             if self.is_block(ptr) {
-                let (p, oo) = self.broadcast_pair(ptr, ov, o.r)?;
+                let (p, oo) = self.broadcast_pair(ptr, ov, *or)?;
                 ptr = p;
                 other_v = Some(oo);
             } else {
@@ -144,11 +186,9 @@ impl<'c, 'a> L<'c, 'a> {
         let shape = self.shape(ptr);
         if let Some(m) = mask_v {
             if self.elem(m) != Elem::Num(DType::I1) {
-                return Err(
-                    self.err(b.range(1), format!("a mask must be boolean (int1), got {}", type_str(self.ty(m))))
-                );
+                return Err(self.err(mask_r, format!("a mask must be boolean (int1), got {}", type_str(self.ty(m)))));
             }
-            mask_v = Some(self.broadcast_to(m, &shape, b.range(1))?);
+            mask_v = Some(self.broadcast_to(m, &shape, mask_r)?);
         }
         let pointee = self.elem(ptr).pointee().unwrap_or(DType::F32);
         let is_bool = pointee == DType::I1;
@@ -160,15 +200,15 @@ impl<'c, 'a> L<'c, 'a> {
         if let Some(m) = mask_v {
             ops.push(m);
             if let Some(o) = other_v {
-                let o = self.cast(o, Elem::Num(elem), None, b.range(2))?;
-                let o = self.broadcast_to(o, &shape, b.range(2))?;
+                let o = self.cast(o, Elem::Num(elem), None, other_r)?;
+                let o = self.broadcast_to(o, &shape, other_r)?;
                 ops.push(o);
             }
         }
         let ty = self.ty(ptr).with_elem(elem);
         let mut v = self.emit1(OpKind::Load { cache, evict, volatile }, &ops, ty);
         if is_bool {
-            v = self.cast(v, Elem::Num(DType::I1), None, args.r)?;
+            v = self.cast(v, Elem::Num(DType::I1), None, r)?;
         }
         Ok(Val::T(v))
     }
@@ -214,19 +254,43 @@ impl<'c, 'a> L<'c, 'a> {
     pub(super) fn store(&mut self, args: Args) -> R<Val> {
         let b =
             self.bind(&args, &["pointer", "value", "mask=", "boundary_check=", "cache_modifier=", "eviction_policy="])?;
-        let ptr = self.ptr_arg(&b.val(0), b.range(0), "tl.store")?;
-        if b.opt(3).is_some_and(|a| !matches!(&a.v, Val::Tuple(t) if t.is_empty())) {
-            return Err(self.err(args.r, "boundary_check applies to block pointers, which Trident does not support"));
-        }
         let cache = self.cache_modifier(&b, 4, false)?;
         let evict = self.eviction(&b, 5)?;
+        if let Val::BlockPtr(bp) = b.val(0) {
+            if let Some(a) = b.opt(2) {
+                return Err(self.err(a.r, "`mask` cannot be used with a block pointer (use boundary_check)"));
+            }
+            let (ptr, mask, _) = self.block_ptr_access(&bp, b.opt(3).map(|a| &a.v), None, args.r)?;
+            return self.store_core(ptr, &b.val(1), mask.map(Val::T).as_ref(), (cache, evict), b.range(1), args.r);
+        }
+        let ptr = self.ptr_arg(&b.val(0), b.range(0), "tl.store")?;
+        if b.opt(3).is_some_and(|a| !matches!(&a.v, Val::Tuple(t) if t.is_empty())) {
+            return Err(self.err(args.r, "boundary_check applies to block pointers (tl.make_block_ptr)"));
+        }
         let mask = b.opt(2).map(|a| a.v.clone());
-        let (mut ptr, v, m) = self.ptr_val_mask(ptr, &b.val(1), mask.as_ref(), args.r)?;
+        self.store_core(ptr, &b.val(1), mask.as_ref(), (cache, evict), b.range(1), args.r)
+    }
+
+    /// A plain masked store (block pointers and descriptors end up here too).
+    pub(crate) fn emit_store_values(&mut self, ptr: Value, value: &Val, mask: Option<&Val>, r: TextRange) -> R<Val> {
+        self.store_core(ptr, value, mask, (CacheModifier::None, EvictionPolicy::Normal), r, r)
+    }
+
+    fn store_core(
+        &mut self,
+        ptr: Value,
+        value: &Val,
+        mask: Option<&Val>,
+        (cache, evict): (CacheModifier, EvictionPolicy),
+        value_r: TextRange,
+        r: TextRange,
+    ) -> R<Val> {
+        let (mut ptr, v, m) = self.ptr_val_mask(ptr, value, mask, r)?;
         let pointee = self.elem(ptr).pointee().unwrap_or(DType::F32);
-        let mut v = self.cast(v, Elem::Num(pointee), None, b.range(1))?;
+        let mut v = self.cast(v, Elem::Num(pointee), None, value_r)?;
         if pointee == DType::I1 {
             ptr = self.bool_ptr_as_i8(ptr);
-            v = self.cast(v, Elem::Num(DType::I8), None, b.range(1))?;
+            v = self.cast(v, Elem::Num(DType::I8), None, value_r)?;
         }
         let mut ops = vec![ptr, v];
         ops.extend(m);

@@ -3,6 +3,7 @@
 //! functions) live in Trident's prelude and are expanded from there.
 
 mod atomic;
+mod blockptr;
 mod create;
 mod debug;
 mod dot;
@@ -132,6 +133,11 @@ impl<'c, 'a> L<'c, 'a> {
             }
             "dot" => self.dot(args),
             "load" => self.load(args),
+            "make_block_ptr" => self.make_block_ptr(args),
+            "advance" => self.advance(args),
+            "make_tensor_descriptor" => self.make_tensor_descriptor(args),
+            "load_tensor_descriptor" => self.descriptor_load(args),
+            "store_tensor_descriptor" => self.descriptor_store(args),
             "store" => self.store(args),
             "atomic_cas" => self.atomic_cas(args),
             n if n.starts_with("atomic_") => self.atomic_rmw(n, args),
