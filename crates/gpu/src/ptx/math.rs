@@ -99,15 +99,11 @@ impl Emitter<'_> {
             }
             Exp2 => self.f1("ex2.approx", x),
             Exp10 => self.exp10_acc(x),
-            Log => {
-                let t = self.f1("lg2.approx", x);
-                self.f2("mul", t, f32_imm(std::f32::consts::LN_2))
-            }
-            Log2 => self.f1("lg2.approx", x),
-            Log10 => {
-                let t = self.f1("lg2.approx", x);
-                self.f2("mul", t, f32_imm(std::f32::consts::LOG10_2))
-            }
+            // Accurate logarithms: `lg2.approx` has an absolute error of about 2^-22, which is
+            // a huge relative error near 1.
+            Log => self.log_dd(x).0,
+            Log2 => self.log_scaled(x, std::f64::consts::LOG2_E),
+            Log10 => self.log_scaled(x, std::f64::consts::LOG10_E),
             Sqrt => self.f1("sqrt.approx", x),
             SqrtRn => self.f1("sqrt.rn", x),
             Rsqrt => self.f1("rsqrt.approx", x),
@@ -368,6 +364,26 @@ impl Emitter<'_> {
         let l = self.f();
         self.ins(format!("selp.f32 {l}, 0f00000000, {lo}, {nan}"));
         (h, l)
+    }
+
+    /// `c * log(x)` with the product in double-f32 (exact results stay exact: log2(8) = 3).
+    fn log_scaled(&mut self, x: Reg, c: f64) -> Reg {
+        let (hi, lo) = self.log_dd(x);
+        let ch = c as f32;
+        let cl = (c - ch as f64) as f32;
+        let p = self.f2("mul", hi, f32_imm(ch));
+        let np = self.f1("neg", p);
+        let pe = self.fma3(hi, f32_imm(ch), np);
+        let t1 = self.fma3(lo, f32_imm(ch), pe);
+        let t2 = self.fma3(hi, f32_imm(cl), t1);
+        let r = self.f2("add", p, t2);
+        // Specials (0, negatives, inf, NaN) come through hi unscaled-safe: p carries them.
+        let fin = self.p();
+        let ah = self.f1("abs", hi);
+        self.ins(format!("setp.lt.f32 {fin}, {ah}, 0f7F800000"));
+        let out = self.f();
+        self.ins(format!("selp.f32 {out}, {r}, {p}, {fin}"));
+        out
     }
 
     fn log1p(&mut self, x: Reg) -> Reg {
