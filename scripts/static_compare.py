@@ -23,8 +23,12 @@ Writes bench/STATIC.md (tables; the analysis section between the markers
 
 Usage (needs the Triton venv; the script re-executes itself with it when `triton` is
 not importable):
-    ~/.cache/trident-oracle/bin/python scripts/static_compare.py \
-        [--trident target/debug/trident] [--out bench/STATIC.md] [--keep DIR] [--only NAME]
+    ~/.cache/trident-oracle/bin/python scripts/static_compare.py --rev HEAD \
+        [--out bench/STATIC.md] [--keep DIR] [--only NAME]
+`--rev REV` builds trident-cli from that commit (git archive + cargo, cached under
+~/.cache/trident-static) so that the numbers belong to a commit; without it the script
+uses `--trident` (default target/debug/trident), which in a shared working tree may
+hold someone's unfinished changes.
 """
 import argparse
 import contextlib
@@ -33,6 +37,7 @@ import importlib.util
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -394,6 +399,42 @@ def table(rows, header, fmt):
     return out
 
 
+def narrow_global(r):
+    """Global memory instructions narrower than 128 bits (cp.async and TMA count as wide)."""
+    detail = r["mix"][1]
+    return sum(n for (c, sub), n in detail.items() if c in ("LDG", "STG", "LDGSTS") and sub != "128")
+
+
+def goals(results):
+    """The codegen goals, per kernel and target: Trident against Triton."""
+    L = ["## Goals", "",
+         "Per kernel and target: spills (goal: none), registers against Triton's (goal: within +10%), global "
+         "accesses narrower than 128 bits (goal: no more than Triton's; `LDGSTS.128` counts as 128-bit), and the "
+         "share of the `tl.dot` work on tensor cores (goal: 1.00).", ""]
+    hdr = ["kernel", "target", "spills (Trident)", "regs Trident/Triton", "narrow global accesses Trident/Triton",
+           "TC cover Trident/Triton"]
+    rows = []
+    by = {(r["case"], r["arch"], r["side"]): r for r in results}
+    for (case, arch, side), t in by.items():
+        if side != "Trident" or (case, arch, "Triton") not in by:
+            continue
+        o = by[(case, arch, "Triton")]
+        spill = t["usage"]["spill_st"] + t["usage"]["spill_ld"] + t["usage"]["stack"]
+        ratio = t["usage"]["regs"] / max(o["usage"]["regs"], 1)
+        nt, no = narrow_global(t), narrow_global(o)
+        cov = "–" if t["coverage"] is None else f"{t['coverage']:.2f} / {o['coverage']:.2f}"
+        ok = lambda b: "✅" if b else "❌"
+        rows.append([case, arch, f"{ok(spill == 0)} {spill} B",
+                     f"{ok(ratio <= 1.10)} {t['usage']['regs']}/{o['usage']['regs']} ({(ratio - 1) * 100:+.0f}%)",
+                     f"{ok(nt <= no)} {nt}/{no}",
+                     cov if t["coverage"] is None else f"{ok(abs(t['coverage'] - 1) < 1e-9)} {cov}"])
+    L.append("| " + " | ".join(hdr) + " |")
+    L.append("|---|---|---|---|---|---|")
+    L += ["| " + " | ".join(r) + " |" for r in rows]
+    L.append("")
+    return L
+
+
 def report(results, meta, old_text):
     L = []
     L.append("# Static comparison: Trident vs Triton machine code")
@@ -401,7 +442,7 @@ def report(results, meta, old_text):
     L.append("Written by `scripts/static_compare.py` (no GPU needed; regenerate with "
              "`~/.cache/trident-oracle/bin/python scripts/static_compare.py`).")
     L.append("")
-    L.append(f"Generated {meta['date']}: Trident `{meta['trident_rev']}`, Triton {meta['triton']}, "
+    L.append(f"Generated {meta['date']}: {meta['trident']}, Triton {meta['triton']}, "
              f"ptxas {meta['ptxas']}, nvdisasm {meta['nvdisasm']}. Both PTX files go through the same ptxas "
              "(`-arch=<PTX .target> -v`, default -O3) and nvdisasm. Same kernel source, constexprs, num_warps and "
              "num_stages on both sides; Triton gets `tt.divisibility=16` on every pointer and on every int "
@@ -416,6 +457,7 @@ def report(results, meta, old_text):
              "per loop iteration / the M·N·K of the kernel's `tl.dot`s per iteration (1.00 = every dot on tensor "
              "cores, once); **own regs** what Triton's own build (its ptxas and flags) gives, for reference.")
     L.append("")
+    L += goals(results)
     for arch, _ in TARGETS:
         L.append(f"## {arch}")
         L.append("")
@@ -491,14 +533,48 @@ def version_line(exe):
     return m.group(1) if m else out[-1]
 
 
+def build_committed(rev):
+    """Builds trident-cli from commit `rev` (not the shared working tree, which holds other people's
+    unfinished edits) into ~/.cache/trident-static; returns the binary and the short hash."""
+    full = run(["git", "rev-parse", rev], cwd=ROOT).stdout.strip()
+    short = full[:7]
+    cache = os.path.expanduser("~/.cache/trident-static")
+    # One source folder (replaced when the commit changes) and one target folder, so that
+    # dependencies are compiled once and only the workspace crates are rebuilt.
+    src = os.path.join(cache, "src")
+    stamp = os.path.join(src, ".rev")
+    if not os.path.exists(stamp) or open(stamp).read().strip() != full:
+        if os.path.exists(src):
+            shutil.rmtree(src)
+        os.makedirs(src)
+        archive = subprocess.Popen(["git", "archive", full], cwd=ROOT, stdout=subprocess.PIPE)
+        run(["tar", "-x", "-C", src], stdin=archive.stdout)
+        archive.wait()
+        with open(stamp, "w") as f:
+            f.write(full + "\n")
+    target = os.path.join(cache, "target")
+    print(f"== building trident-cli at {short} (cargo, {target})", file=sys.stderr)
+    p = subprocess.run(["cargo", "build", "-q", "-p", "trident-cli"], cwd=src,
+                       env=dict(os.environ, CARGO_TARGET_DIR=target))
+    if p.returncode != 0:
+        sys.exit(f"static_compare: building {short} failed")
+    return os.path.join(target, "debug", "trident"), short
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trident", default=os.path.join(ROOT, "target", "debug", "trident"))
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "STATIC.md"))
     ap.add_argument("--keep", help="directory for the PTX, cubins, SASS and IR of both sides")
+    ap.add_argument("--rev", help="build trident-cli from this commit (e.g. HEAD) instead of using --trident")
     ap.add_argument("--only", help="run only the case with this name (no file written)")
     args = ap.parse_args()
     ptxas, nvdisasm = tools()
+    # The trident binary needs ptxas for `--emit cubin`; give it ours.
+    os.environ["TRIDENT_PTXAS"], os.environ["TRIDENT_NVDISASM"] = ptxas, nvdisasm
+    built_rev = None
+    if args.rev:
+        args.trident, built_rev = build_committed(args.rev)
     workdir = args.keep or tempfile.mkdtemp(prefix="static_compare.")
     os.makedirs(workdir, exist_ok=True)
     cases = [c for c in CASES if not args.only or c["name"] == args.only]
@@ -525,8 +601,18 @@ def main():
             r.update(case=case["name"], arch=arch, side="Triton", shared=tshared, own_regs=own)
             r["coverage"] = dot_coverage(r["loop"], case)
             results.append(r)
-    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    meta = dict(date=datetime.date.today().isoformat(), trident_rev=rev.stdout.strip() or "?",
+    if built_rev:
+        trident_desc = f"Trident at commit `{built_rev}` (built from the commit by `--rev`)"
+    else:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "crates"], cwd=ROOT, capture_output=True,
+                               text=True)
+        built = datetime.datetime.fromtimestamp(os.path.getmtime(args.trident), datetime.timezone.utc)
+        trident_desc = (f"Trident binary `{os.path.relpath(args.trident, ROOT)}` (built "
+                        f"{built.strftime('%Y-%m-%d %H:%M UTC')}; tree at `{rev.stdout.strip() or '?'}`"
+                        + (", with uncommitted changes under crates/ that the binary may include" if dirty.stdout.strip()
+                           else "") + ")")
+    meta = dict(date=datetime.date.today().isoformat(), trident=trident_desc,
                 triton=triton.__version__, ptxas=version_line(ptxas), nvdisasm=version_line(nvdisasm), cases=cases)
     old = open(args.out).read() if os.path.exists(args.out) else None
     text = report(results, meta, old)
