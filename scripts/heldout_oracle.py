@@ -49,6 +49,17 @@ class _Any:
 
     __ror__ = __or__
 
+    # Version checks (`Version(triton.__version__) >= Version("3.0")`) take the new-Triton branch.
+    def __ge__(self, o):
+        return True
+
+    __gt__ = __ge__
+
+    def __lt__(self, o):
+        return False
+
+    __le__ = __lt__
+
 
 class _StubModule(types.ModuleType):
     def __getattr__(self, n):
@@ -153,6 +164,57 @@ def _patch_block_pointers():
         mod.make_block_ptr, mod.advance, mod.load, mod.store = make_block_ptr, advance, load, store
 
 
+def _load_as_package_member():
+    """The oracle loads the kernel file as a top-level module; a file inside a package (with
+    `from .utils import ...`) must be loaded under its dotted name for relative imports to work."""
+    import importlib.util
+    plain = importlib.util.spec_from_file_location
+
+    def spec_from_file_location(name, location=None, *a, **k):
+        if name == "oracle_kernels" and location:
+            d = os.path.dirname(os.path.abspath(location))
+            parts = [os.path.splitext(os.path.basename(location))[0]]
+            while os.path.isfile(os.path.join(d, "__init__.py")):
+                parts.insert(0, os.path.basename(d))
+                d = os.path.dirname(d)
+            if len(parts) > 1:
+                sys.path.insert(0, d)
+                name = ".".join(parts)
+                spec = plain(name, location, *a, **k)
+                sys.modules[name] = importlib.util.module_from_spec(spec)
+                return spec
+        return plain(name, location, *a, **k)
+
+    importlib.util.spec_from_file_location = spec_from_file_location
+
+
+def _patch_builtin_aliases():
+    """Module-level aliases of `tl` builtins (`triton_cast = tl.cast`) keep pointing at the
+    unpatched function, which Triton's interpreter cannot run (compiled Triton can). Before a
+    jit function runs, route such aliases in its globals to the live `tl` attribute."""
+    import triton.language as tl
+    import triton.runtime.interpreter as I
+
+    def fix(glb):
+        for k, v in list(glb.items()):
+            if isinstance(v, type) or not callable(v) or not tl.core.is_builtin(v):
+                continue
+            for mod in (tl, tl.math):
+                name = getattr(v, "__name__", "")
+                if getattr(mod, name, None) is v and (k != name or glb.get("__name__") is not None):
+                    glb[k] = (lambda m, n: lambda *a, **kw: getattr(m, n)(*a, **kw))(mod, name)
+                    break
+
+    for meth in ("run", "__call__"):
+        plain = getattr(I.InterpretedFunction, meth)
+
+        def wrapped(self, *a, _plain=plain, **k):
+            fix(self.fn.__globals__)
+            return _plain(self, *a, **k)
+
+        setattr(I.InterpretedFunction, meth, wrapped)
+
+
 def main():
     sys.path.insert(0, os.path.abspath(TOOLS))
     import numpy as np
@@ -160,6 +222,8 @@ def main():
 
     sys.meta_path.append(_StubFinder())
     _patch_block_pointers()
+    _load_as_package_member()
+    _patch_builtin_aliases()
     plain = oracle.make_tensor
 
     def make_tensor(spec, rng):

@@ -80,6 +80,10 @@ pub(crate) enum Global {
     Attr(Mod, String),
     /// A `@triton.jit` function: index into the file's function list.
     Jit(usize),
+    /// A `@triton.jit` function of another file of the project: (dependency, function index).
+    DepJit(u32, usize),
+    /// Another Python file of the project, imported as a module (dependency index).
+    DepModule(u32),
     /// A module-level constant (or list/dict/config, for decorators).
     Value(HostValue),
     /// A plain Python function or class: host code, not callable from a kernel.

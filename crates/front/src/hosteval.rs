@@ -251,7 +251,13 @@ impl<'a> HostEval<'a> {
                                     compare(cmp, a, b).map_err(|m| self.src.error(e.range(), m))?
                                 }
                                 _ if matches!(cmp, PyCmp::Eq | PyCmp::Ne) => (l == r) == (cmp == PyCmp::Eq),
-                                _ => return Err(self.unknown(e, "cannot order these values")),
+                                // Lists and tuples of constants order like tuples.
+                                _ => match (l.clone().into_const(), r.clone().into_const()) {
+                                    (Some(a), Some(b)) => {
+                                        compare(cmp, &a, &b).map_err(|m| self.src.error(e.range(), m))?
+                                    }
+                                    _ => return Err(self.unknown(e, "cannot order these values")),
+                                },
                             }
                         }
                     };
@@ -287,6 +293,38 @@ impl<'a> HostEval<'a> {
                     self.eval(&i.orelse)?
                 }
             }
+            Expr::Subscript(s) if matches!(&*s.slice, Expr::Slice(_)) => {
+                let Expr::Slice(sl) = &*s.slice else { unreachable!() };
+                let base = self.eval(&s.value)?;
+                let mut bound = |x: &Option<Box<Expr>>| -> R<Option<i128>> {
+                    match x {
+                        None => Ok(None),
+                        Some(x) => match self.eval(x)? {
+                            H::Const(ConstValue::None) => Ok(None),
+                            H::Const(c) if c.as_int().is_some() => Ok(c.as_int()),
+                            _ => Err(self.unknown(x, "slice bounds must be integers")),
+                        },
+                    }
+                };
+                let (lo, hi, step) = (bound(&sl.lower)?, bound(&sl.upper)?, bound(&sl.step)?);
+                let items: Vec<H> = match base {
+                    H::List(v) => v,
+                    H::Const(ConstValue::Tuple(v)) => v.into_iter().map(H::Const).collect(),
+                    H::Const(ConstValue::Str(st)) => {
+                        let chars: Vec<H> = st.chars().map(|c| H::Const(ConstValue::Str(c.to_string()))).collect();
+                        let picked = py_slice(chars, lo, hi, step).ok_or_else(|| self.unknown(e, "bad slice"))?;
+                        let mut out = String::new();
+                        for c in picked {
+                            if let H::Const(ConstValue::Str(c)) = c {
+                                out.push_str(&c);
+                            }
+                        }
+                        return Ok(H::Const(ConstValue::Str(out)));
+                    }
+                    other => return Err(self.unknown(e, format!("cannot slice {}", other.describe()))),
+                };
+                H::List(py_slice(items, lo, hi, step).ok_or_else(|| self.unknown(e, "bad slice"))?)
+            }
             Expr::Subscript(s) => {
                 let base = self.eval(&s.value)?;
                 let idx = self.eval(&s.slice)?;
@@ -306,7 +344,8 @@ impl<'a> HostEval<'a> {
             Some(Global::Module(m)) => Ok(HostValue::Module(*m)),
             Some(Global::Attr(m, a)) => self.module_attr(e, *m, a),
             Some(Global::Opaque(what)) => Ok(HostValue::Foreign(what.clone())),
-            Some(Global::Jit(_)) | Some(Global::HostDef(_)) => {
+            Some(Global::DepModule(_)) => Ok(HostValue::Foreign(format!("module `{n}`"))),
+            Some(Global::Jit(_)) | Some(Global::DepJit(..)) | Some(Global::HostDef(_)) => {
                 Err(self.unknown(e, format!("`{n}` is a function, not a value")))
             }
             Some(Global::Ambiguous(why, _)) => Err(self.unknown(e, why.clone())),
@@ -337,6 +376,8 @@ impl<'a> HostEval<'a> {
                 "tau" => Ok(py_float_const(std::f64::consts::TAU)),
                 _ => Ok(HostValue::Func(m, a.to_string())),
             },
+            // Trident follows Triton 3.9's semantics; version checks in kernel files take that branch.
+            Mod::Triton if a == "__version__" => Ok(HostValue::Const(ConstValue::Str(TRITON_VERSION.into()))),
             Mod::Triton | Mod::Math | Mod::Libdevice | Mod::Extra | Mod::ExtraVendor => {
                 Ok(HostValue::Func(m, a.to_string()))
             }
@@ -493,6 +534,17 @@ impl<'a> HostEval<'a> {
     }
 
     fn call(&mut self, e: &Expr, c: &ast::ExprCall) -> R<HostValue> {
+        // String methods module-level version checks use: `triton.__version__.split(".")`.
+        if let Expr::Attribute(at) = &*c.func {
+            if let Ok(HostValue::Const(ConstValue::Str(s))) = self.eval(&at.value) {
+                let mut args = vec![];
+                for a in c.arguments.args.iter() {
+                    args.push(self.eval(a)?.into_const());
+                }
+                return str_method(&s, at.attr.id.as_str(), &args)
+                    .ok_or_else(|| self.unknown(e, format!("unsupported string method `{}`", at.attr.id)));
+            }
+        }
         let f = self.eval(&c.func)?;
         let mut args = vec![];
         for a in c.arguments.args.iter() {
@@ -519,6 +571,13 @@ impl<'a> HostEval<'a> {
         };
         let int_arg =
             |me: &Self, v: &ConstValue| -> R<i128> { v.as_int().ok_or_else(|| me.unknown(e, "expected an integer")) };
+        if let HostValue::Foreign(what) = &f {
+            if is_version_ctor(what) {
+                if let [HostValue::Const(ConstValue::Str(s))] = &args[..] {
+                    return Ok(HostValue::Const(version_tuple(s)));
+                }
+            }
+        }
         match f {
             HostValue::Func(Mod::Triton, name) => match name.as_str() {
                 "Config" => self.config(e, args, kwargs),
@@ -797,4 +856,82 @@ pub(crate) fn py_cmp(op: ast::CmpOp) -> Option<PyCmp> {
         C::GtE => PyCmp::Ge,
         _ => return None,
     })
+}
+
+/// The Triton version whose semantics Trident follows (what `triton.__version__` reads as).
+pub(crate) const TRITON_VERSION: &str = "3.9.0";
+
+/// Whether a foreign callable builds a comparable version from a string: `packaging.version.Version`
+/// and `parse`, `distutils`' `LooseVersion`/`StrictVersion`, `pkg_resources.parse_version`, and
+/// projects' own re-exports of these under the same names (`from unsloth_zoo.utils import Version`).
+fn is_version_ctor(what: &str) -> bool {
+    let last = what.rsplit('.').next().unwrap_or(what);
+    matches!(last, "Version" | "LooseVersion" | "StrictVersion" | "parse_version") || what.ends_with("version.parse")
+}
+
+/// A version string as a tuple of its leading numeric release components (`"3.0.0+git1"` → `(3, 0, 0)`).
+fn version_tuple(s: &str) -> ConstValue {
+    let mut parts = vec![];
+    for p in s.split('.') {
+        let digits: String = p.chars().take_while(|c| c.is_ascii_digit()).collect();
+        match digits.parse::<i128>() {
+            Ok(n) => parts.push(ConstValue::Int(n)),
+            Err(_) => break,
+        }
+        if digits.len() != p.len() {
+            break;
+        }
+    }
+    ConstValue::Tuple(parts)
+}
+
+/// The string methods module-level code uses on version strings.
+fn str_method(s: &str, name: &str, args: &[Option<ConstValue>]) -> Option<HostValue> {
+    let str_arg = |i: usize| match args.get(i) {
+        Some(Some(ConstValue::Str(a))) => Some(a.clone()),
+        _ => None,
+    };
+    let strs =
+        |v: Vec<&str>| HostValue::List(v.into_iter().map(|x| HostValue::Const(ConstValue::Str(x.into()))).collect());
+    Some(match name {
+        "split" => match args.first() {
+            None | Some(Some(ConstValue::None)) => strs(s.split_whitespace().collect()),
+            _ => strs(s.split(str_arg(0)?.as_str()).collect()),
+        },
+        "startswith" => HostValue::Const(ConstValue::Bool(s.starts_with(str_arg(0)?.as_str()))),
+        "endswith" => HostValue::Const(ConstValue::Bool(s.ends_with(str_arg(0)?.as_str()))),
+        "strip" => HostValue::Const(ConstValue::Str(s.trim().into())),
+        "lower" => HostValue::Const(ConstValue::Str(s.to_lowercase())),
+        "upper" => HostValue::Const(ConstValue::Str(s.to_uppercase())),
+        _ => return None,
+    })
+}
+
+/// `items[lo:hi:step]` with Python's rules for missing and negative bounds; `None` for a zero step.
+fn py_slice<T>(items: Vec<T>, lo: Option<i128>, hi: Option<i128>, step: Option<i128>) -> Option<Vec<T>> {
+    let n = items.len() as i128;
+    let step = step.unwrap_or(1);
+    if step == 0 {
+        return None;
+    }
+    let clamp = |v: i128, lo_lim: i128, hi_lim: i128| {
+        let v = if v < 0 { v + n } else { v };
+        v.clamp(lo_lim, hi_lim)
+    };
+    let idx: Vec<usize> = if step > 0 {
+        let (a, b) = (clamp(lo.unwrap_or(0), 0, n), clamp(hi.unwrap_or(n), 0, n));
+        (a..b.max(a)).step_by(step as usize).map(|i| i as usize).collect()
+    } else {
+        let a = lo.map(|v| clamp(v, -1, n - 1)).unwrap_or(n - 1);
+        let b = hi.map(|v| clamp(v, -1, n - 1)).unwrap_or(-1);
+        let mut v = vec![];
+        let mut i = a;
+        while i > b {
+            v.push(i as usize);
+            i += step;
+        }
+        v
+    };
+    let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
+    Some(idx.into_iter().filter_map(|i| slots.get_mut(i).and_then(Option::take)).collect())
 }

@@ -31,6 +31,10 @@ pub struct KernelFile {
     pub(crate) shared: Arc<FileShared>,
     pub(crate) module: ModModule,
     pub(crate) fns: Vec<KernelInfo>,
+    /// Other files of the project that this file's imports name (transitively), when the file
+    /// was parsed from a path on disk: `from .utils import triton_tanh`,
+    /// `from fla.ops.utils.op import exp`. Empty for a dependency itself (the kernel file holds them all).
+    pub(crate) deps: Vec<KernelFile>,
 }
 
 impl std::fmt::Debug for KernelFile {
@@ -61,6 +65,20 @@ impl KernelFile {
     /// The file as a [`SourceFile`], for rendering diagnostics.
     pub fn source_file(&self) -> SourceFile {
         SourceFile { path: self.shared.path.clone(), text: self.shared.text.clone() }
+    }
+
+    /// The other files of the project this file imports from (see [`KernelFile::source_files`]).
+    pub fn dependencies(&self) -> impl Iterator<Item = &KernelFile> {
+        self.deps.iter()
+    }
+
+    /// Every source file a compilation of this file's kernels can point at, in the order of
+    /// `Loc::file` (and of `Compiled::module.files`): this file, Trident's prelude, then the
+    /// imported project files. Render diagnostics against this list.
+    pub fn source_files(&self) -> Vec<SourceFile> {
+        let mut v = vec![self.source_file(), crate::lower::prelude_source_file()];
+        v.extend(self.deps.iter().map(KernelFile::source_file));
+        v
     }
 }
 

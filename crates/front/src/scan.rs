@@ -14,6 +14,7 @@ use crate::source::{LineIndex, SrcRef};
 use crate::value::ConstValue;
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::{Ranged, TextRange};
+use std::path::PathBuf;
 use std::sync::Arc;
 use trident_ir::Diagnostic;
 
@@ -21,15 +22,60 @@ use trident_ir::Diagnostic;
 ///
 /// Fails only on syntax errors; problems in decorators are recorded on the
 /// kernel they belong to and reported when it is used.
+///
+/// When `path` names a file on disk, imports of other files of the same project
+/// (`from .utils import triton_tanh`, `from fla.ops.utils.op import exp`,
+/// `import mypkg.kernels as K`) are followed: those files are parsed too (see
+/// [`KernelFile::dependencies`]) and the imported names bind to what they bind
+/// to there, `@triton.jit` helpers included. Absolute imports are looked up in
+/// the file's directory and its ancestors, as Python finds a project's package
+/// on `sys.path`. Files that cannot be read or parsed leave their names opaque.
 pub fn parse_file(path: &str, text: &str) -> Result<KernelFile, Diagnostic> {
+    let dir = std::path::Path::new(path)
+        .canonicalize()
+        .ok()
+        .filter(|p| p.is_file())
+        .and_then(|p| p.parent().map(|d| d.to_path_buf()));
+    let mut loader = Loader::default();
+    let mut file = scan_file(path, text, 0, dir, &mut loader)?;
+    file.deps = loader.deps.into_iter().map(|d| d.unwrap_or_else(|| empty_file("<unreadable>"))).collect();
+    Ok(file)
+}
+
+/// The most project files one kernel file may pull in through its imports.
+const MAX_DEPS: usize = 64;
+
+/// Project files reached through imports while scanning one kernel file, each parsed once.
+#[derive(Default)]
+struct Loader {
+    /// `None` while a file is being scanned (an import cycle sees no names) or when it failed to parse.
+    deps: Vec<Option<KernelFile>>,
+    by_path: std::collections::HashMap<PathBuf, u32>,
+}
+
+fn empty_file(path: &str) -> KernelFile {
+    let lines = LineIndex::new("");
+    let shared = Arc::new(FileShared { path: path.to_string(), text: String::new(), lines, globals: Globals::new() });
+    let module = ruff_python_parser::parse_module("").map(|p| p.into_syntax()).unwrap_or_else(|_| unreachable!());
+    KernelFile { shared, module, fns: vec![], deps: vec![] }
+}
+
+/// Parses and scans one file; `file_index` is its index among the compilation's source files.
+fn scan_file(
+    path: &str,
+    text: &str,
+    file_index: u32,
+    dir: Option<PathBuf>,
+    loader: &mut Loader,
+) -> Result<KernelFile, Diagnostic> {
     let lines = LineIndex::new(text);
-    let src = SrcRef { file: 0, lines: &lines };
+    let src = SrcRef { file: file_index, lines: &lines };
     let parsed = ruff_python_parser::parse_module(text).map_err(|e| {
         let r = e.location;
         src.error(r, format!("syntax error: {}", e.error)).label("invalid syntax")
     })?;
     let module = parsed.into_syntax();
-    let mut sc = Scanner { src, text, fns: vec![] };
+    let mut sc = Scanner { src, text, root: &module.body, fns: vec![], plain_defs: Default::default(), dir, loader };
     let mut globals = Globals::new();
     let mut path_stack = vec![];
     sc.suite(&module.body, &mut path_stack, &mut globals);
@@ -42,7 +88,18 @@ pub fn parse_file(path: &str, text: &str) -> Result<KernelFile, Diagnostic> {
             k
         })
         .collect();
-    Ok(KernelFile { shared, module, fns })
+    Ok(KernelFile { shared, module, fns, deps: vec![] })
+}
+
+/// A binding of dependency `dep`, as seen from a file that imports it.
+fn imported(dep: u32, g: &Global) -> Global {
+    match g {
+        Global::Jit(i) => Global::DepJit(dep, *i),
+        Global::Ambiguous(m, alts) => {
+            Global::Ambiguous(m.clone(), alts.iter().map(|a| a.as_ref().map(|x| imported(dep, x))).collect())
+        }
+        other => other.clone(),
+    }
 }
 
 /// Finds the `def` at `path` (see [`KernelInfo::path`]).
@@ -70,10 +127,29 @@ pub(crate) fn resolve_def<'m>(body: &'m [Stmt], path: &[(u32, u32)]) -> Option<&
     resolve_def(inner, rest)
 }
 
-struct Scanner<'a> {
+struct Scanner<'a, 'l> {
     src: SrcRef<'a>,
     text: &'a str,
+    /// The module's statements (to find a plain `def` that is made a jit function later).
+    root: &'a [Stmt],
     fns: Vec<KernelInfo>,
+    /// Plain (undecorated) module-level `def`s: where they are.
+    plain_defs: std::collections::HashMap<String, Vec<(u32, u32)>>,
+    /// The directory of the file, when it is on disk (imports of project files resolve from here).
+    dir: Option<PathBuf>,
+    loader: &'l mut Loader,
+}
+
+/// What the decorators of a function say, as far as Trident cares.
+#[derive(Default)]
+struct JitOpts {
+    is_jit: bool,
+    dns: Vec<ConstValue>,
+    dns_align: Vec<ConstValue>,
+    debug: Option<bool>,
+    noinline: bool,
+    autotune: Option<Autotune>,
+    heuristics: Vec<Heuristic>,
 }
 
 fn dotted(e: &Expr) -> Option<String> {
@@ -92,7 +168,100 @@ fn import_target(path: &str) -> Global {
     }
 }
 
-impl Scanner<'_> {
+impl Scanner<'_, '_> {
+    /// A module of the project: `(file, package directory)` for `module` imported at `level`
+    /// (leading dots). A plain module is its `.py` file; a package its `__init__.py` (if any) and
+    /// its directory, where submodules live.
+    fn find_module(&self, module: &str, level: u32) -> Option<(Option<PathBuf>, Option<PathBuf>)> {
+        let dir = self.dir.as_ref()?;
+        let parts: Vec<&str> = module.split('.').filter(|p| !p.is_empty()).collect();
+        let bases: Vec<PathBuf> = if level > 0 {
+            let mut b = dir.clone();
+            for _ in 1..level {
+                b = b.parent()?.to_path_buf();
+            }
+            vec![b]
+        } else {
+            dir.ancestors().take(12).map(|p| p.to_path_buf()).collect()
+        };
+        for base in bases {
+            let mut p = base.clone();
+            for part in &parts {
+                p.push(part);
+            }
+            if parts.is_empty() || p.is_dir() {
+                let init = p.join("__init__.py");
+                if parts.is_empty() || init.is_file() || level > 0 {
+                    return Some((init.is_file().then_some(init), Some(p)));
+                }
+            }
+            let file = p.with_extension("py");
+            if !parts.is_empty() && file.is_file() {
+                return Some((Some(file), None));
+            }
+        }
+        None
+    }
+
+    /// Parses a project file (once) and returns its dependency index.
+    fn load_dep(&mut self, path: &std::path::Path) -> Option<u32> {
+        let canon = path.canonicalize().ok()?;
+        if let Some(&id) = self.loader.by_path.get(&canon) {
+            return Some(id);
+        }
+        if self.loader.deps.len() >= MAX_DEPS {
+            return None;
+        }
+        let text = std::fs::read_to_string(&canon).ok()?;
+        let id = self.loader.deps.len() as u32;
+        self.loader.deps.push(None);
+        self.loader.by_path.insert(canon.clone(), id);
+        let dir = canon.parent().map(|d| d.to_path_buf());
+        let shown = canon.display().to_string();
+        let file = scan_file(&shown, &text, 2 + id, dir, self.loader).ok();
+        self.loader.deps[id as usize] = file;
+        Some(id)
+    }
+
+    fn dep_global(&self, id: u32, name: &str) -> Option<Global> {
+        let f = self.loader.deps.get(id as usize)?.as_ref()?;
+        f.shared.globals.get(name).map(|g| imported(id, g))
+    }
+
+    /// `from MODULE import NAME` for a module of the project: what NAME binds to.
+    fn import_from_project(&mut self, module: &str, level: u32, name: &str) -> Option<Global> {
+        let (file, pkg) = self.find_module(module, level)?;
+        if let Some(f) = &file {
+            if let Some(id) = self.load_dep(f) {
+                if let Some(g) = self.dep_global(id, name) {
+                    return Some(g);
+                }
+            }
+        }
+        let pkg = pkg?;
+        let sub = pkg.join(name);
+        let sub_file = if sub.is_dir() { sub.join("__init__.py") } else { sub.with_extension("py") };
+        if sub_file.is_file() {
+            return self.load_dep(&sub_file).map(Global::DepModule);
+        }
+        None
+    }
+
+    /// `from MODULE import *` for a module of the project: its public names.
+    fn import_star_from_project(&mut self, module: &str, level: u32, env: &mut Globals) {
+        let Some((Some(file), _)) = self.find_module(module, level) else { return };
+        let Some(id) = self.load_dep(&file) else { return };
+        let Some(Some(f)) = self.loader.deps.get(id as usize) else { return };
+        let names: Vec<(String, Global)> = f
+            .shared
+            .globals
+            .iter()
+            .filter(|(k, _)| !k.starts_with('_') && *k != "*")
+            .map(|(k, g)| (k.clone(), imported(id, g)))
+            .collect();
+        env.extend(names);
+    }
+
     fn suite(&mut self, body: &[Stmt], path: &mut Vec<(u32, u32)>, env: &mut Globals) {
         for (i, stmt) in body.iter().enumerate() {
             path.push((i as u32, 0));
@@ -148,7 +317,15 @@ impl Scanner<'_> {
                     let full = a.name.id.as_str();
                     match &a.asname {
                         Some(alias) => {
-                            env.insert(alias.id.to_string(), import_target(full));
+                            let mut g = import_target(full);
+                            if matches!(g, Global::Opaque(_)) {
+                                if let Some((Some(file), _)) = self.find_module(full, 0) {
+                                    if let Some(id) = self.load_dep(&file) {
+                                        g = Global::DepModule(id);
+                                    }
+                                }
+                            }
+                            env.insert(alias.id.to_string(), g);
                         }
                         None => {
                             // `import triton.language` binds `triton`.
@@ -167,6 +344,8 @@ impl Scanner<'_> {
                     if name == "*" {
                         if base == Some(Mod::Language) {
                             env.insert("*".to_string(), Global::Module(Mod::Language));
+                        } else if base.is_none() {
+                            self.import_star_from_project(&module, imp.level, env);
                         }
                         continue;
                     }
@@ -180,7 +359,10 @@ impl Scanner<'_> {
                         },
                         None => match Mod::from_path(&format!("{module}.{name}")) {
                             Some(sub) if imp.level == 0 => Global::Module(sub),
-                            _ => Global::Opaque(format!("{}{module}.{name}", ".".repeat(imp.level as usize))),
+                            _ => match self.import_from_project(&module, imp.level, name) {
+                                Some(g) => g,
+                                None => Global::Opaque(format!("{}{module}.{name}", ".".repeat(imp.level as usize))),
+                            },
                         },
                     };
                     env.insert(bound.to_string(), g);
@@ -195,6 +377,7 @@ impl Scanner<'_> {
                         env.insert(name, Global::Jit(idx));
                     }
                     None => {
+                        self.plain_defs.insert(name.clone(), path.clone());
                         env.insert(name.clone(), Global::HostDef(format!("`{name}` is a plain Python function")));
                     }
                 }
@@ -204,6 +387,12 @@ impl Scanner<'_> {
                 env.insert(name.clone(), Global::HostDef(format!("`{name}` is a class")));
             }
             Stmt::Assign(a) => {
+                if let [Expr::Name(t)] = &a.targets[..] {
+                    if let Some(idx) = self.functional_deco(&a.value, env, t.id.as_str()) {
+                        env.insert(t.id.to_string(), Global::Jit(idx));
+                        return;
+                    }
+                }
                 let v = self.eval(env, &a.value);
                 for t in &a.targets {
                     self.bind(env, t, v.clone());
@@ -316,69 +505,117 @@ impl Scanner<'_> {
         self.text.get(r.start().to_usize()..r.end().to_usize()).unwrap_or("").to_string()
     }
 
-    /// Reads the decorators of a `def`; returns its description if it is `@triton.jit`.
-    fn jit_def(&mut self, f: &ast::StmtFunctionDef, path: &[(u32, u32)], env: &Globals) -> Option<KernelInfo> {
-        let mut is_jit = false;
-        let mut dns: Vec<ConstValue> = vec![];
-        let mut dns_align: Vec<ConstValue> = vec![];
-        let mut debug = None;
-        let mut noinline = false;
-        let mut autotune = None;
-        let mut heuristics = vec![];
-        let resolve = |e: &Expr| -> Option<Global> {
-            match e {
-                Expr::Name(n) => env.get(n.id.as_str()).cloned(),
-                Expr::Attribute(a) => {
-                    let base = match &*a.value {
-                        Expr::Name(n) => env.get(n.id.as_str()).cloned(),
-                        _ => dotted(&a.value).and_then(|p| Mod::from_path(&p)).map(Global::Module),
-                    };
-                    match base {
-                        Some(Global::Module(m)) => Some(Global::Attr(m, a.attr.id.to_string())),
-                        _ => None,
-                    }
+    /// What a module-level expression used as a decorator refers to, if it is a name or a dotted name.
+    fn resolve_deco(e: &Expr, env: &Globals) -> Option<Global> {
+        match e {
+            Expr::Name(n) => env.get(n.id.as_str()).cloned(),
+            Expr::Attribute(a) => {
+                let base = match &*a.value {
+                    Expr::Name(n) => env.get(n.id.as_str()).cloned(),
+                    _ => dotted(&a.value).and_then(|p| Mod::from_path(&p)).map(Global::Module),
+                };
+                match base {
+                    Some(Global::Module(m)) => Some(Global::Attr(m, a.attr.id.to_string())),
+                    _ => None,
                 }
-                _ => None,
             }
+            _ => None,
+        }
+    }
+
+    /// Applies one decorator expression (`triton.jit`, `triton.jit(...)`, `triton.autotune(...)`,
+    /// `triton.heuristics(...)`; anything else is ignored) to `opts`.
+    fn apply_deco(&self, opts: &mut JitOpts, d: &Expr, env: &Globals) {
+        let (func, call) = match d {
+            Expr::Call(c) => (&*c.func, Some(c)),
+            e => (e, None),
         };
-        let is_triton = |g: &Option<Global>, name: &str| matches!(g, Some(Global::Attr(Mod::Triton | Mod::Language, n)) if n == name);
-        // Decorators apply bottom-up; heuristics listed above others apply later.
-        for d in f.decorator_list.iter().rev() {
-            let (func, call) = match &d.expression {
-                Expr::Call(c) => (&*c.func, Some(c)),
-                e => (e, None),
-            };
-            let g = resolve(func);
-            if is_triton(&g, "jit") {
-                is_jit = true;
-                if let Some(c) = call {
-                    for k in c.arguments.keywords.iter() {
-                        let Some(name) = &k.arg else { continue };
-                        let v = HostEval::new(env, self.src).eval(&k.value).ok().and_then(|v| v.into_const());
-                        match (name.id.as_str(), v) {
-                            ("do_not_specialize", Some(ConstValue::Tuple(v))) => dns = v,
-                            ("do_not_specialize_on_alignment", Some(ConstValue::Tuple(v))) => dns_align = v,
-                            ("debug", Some(c)) => debug = c.truthy(),
-                            ("noinline", Some(c)) => noinline = c.truthy().unwrap_or(false),
-                            _ => {}
-                        }
+        let g = Self::resolve_deco(func, env);
+        let is_triton = |name: &str| matches!(&g, Some(Global::Attr(Mod::Triton | Mod::Language, n)) if n == name);
+        if is_triton("jit") {
+            opts.is_jit = true;
+            if let Some(c) = call {
+                for k in c.arguments.keywords.iter() {
+                    let Some(name) = &k.arg else { continue };
+                    let v = HostEval::new(env, self.src).eval(&k.value).ok().and_then(|v| v.into_const());
+                    match (name.id.as_str(), v) {
+                        ("do_not_specialize", Some(ConstValue::Tuple(v))) => opts.dns = v,
+                        ("do_not_specialize_on_alignment", Some(ConstValue::Tuple(v))) => opts.dns_align = v,
+                        ("debug", Some(c)) => opts.debug = c.truthy(),
+                        ("noinline", Some(c)) => opts.noinline = c.truthy().unwrap_or(false),
+                        _ => {}
                     }
                 }
-            } else if is_triton(&g, "autotune") {
-                if let Some(c) = call {
-                    autotune = Some(self.autotune(c, env));
-                }
-            } else if is_triton(&g, "heuristics") {
-                if let Some(c) = call {
-                    if let Some(arg) = c.arguments.args.first() {
-                        heuristics.extend(self.heuristics(arg, env));
-                    }
+            }
+        } else if is_triton("autotune") {
+            if let Some(c) = call {
+                opts.autotune = Some(self.autotune(c, env));
+            }
+        } else if is_triton("heuristics") {
+            if let Some(c) = call {
+                if let Some(arg) = c.arguments.args.first() {
+                    opts.heuristics.extend(self.heuristics(arg, env));
                 }
             }
         }
-        if !is_jit {
+    }
+
+    /// `NAME = DECORATOR(FUNC)` at module level, where DECORATOR is one of Triton's
+    /// (`triton.jit`, `triton.heuristics({...})`, `triton.autotune(...)`, `triton.jit(...)`) and
+    /// FUNC a plain `def` or a jit function of this file: the functional spelling of decorators
+    /// (unsloth writes `_kernel = triton.jit(_kernel)`). Returns the index of the jit function.
+    fn functional_deco(&mut self, value: &Expr, env: &Globals, name: &str) -> Option<usize> {
+        let Expr::Call(c) = value else { return None };
+        let [Expr::Name(arg)] = &c.arguments.args[..] else { return None };
+        if !c.arguments.keywords.is_empty() {
             return None;
         }
+        let mut opts = JitOpts::default();
+        self.apply_deco(&mut opts, &c.func, env);
+        if !opts.is_jit && opts.autotune.is_none() && opts.heuristics.is_empty() {
+            return None;
+        }
+        match env.get(arg.id.as_str()) {
+            Some(Global::Jit(idx)) => {
+                let idx = *idx;
+                let info = &mut self.fns[idx];
+                info.heuristics.extend(opts.heuristics);
+                if opts.autotune.is_some() {
+                    info.autotune = opts.autotune;
+                }
+                if opts.debug.is_some() {
+                    info.debug = opts.debug;
+                }
+                Some(idx)
+            }
+            Some(Global::HostDef(_)) if opts.is_jit => {
+                let path = self.plain_defs.get(arg.id.as_str())?.clone();
+                let f = resolve_def(self.root, &path)?;
+                let mut info = self.jit_info(f, &path, env, opts);
+                info.name = name.to_string();
+                self.fns.push(info);
+                Some(self.fns.len() - 1)
+            }
+            _ => None,
+        }
+    }
+
+    /// Reads the decorators of a `def`; returns its description if it is `@triton.jit`.
+    fn jit_def(&mut self, f: &ast::StmtFunctionDef, path: &[(u32, u32)], env: &Globals) -> Option<KernelInfo> {
+        let mut opts = JitOpts::default();
+        // Decorators apply bottom-up; heuristics listed above others apply later.
+        for d in f.decorator_list.iter().rev() {
+            self.apply_deco(&mut opts, &d.expression, env);
+        }
+        if !opts.is_jit {
+            return None;
+        }
+        Some(self.jit_info(f, path, env, opts))
+    }
+
+    /// The description of `f` as a jit function with these decorator options.
+    fn jit_info(&self, f: &ast::StmtFunctionDef, path: &[(u32, u32)], env: &Globals, opts: JitOpts) -> KernelInfo {
+        let JitOpts { dns, dns_align, debug, noinline, autotune, heuristics, .. } = opts;
         let params = &f.parameters;
         let all: Vec<&ast::ParameterWithDefault> =
             params.posonlyargs.iter().chain(params.args.iter()).chain(params.kwonlyargs.iter()).collect();
@@ -412,7 +649,7 @@ impl Scanner<'_> {
                 name,
             });
         }
-        Some(KernelInfo {
+        KernelInfo {
             name: f.name.id.to_string(),
             loc: self.src.loc(f.name.range.start()),
             params: infos,
@@ -424,7 +661,7 @@ impl Scanner<'_> {
             heuristics,
             path: path.to_vec(),
             shared: None,
-        })
+        }
     }
 
     fn autotune(&self, c: &ast::ExprCall, env: &Globals) -> Autotune {

@@ -385,6 +385,15 @@ pub(crate) fn compare(op: PyCmp, a: &ConstValue, b: &ConstValue) -> Result<bool,
         (ConstValue::Tuple(_), ConstValue::Tuple(_)) if matches!(op, PyCmp::Eq | PyCmp::Ne) => {
             return Ok((a == b) == (op == PyCmp::Eq));
         }
+        // Lexicographic, as Python orders tuples (version tuples: `(3, 9, 0) >= (3, 0)`).
+        (ConstValue::Tuple(x), ConstValue::Tuple(y)) => {
+            for (p, q) in x.iter().zip(y) {
+                if !compare(PyCmp::Eq, p, q)? {
+                    return compare(op, p, q);
+                }
+            }
+            x.len().partial_cmp(&y.len())
+        }
         _ => {
             if matches!(op, PyCmp::Eq | PyCmp::Ne) {
                 return Ok((a == b) == (op == PyCmp::Eq));

@@ -45,9 +45,10 @@ fn scalar(text: &str, constexpr: bool) -> A {
 }
 
 fn check(file: &str, case: &str) {
-    let src = std::fs::read_to_string(root().join(file)).unwrap();
+    let path = root().join(file).display().to_string();
+    let src = std::fs::read_to_string(&path).unwrap();
     let data = std::fs::read_to_string(root().join("data").join(format!("{case}.txt"))).unwrap();
-    let parsed = parse_file(file, &src).expect("parse");
+    let parsed = parse_file(&path, &src).expect("parse");
     let mut lines = data.lines();
     let mut kernel = String::new();
     let mut grid = [1u32; 3];
@@ -75,7 +76,7 @@ fn check(file: &str, case: &str) {
         }
     }
     let refs: Vec<(&str, A)> = args.iter().map(|(k, a)| (k.as_str(), a.clone())).collect();
-    let got = run(&src, &kernel, &refs, grid);
+    let got = run_full_at(&path, &src, &kernel, &refs, grid).0;
     for (name, want, rtol, atol) in &outs {
         let g = &got[name];
         assert_eq!(g.numel(), want.numel(), "{case}: {name}: element count");
@@ -105,4 +106,5 @@ heldout! {
     descriptor_copy: "block_pointers.py", "descriptor-copy";
     descriptor_copy_nan: "block_pointers.py", "descriptor-copy-nan";
     module_level_if: "module_level.py", "module-level-if";
+    project_imports: "projlike/ops/kernels.py", "project-imports";
 }

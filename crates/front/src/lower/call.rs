@@ -158,7 +158,7 @@ impl<'c, 'a> L<'c, 'a> {
 
     /// Binds a call's arguments to a `@triton.jit` function's parameters (defaults filled in).
     pub(crate) fn bind_jit(&self, fr: super::FnRef, args: &Args) -> R<Vec<(String, Val)>> {
-        let file = self.ctx.file(fr.prelude);
+        let file = self.ctx.file(fr.file);
         let info = &file.fns[fr.idx];
         let spec: Vec<String> =
             info.params.iter().map(|p| if p.has_default { format!("{}=", p.name) } else { p.name.clone() }).collect();
@@ -197,8 +197,8 @@ impl<'c, 'a> L<'c, 'a> {
 
     fn call_jit(&mut self, fr: super::FnRef, args: Args) -> R<Val> {
         let params = self.bind_jit(fr, &args)?;
-        if fr.prelude {
-            let what = self.ctx.file(true).fns[fr.idx].name.clone();
+        if fr.is_prelude() {
+            let what = self.ctx.file(fr.file).fns[fr.idx].name.clone();
             self.inline_call(fr, params, args.r, &format!("tl.{what}"))
         } else {
             self.call_helper(fr, params, args.r)
@@ -207,13 +207,13 @@ impl<'c, 'a> L<'c, 'a> {
 
     /// Calls the prelude function `name` (Trident's Triton-source implementation of a `tl` function).
     pub(crate) fn call_prelude(&mut self, name: &str, args: Args) -> R<Val> {
-        let file = self.ctx.file(true);
+        let file = self.ctx.file(super::FileId::Prelude);
         let idx = file
             .fns
             .iter()
             .position(|k| k.name == name)
             .ok_or_else(|| self.err(args.r, format!("internal error: prelude function `{name}` is missing")))?;
-        let fr = super::FnRef { prelude: true, idx };
+        let fr = super::FnRef { file: super::FileId::Prelude, idx };
         let params = self.bind_jit(fr, &args)?;
         let shown = args.name.clone();
         self.inline_call(fr, params, args.r, &shown)

@@ -1,7 +1,7 @@
 //! Expressions: names, constants, operators, attributes, subscripts, conditionals.
 
 use super::emit::type_str;
-use super::{names, Val, L, R};
+use super::{names, FileId, Val, L, R};
 use crate::globals::{Global, Mod};
 use crate::hosteval::{py_binop, py_cmp, tl_dtype, HostValue};
 use crate::value::{ConstValue, PyCmp};
@@ -243,7 +243,7 @@ impl<'c, 'a> L<'c, 'a> {
         }
         let globals = self.fr.globals;
         match globals.get(name) {
-            Some(g) => return self.global(name, g, r),
+            Some(g) => return self.global(self.fr.file, name, g, r),
             None => {
                 if let Some(Global::Module(m)) = globals.get("*") {
                     if let Ok(v) = self.module_attr(*m, name, r) {
@@ -267,11 +267,14 @@ impl<'c, 'a> L<'c, 'a> {
         Err(d)
     }
 
-    fn global(&mut self, name: &str, g: &Global, r: TextRange) -> R<Val> {
+    /// What module-level binding `g` of file `file` is, as a value.
+    fn global(&mut self, file: FileId, name: &str, g: &Global, r: TextRange) -> R<Val> {
         match g {
             Global::Module(m) => Ok(Val::Module(*m)),
             Global::Attr(m, a) => self.module_attr(*m, a, r),
-            Global::Jit(i) => Ok(Val::Jit(super::FnRef { prelude: self.fr.prelude, idx: *i })),
+            Global::Jit(i) => Ok(Val::Jit(super::FnRef { file, idx: *i })),
+            Global::DepJit(d, i) => Ok(Val::Jit(super::FnRef { file: FileId::Dep(*d), idx: *i })),
+            Global::DepModule(d) => Ok(Val::PyModule(FileId::Dep(*d))),
             Global::Value(HostValue::Module(m)) => Ok(Val::Module(*m)),
             Global::Value(HostValue::Func(m, a)) => self.module_attr(*m, a, r),
             Global::Value(v) => {
@@ -296,10 +299,10 @@ impl<'c, 'a> L<'c, 'a> {
                     .iter()
                     .flatten()
                     .filter(|g| !matches!(g, Global::Opaque(_) | Global::HostDef(_) | Global::Ambiguous(..)))
-                    .filter(|g| self.global(name, g, r).is_ok())
+                    .filter(|g| self.global(file, name, g, r).is_ok())
                     .collect();
                 match usable.as_slice() {
-                    [one] => self.global(name, one, r),
+                    [one] => self.global(file, name, one, r),
                     _ => {
                         let mut d = self.err(r, why.clone());
                         if usable.len() > 1 {
@@ -414,6 +417,19 @@ impl<'c, 'a> L<'c, 'a> {
             },
             Val::Tuple(_) if a == "shape" => Err(self.err(r, "tuples have no `.shape`")),
             Val::BlockPtr(bp) => self.block_ptr_attr(*bp, a, r),
+            Val::PyModule(file) => {
+                let globals = &self.ctx.file(file).shared.globals;
+                match globals.get(a) {
+                    Some(g) => {
+                        let g = g.clone();
+                        self.global(file, a, &g, r)
+                    }
+                    None => {
+                        let path = self.ctx.file(file).path().to_string();
+                        Err(self.err(r, format!("module `{path}` has no module-level name `{a}`")))
+                    }
+                }
+            }
             other => Err(self.err(r, format!("{} has no attribute `{a}`", other.kind_name()))),
         }
     }

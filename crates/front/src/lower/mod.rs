@@ -30,7 +30,12 @@ use ruff_text_size::TextRange;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use trident_core::DType;
 use trident_ir::{Block, Diagnostic, Elem, Function, Loc, Module, OpKind, Type, Value};
-pub(crate) use val::{BlockPtr, FnRef, Val};
+pub(crate) use val::{BlockPtr, FileId, FnRef, Val};
+
+/// Trident's prelude as a source file (diagnostics inside it point there).
+pub(crate) fn prelude_source_file() -> trident_ir::SourceFile {
+    prelude::prelude().source_file()
+}
 
 /// Whether `name` is a libdevice function Trident implements (for the module scanner).
 pub(crate) fn builtins_libdevice_known(name: &str) -> bool {
@@ -84,16 +89,16 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    pub(crate) fn file(&self, prelude: bool) -> &'a KernelFile {
-        if prelude {
-            self.prelude
-        } else {
-            self.user
+    pub(crate) fn file(&self, id: FileId) -> &'a KernelFile {
+        match id {
+            FileId::User => self.user,
+            FileId::Prelude => self.prelude,
+            FileId::Dep(i) => self.user.deps.get(i as usize).unwrap_or(self.user),
         }
     }
 
     pub(crate) fn def(&self, f: FnRef) -> Option<&'a ast::StmtFunctionDef> {
-        let file = self.file(f.prelude);
+        let file = self.file(f.file);
         let info = file.fns.get(f.idx)?;
         resolve_def(&file.module.body, &info.path)
     }
@@ -112,7 +117,8 @@ impl<'a> Ctx<'a> {
 
 /// The function body being walked: its variables and where its source lives.
 pub(crate) struct Frame<'a> {
-    pub prelude: bool,
+    /// The file the function being walked comes from.
+    pub file: FileId,
     pub src: SrcRef<'a>,
     pub text: &'a str,
     pub globals: &'a Globals,
@@ -344,7 +350,7 @@ pub(crate) fn compile(
         scope.insert(p.name.clone(), v);
     }
     let frame = Frame {
-        prelude: false,
+        file: FileId::User,
         src,
         text: &shared.text,
         globals: &shared.globals,
@@ -360,7 +366,7 @@ pub(crate) fn compile(
     let f = l.f;
     let mut funcs = vec![f];
     funcs.extend(ctx.helpers);
-    let module = Module { funcs, files: vec![file.source_file(), prelude.source_file()] };
+    let module = Module { funcs, files: file.source_files() };
     Ok(Compiled {
         module,
         kernel: kernel.to_string(),
@@ -377,7 +383,7 @@ impl<'c, 'a> L<'c, 'a> {
     pub(crate) fn call_helper(&mut self, fref: FnRef, params: Vec<(String, Val)>, call: TextRange) -> R<Val> {
         let def = self.ctx.def(fref).ok_or_else(|| self.err(call, "internal error: unknown function"))?;
         let fname = def.name.id.to_string();
-        let mut key = format!("{}:{}", fref.prelude as u8, fref.idx);
+        let mut key = format!("{}:{}", fref.file.index(), fref.idx);
         for (_, v) in &params {
             key.push('|');
             self.spec_key(v, &mut key);
@@ -428,8 +434,8 @@ impl<'c, 'a> L<'c, 'a> {
         }
         let refs: Vec<(&str, Type)> = ir_params.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
         let mut f = Function::new(&name, &refs, vec![], false);
-        let file = self.ctx.file(fref.prelude);
-        let src = file.shared.src(fref.prelude as u32);
+        let file = self.ctx.file(fref.file);
+        let src = file.shared.src(fref.file.index());
         f.loc = src.loc(def.name.range.start());
         let args: Vec<Value> = f.blocks[f.body].args.clone();
         let mut it = args.into_iter();
@@ -439,7 +445,7 @@ impl<'c, 'a> L<'c, 'a> {
         }
         let body_block = f.body;
         let frame = Frame {
-            prelude: fref.prelude,
+            file: fref.file,
             src,
             text: &file.shared.text,
             globals: &file.shared.globals,
@@ -503,10 +509,10 @@ impl<'c, 'a> L<'c, 'a> {
         what: &str,
     ) -> R<Val> {
         let def = self.ctx.def(fref).ok_or_else(|| self.err(call, "internal error: unknown function"))?;
-        let file = self.ctx.file(fref.prelude);
+        let file = self.ctx.file(fref.file);
         let frame = Frame {
-            prelude: fref.prelude,
-            src: file.shared.src(fref.prelude as u32),
+            file: fref.file,
+            src: file.shared.src(fref.file.index()),
             text: &file.shared.text,
             globals: &file.shared.globals,
             scope: params.into_iter().collect(),

@@ -5,11 +5,37 @@ use crate::globals::Mod;
 use crate::value::ConstValue;
 use trident_ir::Value;
 
+/// Which parsed file: the kernel's own, Trident's prelude, or a file the kernel's file imports
+/// (`Dep(i)`: entry `i` of the kernel file's dependencies). `index()` is the file's position in
+/// the compiled module's source files (and so in every `Loc`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum FileId {
+    User,
+    Prelude,
+    Dep(u32),
+}
+
+impl FileId {
+    pub(crate) fn index(self) -> u32 {
+        match self {
+            FileId::User => 0,
+            FileId::Prelude => 1,
+            FileId::Dep(i) => 2 + i,
+        }
+    }
+}
+
 /// A `@triton.jit` function: which file, which function of it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct FnRef {
-    pub prelude: bool,
+    pub file: FileId,
     pub idx: usize,
+}
+
+impl FnRef {
+    pub(crate) fn is_prelude(&self) -> bool {
+        self.file == FileId::Prelude
+    }
 }
 
 /// Arguments of `range` / `tl.range` / `tl.static_range`.
@@ -76,6 +102,9 @@ pub(crate) enum Val {
     /// A function (or class) of a module: `tl.load`, `libdevice.tanh`, `triton.cdiv`, `tl.constexpr`.
     Builtin(Mod, String),
     Jit(FnRef),
+    /// A Python module of the kernel's project (`from . import utils`): its names are looked up
+    /// in that file's module-level bindings.
+    PyModule(FileId),
     /// A Python builtin usable in kernels: `range`, `min`, `max`, `len`, `int`, `float`, `print`, ...
     PyFn(&'static str),
     /// A method bound to its receiver: `x.to`, `x.dtype.is_floating`.
@@ -176,6 +205,7 @@ impl Val {
             Val::Module(m) => format!("module `{}`", m.display()),
             Val::Builtin(m, n) => format!("`{}.{n}`", m.display()),
             Val::Jit(_) => "@triton.jit function".into(),
+            Val::PyModule(_) => "Python module".into(),
             Val::PyFn(n) => format!("builtin `{n}`"),
             Val::Method(_, n) => format!("method `{n}`"),
             Val::Slice(_) => "slice".into(),

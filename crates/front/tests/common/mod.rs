@@ -37,10 +37,15 @@ pub fn compile_ok(src: &str, kernel: &str, args: &[(&str, A)]) -> Compiled {
 }
 
 pub fn compile_opts(src: &str, kernel: &str, args: &[(&str, A)], opts: &CompileOptions) -> Compiled {
-    let file = parse_file("test.py", src).unwrap_or_else(|d| panic!("{}", d.render(&[source(src)])));
+    compile_at("test.py", src, kernel, args, opts)
+}
+
+/// Like [`compile_opts`] for a file at `path` (on disk, its imports of project files are followed).
+pub fn compile_at(path: &str, src: &str, kernel: &str, args: &[(&str, A)], opts: &CompileOptions) -> Compiled {
+    let file = parse_file(path, src).unwrap_or_else(|d| panic!("{}", d.render(&[source(src)])));
     let infos: Vec<(String, ArgInfo)> = args.iter().map(|(k, a)| (k.to_string(), arg_info(a))).collect();
     let c = compile(&file, kernel, &infos, opts).unwrap_or_else(|ds| {
-        let files = vec![file.source_file()];
+        let files = file.source_files();
         panic!("{}", ds.iter().map(|d| d.render(&files)).collect::<String>())
     });
     if let Err(errs) = trident_ir::verify_module(&c.module) {
@@ -77,7 +82,18 @@ pub fn run(src: &str, kernel: &str, args: &[(&str, A)], grid: [u32; 3]) -> HashM
 
 /// Like [`run`], also returning what `device_print` printed.
 pub fn run_full(src: &str, kernel: &str, args: &[(&str, A)], grid: [u32; 3]) -> (HashMap<String, HostTensor>, String) {
-    let c = compile_ok(src, kernel, args);
+    run_full_at("test.py", src, kernel, args, grid)
+}
+
+/// Like [`run_full`] for a file at `path`.
+pub fn run_full_at(
+    path: &str,
+    src: &str,
+    kernel: &str,
+    args: &[(&str, A)],
+    grid: [u32; 3],
+) -> (HashMap<String, HostTensor>, String) {
+    let c = compile_at(path, src, kernel, args, &CompileOptions { debug: true, ..Default::default() });
     let f = c.module.func(&c.kernel).expect("kernel function");
     let mut iargs = vec![];
     let mut names = vec![];

@@ -1,0 +1,1 @@
+from .common import EPS as DEFAULT_EPS  # noqa: F401
