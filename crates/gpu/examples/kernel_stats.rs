@@ -103,6 +103,9 @@ fn cases() -> Vec<Case> {
     v.push(mm(128, 128, 32, 8, 3, DType::F16));
     v.push(mm(128, 64, 32, 4, 4, DType::F16));
     v.push(mm(64, 64, 64, 4, 3, DType::F16));
+    v.push(mm(128, 128, 64, 8, 3, DType::F16));
+    v.push(mm(128, 256, 64, 8, 3, DType::F16));
+    v.push(mm(128, 128, 32, 4, 4, DType::F16));
     let mut fa = vec![
         ("q", ptr(DType::F16)),
         ("k", ptr(DType::F16)),

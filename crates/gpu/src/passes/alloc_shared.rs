@@ -134,19 +134,80 @@ pub fn buffer_bytes(f: &Function, op: Op) -> u64 {
     t.numel() * crate::ptx::regs::mem_bytes(t.elem()) as u64
 }
 
-/// Plans shared memory for `f`; fails when it exceeds the limit. Buffers (`local_alloc`)
-/// come first, each 128-byte aligned; scratch space follows them.
+/// Program positions: every op gets its pre-order index; ops with regions also the index
+/// after their last nested op.
+struct Positions {
+    start: HashMap<Op, u32>,
+    end: HashMap<Op, u32>,
+}
+
+fn number(f: &Function) -> Positions {
+    fn walk(f: &Function, b: trident_ir::Block, n: &mut u32, p: &mut Positions) {
+        for &op in &f.blocks[b].ops {
+            p.start.insert(op, *n);
+            *n += 1;
+            for &r in &f.ops[op].regions {
+                walk(f, r, n, p);
+            }
+            p.end.insert(op, *n);
+        }
+    }
+    let mut p = Positions { start: HashMap::new(), end: HashMap::new() };
+    let mut n = 0;
+    walk(f, f.body, &mut n, &mut p);
+    p
+}
+
+/// The live interval `[first, last]` of a `local_alloc` buffer: from the alloc to its last
+/// use (through views), a use inside a loop the alloc is outside of counting until the end
+/// of that loop (plus one op: the wait that drains copies after a pipelined loop).
+fn buffer_interval(f: &Function, alloc: Op, pos: &Positions, users: &HashMap<Value, Vec<Op>>) -> (u32, u32) {
+    let start = pos.start[&alloc];
+    let mut last = start;
+    let mut work = vec![f.ops[alloc].results[0]];
+    while let Some(v) = work.pop() {
+        for &u in users.get(&v).map(|v| v.as_slice()).unwrap_or(&[]) {
+            if matches!(f.ops[u].kind, OpKind::MemDescIndex) {
+                work.push(f.ops[u].results[0]);
+            }
+            let mut end = pos.start.get(&u).copied().unwrap_or(start);
+            // Widen to the outermost loop around the use that does not contain the alloc.
+            let mut p = f.parent_op(u);
+            while let Some(po) = p {
+                if pos.start[&po] < start && pos.end[&po] > start {
+                    break;
+                }
+                if matches!(f.ops[po].kind, OpKind::For | OpKind::While) {
+                    end = end.max(pos.end[&po] + 1);
+                }
+                p = f.parent_op(po);
+            }
+            last = last.max(end);
+        }
+    }
+    (start, last)
+}
+
+/// Plans shared memory for `f`; fails when it exceeds the limit. Every user gets a live
+/// interval (a buffer from its alloc to its last use, a scratch user just its own op);
+/// users whose intervals overlap get disjoint bytes, placed first-fit, largest first.
 pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, Diagnostic> {
     let mut plan = SharedPlan::default();
+    let pos = number(f);
+    let mut users: HashMap<Value, Vec<Op>> = HashMap::new();
+    for op in f.all_ops() {
+        for &o in &f.ops[op].operands {
+            users.entry(o).or_default().push(op);
+        }
+    }
+    // (op, bytes, first, last, is_buffer)
+    let mut items: Vec<(Op, u64, u32, u32, bool)> = vec![];
     let mut biggest: Option<(Op, u64)> = None;
-    let mut buffers = 0u64;
-    let mut scratch_ops = vec![];
     for op in f.all_ops() {
         if matches!(f.ops[op].kind, OpKind::LocalAlloc) {
             let bytes = align(buffer_bytes(f, op), 128);
-            plan.offsets.insert(op, buffers as u32);
-            plan.sizes.insert(op, bytes as u32);
-            buffers += bytes;
+            let (a, b) = buffer_interval(f, op, &pos, &users);
+            items.push((op, bytes, a, b, true));
             continue;
         }
         let bytes = scratch_bytes(f, op).map_err(|e| {
@@ -158,19 +219,38 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, Diagno
             }
         })?;
         if bytes > 0 {
-            let bytes = align(bytes, 16);
-            scratch_ops.push((op, bytes));
+            let bytes = align(bytes, 128);
+            let p = pos.start[&op];
+            items.push((op, bytes, p, p, false));
             if biggest.is_none_or(|(_, b)| bytes > b) {
                 biggest = Some((op, bytes));
             }
         }
     }
-    for (op, bytes) in scratch_ops {
-        plan.offsets.insert(op, buffers as u32);
+    items.sort_by_key(|it| (std::cmp::Reverse(it.1), it.2));
+    let mut placed: Vec<(u64, u64, u32, u32)> = vec![];
+    let mut total = 0u64;
+    let mut buffers = 0u64;
+    for (op, bytes, a, b, is_buf) in items {
+        // Lowest offset not overlapping any placed user alive at the same time.
+        let mut busy: Vec<(u64, u64)> =
+            placed.iter().filter(|p| p.2 <= b && a <= p.3).map(|p| (p.0, p.0 + p.1)).collect();
+        busy.sort();
+        let mut off = 0u64;
+        for (s, e) in busy {
+            if off + bytes <= s {
+                break;
+            }
+            off = off.max(e);
+        }
+        placed.push((off, bytes, a, b));
+        plan.offsets.insert(op, off as u32);
         plan.sizes.insert(op, bytes as u32);
+        total = total.max(off + bytes);
+        if is_buf {
+            buffers += bytes;
+        }
     }
-    let scratch = biggest.map_or(0, |(_, b)| b);
-    let total = buffers + scratch;
     let limit = opts.shared_limit() as u64;
     if total > limit {
         let mut diag = Diagnostic::error(format!(

@@ -44,6 +44,14 @@ pub fn pipeline_loops(f: &mut Function, opts: &GpuOptions) -> usize {
     n
 }
 
+/// Says why a loop is not pipelined when `TRIDENT_DEBUG_PIPELINE` is set.
+fn skip(why: &str) -> bool {
+    if std::env::var_os("TRIDENT_DEBUG_PIPELINE").is_some() {
+        eprintln!("gpu-pipeline: loop not pipelined: {why}");
+    }
+    false
+}
+
 struct Cand {
     load: Op,
     convert: Op,
@@ -113,18 +121,26 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         cands.push(Cand { load: op, convert: conv, tile });
     }
     if cands.is_empty() {
-        return false;
+        return skip("no load feeds an mma operand directly (or it is too narrow for cp.async)");
     }
-    let smem: u64 = cands
+    // The ring must fit next to the kernel's scratch space (and other loops' rings).
+    let per_stage: u64 = cands
         .iter()
         .map(|c| {
-            s as u64
-                * f.ty(f.ops[c.load].results[0]).numel()
-                * f.ty(f.ops[c.load].results[0]).elem().num().map_or(4, |t| t.size_bytes() as u64)
+            let t = f.ty(f.ops[c.load].results[0]);
+            t.numel() * t.elem().num().map_or(4, |d| d.size_bytes() as u64)
         })
         .sum();
-    if smem > opts.shared_limit() as u64 / 2 {
-        return false;
+    // Scratch of ops inside the loop is live together with the ring; the rest can share it.
+    let mut used = 0u64;
+    f.walk_block(body, &mut |o| used = used.max(super::alloc_shared::scratch_bytes(f, o).unwrap_or(0)));
+    let room = (opts.shared_limit() as u64).saturating_sub(used);
+    let mut s = s;
+    while s >= 2 && s as u64 * per_stage > room {
+        s -= 1;
+    }
+    if s < 2 {
+        return skip(&format!("{per_stage} bytes per stage do not fit next to {used} bytes of shared memory"));
     }
 
     // 2. Stage 0: the loads' backward slice in the body, plus the updates of the loop-carried values it reads.
@@ -144,7 +160,7 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
                 }
                 let od = &f.ops[op];
                 if !od.regions.is_empty() || (od.kind.effect() != Effect::Pure && !load_set.contains(&op)) {
-                    return false;
+                    return skip(&format!("the loads' operands depend on `{}`", od.kind.name()));
                 }
                 work.extend(od.operands.iter().copied());
             }
@@ -156,11 +172,11 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         let a = args[i];
         for &op in &body_ops {
             if f.ops[op].operands.contains(&a) && !stage0.contains(&op) {
-                return false;
+                return skip(&format!("a loop-carried value of the loads is also used by `{}`", f.ops[op].kind.name()));
             }
         }
         if uses[d.results[i - 1]] > 0 {
-            return false;
+            return skip("a loop-carried pointer is used after the loop");
         }
     }
     // Stage-0 values stage 1 needs are recomputed for the current iteration: they must not
@@ -189,7 +205,7 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
                 if load_set.contains(&op) {
                     // The loaded tile itself is only read through its conversion.
                     if !cands.iter().any(|c| c.load == op) {
-                        return false;
+                        return skip("a loaded tile is used outside its conversion");
                     }
                     continue;
                 }
@@ -197,7 +213,9 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
                     need.extend(f.ops[op].operands.iter().copied());
                 }
             }
-            ValueDef::Arg(b, i) if b == body && carried.contains(&(i as usize)) => return false,
+            ValueDef::Arg(b, i) if b == body && carried.contains(&(i as usize)) => {
+                return skip("stage 1 needs a value computed from a loop-carried pointer")
+            }
             _ => {}
         }
     }
@@ -224,7 +242,9 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         let b = ins(f, OpKind::LocalAlloc, &[], Some(bt));
         bufs.push((b, lt.with_layout(Some(l2))));
     }
-    // Prologue: stage 0 of iterations 0..S-1.
+    // Prologue: stage 0 of iterations 0..S-1. The ring may reuse space of earlier shared
+    // memory users, whose reads must be over before the first copy lands.
+    ins(f, OpKind::Barrier, &[], None);
     let mut cur: HashMap<usize, Value> = carried.iter().map(|&i| (i, d.operands[3 + i - 1])).collect();
     let order0: Vec<Op> = body_ops.iter().copied().filter(|o| stage0.contains(o)).collect();
     for dd in 0..s - 1 {
@@ -339,9 +359,12 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         let t = f.new_op(OpKind::Yield, &ys, &[], loc);
         f.append_op(nb, t);
     }
-    // Drain the copies still in flight (their slots are past the last iteration).
+    // Drain the copies still in flight (their slots are past the last iteration), and let
+    // every warp finish reading the ring before its space is reused.
     let w = f.new_op(OpKind::AsyncWait { pending: 0 }, &[], &[], loc);
     f.insert_op_after(for_op, w);
+    let bar = f.new_op(OpKind::Barrier, &[], &[], loc);
+    f.insert_op_after(w, bar);
     let new_results = f.ops[nfor].results.clone();
     for (i, &r) in d.results.iter().enumerate() {
         f.replace_all_uses(r, new_results[i]);

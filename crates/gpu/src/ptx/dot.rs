@@ -118,6 +118,49 @@ impl MmaTile {
     }
 }
 
+/// An mma operand still in shared memory, read by `ldmatrix` group by group where the
+/// dot needs it (keeps only the current K slice of fragments live).
+#[derive(Clone, Debug)]
+pub struct LazyOperand {
+    g_offs: Vec<u64>,
+    disjoint: bool,
+    t_ld: Reg,
+    l_addr: Reg,
+    addr: Reg,
+    bytes: u32,
+    nmat: usize,
+    kw: usize,
+    trans: bool,
+    signed: bool,
+    loaded: HashMap<usize, Vec<Reg>>,
+}
+
+impl LazyOperand {
+    pub fn groups(&self) -> usize {
+        self.g_offs.len()
+    }
+}
+
+/// A dot operand: registers, or fragments to be read from shared memory.
+enum Opnd {
+    Regs(Vec<Reg>),
+    Lazy(LazyOperand),
+}
+
+impl Opnd {
+    fn elem(&mut self, e: &mut Emitter<'_>, idx: usize) -> Reg {
+        match self {
+            Opnd::Regs(r) => r[idx],
+            Opnd::Lazy(lz) => {
+                let per = lz.nmat * lz.kw;
+                let g = idx / per;
+                let v = e.ldmatrix_group(lz, g);
+                v[idx - g * per]
+            }
+        }
+    }
+}
+
 /// The `mma.sync` shape for operands `a`, `b` with `precision`, on compute capability `cc`.
 pub fn mma_kind(a: DType, b: DType, precision: InputPrecision, cc: u32) -> Option<MmaKind> {
     use DType::*;
@@ -275,6 +318,25 @@ impl Emitter<'_> {
         addr: Reg,
         signed: bool,
     ) -> Res<Vec<Reg>> {
+        let mut lz = self.ldmatrix_setup(sl, dst, tile, bytes, addr, signed);
+        let mut out = vec![];
+        for g in 0..lz.groups() {
+            out.extend(self.ldmatrix_group(&mut lz, g));
+        }
+        Ok(out)
+    }
+
+    /// Per-thread addressing of an `ldmatrix` read of a whole operand tile; the loads
+    /// themselves are issued group by group ([`Emitter::ldmatrix_group`]).
+    pub(crate) fn ldmatrix_setup(
+        &mut self,
+        sl: &crate::layout::SharedLinear,
+        dst: &Rc<LinearLayout>,
+        tile: &MmaTile,
+        bytes: u32,
+        addr: Reg,
+        signed: bool,
+    ) -> LazyOperand {
         let offset = sl.offset_fn();
         let to_off = |v: &[u64]| -> Vec<u64> { v.iter().map(|&b| offset(b)).collect() };
         let kw = tile.k_width as usize;
@@ -311,44 +373,53 @@ impl Emitter<'_> {
         self.ins(format!("mad.lo.u32 {l_addr}, {t_ld}, {bytes}, {addr}"));
         let g_offs: Vec<u64> = (0..npacked / nmat).map(|g| offset(dst.reg_part((g * nmat * kw) as u64))).collect();
         let disjoint = super::convert::bits_disjoint(&ld_l.lane, &ld_l.warp, &g_offs);
-        let mut out: Vec<Reg> = Vec::with_capacity(dst.num_regs());
-        for &o in &g_offs {
-            let a = if disjoint {
-                format!("{l_addr}+{}", o * bytes as u64)
-            } else {
-                let i = self.new_reg(RegClass::B32);
-                self.ins(format!("xor.b32 {i}, {t_ld}, {o}"));
-                let a = self.new_reg(RegClass::B32);
-                self.ins(format!("mad.lo.u32 {a}, {i}, {bytes}, {addr}"));
-                a.to_string()
-            };
-            let mats: Vec<Reg> = (0..nmat).map(|_| self.new_reg(RegClass::B32)).collect();
-            let list = mats.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ");
-            let t = if trans { ".trans" } else { "" };
-            self.ins(format!("ldmatrix.sync.aligned.m8n8.x{nmat}{t}.shared.b16 {{{list}}}, [{a}]"));
-            for m in mats {
-                match kw {
-                    1 => out.push(m),
-                    2 => {
-                        let a = self.new_reg(RegClass::B16);
-                        let b = self.new_reg(RegClass::B16);
-                        self.ins(format!("mov.b32 {{{a}, {b}}}, {m}"));
-                        out.push(a);
-                        out.push(b);
-                    }
-                    _ => {
-                        for j in 0..4 {
-                            let t = self.new_reg(RegClass::B32);
-                            self.ins(format!("bfe.{} {t}, {m}, {}, 8", if signed { "s32" } else { "u32" }, 8 * j));
-                            let h = self.new_reg(RegClass::B16);
-                            self.ins(format!("cvt.u16.u32 {h}, {t}"));
-                            out.push(h);
-                        }
+        LazyOperand { g_offs, disjoint, t_ld, l_addr, addr, bytes, nmat, kw, trans, signed, loaded: HashMap::new() }
+    }
+
+    /// Issues `ldmatrix` group `g` (once) and returns the elements of its packed registers.
+    pub(crate) fn ldmatrix_group(&mut self, lz: &mut LazyOperand, g: usize) -> Vec<Reg> {
+        if let Some(v) = lz.loaded.get(&g) {
+            return v.clone();
+        }
+        let o = lz.g_offs[g];
+        let bytes = lz.bytes;
+        let a = if lz.disjoint {
+            format!("{}+{}", lz.l_addr, o * bytes as u64)
+        } else {
+            let i = self.new_reg(RegClass::B32);
+            self.ins(format!("xor.b32 {i}, {}, {o}", lz.t_ld));
+            let a = self.new_reg(RegClass::B32);
+            self.ins(format!("mad.lo.u32 {a}, {i}, {bytes}, {}", lz.addr));
+            a.to_string()
+        };
+        let mats: Vec<Reg> = (0..lz.nmat).map(|_| self.new_reg(RegClass::B32)).collect();
+        let list = mats.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ");
+        let t = if lz.trans { ".trans" } else { "" };
+        self.ins(format!("ldmatrix.sync.aligned.m8n8.x{}{t}.shared.b16 {{{list}}}, [{a}]", lz.nmat));
+        let mut out = vec![];
+        for m in mats {
+            match lz.kw {
+                1 => out.push(m),
+                2 => {
+                    let a = self.new_reg(RegClass::B16);
+                    let b = self.new_reg(RegClass::B16);
+                    self.ins(format!("mov.b32 {{{a}, {b}}}, {m}"));
+                    out.push(a);
+                    out.push(b);
+                }
+                _ => {
+                    for j in 0..4 {
+                        let t = self.new_reg(RegClass::B32);
+                        self.ins(format!("bfe.{} {t}, {m}, {}, 8", if lz.signed { "s32" } else { "u32" }, 8 * j));
+                        let h = self.new_reg(RegClass::B16);
+                        self.ins(format!("cvt.u16.u32 {h}, {t}"));
+                        out.push(h);
                     }
                 }
             }
         }
-        Ok(out)
+        lz.loaded.insert(g, out.clone());
+        out
     }
 
     /// Packs `elems` (consecutive elements of `bytes` each) into as few words as a
@@ -474,6 +545,13 @@ impl Emitter<'_> {
                 {
                     if let Some(tile) = MmaTile::from_shared(&vl, &dst, *k_width, *op_idx) {
                         let signed = vt.elem().num().is_some_and(|t| t.is_signed_int());
+                        let users: Vec<Op> = self.users_of(res);
+                        if users.len() == 1 && matches!(f.ops[users[0]].kind, OpKind::Dot { .. }) {
+                            let lz = self.ldmatrix_setup(&sl, &dst, &tile, bytes, addr, signed);
+                            self.lazy.insert(res, lz);
+                            self.set(res, vec![]);
+                            return Ok(());
+                        }
                         let out = self.ldmatrix_tile(&sl, &dst, &tile, bytes, addr, signed)?;
                         self.set(res, out);
                         return Ok(());
@@ -519,13 +597,23 @@ impl Emitter<'_> {
         let lb = self.ll(b)?.ok_or_else(|| self.err("dot of scalars"))?;
         let lc = self.ll(res)?.ok_or_else(|| self.err("dot of scalars"))?;
         let acc = self.regs(c)?;
-        let (ar, br) = (self.regs(a)?, self.regs(b)?);
+        let ar = match self.lazy.remove(&a) {
+            Some(lz) => Opnd::Lazy(lz),
+            None => Opnd::Regs(self.regs(a)?),
+        };
+        let br = match self.lazy.remove(&b) {
+            Some(lz) => Opnd::Lazy(lz),
+            None => Opnd::Regs(self.regs(b)?),
+        };
         let is_mma = matches!(f.ty(res).layout().and_then(|id| f.layouts.get(id)), Some(Layout::Mma { .. }));
         let out = if is_mma {
             let kind = mma_kind(at, bt, precision, self.opts.target.capability())
                 .ok_or_else(|| self.err(format!("internal: no tensor-core instruction for {at} x {bt}")))?;
-            self.mma(&kind, precision, (&la, &ar), (&lb, &br), &lc, &acc, ct)?
+            self.mma(&kind, precision, (&la, ar), (&lb, br), &lc, &acc, ct)?
         } else {
+            let (Opnd::Regs(ar), Opnd::Regs(br)) = (ar, br) else {
+                return Err(self.err("internal: FMA dot with operands in shared memory"));
+            };
             self.fma_dot((&la, &ar, at), (&lb, &br, bt), &lc, &acc, ct)?
         };
         self.set(res, out);
@@ -537,8 +625,8 @@ impl Emitter<'_> {
         &mut self,
         kind: &MmaKind,
         precision: InputPrecision,
-        (la, ar): (&Rc<LinearLayout>, &[Reg]),
-        (lb, br): (&Rc<LinearLayout>, &[Reg]),
+        (la, mut ar): (&Rc<LinearLayout>, Opnd),
+        (lb, mut br): (&Rc<LinearLayout>, Opnd),
         lc: &Rc<LinearLayout>,
         acc: &[Reg],
         ct: DType,
@@ -564,37 +652,36 @@ impl Emitter<'_> {
         let mut a_cache: HashMap<(u32, u32), Vec<Vec<Reg>>> = HashMap::new();
         let mut b_cache: HashMap<(u32, u32), Vec<Vec<Reg>>> = HashMap::new();
         let tiles = lc.num_regs() / 4;
-        for t in 0..tiles {
-            let base = lc.coords((t as u64) << 2, 0, 0);
-            let (m0, n0) = (base[0], base[1]);
-            let cregs: Vec<usize> = (0..4).map(|i| 4 * t + i).collect();
-            let mut k0 = 0;
-            while k0 < kdim {
+        // K outermost: only one K slice of operand fragments is live at a time.
+        let mut k0 = 0;
+        while k0 < kdim {
+            for t in 0..tiles {
+                let base = lc.coords((t as u64) << 2, 0, 0);
+                let (m0, n0) = (base[0], base[1]);
+                let cregs: Vec<usize> = (0..4).map(|i| 4 * t + i).collect();
                 let key_a = (m0, k0);
-                if let std::collections::hash_map::Entry::Vacant(slot) = a_cache.entry(key_a) {
+                if !a_cache.contains_key(&key_a) {
                     let off = flatten(&la.shape, &[m0, k0]);
-                    let elems: Vec<Reg> = (0..a_frag)
-                        .map(|i| {
-                            let c = la.reg_part(i as u64) ^ off;
-                            a_look.get(&c).map(|&r| ar[r as usize]).ok_or(())
-                        })
-                        .collect::<Result<_, _>>()
-                        .map_err(|_| self.err("internal: A fragment not in registers"))?;
+                    let mut elems = vec![];
+                    for i in 0..a_frag {
+                        let c = la.reg_part(i as u64) ^ off;
+                        let r = *a_look.get(&c).ok_or_else(|| self.err("internal: A fragment not in registers"))?;
+                        elems.push(ar.elem(self, r as usize));
+                    }
                     let packed = self.pack_operand(kind, precision, &elems)?;
-                    slot.insert(packed);
+                    a_cache.insert(key_a, packed);
                 }
                 let key_b = (k0, n0);
-                if let std::collections::hash_map::Entry::Vacant(slot) = b_cache.entry(key_b) {
+                if !b_cache.contains_key(&key_b) {
                     let off = flatten(&lb.shape, &[k0, n0]);
-                    let elems: Vec<Reg> = (0..b_frag)
-                        .map(|i| {
-                            let c = lb.reg_part(i as u64) ^ off;
-                            b_look.get(&c).map(|&r| br[r as usize]).ok_or(())
-                        })
-                        .collect::<Result<_, _>>()
-                        .map_err(|_| self.err("internal: B fragment not in registers"))?;
+                    let mut elems = vec![];
+                    for i in 0..b_frag {
+                        let c = lb.reg_part(i as u64) ^ off;
+                        let r = *b_look.get(&c).ok_or_else(|| self.err("internal: B fragment not in registers"))?;
+                        elems.push(br.elem(self, r as usize));
+                    }
                     let packed = self.pack_operand(kind, precision, &elems)?;
-                    slot.insert(packed);
+                    b_cache.insert(key_b, packed);
                 }
                 let pa = a_cache[&key_a].clone();
                 let pb = b_cache[&key_b].clone();
@@ -620,8 +707,8 @@ impl Emitter<'_> {
                         cur[i] = dregs[j];
                     }
                 }
-                k0 += kind.k;
             }
+            k0 += kind.k;
         }
         let res_ty = if kind.acc == "s32" { DType::I32 } else { DType::F32 };
         let mut out = Vec::with_capacity(cur.len());

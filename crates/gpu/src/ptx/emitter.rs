@@ -47,6 +47,9 @@ pub(crate) struct Emitter<'a> {
     smem_base: Option<Reg>,
     /// Scratch space for the parameters of `vprintf` calls (bytes), if any.
     pub printf_buffer: u32,
+    /// Dot operands left in shared memory until the dot reads them.
+    pub lazy: HashMap<Value, super::dot::LazyOperand>,
+    users: Option<HashMap<Value, Vec<Op>>>,
 }
 
 impl<'a> Emitter<'a> {
@@ -81,6 +84,8 @@ impl<'a> Emitter<'a> {
             uses_assertfail: false,
             smem_base: None,
             printf_buffer: 0,
+            lazy: HashMap::new(),
+            users: None,
         };
         e.tid = e.new_reg(RegClass::B32);
         e.lane = e.new_reg(RegClass::B32);
@@ -155,6 +160,20 @@ impl<'a> Emitter<'a> {
     }
 
     // ---- values ----
+
+    /// The ops using `v` (computed once per kernel).
+    pub fn users_of(&mut self, v: Value) -> Vec<Op> {
+        if self.users.is_none() {
+            let mut m: HashMap<Value, Vec<Op>> = HashMap::new();
+            for op in self.f.all_ops() {
+                for &o in &self.f.ops[op].operands {
+                    m.entry(o).or_default().push(op);
+                }
+            }
+            self.users = Some(m);
+        }
+        self.users.as_ref().and_then(|m| m.get(&v)).cloned().unwrap_or_default()
+    }
 
     pub fn set(&mut self, v: Value, regs: Vec<Reg>) {
         self.vals.insert(v, regs);

@@ -1,0 +1,69 @@
+//! Configurations and kernels the backend rejects get diagnostics, not panics.
+
+mod common;
+use common::*;
+use trident_gpu::{emit_ptx, GpuOptions, Target};
+
+const REDUCE: &str = r#"
+kernel @rowsum(%x: ptr<f32> {divisibility = 16}, %y: ptr<f32> {divisibility = 16}) {
+  %r = arange [start = 0, end = 64] : tensor<64xi32>
+  %c = arange [start = 0, end = 64] : tensor<64xi32>
+  %re = expand_dims %r [axis = 1] : tensor<64x1xi32>
+  %ce = expand_dims %c [axis = 0] : tensor<1x64xi32>
+  %rb = broadcast %re : tensor<64x64xi32>
+  %cb = broadcast %ce : tensor<64x64xi32>
+  %k = constant [value = 64] : tensor<64x64xi32>
+  %ro = mul %rb, %k : tensor<64x64xi32>
+  %o = add %ro, %cb : tensor<64x64xi32>
+  %xs = splat %x : tensor<64x64xptr<f32>>
+  %p = addptr %xs, %o : tensor<64x64xptr<f32>>
+  %v = load %p : tensor<64x64xf32>
+  %t = trans %v [perm = [1, 0]] : tensor<64x64xf32>
+  %e = exp %t : tensor<64x64xf32>
+  %s = reduce %e [axis = 0] {
+  ^(%a: f32, %b: f32):
+    %u = add %a, %b : f32
+    yield %u
+  } : tensor<64xf32>
+  %ys = splat %y : tensor<64xptr<f32>>
+  %q = addptr %ys, %c : tensor<64xptr<f32>>
+  store %q, %s
+  return
+}
+"#;
+
+#[test]
+fn shared_memory_over_the_limit_names_the_sizes() {
+    let m = parse(REDUCE);
+    let opts = GpuOptions { max_shared_bytes: Some(100), num_warps: 8, ..GpuOptions::default() };
+    let err = emit_ptx(&m, "rowsum", &opts).expect_err("100 bytes cannot hold the exchange");
+    let text = err.to_string() + &err.notes.join("\n");
+    assert!(text.contains("bytes of shared memory") && text.contains("100 bytes"), "{text}");
+    assert!(text.contains("largest scratch user"), "{text}");
+    // With the real limit it compiles.
+    let ok = emit_ptx(&m, "rowsum", &GpuOptions { num_warps: 8, ..GpuOptions::default() }).unwrap();
+    assert!(ok.shared_bytes > 100);
+}
+
+#[test]
+fn bad_options_and_unsupported_math_are_diagnostics() {
+    let m = parse(REDUCE);
+    let err = emit_ptx(&m, "rowsum", &GpuOptions { num_warps: 3, ..GpuOptions::default() }).unwrap_err();
+    assert!(err.message.contains("num_warps"), "{err}");
+    let err = emit_ptx(&m, "nope", &GpuOptions::default()).unwrap_err();
+    assert!(err.message.contains("nope"), "{err}");
+    let f64exp = parse(
+        r#"
+kernel @k(%x: ptr<f64> {divisibility = 16}) {
+  %v = load %x : f64
+  %e = exp %v : f64
+  store %x, %e
+  return
+}
+"#,
+    );
+    for target in [Target::Sm80, Target::Sm90] {
+        let err = emit_ptx(&f64exp, "k", &GpuOptions { target, ..GpuOptions::default() }).unwrap_err();
+        assert!(err.message.contains("f64 `exp`"), "{err}");
+    }
+}
