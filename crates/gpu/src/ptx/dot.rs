@@ -660,7 +660,7 @@ impl Emitter<'_> {
                 let (m0, n0) = (base[0], base[1]);
                 let cregs: Vec<usize> = (0..4).map(|i| 4 * t + i).collect();
                 let key_a = (m0, k0);
-                if !a_cache.contains_key(&key_a) {
+                if let std::collections::hash_map::Entry::Vacant(slot) = a_cache.entry(key_a) {
                     let off = flatten(&la.shape, &[m0, k0]);
                     let mut elems = vec![];
                     for i in 0..a_frag {
@@ -669,10 +669,10 @@ impl Emitter<'_> {
                         elems.push(ar.elem(self, r as usize));
                     }
                     let packed = self.pack_operand(kind, precision, &elems)?;
-                    a_cache.insert(key_a, packed);
+                    slot.insert(packed);
                 }
                 let key_b = (k0, n0);
-                if !b_cache.contains_key(&key_b) {
+                if let std::collections::hash_map::Entry::Vacant(slot) = b_cache.entry(key_b) {
                     let off = flatten(&lb.shape, &[k0, n0]);
                     let mut elems = vec![];
                     for i in 0..b_frag {
@@ -681,7 +681,7 @@ impl Emitter<'_> {
                         elems.push(br.elem(self, r as usize));
                     }
                     let packed = self.pack_operand(kind, precision, &elems)?;
-                    b_cache.insert(key_b, packed);
+                    slot.insert(packed);
                 }
                 let pa = a_cache[&key_a].clone();
                 let pb = b_cache[&key_b].clone();
