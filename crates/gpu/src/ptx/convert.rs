@@ -80,6 +80,10 @@ impl Emitter<'_> {
                         return Ok(());
                     }
                 }
+                if let Some(out) = self.convert_swizzled(op, &regs, &sl, &dl)? {
+                    self.set(res, out);
+                    return Ok(());
+                }
                 let out = self.exchange(
                     op,
                     &[ExSrc { regs, layout: sl, base: 0 }],
@@ -89,6 +93,39 @@ impl Emitter<'_> {
                 Ok(())
             }
         }
+    }
+
+    /// A conversion through a swizzled row-major tile: vector stores and loads as wide as
+    /// both layouts allow, XOR swizzle of 16-byte groups against bank conflicts.
+    fn convert_swizzled(
+        &mut self,
+        op: Op,
+        regs: &[Reg],
+        src: &Rc<LinearLayout>,
+        dst: &Rc<LinearLayout>,
+    ) -> Res<Option<Vec<Reg>>> {
+        let f = self.f;
+        let elem = f.ty(f.ops[op].results[0]).elem();
+        let class = super::regs::class_of(elem);
+        if class == RegClass::Pred || src.rank() < 2 {
+            return Ok(None);
+        }
+        let bytes = super::regs::mem_bytes(elem);
+        let rank = src.rank();
+        let row_bytes = src.shape[rank - 1] * bytes;
+        let vec = (16 / bytes).min(src.shape[rank - 1]).max(1);
+        let (per_phase, max_phase) =
+            if row_bytes >= 16 { ((128 / row_bytes).max(1), (row_bytes / 16).clamp(1, 8)) } else { (1, 1) };
+        let order: Vec<u32> = (0..rank as u32).rev().collect();
+        let sl = crate::layout::build::shared(&src.shape, vec, per_phase, max_phase, &order)
+            .map_err(|e| self.err(format!("internal: {e}")))?;
+        let off = self.smem_offset(op)?;
+        let base = self.smem_base();
+        let addr = self.new_reg(RegClass::B32);
+        self.ins(format!("add.u32 {addr}, {base}, {off}"));
+        self.store_tile(&sl, src, regs, bytes, addr, None)?;
+        self.ins("bar.sync 0");
+        Ok(Some(self.load_tile(&sl, dst, class, bytes, addr)?))
     }
 
     /// Moves elements of `srcs` into `dsts` through shared memory at the op's scratch offset.

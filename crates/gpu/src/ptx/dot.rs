@@ -161,6 +161,22 @@ impl Opnd {
     }
 }
 
+/// The widest run (at most `max`) of consecutive registers along `fast` that every thread
+/// holds aligned: no lane, warp or later register basis touches the run's low bits.
+pub(crate) fn aligned_run(l: &LinearLayout, fast: usize, max: usize) -> usize {
+    let mut v = max.max(1);
+    let shift = crate::layout::linear::dim_shifts(&l.shape)[fast];
+    while v > 1 {
+        let low = ((v as u64) - 1) << shift;
+        let k = v.trailing_zeros() as usize;
+        if k <= l.reg.len() && l.reg[k..].iter().chain(&l.lane).chain(&l.warp).all(|&b| b & low == 0) {
+            break;
+        }
+        v /= 2;
+    }
+    v
+}
+
 /// The `mma.sync` shape for operands `a`, `b` with `precision`, on compute capability `cc`.
 pub fn mma_kind(a: DType, b: DType, precision: InputPrecision, cc: u32) -> Option<MmaKind> {
     use DType::*;
@@ -262,7 +278,7 @@ impl Emitter<'_> {
         };
         let w = match cp_async {
             Some((_, w)) => w,
-            None => (src.contig_regs(fast) as usize).min(vec_elems).min((16 / bytes) as usize).max(1),
+            None => aligned_run(src, fast, (src.contig_regs(fast) as usize).min(vec_elems).min((16 / bytes) as usize)),
         };
         for g in 0..src.num_regs() / w {
             let o = reg_offs[g * w];
@@ -305,6 +321,105 @@ impl Emitter<'_> {
             self.ins(format!("{p}st.shared.{ty} [{a}], {val}"));
         }
         Ok(())
+    }
+
+    /// Reads a distributed tile (layout `dst`) from a shared buffer at `addr` laid out by
+    /// `sl`, vectors as wide as the layout and the swizzle allow.
+    pub(crate) fn load_tile(
+        &mut self,
+        sl: &crate::layout::SharedLinear,
+        dst: &Rc<LinearLayout>,
+        class: RegClass,
+        bytes: u32,
+        addr: Reg,
+    ) -> Res<Vec<Reg>> {
+        let offset = sl.offset_fn();
+        let to_off = |v: &[u64]| -> Vec<u64> { v.iter().map(|&b| offset(b)).collect() };
+        let ld_l = Rc::new(LinearLayout {
+            shape: dst.shape.clone(),
+            reg: vec![],
+            lane: to_off(&dst.lane),
+            warp: to_off(&dst.warp),
+        });
+        let t_off = self.thread_flat(&ld_l);
+        let t_addr = self.new_reg(RegClass::B32);
+        self.ins(format!("mad.lo.u32 {t_addr}, {t_off}, {bytes}, {addr}"));
+        let reg_offs: Vec<u64> = (0..dst.num_regs() as u64).map(|r| offset(dst.reg_part(r))).collect();
+        let disjoint = super::convert::bits_disjoint(&ld_l.lane, &ld_l.warp, &reg_offs);
+        let fast = sl
+            .offset
+            .first()
+            .map_or(0, |&b| crate::layout::linear::unflatten(&sl.shape, b).iter().position(|&c| c != 0).unwrap_or(0));
+        let vec_elems = {
+            let mut n = 1usize;
+            while n < sl.offset.len() && sl.offset[n] == sl.offset[0] << n {
+                n += 1;
+            }
+            1usize << n
+        };
+        let w = aligned_run(dst, fast, (dst.contig_regs(fast) as usize).min(vec_elems).min((16 / bytes) as usize));
+        let mut out = Vec::with_capacity(dst.num_regs());
+        for g in 0..dst.num_regs() / w {
+            let o = reg_offs[g * w];
+            let a = if disjoint {
+                format!("{t_addr}+{}", o * bytes as u64)
+            } else {
+                let i = self.new_reg(RegClass::B32);
+                self.ins(format!("xor.b32 {i}, {t_off}, {o}"));
+                let a = self.new_reg(RegClass::B32);
+                self.ins(format!("mad.lo.u32 {a}, {i}, {bytes}, {addr}"));
+                a.to_string()
+            };
+            if w == 1 {
+                out.push(self.ld_shared_elem(class, bytes, &a));
+                continue;
+            }
+            // Words of up to 32 bits (64-bit elements: one word each), split into elements.
+            let total = w as u32 * bytes;
+            let (wc, nw) = if bytes == 8 {
+                (RegClass::B64, w)
+            } else if total <= 2 {
+                (RegClass::B16, 1)
+            } else {
+                (RegClass::B32, (total / 4) as usize)
+            };
+            let words: Vec<Reg> = (0..nw).map(|_| self.new_reg(wc)).collect();
+            let list = words.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ");
+            if nw == 1 {
+                self.ins(format!("ld.shared.{} {list}, [{a}]", wc.btype()));
+            } else {
+                self.ins(format!("ld.shared.v{nw}.{} {{{list}}}, [{a}]", wc.btype()));
+            }
+            for wd in words {
+                match (bytes, wd.class) {
+                    (2, RegClass::B32) => {
+                        let x = self.new_reg(RegClass::B16);
+                        let y = self.new_reg(RegClass::B16);
+                        self.ins(format!("mov.b32 {{{x}, {y}}}, {wd}"));
+                        out.push(x);
+                        out.push(y);
+                    }
+                    (1, _) => {
+                        let w32 = if wd.class == RegClass::B16 {
+                            let t = self.new_reg(RegClass::B32);
+                            self.ins(format!("cvt.u32.u16 {t}, {wd}"));
+                            t
+                        } else {
+                            wd
+                        };
+                        for j in 0..(wd.class.bits() / 8) {
+                            let t = self.new_reg(RegClass::B32);
+                            self.ins(format!("bfe.u32 {t}, {w32}, {}, 8", 8 * j));
+                            let h = self.new_reg(RegClass::B16);
+                            self.ins(format!("cvt.u16.u32 {h}, {t}"));
+                            out.push(h);
+                        }
+                    }
+                    _ => out.push(wd),
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Reads mma operand fragments (layout `dst`) from a tile at `addr` laid out by `sl`
