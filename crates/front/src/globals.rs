@@ -116,6 +116,28 @@ impl Global {
             g => g.clone(),
         }
     }
+
+    /// The binding host code sees: for one that differs between the branches of
+    /// module-level `if`s, the only alternative that is something Triton code can use
+    /// (a module, a Triton function, a constant, a jit function), when exactly one is;
+    /// otherwise the binding itself. (`if HAS_TRITON: import triton ... else: triton =
+    /// Placeholder()`, as vLLM writes, binds `triton` to the module.)
+    pub(crate) fn settled(&self) -> &Global {
+        let Global::Ambiguous(_, alts) = self else { return self };
+        let usable: Vec<&Global> = alts
+            .iter()
+            .flatten()
+            .filter(|g| match g {
+                Global::Opaque(_) | Global::HostDef(_) | Global::Ambiguous(..) => false,
+                Global::Value(HostValue::Foreign(_)) => false,
+                _ => true,
+            })
+            .collect();
+        match usable[..] {
+            [one] => one,
+            _ => self,
+        }
+    }
 }
 
 pub(crate) type Globals = HashMap<String, Global>;

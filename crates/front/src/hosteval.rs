@@ -339,7 +339,7 @@ impl<'a> HostEval<'a> {
         if let Some((_, v)) = self.locals.iter().rev().find(|(k, _)| k == n) {
             return Ok(v.clone());
         }
-        match self.globals.get(n) {
+        match self.globals.get(n).map(Global::settled) {
             Some(Global::Value(v)) => Ok(v.clone()),
             Some(Global::Module(m)) => Ok(HostValue::Module(*m)),
             Some(Global::Attr(m, a)) => self.module_attr(e, *m, a),
@@ -575,6 +575,21 @@ impl<'a> HostEval<'a> {
             if is_version_ctor(what) {
                 if let [HostValue::Const(ConstValue::Str(s))] = &args[..] {
                     return Ok(HostValue::Const(version_tuple(s)));
+                }
+            }
+            // Environment switches (`os.environ.get("FLA_USE_FAST_OPS", "0")`): module-level code
+            // runs in the launching process, so read this process's environment, as Python would.
+            if what == "os.environ.get" || what == "os.getenv" {
+                let default = match args.get(1) {
+                    Some(HostValue::Const(c)) => c.clone(),
+                    Some(_) => return Err(self.unknown(e, "the default of an environment lookup must be a constant")),
+                    None => ConstValue::None,
+                };
+                if let Some(HostValue::Const(ConstValue::Str(k))) = args.first() {
+                    return Ok(HostValue::Const(match std::env::var(k) {
+                        Ok(v) => ConstValue::Str(v),
+                        Err(_) => default,
+                    }));
                 }
             }
         }

@@ -56,8 +56,15 @@ pub struct CompileOptions {
 }
 
 impl Default for CompileOptions {
+    /// Triton's defaults; like Triton, the environment variable `TRITON_F32_DEFAULT`
+    /// (`tf32`, `tf32x3` or `ieee`) changes the default dot precision.
     fn default() -> CompileOptions {
-        CompileOptions { debug: false, default_dot_precision: InputPrecision::Tf32 }
+        let default_dot_precision = match std::env::var("TRITON_F32_DEFAULT").as_deref().map(str::trim) {
+            Ok("ieee") => InputPrecision::Ieee,
+            Ok("tf32x3") => InputPrecision::Tf32x3,
+            _ => InputPrecision::Tf32,
+        };
+        CompileOptions { debug: false, default_dot_precision }
     }
 }
 

@@ -508,10 +508,10 @@ impl Scanner<'_, '_> {
     /// What a module-level expression used as a decorator refers to, if it is a name or a dotted name.
     fn resolve_deco(e: &Expr, env: &Globals) -> Option<Global> {
         match e {
-            Expr::Name(n) => env.get(n.id.as_str()).cloned(),
+            Expr::Name(n) => env.get(n.id.as_str()).map(|g| g.settled().clone()),
             Expr::Attribute(a) => {
                 let base = match &*a.value {
-                    Expr::Name(n) => env.get(n.id.as_str()).cloned(),
+                    Expr::Name(n) => env.get(n.id.as_str()).map(|g| g.settled().clone()),
                     _ => dotted(&a.value).and_then(|p| Mod::from_path(&p)).map(Global::Module),
                 };
                 match base {

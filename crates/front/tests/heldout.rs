@@ -107,4 +107,5 @@ heldout! {
     descriptor_copy_nan: "block_pointers.py", "descriptor-copy-nan";
     module_level_if: "module_level.py", "module-level-if";
     project_imports: "projlike/ops/kernels.py", "project-imports";
+    project_reexported_tl: "projlike/ops/reexported.py", "project-reexported-tl";
 }
