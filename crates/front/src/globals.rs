@@ -127,10 +127,14 @@ impl Global {
         let usable: Vec<&Global> = alts
             .iter()
             .flatten()
-            .filter(|g| match g {
-                Global::Opaque(_) | Global::HostDef(_) | Global::Ambiguous(..) => false,
-                Global::Value(HostValue::Foreign(_)) => false,
-                _ => true,
+            .filter(|g| {
+                !matches!(
+                    g,
+                    Global::Opaque(_)
+                        | Global::HostDef(_)
+                        | Global::Ambiguous(..)
+                        | Global::Value(HostValue::Foreign(_))
+                )
             })
             .collect();
         match usable[..] {
