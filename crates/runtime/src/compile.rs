@@ -205,8 +205,9 @@ pub struct KernelMeta {
     pub params: Vec<ParamSlot>,
     /// Constexpr values.
     pub constexprs: Vec<(String, TuneValue)>,
-    /// The module's source files by path; the text is kept for all but the
-    /// kernel's own file (`None`), which is restored from the program on a hit.
+    /// The module's source files by path; the text is kept only for files the
+    /// program does not provide (`None`: the kernel file, the prelude and
+    /// imported project files are restored from the program on a hit).
     pub files: Vec<(String, Option<String>)>,
     /// Warps and stages.
     pub num_warps: u32,
@@ -369,7 +370,12 @@ fn describe(req: &Request, infos: &[(String, ArgInfo)]) -> Described {
 }
 
 fn cache_key(req: &Request, d: &Described) -> CacheKey {
-    let mut k = CacheKey::new(&req.kernel.name, &d.target).source(req.prog.file.path(), req.prog.file.text());
+    let file = &req.prog.file;
+    let mut k = CacheKey::new(&req.kernel.name, &d.target).source(file.path(), file.text());
+    // Helpers imported from other project files are part of the source too.
+    for dep in file.dependencies() {
+        k = k.source(dep.path(), dep.text());
+    }
     for s in &d.signature {
         k = k.arg(s);
     }
@@ -422,7 +428,7 @@ pub(crate) fn compile(
             |_| {
                 session.count_build();
                 let ck = build(req, &infos)?;
-                let data = encode(&ck);
+                let data = encode(&ck, req.prog);
                 built = Some(ck);
                 Ok(data)
             },
@@ -565,18 +571,14 @@ pub(crate) fn gpu_code_uncached(ck: &CompiledKernel, target: Target) -> Result<G
     Ok(GpuCode::new(ptx, ttgir, None, None, None))
 }
 
-fn encode(ck: &CompiledKernel) -> EntryData {
+fn encode(ck: &CompiledKernel, prog: &KernelProgram) -> EntryData {
+    let own = prog.source_files();
     let meta = KernelMeta {
         kernel: ck.kernel.clone(),
         params: ck.params.clone(),
         constexprs: ck.constexprs.clone(),
-        files: ck
-            .module
-            .files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.path.clone(), (i != 0).then(|| f.text.clone())))
-            .collect(),
+        // Files the program provides again on a hit (it is keyed by their texts) are kept by path only.
+        files: ck.module.files.iter().map(|f| (f.path.clone(), (!own.contains(f)).then(|| f.text.clone()))).collect(),
         num_warps: ck.num_warps,
         num_stages: ck.num_stages,
         gpu: ck.gpu.as_ref().map(|g| GpuMeta::of(&g.ptx)),
@@ -606,12 +608,13 @@ fn decode(entry: &Entry, prog: &KernelProgram) -> Result<CompiledKernel, String>
     let ttir = entry.ttir.as_deref().ok_or("no tile IR")?;
     let mut module =
         trident_ir::parse::parse_module(ttir).map_err(|d| format!("tile IR does not parse: {}", d.message))?;
+    let own = prog.source_files();
     let mut files = vec![];
-    for (i, (path, text)) in meta.files.iter().enumerate() {
-        match text {
-            Some(t) => files.push(SourceFile { path: path.clone(), text: t.clone() }),
-            None if i == 0 && path == prog.file.path() => files.push(prog.file.source_file()),
-            None => return Err(format!("source file `{path}` is not the program's")),
+    for (path, text) in &meta.files {
+        match (text, own.iter().find(|f| f.path == *path)) {
+            (Some(t), _) => files.push(SourceFile { path: path.clone(), text: t.clone() }),
+            (None, Some(f)) => files.push(f.clone()),
+            (None, None) => return Err(format!("source file `{path}` is not one of the program's")),
         }
     }
     module.files = files;

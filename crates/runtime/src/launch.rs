@@ -83,20 +83,24 @@ impl KernelProgram {
         Ok(KernelProgram { file, source_id: OnceLock::new() })
     }
 
-    /// The file as diagnostics render it.
+    /// Every file diagnostics may point into, in `Loc::file` order: the kernel
+    /// file, Trident's prelude, then the project files it imports.
     pub fn source_files(&self) -> Vec<SourceFile> {
-        vec![self.file.source_file()]
+        self.file.source_files()
     }
 
-    /// A hash of the path and text (32 hex digits), computed once per program:
-    /// what names this source in the in-process memo and autotuning records.
+    /// A hash of the paths and texts of the kernel file and the project files
+    /// it imports (32 hex digits), computed once per program: what names this
+    /// source in the in-process memo and autotuning records.
     pub fn source_id(&self) -> &str {
         self.source_id.get_or_init(|| {
             let mut h = blake3::Hasher::new();
-            h.update(b"trident-source/1\0");
-            for part in [self.file.path(), self.file.text()] {
-                h.update(&(part.len() as u64).to_le_bytes());
-                h.update(part.as_bytes());
+            h.update(b"trident-source/2\0");
+            for f in std::iter::once(&self.file).chain(self.file.dependencies()) {
+                for part in [f.path(), f.text()] {
+                    h.update(&(part.len() as u64).to_le_bytes());
+                    h.update(part.as_bytes());
+                }
             }
             h.finalize().to_hex()[..32].to_string()
         })

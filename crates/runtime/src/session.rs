@@ -21,6 +21,9 @@ use crate::autotune::Autotuner;
 use crate::cache::{Cache, CacheId};
 use crate::compile::CompiledKernel;
 
+/// A tuner's identity and the key values of one of its choices.
+pub(crate) type ChoiceKey = (String, Vec<(String, String)>);
+
 /// The compile cache, loaded kernels and autotuners of a process (or of a test).
 pub struct Session {
     cache: Option<Cache>,
@@ -29,6 +32,8 @@ pub struct Session {
     /// IR, PTX ready to launch) without decoding again.
     pub(crate) loaded: Mutex<HashMap<CacheId, Arc<CompiledKernel>>>,
     pub(crate) tuners: Mutex<HashMap<String, Arc<Autotuner>>>,
+    /// Choices made or read by this session: (tuner, key values) → candidate index.
+    pub(crate) choices: Mutex<HashMap<ChoiceKey, usize>>,
     warned: Mutex<HashSet<String>>,
     cuda_target: OnceLock<Result<trident_gpu::Target, String>>,
     quiet: bool,
@@ -95,6 +100,7 @@ impl Session {
             cache,
             loaded: Mutex::new(HashMap::new()),
             tuners: Mutex::new(HashMap::new()),
+            choices: Mutex::new(HashMap::new()),
             warned: Mutex::new(HashSet::new()),
             cuda_target: OnceLock::new(),
             quiet: false,
@@ -167,6 +173,9 @@ impl Session {
         }
         if let Ok(mut t) = self.tuners.lock() {
             t.clear();
+        }
+        if let Ok(mut c) = self.choices.lock() {
+            c.clear();
         }
     }
 }

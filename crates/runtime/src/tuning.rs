@@ -67,7 +67,8 @@ pub struct TuningReport {
     pub config: TuneConfig,
     /// How it was chosen.
     pub decided_by: Decision,
-    /// Every candidate's outcome when it was tuned (empty when not tuned).
+    /// Every candidate's outcome when it was tuned, as measured now or read
+    /// from disk (empty when not tuned, and when the session already knew the choice).
     pub results: Vec<TrialResult>,
     /// Kernel runs this launch spent benchmarking (0 when the choice was reused).
     pub bench_runs: u64,
@@ -205,13 +206,25 @@ pub(crate) fn select(ctx: &Ctx) -> Result<Selected, RunError> {
         CodeTarget::Tile => BenchPolicy::Budget { warmup_ms: 10.0, rep_ms: 50.0, max_runs: 20 },
     };
     let identity = format!("{}:{}", ctx.target.name(), ctx.prog.source_id());
-    let configs_text =
-        serde_json::to_string(&candidates.iter().map(|c| &c.tune).collect::<Vec<_>>()).unwrap_or_default();
-    let tuner_id = format!("{identity}|{}|{configs_text}|{:?}", ctx.kernel.name, ctx.session.cache().map(|c| c.root()));
+    // The candidates follow from the configs (in the source), which names are
+    // pinned and the warps/stages overrides: that names the tuner, without
+    // serializing the candidates on every launch.
+    let pinned: Vec<&str> =
+        configs.iter().flat_map(|c| c.kwargs.iter()).map(|(k, _)| k.as_str()).filter(|k| given(k)).collect();
+    let tuner_id = format!("{identity}|{}|{pinned:?}|{:?}|{:?}", ctx.kernel.name, opts.num_warps, opts.num_stages);
+    let key = key_values(ctx, &at.key);
+    // A choice this session made or read before: no tuner call (which would
+    // clone every trial's result), just the candidate's index.
+    let memo_key = (tuner_id, key);
+    let known = ctx.session.choices.lock().ok().and_then(|m| m.get(&memo_key).copied());
+    if let Some(c) = known.and_then(|i| candidates.get(i)) {
+        return Ok(chosen(c, Decision::Tuner(ChoiceSource::Memo), vec![], 0));
+    }
+    let (tuner_id, key) = memo_key;
     let tuner = {
         let mut tuners = ctx.session.tuners.lock().map_err(|_| RunError::msg("internal: autotuner lock poisoned"))?;
         tuners
-            .entry(tuner_id)
+            .entry(tuner_id.clone())
             .or_insert_with(|| {
                 let spec = TuneSpec {
                     kernel: ctx.kernel.name.clone(),
@@ -228,19 +241,26 @@ pub(crate) fn select(ctx: &Ctx) -> Result<Selected, RunError> {
             })
             .clone()
     };
-    let key = key_values(ctx, &at.key);
     let mut bench = LaunchBench { ctx, candidates: &candidates, args: ctx.args.to_vec(), current: None, runs: 0 };
     let choice = tuner.tune(&key, &mut bench).map_err(|e| RunError::msg(e.to_string()))?;
     let runs = bench.runs;
     if let Some(why) = &choice.save_error {
         ctx.session.warn_once(&format!("tune save {why}"), &format!("could not save the autotuning choice: {why}"));
     }
-    let c = candidates.iter().find(|c| c.tune == choice.config).cloned().unwrap_or_else(|| Candidate {
+    let c = match candidates.iter().position(|c| c.tune == choice.config) {
+        Some(i) => {
+            if let Ok(mut m) = ctx.session.choices.lock() {
+                m.insert((tuner_id, key), i);
+            }
+            candidates[i].clone()
+        }
         // A choice from disk is always one of the candidates (the record's name
         // hashes them); convert back just in case.
-        kwargs: choice.config.constexprs.iter().map(|(k, v)| (k.clone(), const_value(v))).collect(),
-        tune: choice.config.clone(),
-    });
+        None => Candidate {
+            kwargs: choice.config.constexprs.iter().map(|(k, v)| (k.clone(), const_value(v))).collect(),
+            tune: choice.config.clone(),
+        },
+    };
     Ok(chosen(&c, Decision::Tuner(choice.source), choice.results, runs))
 }
 

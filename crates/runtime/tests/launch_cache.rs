@@ -228,3 +228,41 @@ fn tile_ir_from_the_cache_prints_as_compiled() {
     assert_eq!(f1, f2, "source files restored");
     assert!(t1.contains(" loc(") && t1.contains(" dot "), "{t1}");
 }
+
+#[test]
+fn an_edited_imported_helper_misses() {
+    let dir = TempDir::new("imports");
+    let cache_dir = dir.path().join("cache");
+    let pkg = dir.path().join("proj");
+    fs::create_dir_all(&pkg).unwrap();
+    fs::write(pkg.join("__init__.py"), "").unwrap();
+    let helper = |body: &str| {
+        format!("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef combine(a, b):\n    return {body}\n")
+    };
+    fs::write(pkg.join("helpers.py"), helper("a + b")).unwrap();
+    fs::write(
+        pkg.join("kern.py"),
+        "import triton\nimport triton.language as tl\n\nfrom .helpers import combine\n\n\n@triton.jit\n\
+         def k(x, y, out, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n    m = offs < n\n    \
+         tl.store(out + offs, combine(tl.load(x + offs, mask=m), tl.load(y + offs, mask=m)), mask=m)\n",
+    )
+    .unwrap();
+    let seed = seed();
+    let run = |s: &std::sync::Arc<trident_runtime::session::Session>| {
+        let prog = trident_runtime::launch::KernelProgram::load(&pkg.join("kern.py")).unwrap();
+        assert_eq!(prog.file.dependencies().count(), 1, "the helper file is followed");
+        let mut a = args(&["x=randn:f32:100", "y=randn:f32:100", "out=empty:f32:100", "n=100", "BLOCK=128"], seed);
+        let out = launch(&prog, prog.kernel(None).unwrap(), &mut a, &opts(s, Backend::Emu, "1")).unwrap();
+        let (x, y, o) = (values(&a, "x"), values(&a, "y"), values(&a, "out"));
+        (out.cache, (0..100).map(|i| o[i] - (x[i] as f32 + y[i] as f32) as f64).fold(0.0, f64::max))
+    };
+    let s = session(&cache_dir);
+    assert_eq!(run(&s), (Some(Outcome::Miss), 0.0));
+    assert_eq!(run(&s), (Some(Outcome::Memo), 0.0), "a reloaded, unchanged program");
+    assert_eq!(run(&session(&cache_dir)), (Some(Outcome::Hit), 0.0));
+    // Edit only the imported file: a new entry, and the new helper's result.
+    fs::write(pkg.join("helpers.py"), helper("a + b + 1.0")).unwrap();
+    let (outcome, diff) = run(&s);
+    assert_eq!(outcome, Some(Outcome::Miss));
+    assert!((diff - 1.0).abs() < 1e-6, "{diff} (seed {seed})");
+}
