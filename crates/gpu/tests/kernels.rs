@@ -278,3 +278,25 @@ fn flash_attention() {
         kernel_differential("flash_attention.py", "attn_fwd", &args, warps, grid, Some((2e-3, 2e-3)));
     }
 }
+
+#[test]
+fn ptx_carries_line_info_pointing_at_the_kernel_source() {
+    let (m, k, _) = front(
+        "softmax.py",
+        "softmax_kernel",
+        &[
+            ("x", A::T(poisoned(DType::F32, &[4]))),
+            ("y", A::T(poisoned(DType::F32, &[4]))),
+            ("x_row_stride", A::I(4)),
+            ("y_row_stride", A::I(4)),
+            ("n_cols", A::I(4)),
+            ("BLOCK", A::C(128)),
+        ],
+    );
+    let ptx = compile(&m, &k, 4).ptx;
+    assert!(ptx.contains(".file 1 \"") && ptx.contains("softmax.py\""), "{ptx}");
+    // `tl.max(vals, axis=0)` is on line 21 of kernels/softmax.py.
+    let src = std::fs::read_to_string(format!("{}/../../kernels/softmax.py", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let line = src.lines().position(|l| l.contains("tl.max(vals")).unwrap() + 1;
+    assert!(ptx.lines().any(|l| l.trim_start().starts_with(&format!(".loc 1 {line} "))), "no .loc for line {line}");
+}

@@ -495,8 +495,13 @@ impl Emitter<'_> {
             _ => "",
         };
         let bits = |d: DType| if d.bits() == 64 { "b64" } else { "b32" };
-        if dt.bits() < 16 || dt == DType::I1 {
-            return Err(self.err(format!("atomics on {dt} are not supported")));
+        if dt == DType::I1 {
+            return Err(self.err("atomics on i1 are not supported"));
+        }
+        if dt.bits() < 32
+            && !(rmw == RmwOp::Add && (dt == DType::F16 || (dt == DType::BF16 && self.opts.target.capability() >= 90)))
+        {
+            return self.atomic_cas_loop(rmw, dt, sem, scope, pred, old, addr, val);
         }
         match (rmw, dt) {
             (RmwOp::Add, DType::F32) => self.ins(format!("{pre}.add.f32 {old}, [{addr}], {val}")),
@@ -538,8 +543,91 @@ impl Emitter<'_> {
                 self.ins(format!("{pre}.{}.{} {old}, [{addr}], {val}", rmw.name(), bits(d)))
             }
             (RmwOp::Xchg, d) if d.bits() >= 32 => self.ins(format!("{pre}.exch.{} {old}, [{addr}], {val}", bits(d))),
+            (RmwOp::Max | RmwOp::Min, DType::F64) => {
+                return self.atomic_cas_loop(rmw, dt, sem, scope, pred, old, addr, val)
+            }
             _ => return Err(self.err(format!("atomic `{}` on {dt} is not supported", rmw.name()))),
         }
+        Ok(())
+    }
+
+    /// An atomic read-modify-write PTX has no instruction for, as a compare-and-swap retry
+    /// loop (per thread, divergent): on the element itself for 64-bit types, on the aligned
+    /// 32-bit word containing it for 8- and 16-bit types.
+    #[allow(clippy::too_many_arguments)]
+    fn atomic_cas_loop(
+        &mut self,
+        rmw: RmwOp,
+        dt: DType,
+        sem: &str,
+        scope: &str,
+        pred: Option<Reg>,
+        old: Reg,
+        addr: Reg,
+        val: Reg,
+    ) -> Res<()> {
+        let done = self.new_label("cas_done");
+        let head = self.new_label("cas_loop");
+        if let Some(p) = pred {
+            self.ins(format!("@!{p} bra {done}"));
+        }
+        let combine = |e: &mut Self, cur: Reg| -> Res<Reg> {
+            Ok(match rmw {
+                RmwOp::Xchg => val,
+                RmwOp::Add => e.binary(trident_ir::BinaryOp::Add, dt, cur, val)?,
+                RmwOp::Max => e.binary(trident_ir::BinaryOp::Max, dt, cur, val)?,
+                RmwOp::Min => e.binary(trident_ir::BinaryOp::Min, dt, cur, val)?,
+                RmwOp::And => e.binary(trident_ir::BinaryOp::And, dt, cur, val)?,
+                RmwOp::Or => e.binary(trident_ir::BinaryOp::Or, dt, cur, val)?,
+                RmwOp::Xor => e.binary(trident_ir::BinaryOp::Xor, dt, cur, val)?,
+            })
+        };
+        if dt.bits() == 64 {
+            let cur = self.new_reg(RegClass::B64);
+            self.ins(format!("ld.relaxed{scope}.global.b64 {cur}, [{addr}]"));
+            self.label(&head);
+            let new = combine(self, cur)?;
+            let prev = self.new_reg(RegClass::B64);
+            self.ins(format!("atom{sem}{scope}.global.cas.b64 {prev}, [{addr}], {cur}, {new}"));
+            let again = self.new_reg(RegClass::Pred);
+            self.ins(format!("setp.ne.u64 {again}, {prev}, {cur}"));
+            self.mov(old, cur);
+            self.ins(format!("mov.b64 {cur}, {prev}"));
+            self.ins(format!("@{again} bra {head}"));
+            self.label(&done);
+            return Ok(());
+        }
+        let bits = dt.bits();
+        let word = self.new_reg(RegClass::B64);
+        self.ins(format!("and.b64 {word}, {addr}, -4"));
+        let lo = self.new_reg(RegClass::B32);
+        self.ins(format!("cvt.u32.u64 {lo}, {addr}"));
+        let shift = self.new_reg(RegClass::B32);
+        self.ins(format!("and.b32 {shift}, {lo}, 3"));
+        self.ins(format!("shl.b32 {shift}, {shift}, 3"));
+        let cur = self.new_reg(RegClass::B32);
+        self.ins(format!("ld.relaxed{scope}.global.b32 {cur}, [{word}]"));
+        self.label(&head);
+        let field = self.new_reg(RegClass::B32);
+        self.ins(format!("bfe.u32 {field}, {cur}, {shift}, {bits}"));
+        let elem = self.new_reg(RegClass::B16);
+        self.ins(format!("cvt.u16.u32 {elem}, {field}"));
+        if dt == DType::I8 {
+            self.ins(format!("cvt.s16.s8 {elem}, {elem}"));
+        }
+        let new = combine(self, elem)?;
+        let nw = self.new_reg(RegClass::B32);
+        self.ins(format!("cvt.u32.u16 {nw}, {new}"));
+        let next = self.new_reg(RegClass::B32);
+        self.ins(format!("bfi.b32 {next}, {nw}, {cur}, {shift}, {bits}"));
+        let prev = self.new_reg(RegClass::B32);
+        self.ins(format!("atom{sem}{scope}.global.cas.b32 {prev}, [{word}], {cur}, {next}"));
+        let again = self.new_reg(RegClass::Pred);
+        self.ins(format!("setp.ne.u32 {again}, {prev}, {cur}"));
+        self.mov(old, elem);
+        self.ins(format!("mov.b32 {cur}, {prev}"));
+        self.ins(format!("@{again} bra {head}"));
+        self.label(&done);
         Ok(())
     }
 }
