@@ -440,7 +440,8 @@ def report(results, meta, old_text):
     L.append("# Static comparison: Trident vs Triton machine code")
     L.append("")
     L.append("Written by `scripts/static_compare.py` (no GPU needed; regenerate with "
-             "`~/.cache/trident-oracle/bin/python scripts/static_compare.py`).")
+             "`~/.cache/trident-oracle/bin/python scripts/static_compare.py --rev HEAD`; `--keep DIR` keeps the PTX, "
+             "SASS and GPU IR of both sides).")
     L.append("")
     L.append(f"Generated {meta['date']}: {meta['trident']}, Triton {meta['triton']}, "
              f"ptxas {meta['ptxas']}, nvdisasm {meta['nvdisasm']}. Both PTX files go through the same ptxas "
