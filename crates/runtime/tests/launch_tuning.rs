@@ -291,3 +291,56 @@ fn the_bundled_autotuned_matmul_runs_on_the_emulator_with_tuning() {
         }
     }
 }
+
+/// `prune_configs_by` (host Python: not run, every config is tuned) and
+/// `@triton.heuristics` computed for each config.
+const PRUNED_WITH_HEURISTICS: &str = r#"import triton
+import triton.language as tl
+
+
+def _only_first(configs, named_args, **kwargs):
+    return configs[:1]
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128}), triton.Config({"BLOCK": 256})],
+    key=["n"],
+    prune_configs_by={"early_config_prune": _only_first},
+)
+@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+@triton.jit
+def vadd(x, y, out, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    if EVEN:
+        tl.store(out + offs, tl.load(x + offs) + tl.load(y + offs))
+    else:
+        m = offs < n
+        tl.store(out + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+"#;
+
+#[test]
+fn prune_hooks_are_not_run_and_heuristics_apply_per_config() {
+    let dir = TempDir::new("heuristics");
+    let seed = seed();
+    let prog = program("pruned.py", PRUNED_WITH_HEURISTICS);
+    let k = prog.kernel(None).unwrap();
+    let s = session(dir.path());
+    let mut a = args(&["x=randn:f32:384", "y=randn:f32:384", "out=empty:f32:384", "n=384"], seed);
+    let o = opts(&s, Backend::Emu, GRID);
+    let prepared = trident_runtime::launch::compile(&prog, k, &a, &o).unwrap();
+    let t = prepared.tuning.clone().unwrap();
+    assert_eq!(t.results.len(), 3, "all configs tuned: {:?}", t.results);
+    assert!(t.results.iter().all(|r| matches!(r.outcome, TrialOutcome::Timed(_))));
+    let block = block_of(&t.config);
+    let even = prepared.constexprs.iter().find(|(n, _)| n == "EVEN").map(|(_, v)| v.clone());
+    assert_eq!(even, Some(TuneValue::Bool(384 % block == 0)), "block {block}");
+    // Every config compiled with its own EVEN: 64 and 128 divide 384, 256 does not.
+    let evens: Vec<String> = s.cache().unwrap().list().iter().map(|e| e.summary.clone()).collect();
+    assert_eq!(evens.len(), 3);
+    for (b, e) in [(64, "True"), (128, "True"), (256, "False")] {
+        assert!(evens.iter().any(|x| x.contains(&format!("BLOCK={b} EVEN={e}"))), "{evens:?}");
+    }
+    let out = trident_runtime::launch::run_compiled(&prepared, &mut a, &o).unwrap();
+    assert_eq!(out.grid, [384u32.div_ceil(block as u32), 1, 1]);
+    check_vadd(&a, seed);
+}
