@@ -40,6 +40,7 @@ pub fn assign_layouts(f: &mut Function, opts: &GpuOptions) -> Result<(), Diagnos
     if !opts.num_warps.is_power_of_two() || opts.num_warps == 0 || opts.num_warps > 32 {
         return Err(Diagnostic::error(format!("num_warps must be a power of two in 1..=32, got {}", opts.num_warps)));
     }
+    widen_fp8_dots(f, opts);
     let axis = AxisAnalysis::run(f);
     let chained = chained_dots(f);
     // Loop-carried values take the layout their loop body produces: assign, look for
@@ -78,6 +79,33 @@ pub fn assign_layouts(f: &mut Function, opts: &GpuOptions) -> Result<(), Diagnos
         *f = t;
     }
     Ok(())
+}
+
+/// Below sm_89 there is no fp8 `mma`: fp8 operands are widened to f16 (exactly: f16 holds
+/// every e4m3 and e5m2 value) so that the dot still runs on tensor cores.
+fn widen_fp8_dots(f: &mut Function, opts: &GpuOptions) {
+    if opts.target.capability() >= 89 {
+        return;
+    }
+    for op in f.all_ops() {
+        if !matches!(f.ops[op].kind, OpKind::Dot { .. }) {
+            continue;
+        }
+        for i in 0..2 {
+            let v = f.ops[op].operands[i];
+            let t = f.ty(v).clone();
+            if t.elem().num().is_some_and(|d| d.is_fp8()) {
+                let c = f.new_op(
+                    OpKind::Cast { kind: trident_ir::CastKind::Convert, rounding: trident_ir::Rounding::Rtne },
+                    &[v],
+                    &[t.with_elem(trident_ir::DType::F16)],
+                    f.ops[op].loc,
+                );
+                f.insert_op_before(op, c);
+                f.ops[op].operands[i] = f.ops[c].results[0];
+            }
+        }
+    }
 }
 
 /// The value a yield really yields (looking through the conversion inserted before it).

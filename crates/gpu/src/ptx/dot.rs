@@ -724,6 +724,10 @@ impl Emitter<'_> {
         let out = if is_mma {
             let kind = mma_kind(at, bt, precision, self.opts.target.capability())
                 .ok_or_else(|| self.err(format!("internal: no tensor-core instruction for {at} x {bt}")))?;
+            if at.is_fp8() {
+                // fp8 mma.sync needs PTX ISA 8.4.
+                self.ptx_version = self.ptx_version.max(84);
+            }
             self.mma(&kind, precision, (&la, ar), (&lb, br), &lc, &acc, ct)?
         } else {
             let (Opnd::Regs(ar), Opnd::Regs(br)) = (ar, br) else {

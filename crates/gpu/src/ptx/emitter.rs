@@ -50,6 +50,8 @@ pub(crate) struct Emitter<'a> {
     /// Dot operands left in shared memory until the dot reads them.
     pub lazy: HashMap<Value, super::dot::LazyOperand>,
     users: Option<HashMap<Value, Vec<Op>>>,
+    /// The PTX ISA version the instructions used need (times ten: 80 = 8.0).
+    pub ptx_version: u32,
 }
 
 impl<'a> Emitter<'a> {
@@ -86,6 +88,7 @@ impl<'a> Emitter<'a> {
             printf_buffer: 0,
             lazy: HashMap::new(),
             users: None,
+            ptx_version: 80,
         };
         e.tid = e.new_reg(RegClass::B32);
         e.lane = e.new_reg(RegClass::B32);
