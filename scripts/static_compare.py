@@ -435,7 +435,7 @@ def goals(results):
     return L
 
 
-def report(results, meta, old_text):
+def report(results, meta, old_text, failures=()):
     L = []
     L.append("# Static comparison: Trident vs Triton machine code")
     L.append("")
@@ -458,6 +458,11 @@ def report(results, meta, old_text):
              "per loop iteration / the M·N·K of the kernel's `tl.dot`s per iteration (1.00 = every dot on tensor "
              "cores, once); **own regs** what Triton's own build (its ptxas and flags) gives, for reference.")
     L.append("")
+    if failures:
+        L.append("**Failed to compile** (left out of the tables):")
+        L.append("")
+        L += [f"* {c} {a} {side}: `{msg}`" for c, a, side, msg in failures]
+        L.append("")
     L += goals(results)
     for arch, _ in TARGETS:
         L.append(f"## {arch}")
@@ -580,28 +585,38 @@ def main():
     os.makedirs(workdir, exist_ok=True)
     cases = [c for c in CASES if not args.only or c["name"] == args.only]
     results = []
+    failures = []
     for arch, cap in TARGETS:
         for case in cases:
             stem = os.path.join(workdir, f"{case['name'].replace(' ', '_')}.{arch}")
             print(f"== {case['name']} {arch}", file=sys.stderr)
-            ptx, shared, ttgir, ttir = trident_ptx(args.trident, case, arch, workdir)
-            with open(stem + ".trident.ttgir", "w") as f:
-                f.write(ttgir)
-            n_dots = len(re.findall(r"= dot ", ttir))
-            if n_dots != len(case["dots"]):
-                print(f"warning: {case['name']}: {n_dots} dots in the tile IR, {len(case['dots'])} listed",
-                      file=sys.stderr)
-            r = analyse(ptxas, nvdisasm, ptx, ptx_arch(ptx) or arch, stem + ".trident")
-            r.update(case=case["name"], arch=arch, side="Trident", shared=shared)
-            r["coverage"] = dot_coverage(r["loop"], case)
-            results.append(r)
-            tptx, tshared, tttgir, own = triton_ptx(case, cap)
-            with open(stem + ".triton.ttgir", "w") as f:
-                f.write(tttgir)
-            r = analyse(ptxas, nvdisasm, tptx, ptx_arch(tptx) or arch, stem + ".triton")
-            r.update(case=case["name"], arch=arch, side="Triton", shared=tshared, own_regs=own)
-            r["coverage"] = dot_coverage(r["loop"], case)
-            results.append(r)
+            # A side that fails to compile is reported, not fatal: the other rows still say something.
+            try:
+                ptx, shared, ttgir, ttir = trident_ptx(args.trident, case, arch, workdir)
+                with open(stem + ".trident.ttgir", "w") as f:
+                    f.write(ttgir)
+                n_dots = len(re.findall(r"= dot ", ttir))
+                if n_dots != len(case["dots"]):
+                    print(f"warning: {case['name']}: {n_dots} dots in the tile IR, {len(case['dots'])} listed",
+                          file=sys.stderr)
+                r = analyse(ptxas, nvdisasm, ptx, ptx_arch(ptx) or arch, stem + ".trident")
+                r.update(case=case["name"], arch=arch, side="Trident", shared=shared)
+                r["coverage"] = dot_coverage(r["loop"], case)
+                results.append(r)
+            except Exception as e:  # noqa: BLE001 (any failure of one side is reported the same way)
+                failures.append((case["name"], arch, "Trident", " ".join(str(e).split())[:400]))
+            try:
+                tptx, tshared, tttgir, own = triton_ptx(case, cap)
+                with open(stem + ".triton.ttgir", "w") as f:
+                    f.write(tttgir)
+                r = analyse(ptxas, nvdisasm, tptx, ptx_arch(tptx) or arch, stem + ".triton")
+                r.update(case=case["name"], arch=arch, side="Triton", shared=tshared, own_regs=own)
+                r["coverage"] = dot_coverage(r["loop"], case)
+                results.append(r)
+            except Exception as e:  # noqa: BLE001
+                failures.append((case["name"], arch, "Triton", " ".join(str(e).split())[:400]))
+    for f in failures:
+        print(f"error: {f[0]} {f[1]} {f[2]}: {f[3]}", file=sys.stderr)
     if built_rev:
         trident_desc = f"Trident at commit `{built_rev}` (built from the commit by `--rev`)"
     else:
@@ -616,13 +631,15 @@ def main():
     meta = dict(date=datetime.date.today().isoformat(), trident=trident_desc,
                 triton=triton.__version__, ptxas=version_line(ptxas), nvdisasm=version_line(nvdisasm), cases=cases)
     old = open(args.out).read() if os.path.exists(args.out) else None
-    text = report(results, meta, old)
+    text = report(results, meta, old, failures)
     if args.only:
         print(text)
     else:
         with open(args.out, "w") as f:
             f.write(text)
         print(f"wrote {os.path.relpath(args.out, ROOT)}; artifacts in {workdir}", file=sys.stderr)
+    if failures:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
