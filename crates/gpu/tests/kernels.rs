@@ -300,3 +300,40 @@ fn ptx_carries_line_info_pointing_at_the_kernel_source() {
     let line = src.lines().position(|l| l.contains("tl.max(vals")).unwrap() + 1;
     assert!(ptx.lines().any(|l| l.trim_start().starts_with(&format!(".loc 1 {line} "))), "no .loc for line {line}");
 }
+
+#[test]
+fn sixteen_warps_and_tiny_blocks() {
+    let mut rng = Rng(seed());
+    // More threads than elements, and the largest CTA.
+    for &(rows, cols, block, warps) in &[(3usize, 5usize, 8i64, 16u32), (2, 4000, 4096, 16), (4, 2, 2, 1)] {
+        let args = [
+            ("x", A::T(random(&mut rng, DType::F32, &[rows, cols], 4.0))),
+            ("y", A::T(poisoned(DType::F32, &[rows, cols]))),
+            ("x_row_stride", A::I(cols as i64)),
+            ("y_row_stride", A::I(cols as i64)),
+            ("n_cols", A::I(cols as i64)),
+            ("BLOCK", A::C(block)),
+        ];
+        kernel_differential("softmax.py", "softmax_kernel", &args, warps, [rows as u32, 1, 1], Some((2e-5, 1e-6)));
+    }
+    let (m, n, k) = (130usize, 140usize, 96usize);
+    let args = [
+        ("a", A::T(random(&mut rng, DType::F16, &[m, k], 1.0))),
+        ("b", A::T(random(&mut rng, DType::F16, &[k, n], 1.0))),
+        ("c", A::T(poisoned(DType::F16, &[m, n]))),
+        ("M", A::I(m as i64)),
+        ("N", A::I(n as i64)),
+        ("K", A::I(k as i64)),
+        ("stride_am", A::I(k as i64)),
+        ("stride_ak", A::I(1)),
+        ("stride_bk", A::I(n as i64)),
+        ("stride_bn", A::I(1)),
+        ("stride_cm", A::I(n as i64)),
+        ("stride_cn", A::I(1)),
+        ("BLOCK_M", A::C(128)),
+        ("BLOCK_N", A::C(128)),
+        ("BLOCK_K", A::C(32)),
+        ("GROUP_M", A::C(2)),
+    ];
+    kernel_differential("matmul.py", "matmul_kernel", &args, 16, [2 * 2, 1, 1], None);
+}
