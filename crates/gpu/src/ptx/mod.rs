@@ -19,6 +19,7 @@
 
 pub mod control;
 pub mod convert;
+pub mod dce;
 pub mod debug;
 pub mod dot;
 pub mod elementwise;
@@ -182,9 +183,9 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
     if e.printf_buffer > 0 {
         let _ = writeln!(out, "\t.local .align 8 .b8 __printf_buf[{}];", e.printf_buffer);
     }
-    out.push_str(&loads);
-    out.push_str(&pro);
-    out.push_str(&body);
+    // Parameter loads and the prologue go through the same elimination as the body.
+    let code = dce::eliminate(&format!("{loads}{pro}{body}"));
+    out.push_str(&code);
     out.push_str("\tret;\n}\n");
     Ok(PtxKernel { ptx: out, entry, num_threads: threads, shared_bytes: plan.total, params, target: opts.target })
 }
