@@ -205,6 +205,11 @@ def _patch_builtin_aliases():
                     glb[k] = (lambda m, n: lambda *a, **kw: getattr(m, n)(*a, **kw))(mod, name)
                     break
 
+    # Compiled Triton hands a dtype argument to a jit function as a constexpr, so `dtype.value`
+    # works there (FlagGems' get_dtype_min); the interpreter passes the bare dtype.
+    if not hasattr(tl.core.dtype, "value"):
+        tl.core.dtype.value = property(lambda self: self)
+
     for meth in ("run", "__call__"):
         plain = getattr(I.InterpretedFunction, meth)
 
@@ -213,6 +218,58 @@ def _patch_builtin_aliases():
             return _plain(self, *a, **k)
 
         setattr(I.InterpretedFunction, meth, wrapped)
+
+
+def _patch_bf16(oracle):
+    """Triton's interpreter holds bf16 as uint16 bits and computes on the bits (so `-1 < 1` is false
+    in bf16). Compute bf16 arithmetic, comparisons and min/max/sum reductions on the values
+    instead, rounding results back to bf16 (to nearest even, as the GPU does)."""
+    import numpy as np
+    import triton.language as tl
+    import triton.runtime.interpreter as I
+
+    def is_bf16(h):
+        return h.dtype.scalar == tl.bfloat16 and h.data.dtype == np.uint16
+
+    def values(h):
+        return oracle.bf16_bits_to_f32(h.data) if is_bf16(h) else h.data
+
+    plain_binary = I.InterpreterBuilder.binary_op
+
+    def binary_op(self, lhs, rhs, op):
+        if not (is_bf16(lhs) or is_bf16(rhs)):
+            return plain_binary(self, lhs, rhs, op)
+        out = op(values(lhs), values(rhs))
+        if out.dtype == np.bool_:
+            return I.TensorHandle(out, tl.int1)
+        return I.TensorHandle(oracle.f32_to_bf16_bits(out.astype(np.float32)), tl.bfloat16)
+
+    I.InterpreterBuilder.binary_op = binary_op
+
+    plain_min_max, plain_sum = I.ReduceOps.min_max, I.ReduceOps.sum
+
+    def min_max(self, input, val_reduce_op, idx_reduce_op=None):
+        x = input[0] if isinstance(input, tuple) else input
+        if not is_bf16(x.handle):
+            return plain_min_max(self, input, val_reduce_op, idx_reduce_op)
+        data = values(x.handle)
+        val = idx = None
+        if val_reduce_op:
+            v = val_reduce_op(data, axis=self.axis, keepdims=self.keep_dims)
+            val = self.to_tensor(oracle.f32_to_bf16_bits(np.asarray(v, np.float32)), x.dtype)
+        if idx_reduce_op:
+            idx = self.to_tensor(idx_reduce_op(data, axis=self.axis, keepdims=self.keep_dims), tl.int32)
+        if val is not None and idx is not None:
+            return val, idx
+        return val if val is not None else idx
+
+    def sum_(self, input):
+        if not is_bf16(input.handle):
+            return plain_sum(self, input)
+        v = np.sum(values(input.handle), axis=self.axis, keepdims=self.keep_dims)
+        return self.to_tensor(oracle.f32_to_bf16_bits(np.asarray(v, np.float32)), input.dtype)
+
+    I.ReduceOps.min_max, I.ReduceOps.sum = min_max, sum_
 
 
 def main():
@@ -224,6 +281,7 @@ def main():
     _patch_block_pointers()
     _load_as_package_member()
     _patch_builtin_aliases()
+    _patch_bf16(oracle)
     plain = oracle.make_tensor
 
     def make_tensor(spec, rng):

@@ -107,5 +107,8 @@ heldout! {
     descriptor_copy_nan: "block_pointers.py", "descriptor-copy-nan";
     module_level_if: "module_level.py", "module-level-if";
     project_imports: "projlike/ops/kernels.py", "project-imports";
+    helpers_rowmax_f16: "constexpr_helpers.py", "helpers-rowmax-f16";
+    helpers_rowmax_i16: "constexpr_helpers.py", "helpers-rowmax-i16";
+    helpers_item: "constexpr_helpers.py", "helpers-item";
     project_reexported_tl: "projlike/ops/reexported.py", "project-reexported-tl";
 }

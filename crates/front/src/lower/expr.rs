@@ -83,6 +83,7 @@ pub(crate) const TENSOR_METHODS: &[&str] = &[
     "flip",
     "logical_and",
     "logical_or",
+    "item",
 ];
 
 const DTYPE_METHODS: &[&str] = &[
@@ -409,8 +410,9 @@ impl<'c, 'a> L<'c, 'a> {
                     Err(d)
                 }
             },
-            Val::C(ConstValue::DType(el)) => self.dtype_attr(el, a, r),
+            // `tl.constexpr(x).value` is `x`; compile-time values are their own `.value`.
             Val::C(c) if a == "value" => Ok(Val::C(c)),
+            Val::C(ConstValue::DType(el)) => self.dtype_attr(el, a, r),
             Val::Builtin(Mod::Language, ref n) if n == "PropagateNan" => match a {
                 "ALL" | "NONE" => Ok(Val::C(ConstValue::Str(format!("PropagateNan.{a}")))),
                 _ => Err(self.err(r, "PropagateNan has members ALL and NONE")),

@@ -446,7 +446,16 @@ impl<'c, 'a> L<'c, 'a> {
                 self.unroll(&target, items, &s.body)
             }
             Val::Tuple(items) => self.unroll(&target, items, &s.body),
-            Val::Range(rg) => self.for_runtime(&target, &rg, &s.body, r),
+            Val::Range(rg) => {
+                // The loop rebinds its variable; an earlier value (even a constant left by a
+                // static loop) is neither carried nor checked, as in Triton.
+                let earlier = self.fr.scope.remove(&target);
+                let res = self.for_runtime(&target, &rg, &s.body, r);
+                if let Some(v) = earlier {
+                    self.fr.scope.insert(target, v);
+                }
+                res
+            }
             other => Err(self.err(
                 s.iter.range(),
                 format!(

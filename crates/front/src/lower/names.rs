@@ -99,6 +99,7 @@ pub(crate) const TL_FUNCS: &[&str] = &[
     "range",
     "constexpr",
     "to_tensor",
+    "item",
     "swizzle2d",
     "debug_barrier",
     "add",

@@ -87,6 +87,22 @@ impl<'c, 'a> L<'c, 'a> {
             "full" => self.full(args),
             "zeros" => self.zeros(args),
             "cast" => self.cast_builtin(args),
+            "item" => {
+                // A one-element tensor as a scalar (Triton's `unsplat`).
+                let b = self.bind(&args, &["input"])?;
+                let x = self.tensor_of(&b.val(0), b.range(0))?;
+                if !self.is_block(x) {
+                    return Ok(Val::T(x));
+                }
+                let n: u64 = self.shape(x).iter().map(|&d| d as u64).product();
+                if n != 1 {
+                    return Err(self.err(
+                        b.range(0),
+                        format!("item() needs a tensor of one element, got {}", super::emit::type_str(self.ty(x))),
+                    ));
+                }
+                Ok(Val::T(self.unsplat(x)?))
+            }
             "to_tensor" => {
                 let b = self.bind(&args, &["x"])?;
                 Ok(Val::T(self.tensor_of(&b.val(0), b.range(0))?))
