@@ -286,9 +286,8 @@ def casts(x, out, BLOCK: tl.constexpr):
     for (t, name) in targets.iter().enumerate() {
         for rnd in 0..2 {
             let base = (t + rnd * targets.len()) * n;
-            for i in 0..n {
+            for (i, &v) in vals.iter().enumerate() {
                 let (g, w) = (got[1].get_f64(base + i), want[1].get_f64(base + i));
-                let v = vals[i];
                 let int_target = !name.starts_with("float") && !name.starts_with("bfloat");
                 if int_target && (v.abs() >= 127.0 || (name.starts_with('u') && v < 0.0)) {
                     continue;
