@@ -32,8 +32,8 @@ pub struct Session {
     /// IR, PTX ready to launch) without decoding again.
     pub(crate) loaded: Mutex<HashMap<CacheId, Arc<CompiledKernel>>>,
     pub(crate) tuners: Mutex<HashMap<String, Arc<Autotuner>>>,
-    /// Choices made or read by this session: (tuner, key values) → candidate index.
-    pub(crate) choices: Mutex<HashMap<ChoiceKey, usize>>,
+    /// Choices made or read by this session: (tuner, key values) → the chosen candidate.
+    pub(crate) choices: Mutex<HashMap<ChoiceKey, Arc<crate::tuning::Candidate>>>,
     warned: Mutex<HashSet<String>>,
     cuda_target: OnceLock<Result<trident_gpu::Target, String>>,
     quiet: bool,

@@ -155,13 +155,6 @@ pub(crate) fn select(ctx: &Ctx) -> Result<Selected, RunError> {
         return Ok(plain);
     }
     let given = |name: &str| ctx.infos.iter().any(|(n, _)| n == name);
-    let mut candidates: Vec<Candidate> = vec![];
-    for cfg in configs {
-        let c = candidate(cfg, &given, opts);
-        if !candidates.iter().any(|o| o.tune == c.tune) {
-            candidates.push(c);
-        }
-    }
     let chosen = |c: &Candidate, decided_by: Decision, results: Vec<TrialResult>, bench_runs: u64| Selected {
         constexprs: c.kwargs.iter().map(|(k, v)| (k.clone(), ArgInfo::Constexpr(v.clone()))).collect(),
         num_warps: c.tune.num_warps,
@@ -185,7 +178,30 @@ pub(crate) fn select(ctx: &Ctx) -> Result<Selected, RunError> {
     }
     let interp_default = ctx.target == CodeTarget::Tile && !env_on("TRIDENT_AUTOTUNE_INTERP");
     if !ctx.tune || interp_default {
-        return Ok(chosen(&candidates[0], Decision::FirstConfig, vec![], 0));
+        return Ok(chosen(&candidate(&configs[0], &given, opts), Decision::FirstConfig, vec![], 0));
+    }
+
+    let identity = format!("{}:{}", ctx.target.name(), ctx.prog.source_id());
+    // The candidates follow from the configs (in the source), which names are
+    // pinned and the warps/stages overrides: that names the tuner.
+    let pinned: Vec<&str> =
+        configs.iter().flat_map(|c| c.kwargs.iter()).map(|(k, _)| k.as_str()).filter(|k| given(k)).collect();
+    let tuner_id = format!("{identity}|{}|{pinned:?}|{:?}|{:?}", ctx.kernel.name, opts.num_warps, opts.num_stages);
+    let key = key_values(ctx, &at.key);
+    // A choice this session made or read before: no candidates to build, no
+    // tuner call (which would clone every trial's result).
+    let memo_key = (tuner_id, key);
+    if let Some(c) = ctx.session.choices.lock().ok().and_then(|m| m.get(&memo_key).cloned()) {
+        return Ok(chosen(&c, Decision::Tuner(ChoiceSource::Memo), vec![], 0));
+    }
+    let (tuner_id, key) = memo_key;
+
+    let mut candidates: Vec<Candidate> = vec![];
+    for cfg in configs {
+        let c = candidate(cfg, &given, opts);
+        if !candidates.iter().any(|o| o.tune == c.tune) {
+            candidates.push(c);
+        }
     }
 
     if at.prune_configs_by.is_some() {
@@ -205,22 +221,6 @@ pub(crate) fn select(ctx: &Ctx) -> Result<Selected, RunError> {
         // Opt-in only (see the module docs); bounded, as interpreted runs are slow.
         CodeTarget::Tile => BenchPolicy::Budget { warmup_ms: 10.0, rep_ms: 50.0, max_runs: 20 },
     };
-    let identity = format!("{}:{}", ctx.target.name(), ctx.prog.source_id());
-    // The candidates follow from the configs (in the source), which names are
-    // pinned and the warps/stages overrides: that names the tuner, without
-    // serializing the candidates on every launch.
-    let pinned: Vec<&str> =
-        configs.iter().flat_map(|c| c.kwargs.iter()).map(|(k, _)| k.as_str()).filter(|k| given(k)).collect();
-    let tuner_id = format!("{identity}|{}|{pinned:?}|{:?}|{:?}", ctx.kernel.name, opts.num_warps, opts.num_stages);
-    let key = key_values(ctx, &at.key);
-    // A choice this session made or read before: no tuner call (which would
-    // clone every trial's result), just the candidate's index.
-    let memo_key = (tuner_id, key);
-    let known = ctx.session.choices.lock().ok().and_then(|m| m.get(&memo_key).copied());
-    if let Some(c) = known.and_then(|i| candidates.get(i)) {
-        return Ok(chosen(c, Decision::Tuner(ChoiceSource::Memo), vec![], 0));
-    }
-    let (tuner_id, key) = memo_key;
     let tuner = {
         let mut tuners = ctx.session.tuners.lock().map_err(|_| RunError::msg("internal: autotuner lock poisoned"))?;
         tuners
@@ -249,17 +249,18 @@ pub(crate) fn select(ctx: &Ctx) -> Result<Selected, RunError> {
     }
     let c = match candidates.iter().position(|c| c.tune == choice.config) {
         Some(i) => {
+            let c = Arc::new(candidates[i].clone());
             if let Ok(mut m) = ctx.session.choices.lock() {
-                m.insert((tuner_id, key), i);
+                m.insert((tuner_id, key), c.clone());
             }
-            candidates[i].clone()
+            c
         }
         // A choice from disk is always one of the candidates (the record's name
         // hashes them); convert back just in case.
-        None => Candidate {
+        None => Arc::new(Candidate {
             kwargs: choice.config.constexprs.iter().map(|(k, v)| (k.clone(), const_value(v))).collect(),
             tune: choice.config.clone(),
-        },
+        }),
     };
     Ok(chosen(&c, Decision::Tuner(choice.source), choice.results, runs))
 }
