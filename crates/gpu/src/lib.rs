@@ -15,7 +15,7 @@ pub mod passes;
 pub mod ptx;
 pub mod tools;
 
-pub use layout::{draw_layout, LinearLayout};
+pub use layout::{draw_ir_layout, draw_layout, draw_layouts, LinearLayout};
 pub use options::{GpuOptions, Target};
 pub use passes::gpu_pipeline;
 pub use ptx::{emit_gpu_ir, AbiParam, AbiType, PtxKernel};

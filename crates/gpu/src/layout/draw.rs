@@ -81,3 +81,44 @@ fn table(shape: &[u32], text: &[String]) -> String {
     }
     out
 }
+
+/// Draws layout `id` of a function's layout table on `shape`: the distributed map for
+/// blocked/slice/mma/dot-operand layouts, the offsets for shared layouts.
+pub fn draw_ir_layout(table: &super::Table, id: trident_ir::LayoutId, shape: &[u32]) -> Result<String, String> {
+    match table.get(id) {
+        Some(trident_ir::Layout::Shared { .. }) => Ok(draw_shared(&super::shared_of(table, id, shape)?)),
+        Some(_) => Ok(draw_layout(&super::distributed(table, id, shape)?)),
+        None => Err(format!("unknown layout {id}")),
+    }
+}
+
+/// Draws a layout given by its parameters (and the parents it refers to, in order: a
+/// `slice` or `dot_operand` refers to earlier entries as `#L<index>`).
+pub fn draw_layouts(layouts: &[trident_ir::Layout], shape: &[u32]) -> Result<String, String> {
+    let mut table = super::Table::new();
+    for l in layouts {
+        table.push(l.clone());
+    }
+    let last = table.keys().next_back().ok_or("no layout given")?;
+    draw_ir_layout(&table, last, shape)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trident_ir::Layout;
+
+    #[test]
+    fn draws_from_ir_parameters() {
+        let mma = Layout::Mma {
+            version: 2,
+            warps_per_cta: [1, 1].into_iter().collect(),
+            instr_shape: [16, 8].into_iter().collect(),
+        };
+        let a = Layout::DotOperand { op_idx: 0, parent: trident_ir::LayoutId::from_u32(0), k_width: 2 };
+        let text = draw_layouts(&[mma, a], &[16, 16]).unwrap();
+        // Lane 0 holds A[0][0], A[0][1] in registers 0 and 1 (PTX ISA m16n8k16 fragment a0, a1).
+        assert!(text.lines().nth(1).unwrap().replace(' ', "").starts_with("[T0:0,T0:1,T1:0"), "{text}");
+        assert!(draw_layouts(&[], &[4]).is_err());
+    }
+}

@@ -6,7 +6,7 @@ pub mod gf2;
 pub mod linear;
 
 pub use build::{distributed, shared_of, Table};
-pub use draw::{draw_layout, draw_shared};
+pub use draw::{draw_ir_layout, draw_layout, draw_layouts, draw_shared};
 pub use linear::{ConversionKind, LinearLayout, SharedLinear};
 
 #[cfg(test)]
