@@ -110,5 +110,7 @@ heldout! {
     helpers_rowmax_f16: "constexpr_helpers.py", "helpers-rowmax-f16";
     helpers_rowmax_i16: "constexpr_helpers.py", "helpers-rowmax-i16";
     helpers_item: "constexpr_helpers.py", "helpers-item";
+    gather_both_axes: "gather_histogram.py", "gather-both-axes";
+    histogram_masked: "gather_histogram.py", "histogram-masked";
     project_reexported_tl: "projlike/ops/reexported.py", "project-reexported-tl";
 }

@@ -84,6 +84,8 @@ pub(crate) const TENSOR_METHODS: &[&str] = &[
     "logical_and",
     "logical_or",
     "item",
+    "gather",
+    "histogram",
 ];
 
 const DTYPE_METHODS: &[&str] = &[

@@ -100,6 +100,8 @@ pub(crate) const TL_FUNCS: &[&str] = &[
     "constexpr",
     "to_tensor",
     "item",
+    "gather",
+    "histogram",
     "swizzle2d",
     "debug_barrier",
     "add",
@@ -121,15 +123,12 @@ pub(crate) const TL_UNSUPPORTED: &[&str] = &[
     "tensor_descriptor",
     "inline_asm_elementwise",
     "dot_scaled",
-    "histogram",
-    "gather",
     "atomic_load",
     "atomic_store",
     "atomic_poll",
     "map_elementwise",
     "bitonic_merge",
     "expect_zero",
-    "item",
 ];
 
 /// `triton.language.math` functions (the rest of `tl.math.*` falls back to libdevice's table).

@@ -51,6 +51,8 @@ const PRELUDE: &[&str] = &[
     "ravel",
     "squeeze",
     "unsqueeze",
+    "gather",
+    "histogram",
 ];
 
 impl<'c, 'a> L<'c, 'a> {
