@@ -38,13 +38,47 @@ except ImportError:
         sys.exit(f"heldout_check: no oracle environment at {VENV}")
     os.execv(py, [py, os.path.abspath(sys.argv[0])] + sys.argv[1:])  # the script that was run
 
-DT = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "bf16": "bf16", "i8": np.int8, "i16": np.int16,
+DT = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "bf16": "bf16", "f8e4m3": "f8e4m3", "f8e5m2": "f8e5m2", "i8": np.int8, "i16": np.int16,
       "i32": np.int32, "i64": np.int64, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
       "bool": np.bool_, "i1": np.bool_}
 ALIASES = {"fp16": "f16", "float16": "f16", "fp32": "f32", "float32": "f32", "fp64": "f64", "float64": "f64",
            "bfloat16": "bf16", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8",
-           "uint16": "u16", "uint32": "u32", "uint64": "u64"}
-TOL = {"f16": (1e-2, 1e-3), "bf16": (2e-2, 1e-2), "f32": (2e-4, 2e-5), "f64": (1e-9, 1e-12)}
+           "uint16": "u16", "uint32": "u32", "uint64": "u64", "fp8e4nv": "f8e4m3", "fp8e5": "f8e5m2"}
+TOL = {"f16": (1e-2, 1e-3), "bf16": (2e-2, 1e-2), "f32": (2e-4, 2e-5), "f64": (1e-9, 1e-12),
+       "f8e4m3": (0.13, 1e-3), "f8e5m2": (0.26, 1e-3)}
+NARROW = ("bf16", "f8e4m3", "f8e5m2")  # held as f32 in .npy files, passed as @PATH:DTYPE
+
+
+def fp8_table(dt):
+    """The value of every fp8 bit pattern (e4m3fn: no infinities; e5m2: IEEE-like)."""
+    b = np.arange(256)
+    sign = np.where(b >> 7, -1.0, 1.0)
+    if dt == "f8e4m3":
+        e, m, bias, mb = (b >> 3) & 0xF, b & 7, 7, 3
+        v = np.where(e == 0, m / 8 * 2.0 ** -6, (1 + m / 8) * 2.0 ** (e - bias))
+        v = np.where((e == 15) & (m == 7), np.nan, v)
+    else:
+        e, m, bias, mb = (b >> 2) & 0x1F, b & 3, 15, 2
+        v = np.where(e == 0, m / 4 * 2.0 ** -14, (1 + m / 4) * 2.0 ** (e - bias))
+        v = np.where(e == 31, np.where(m == 0, np.inf, np.nan), v)
+    return (sign * v).astype(np.float64)
+
+
+def fp8_round(a, dt):
+    """Rounds to the nearest fp8 value (ties to an even pattern), saturating at the largest finite."""
+    t = fp8_table(dt)
+    finite = np.isfinite(t)
+    codes = np.nonzero(finite)[0]
+    vals = t[codes]
+    x = np.asarray(a, np.float64).reshape(-1)
+    mx = np.nanmax(np.abs(vals))
+    x = np.clip(x, -mx, mx)
+    d = np.abs(x[:, None] - vals[None, :])
+    best = d.min(axis=1, keepdims=True)
+    cand = np.where(d == best, codes[None, :], 1 << 20)
+    even = np.where(cand % 2 == 0, cand, 1 << 20).min(axis=1)
+    pick = np.where(even < (1 << 20), even, cand.min(axis=1))
+    return t[pick].reshape(np.shape(a)).astype(np.float32)
 KINDS = ("zeros", "ones", "empty", "rand", "randn", "randint", "arange")
 
 
@@ -82,12 +116,13 @@ def materialize(args, tmp, rng):
         parts = v.split(":")
         if parts[0] not in KINDS or len(parts) < 3:
             if v.startswith("@"):
-                dtypes[name] = v.rsplit(":", 1)[-1] if v.endswith(":bf16") else "npy"
+                suffix = v.rsplit(":", 1)[-1]
+                dtypes[name] = suffix if suffix in NARROW else "npy"
             out.append(a)
             continue
         kind, dt = parts[0], ALIASES.get(parts[1], parts[1])
         shape = tuple(int(s) for s in parts[2].split("x")) if parts[2] else ()
-        npdt = np.float32 if dt == "bf16" else DT[dt]
+        npdt = np.float32 if dt in NARROW else DT[dt]
         if kind in ("zeros", "empty"):
             arr = np.zeros(shape, npdt)
         elif kind == "ones":
@@ -104,10 +139,12 @@ def materialize(args, tmp, rng):
         arr = np.asarray(arr).astype(npdt)
         if dt == "bf16":
             arr = bf16_round(arr)
+        elif dt in ("f8e4m3", "f8e5m2"):
+            arr = fp8_round(arr, dt)
         p = os.path.join(tmp, f"in_{name}.npy")
         np.save(p, arr)
         dtypes[name] = dt
-        out.append(f"{name}=@{p}" + (":bf16" if dt == "bf16" else ""))
+        out.append(f"{name}=@{p}" + (f":{dt}" if dt in NARROW else ""))
     return out, dtypes
 
 

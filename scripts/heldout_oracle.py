@@ -272,8 +272,44 @@ def _patch_bf16(oracle):
     I.ReduceOps.min_max, I.ReduceOps.sum = min_max, sum_
 
 
+def _patch_fp8_rounding():
+    """Triton's interpreter rounds float -> fp8 by adding the first dropped bit to the mantissa,
+    without carrying into the exponent and without ties-to-even (7.96 becomes 4.0, 168 becomes 176).
+    Round to nearest even with saturation instead, as the GPU's cvt.rn.satfinite does."""
+    import numpy as np
+    import triton.runtime.interpreter as I
+    import heldout_check as H
+
+    plain = I._convert_float
+    names = {"fp8e4nv": "f8e4m3", "fp8e5": "f8e5m2"}
+
+    def values(data, dt):
+        if dt.name == "bf16":
+            return (data.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        if dt.name in names:
+            return H.fp8_table(names[dt.name])[data.view(np.uint8)]
+        return data.astype(np.float64)
+
+    def convert(input, input_dtype, output_dtype, rounding_mode):
+        out = names.get(output_dtype.name)
+        if out is None or input_dtype.name in names:
+            return plain(input, input_dtype, output_dtype, rounding_mode)
+        v = values(np.asarray(input), input_dtype)
+        table = H.fp8_table(out)
+        r = H.fp8_round(np.nan_to_num(v, nan=0.0), out).astype(np.float64)
+        finite = np.where(np.isnan(table), np.inf, table)
+        codes = np.array([np.argmin(np.abs(finite - x)) for x in r.reshape(-1)], np.uint8).reshape(r.shape)
+        neg_zero = (r == 0) & np.signbit(v)
+        codes = np.where(neg_zero, np.uint8(0x80), codes)
+        codes = np.where(np.isnan(v), np.uint8(0x7F), codes)
+        return codes.astype(np.uint8)
+
+    I._convert_float = convert
+
+
 def main():
     sys.path.insert(0, os.path.abspath(TOOLS))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import numpy as np
     import triton_oracle as oracle
 
@@ -282,14 +318,45 @@ def main():
     _load_as_package_member()
     _patch_builtin_aliases()
     _patch_bf16(oracle)
+    _patch_fp8_rounding()
     plain = oracle.make_tensor
+    fp8 = {"f8e4m3": "float8e4nv", "f8e5m2": "float8e5"}
 
     def make_tensor(spec, rng):
-        if spec.startswith("@") and spec.rsplit(":", 1)[-1] in ("bf16", "bfloat16"):
+        suffix = spec.rsplit(":", 1)[-1]
+        if spec.startswith("@") and suffix in ("bf16", "bfloat16"):
             return np.load(spec[1:].rsplit(":", 1)[0]).astype(np.float32), "bf16"
+        if spec.startswith("@") and suffix in fp8:
+            # fp8 tensors are their bit patterns, in a uint8 array whose dtype says which fp8 it is
+            import heldout_check as H
+            vals = np.load(spec[1:].rsplit(":", 1)[0]).astype(np.float64)
+            table = H.fp8_table(suffix)
+            bits = np.zeros(vals.shape, np.uint8).reshape(-1)
+            for i, v in enumerate(vals.reshape(-1)):
+                bits[i] = np.nanargmin(np.where(np.isnan(table), np.inf, np.abs(table - v))) if v == v else 0x7F
+            return bits.reshape(vals.shape).view(np.dtype(np.uint8, metadata={"tl": fp8[suffix], "fp8": suffix})), None
         return plain(spec, rng)
 
     oracle.make_tensor = make_tensor
+
+    class _TL(dict):
+        def __getitem__(self, k):
+            if k.metadata and "tl" in k.metadata:
+                return k.metadata["tl"]
+            return dict.__getitem__(self, k)
+
+    oracle.TL = _TL(oracle.TL)
+    plain_save = np.save
+
+    def save(path, arr, *a, **k):
+        # fp8 outputs are saved as their values in f32, as Trident saves them
+        md = getattr(np.asarray(arr).dtype, "metadata", None)
+        if md and "fp8" in md:
+            import heldout_check as H
+            arr = H.fp8_table(md["fp8"])[np.asarray(arr).view(np.uint8)].astype(np.float32)
+        return plain_save(path, arr, *a, **k)
+
+    oracle.np.save = save
 
     # The oracle passes constexprs by keyword and the rest by position, which misplaces
     # runtime parameters declared after a constexpr (`beta: tl.constexpr, n: int, ...`).
