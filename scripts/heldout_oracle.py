@@ -26,6 +26,10 @@ class _Any:
     def __call__(self, *a, **k):
         if len(a) == 1 and callable(a[0]) and not k:
             return a[0]  # used as a decorator: keep the function
+        if self._name == "get_device_capability":
+            return (9, 0)  # the CUDA sm_90 device Trident's front end answers as
+        if self._name == "is_available":
+            return True
         if self._name.startswith("is_"):
             return False
         return _Any()
@@ -307,6 +311,31 @@ def _patch_fp8_rounding():
     I._convert_float = convert
 
 
+def _patch_driver():
+    """Kernel files query the GPU at import time (`triton.runtime.driver.active...`); the oracle
+    has none. Answer as a CUDA sm_90 device, as Trident's front end does."""
+    import types
+    import triton
+
+    class _Driver:
+        def get_current_target(self):
+            return types.SimpleNamespace(backend="cuda", arch=90, warp_size=32)
+
+        def get_active_torch_device(self):
+            return "cuda"
+
+        def get_current_device(self):
+            return 0
+
+        def __getattr__(self, n):
+            return _Any(n)
+
+    try:
+        triton.runtime.driver.set_active(_Driver())
+    except Exception:
+        pass
+
+
 def main():
     sys.path.insert(0, os.path.abspath(TOOLS))
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -319,6 +348,7 @@ def main():
     _patch_builtin_aliases()
     _patch_bf16(oracle)
     _patch_fp8_rounding()
+    _patch_driver()
     plain = oracle.make_tensor
     fp8 = {"f8e4m3": "float8e4nv", "f8e5m2": "float8e5"}
 

@@ -86,8 +86,9 @@ pub(crate) enum Global {
     DepModule(u32),
     /// A module-level constant (or list/dict/config, for decorators).
     Value(HostValue),
-    /// A plain Python function or class: host code, not callable from a kernel.
-    HostDef(String),
+    /// A plain Python function or class: host code, not callable from a kernel. For a
+    /// module-level `def`, where it is (module-level code such as autotune config filters may call it).
+    HostDef(String, Option<Vec<(u32, u32)>>),
     /// Something Trident cannot see into (a non-Triton import, a computed value); the text says what.
     Opaque(String),
     /// Bound differently on different paths through module-level `if`s whose
@@ -131,7 +132,7 @@ impl Global {
                 !matches!(
                     g,
                     Global::Opaque(_)
-                        | Global::HostDef(_)
+                        | Global::HostDef(..)
                         | Global::Ambiguous(..)
                         | Global::Value(HostValue::Foreign(_))
                 )

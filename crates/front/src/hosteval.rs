@@ -34,6 +34,8 @@ pub(crate) enum HostValue {
     Lambda(TextRange),
     /// A value of a foreign module (`torch.float16` is understood; the rest is opaque).
     Foreign(String),
+    /// A module-level `def` of the file (see [`Global::HostDef`]): callable when its body is simple.
+    PyDef(Vec<(u32, u32)>),
 }
 
 impl HostValue {
@@ -59,12 +61,15 @@ impl HostValue {
             HostValue::PyBuiltin(n) => format!("builtin `{n}`"),
             HostValue::Lambda(_) => "a lambda".into(),
             HostValue::Foreign(s) => format!("`{s}`"),
+            HostValue::PyDef(_) => "a Python function".into(),
         }
     }
 }
 
-const PY_BUILTINS: &[&str] =
-    &["min", "max", "abs", "int", "float", "bool", "len", "range", "list", "tuple", "str", "round", "sum", "pow"];
+const PY_BUILTINS: &[&str] = &[
+    "min", "max", "abs", "int", "float", "bool", "len", "range", "list", "tuple", "str", "round", "sum", "pow",
+    "filter", "map", "any", "all",
+];
 
 /// torch dtype names that heuristics compare against.
 fn torch_dtype(name: &str) -> Option<DType> {
@@ -143,15 +148,25 @@ fn py_float_const(x: f64) -> HostValue {
 pub(crate) struct HostEval<'a> {
     pub globals: &'a Globals,
     pub src: SrcRef<'a>,
-    /// Names bound by comprehensions and lambda parameters, innermost last.
+    /// Names bound by comprehensions, lambda and function parameters and function bodies, innermost last.
     pub locals: Vec<(String, HostValue)>,
+    /// The module's statements and text, to call its plain `def`s and lambdas (when given).
+    module: Option<(&'a [ast::Stmt], &'a str)>,
+    /// Statements left to run in called Python functions (a guard against endless loops).
+    budget: u32,
 }
 
 type R<T> = Result<T, Diagnostic>;
 
 impl<'a> HostEval<'a> {
     pub(crate) fn new(globals: &'a Globals, src: SrcRef<'a>) -> HostEval<'a> {
-        HostEval { globals, src, locals: vec![] }
+        HostEval { globals, src, locals: vec![], module: None, budget: 100_000 }
+    }
+
+    /// The same evaluator, able to call the module's plain functions and lambdas.
+    pub(crate) fn with_module(mut self, stmts: &'a [ast::Stmt], text: &'a str) -> HostEval<'a> {
+        self.module = Some((stmts, text));
+        self
     }
 
     fn unknown(&self, e: &Expr, what: impl Into<String>) -> Diagnostic {
@@ -345,7 +360,8 @@ impl<'a> HostEval<'a> {
             Some(Global::Attr(m, a)) => self.module_attr(e, *m, a),
             Some(Global::Opaque(what)) => Ok(HostValue::Foreign(what.clone())),
             Some(Global::DepModule(_)) => Ok(HostValue::Foreign(format!("module `{n}`"))),
-            Some(Global::Jit(_)) | Some(Global::DepJit(..)) | Some(Global::HostDef(_)) => {
+            Some(Global::HostDef(_, Some(path))) if self.module.is_some() => Ok(HostValue::PyDef(path.clone())),
+            Some(Global::Jit(_)) | Some(Global::DepJit(..)) | Some(Global::HostDef(..)) => {
                 Err(self.unknown(e, format!("`{n}` is a function, not a value")))
             }
             Some(Global::Ambiguous(why, _)) => Err(self.unknown(e, why.clone())),
@@ -393,8 +409,13 @@ impl<'a> HostEval<'a> {
                         return Ok(HostValue::Const(ConstValue::dtype(d)));
                     }
                 }
+                if let Some(v) = platform_attr(&what, a) {
+                    return Ok(v);
+                }
                 Ok(HostValue::Foreign(format!("{what}.{a}")))
             }
+            // Host-side parts of `triton` (`triton.runtime.driver`, `triton.testing`): foreign paths.
+            HostValue::Func(Mod::Triton, name) => Ok(HostValue::Foreign(format!("triton.{name}.{a}"))),
             HostValue::Tensor(el) if a == "dtype" => Ok(HostValue::Const(ConstValue::DType(el))),
             HostValue::Const(ConstValue::DType(el)) => match a {
                 "element_ty" => match el {
@@ -577,6 +598,9 @@ impl<'a> HostEval<'a> {
                     return Ok(HostValue::Const(version_tuple(s)));
                 }
             }
+            if let Some(v) = platform_call(what) {
+                return Ok(v);
+            }
             // Environment switches (`os.environ.get("FLA_USE_FAST_OPS", "0")`): module-level code
             // runs in the launching process, so read this process's environment, as Python would.
             if what == "os.environ.get" || what == "os.getenv" {
@@ -594,6 +618,13 @@ impl<'a> HostEval<'a> {
             }
         }
         match f {
+            HostValue::PyDef(path) => self.call_def(e, &path, args, kwargs),
+            HostValue::Lambda(r) => {
+                if !kwargs.is_empty() {
+                    return Err(self.unknown(e, "keyword arguments to a lambda"));
+                }
+                self.call_lambda_at(e, r, args)
+            }
             HostValue::Func(Mod::Triton, name) => match name.as_str() {
                 "Config" => self.config(e, args, kwargs),
                 "next_power_of_2" => {
@@ -635,6 +666,9 @@ impl<'a> HostEval<'a> {
 
     fn builtin(&mut self, e: &Expr, b: &str, args: Vec<HostValue>) -> R<HostValue> {
         use ConstValue as C;
+        if matches!(b, "filter" | "map" | "any" | "all") {
+            return self.functional_builtin(e, b, args);
+        }
         let list_items = |v: &HostValue| -> Option<Vec<HostValue>> {
             match v {
                 HostValue::List(v) => Some(v.clone()),
@@ -949,4 +983,275 @@ fn py_slice<T>(items: Vec<T>, lo: Option<i128>, hi: Option<i128>, step: Option<i
     };
     let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
     Some(idx.into_iter().filter_map(|i| slots.get_mut(i).and_then(Option::take)).collect())
+}
+
+/// What running a statement of a called Python function did.
+enum Flow {
+    Next,
+    Return(HostValue),
+}
+
+impl HostEval<'_> {
+    fn list_of(&self, e: &Expr, v: HostValue) -> R<Vec<HostValue>> {
+        match v {
+            HostValue::List(v) => Ok(v),
+            HostValue::Const(ConstValue::Tuple(v)) => Ok(v.into_iter().map(HostValue::Const).collect()),
+            other => Err(self.unknown(e, format!("cannot iterate over {}", other.describe()))),
+        }
+    }
+
+    fn truthy(&self, e: &Expr, v: &HostValue) -> R<bool> {
+        match v {
+            HostValue::Const(c) => c.truthy().ok_or_else(|| self.unknown(e, "a truth value of a non-constant")),
+            HostValue::List(l) => Ok(!l.is_empty()),
+            HostValue::Dict(d) => Ok(!d.is_empty()),
+            HostValue::Config(_) | HostValue::PyDef(_) | HostValue::Lambda(_) => Ok(true),
+            other => Err(self.unknown(e, format!("the truth value of {}", other.describe()))),
+        }
+    }
+
+    /// Calls a callable host value with positional arguments.
+    fn apply(&mut self, e: &Expr, f: &HostValue, args: Vec<HostValue>) -> R<HostValue> {
+        match f {
+            HostValue::PyDef(path) => self.call_def(e, path, args, vec![]),
+            HostValue::Lambda(r) => self.call_lambda_at(e, *r, args),
+            HostValue::PyBuiltin(b) => self.builtin(e, b, args),
+            other => Err(self.unknown(e, format!("cannot call {}", other.describe()))),
+        }
+    }
+
+    /// `filter`, `map`, `any`, `all` (eagerly: they feed `list(...)` or a truth test).
+    fn functional_builtin(&mut self, e: &Expr, b: &str, args: Vec<HostValue>) -> R<HostValue> {
+        match b {
+            "filter" | "map" => {
+                let mut it = args.into_iter();
+                let (Some(f), Some(xs)) = (it.next(), it.next()) else {
+                    return Err(self.unknown(e, format!("{b}() takes a function and an iterable")));
+                };
+                let mut out = vec![];
+                for x in self.list_of(e, xs)? {
+                    if b == "map" {
+                        out.push(self.apply(e, &f, vec![x])?);
+                    } else {
+                        let keep = if matches!(f, HostValue::Const(ConstValue::None)) {
+                            self.truthy(e, &x)?
+                        } else {
+                            let r = self.apply(e, &f, vec![x.clone()])?;
+                            self.truthy(e, &r)?
+                        };
+                        if keep {
+                            out.push(x);
+                        }
+                    }
+                }
+                Ok(HostValue::List(out))
+            }
+            _ => {
+                let xs = self.list_of(e, args.into_iter().next().unwrap_or(HostValue::List(vec![])))?;
+                let mut acc = b == "all";
+                for x in &xs {
+                    let t = self.truthy(e, x)?;
+                    if b == "all" {
+                        acc &= t;
+                    } else {
+                        acc |= t;
+                    }
+                }
+                Ok(HostValue::Const(ConstValue::Bool(acc)))
+            }
+        }
+    }
+
+    /// Calls a lambda found at `r` in the module's text.
+    fn call_lambda_at(&mut self, e: &Expr, r: TextRange, args: Vec<HostValue>) -> R<HostValue> {
+        let Some((_, text)) = self.module else { return Err(self.unknown(e, "calling a lambda here")) };
+        let parsed = ruff_python_parser::parse_parenthesized_expression_range(text, r)
+            .map_err(|err| self.src.error(r, format!("cannot parse lambda: {}", err.error)))?;
+        let Expr::Lambda(l) = &*parsed.syntax().body else { return Err(self.unknown(e, "not a lambda")) };
+        let l = l.clone();
+        self.call_lambda(&l, args)
+    }
+
+    /// Calls a plain module-level `def`: its body may assign names, branch, loop over lists and return.
+    fn call_def(
+        &mut self,
+        e: &Expr,
+        path: &[(u32, u32)],
+        args: Vec<HostValue>,
+        kwargs: Vec<(String, HostValue, TextRange)>,
+    ) -> R<HostValue> {
+        let Some((stmts, _)) = self.module else { return Err(self.unknown(e, "calling a Python function here")) };
+        let Some(f) = crate::scan::resolve_def(stmts, path) else {
+            return Err(self.unknown(e, "the called function was not found"));
+        };
+        let params: Vec<&ast::ParameterWithDefault> = f
+            .parameters
+            .posonlyargs
+            .iter()
+            .chain(f.parameters.args.iter())
+            .chain(f.parameters.kwonlyargs.iter())
+            .collect();
+        if args.len() > params.len() || f.parameters.vararg.is_some() || f.parameters.kwarg.is_some() {
+            return Err(self.unknown(e, format!("the arguments of `{}`", f.name.id)));
+        }
+        let mut bound: Vec<(String, HostValue)> = vec![];
+        let mut args = args.into_iter();
+        for p in &params {
+            let name = p.parameter.name.id.to_string();
+            let v = match args.next() {
+                Some(v) => v,
+                None => match kwargs.iter().find(|(k, _, _)| *k == name) {
+                    Some((_, v, _)) => v.clone(),
+                    None => match &p.default {
+                        Some(d) => self.eval(d)?,
+                        None => return Err(self.unknown(e, format!("missing argument `{name}` of `{}`", f.name.id))),
+                    },
+                },
+            };
+            bound.push((name, v));
+        }
+        let mark = self.locals.len();
+        self.locals.extend(bound);
+        let r = self.run_body(&f.body, mark);
+        self.locals.truncate(mark);
+        match r? {
+            Flow::Return(v) => Ok(v),
+            Flow::Next => Ok(HostValue::Const(ConstValue::None)),
+        }
+    }
+
+    /// Binds `name` in the innermost function frame (the locals from `mark` on).
+    fn set_local(&mut self, mark: usize, name: &str, v: HostValue) {
+        match self.locals[mark..].iter_mut().rev().find(|(k, _)| k == name) {
+            Some(slot) => slot.1 = v,
+            None => self.locals.push((name.to_string(), v)),
+        }
+    }
+
+    fn assign(&mut self, mark: usize, target: &Expr, v: HostValue) -> R<()> {
+        match target {
+            Expr::Name(n) => {
+                self.set_local(mark, n.id.as_str(), v);
+                Ok(())
+            }
+            Expr::Tuple(t) => {
+                let items = self.list_of(target, v)?;
+                if items.len() != t.elts.len() {
+                    return Err(self.unknown(target, "unpacking a different number of values"));
+                }
+                for (x, it) in t.elts.iter().zip(items) {
+                    self.assign(mark, x, it)?;
+                }
+                Ok(())
+            }
+            _ => Err(self.unknown(target, "assignment to this target")),
+        }
+    }
+
+    fn run_body(&mut self, body: &[ast::Stmt], mark: usize) -> R<Flow> {
+        use ast::Stmt;
+        for s in body {
+            if self.budget == 0 {
+                return Err(self.src.error(s.range(), "this Python function runs too long to evaluate statically"));
+            }
+            self.budget -= 1;
+            match s {
+                Stmt::Return(r) => {
+                    let v = match &r.value {
+                        Some(v) => self.eval(v)?,
+                        None => HostValue::Const(ConstValue::None),
+                    };
+                    return Ok(Flow::Return(v));
+                }
+                Stmt::Assign(a) => {
+                    let v = self.eval(&a.value)?;
+                    for t in &a.targets {
+                        self.assign(mark, t, v.clone())?;
+                    }
+                }
+                Stmt::AnnAssign(a) => {
+                    if let Some(v) = &a.value {
+                        let v = self.eval(v)?;
+                        self.assign(mark, &a.target, v)?;
+                    }
+                }
+                Stmt::AugAssign(a) => {
+                    let old = self.eval(&a.target)?;
+                    let rhs = self.eval(&a.value)?;
+                    let (Some(x), Some(y)) = (old.into_const(), rhs.into_const()) else {
+                        return Err(self.src.error(s.range(), "cannot evaluate this augmented assignment statically"));
+                    };
+                    let op = py_binop(a.op).ok_or_else(|| self.src.error(s.range(), "unsupported operator"))?;
+                    let v = binop(op, &x, &y).map_err(|m| self.src.error(s.range(), m))?;
+                    self.assign(mark, &a.target, HostValue::Const(v))?;
+                }
+                Stmt::If(i) => {
+                    let mut clauses: Vec<(Option<&Expr>, &[Stmt])> = vec![(Some(&i.test), &i.body)];
+                    for c in &i.elif_else_clauses {
+                        clauses.push((c.test.as_ref(), &c.body));
+                    }
+                    for (test, body) in clauses {
+                        let take = match test {
+                            None => true,
+                            Some(t) => {
+                                let v = self.eval(t)?;
+                                self.truthy(t, &v)?
+                            }
+                        };
+                        if take {
+                            if let Flow::Return(v) = self.run_body(body, mark)? {
+                                return Ok(Flow::Return(v));
+                            }
+                            break;
+                        }
+                    }
+                }
+                Stmt::For(f) if f.orelse.is_empty() => {
+                    let xs = self.eval(&f.iter)?;
+                    for x in self.list_of(&f.iter, xs)? {
+                        self.assign(mark, &f.target, x)?;
+                        if let Flow::Return(v) = self.run_body(&f.body, mark)? {
+                            return Ok(Flow::Return(v));
+                        }
+                    }
+                }
+                Stmt::Expr(x) if matches!(&*x.value, Expr::StringLiteral(_)) => {}
+                Stmt::Pass(_) => {}
+                other => {
+                    return Err(self.src.error(other.range(), "this statement cannot be evaluated statically"));
+                }
+            }
+        }
+        Ok(Flow::Next)
+    }
+}
+
+/// The machine module-level code asks about (`is_hip()`, `torch.cuda.get_device_capability()`,
+/// `triton.runtime.driver.active.get_current_target().arch`): Trident compiles for NVIDIA GPUs,
+/// and answers as an sm_90 CUDA device would, so that platform checks take their CUDA branch.
+const TARGET: &str = "<cuda target>";
+
+fn platform_call(what: &str) -> Option<HostValue> {
+    let c = |v: ConstValue| Some(HostValue::Const(v));
+    match what {
+        _ if what.ends_with("driver.active.get_current_target") => Some(HostValue::Foreign(TARGET.into())),
+        _ if what.ends_with("driver.active.get_current_device") => c(ConstValue::Int(0)),
+        "torch.cuda.is_available" => c(ConstValue::Bool(true)),
+        "torch.cuda.get_device_capability" => c(ConstValue::Tuple(vec![ConstValue::Int(9), ConstValue::Int(0)])),
+        "torch.cuda.device_count" | "torch.cuda.current_device" => {
+            c(ConstValue::Int(if what.ends_with("count") { 1 } else { 0 }))
+        }
+        _ => None,
+    }
+}
+
+fn platform_attr(what: &str, a: &str) -> Option<HostValue> {
+    let c = |v: ConstValue| Some(HostValue::Const(v));
+    match (what, a) {
+        (TARGET, "backend") => c(ConstValue::Str("cuda".into())),
+        (TARGET, "arch") => c(ConstValue::Int(90)),
+        (TARGET, "warp_size") => c(ConstValue::Int(32)),
+        ("torch.version", "hip") => c(ConstValue::None),
+        _ => None,
+    }
 }

@@ -307,7 +307,10 @@ impl Scanner<'_, '_> {
     }
 
     fn eval(&self, env: &Globals, e: &Expr) -> Result<HostValue, String> {
-        HostEval::new(env, self.src).eval(e).map_err(|d| format!("a value Trident cannot evaluate ({})", d.message))
+        HostEval::new(env, self.src)
+            .with_module(self.root, self.text)
+            .eval(e)
+            .map_err(|d| format!("a value Trident cannot evaluate ({})", d.message))
     }
 
     fn stmt(&mut self, stmt: &Stmt, path: &mut Vec<(u32, u32)>, env: &mut Globals) {
@@ -378,13 +381,16 @@ impl Scanner<'_, '_> {
                     }
                     None => {
                         self.plain_defs.insert(name.clone(), path.clone());
-                        env.insert(name.clone(), Global::HostDef(format!("`{name}` is a plain Python function")));
+                        env.insert(
+                            name.clone(),
+                            Global::HostDef(format!("`{name}` is a plain Python function"), Some(path.clone())),
+                        );
                     }
                 }
             }
             Stmt::ClassDef(c) => {
                 let name = c.name.id.to_string();
-                env.insert(name.clone(), Global::HostDef(format!("`{name}` is a class")));
+                env.insert(name.clone(), Global::HostDef(format!("`{name}` is a class"), None));
             }
             Stmt::Assign(a) => {
                 if let [Expr::Name(t)] = &a.targets[..] {
@@ -435,7 +441,11 @@ impl Scanner<'_, '_> {
                 for (k, (test, body)) in clauses.iter().enumerate() {
                     let truth = match test {
                         None => Some(true),
-                        Some(t) => HostEval::new(env, self.src).eval_const(t).ok().and_then(|c| c.truthy()),
+                        Some(t) => HostEval::new(env, self.src)
+                            .with_module(self.root, self.text)
+                            .eval_const(t)
+                            .ok()
+                            .and_then(|c| c.truthy()),
                     };
                     match truth {
                         Some(false) => continue,
@@ -537,7 +547,11 @@ impl Scanner<'_, '_> {
             if let Some(c) = call {
                 for k in c.arguments.keywords.iter() {
                     let Some(name) = &k.arg else { continue };
-                    let v = HostEval::new(env, self.src).eval(&k.value).ok().and_then(|v| v.into_const());
+                    let v = HostEval::new(env, self.src)
+                        .with_module(self.root, self.text)
+                        .eval(&k.value)
+                        .ok()
+                        .and_then(|v| v.into_const());
                     match (name.id.as_str(), v) {
                         ("do_not_specialize", Some(ConstValue::Tuple(v))) => opts.dns = v,
                         ("do_not_specialize_on_alignment", Some(ConstValue::Tuple(v))) => opts.dns_align = v,
@@ -588,7 +602,7 @@ impl Scanner<'_, '_> {
                 }
                 Some(idx)
             }
-            Some(Global::HostDef(_)) if opts.is_jit => {
+            Some(Global::HostDef(..)) if opts.is_jit => {
                 let path = self.plain_defs.get(arg.id.as_str())?.clone();
                 let f = resolve_def(self.root, &path)?;
                 let mut info = self.jit_info(f, &path, env, opts);
@@ -636,7 +650,10 @@ impl Scanner<'_, '_> {
             let name = p.parameter.name.id.to_string();
             let annotation = p.parameter.annotation.as_deref().map(|a| self.text(a.range()));
             let annotated_type = p.parameter.annotation.as_deref().and_then(|a| annotation_type(a, env, self.src));
-            let default = p.default.as_deref().and_then(|d| HostEval::new(env, self.src).eval_const(d).ok());
+            let default = p
+                .default
+                .as_deref()
+                .and_then(|d| HostEval::new(env, self.src).with_module(self.root, self.text).eval_const(d).ok());
             infos.push(ParamInfo {
                 is_constexpr: annotation.as_deref().is_some_and(|a| a.contains("constexpr")),
                 do_not_specialize: dns.contains(&name),
@@ -674,7 +691,7 @@ impl Scanner<'_, '_> {
             loc: self.src.loc(c.range().start()),
         };
         let strings = |e: &Expr| -> Vec<String> {
-            match HostEval::new(env, self.src).eval_const(e) {
+            match HostEval::new(env, self.src).with_module(self.root, self.text).eval_const(e) {
                 Ok(ConstValue::Tuple(v)) => {
                     v.into_iter().filter_map(|x| if let ConstValue::Str(s) = x { Some(s) } else { None }).collect()
                 }
@@ -699,7 +716,7 @@ impl Scanner<'_, '_> {
         }
         at.configs = match configs_expr {
             None => Ok(vec![]),
-            Some(e) => match HostEval::new(env, self.src).eval(e) {
+            Some(e) => match HostEval::new(env, self.src).with_module(self.root, self.text).eval(e) {
                 Ok(HostValue::List(items)) => items
                     .into_iter()
                     .map(|v| match v {
@@ -727,7 +744,9 @@ impl Scanner<'_, '_> {
                     range: r,
                 });
             }
-        } else if let Ok(HostValue::Dict(items)) = HostEval::new(env, self.src).eval(arg) {
+        } else if let Ok(HostValue::Dict(items)) =
+            HostEval::new(env, self.src).with_module(self.root, self.text).eval(arg)
+        {
             for (k, v) in items {
                 if let (HostValue::Const(ConstValue::Str(k)), HostValue::Lambda(r)) = (k, v) {
                     out.push(Heuristic { name: k, source: self.text(r), loc: self.src.loc(r.start()), range: r });

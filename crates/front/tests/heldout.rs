@@ -110,7 +110,24 @@ heldout! {
     helpers_rowmax_f16: "constexpr_helpers.py", "helpers-rowmax-f16";
     helpers_rowmax_i16: "constexpr_helpers.py", "helpers-rowmax-i16";
     helpers_item: "constexpr_helpers.py", "helpers-item";
+    host_code_configs: "host_code.py", "host-code-configs";
     gather_both_axes: "gather_histogram.py", "gather-both-axes";
     histogram_masked: "gather_histogram.py", "histogram-masked";
     project_reexported_tl: "projlike/ops/reexported.py", "project-reexported-tl";
+}
+
+/// The autotune configs of host_code.py come from host code Trident evaluates: platform queries
+/// (answered as an sm_90 CUDA device) and a filter written as a plain function.
+#[test]
+fn host_code_autotune_configs_evaluate() {
+    let path = root().join("host_code.py").display().to_string();
+    let src = std::fs::read_to_string(&path).unwrap();
+    let file = parse_file(&path, &src).expect("parse");
+    let at = file.kernel("row_scale").unwrap().autotune.as_ref().expect("autotune");
+    let configs = at.configs.as_ref().unwrap_or_else(|d| panic!("configs: {}", d.message));
+    // 3 ROWS x 3 COLS x 2 warps x 2 stages = 36, minus the (64, 128) ones with 4 warps.
+    assert_eq!(configs.len(), 34);
+    assert!(configs
+        .iter()
+        .all(|c| c.num_warps == 8 || c.kwargs.iter().map(|(_, v)| v.as_int().unwrap()).product::<i128>() <= 64 * 64));
 }

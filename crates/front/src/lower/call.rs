@@ -181,15 +181,9 @@ impl<'c, 'a> L<'c, 'a> {
                     }
                 },
             };
-            if p.is_constexpr && v.has_tensor() {
-                return Err(self.err(
-                    b.range(i),
-                    format!(
-                        "`{}` of `{}` is a tl.constexpr parameter; it needs a compile-time constant, not a tensor",
-                        p.name, info.name
-                    ),
-                ));
-            }
+            // A `tl.constexpr` annotation on a helper's parameter is not enforced: Triton decides what
+            // is constant by the argument (the fused-attention tutorial passes offset tensors to
+            // `offs_m: tl.constexpr`). Only kernel parameters are bound by their annotations.
             out.push((p.name.clone(), v));
         }
         Ok(out)
