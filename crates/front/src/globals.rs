@@ -84,6 +84,8 @@ pub(crate) enum Global {
     DepJit(u32, usize),
     /// Another Python file of the project, imported as a module (dependency index).
     DepModule(u32),
+    /// A plain module-level `def` of another file of the project: (dependency, where it is).
+    DepDef(u32, Vec<(u32, u32)>),
     /// A module-level constant (or list/dict/config, for decorators).
     Value(HostValue),
     /// A plain Python function or class: host code, not callable from a kernel. For a
@@ -133,6 +135,7 @@ impl Global {
                     g,
                     Global::Opaque(_)
                         | Global::HostDef(..)
+                        | Global::DepDef(..)
                         | Global::Ambiguous(..)
                         | Global::Value(HostValue::Foreign(_))
                 )

@@ -35,7 +35,9 @@ pub(crate) enum HostValue {
     /// A value of a foreign module (`torch.float16` is understood; the rest is opaque).
     Foreign(String),
     /// A module-level `def` of the file (see [`Global::HostDef`]): callable when its body is simple.
-    PyDef(Vec<(u32, u32)>),
+    PyDef(Option<u32>, Vec<(u32, u32)>),
+    /// Another file of the project imported as a module (dependency index).
+    PyModule(u32),
 }
 
 impl HostValue {
@@ -61,7 +63,8 @@ impl HostValue {
             HostValue::PyBuiltin(n) => format!("builtin `{n}`"),
             HostValue::Lambda(_) => "a lambda".into(),
             HostValue::Foreign(s) => format!("`{s}`"),
-            HostValue::PyDef(_) => "a Python function".into(),
+            HostValue::PyDef(..) => "a Python function".into(),
+            HostValue::PyModule(_) => "a module of the project".into(),
         }
     }
 }
@@ -154,13 +157,21 @@ pub(crate) struct HostEval<'a> {
     module: Option<(&'a [ast::Stmt], &'a str)>,
     /// Statements left to run in called Python functions (a guard against endless loops).
     budget: u32,
+    /// The project files the module imports from (to call their plain functions).
+    deps: Option<&'a [Option<crate::kernel::KernelFile>]>,
 }
 
 type R<T> = Result<T, Diagnostic>;
 
 impl<'a> HostEval<'a> {
     pub(crate) fn new(globals: &'a Globals, src: SrcRef<'a>) -> HostEval<'a> {
-        HostEval { globals, src, locals: vec![], module: None, budget: 100_000 }
+        HostEval { globals, src, locals: vec![], module: None, budget: 100_000, deps: None }
+    }
+
+    /// The same evaluator, able to call plain functions of the project files the module imports.
+    pub(crate) fn with_deps(mut self, deps: &'a [Option<crate::kernel::KernelFile>]) -> HostEval<'a> {
+        self.deps = Some(deps);
+        self
     }
 
     /// The same evaluator, able to call the module's plain functions and lambdas.
@@ -359,8 +370,11 @@ impl<'a> HostEval<'a> {
             Some(Global::Module(m)) => Ok(HostValue::Module(*m)),
             Some(Global::Attr(m, a)) => self.module_attr(e, *m, a),
             Some(Global::Opaque(what)) => Ok(HostValue::Foreign(what.clone())),
+            Some(Global::DepModule(d)) if self.deps.is_some() => Ok(HostValue::PyModule(*d)),
             Some(Global::DepModule(_)) => Ok(HostValue::Foreign(format!("module `{n}`"))),
-            Some(Global::HostDef(_, Some(path))) if self.module.is_some() => Ok(HostValue::PyDef(path.clone())),
+            Some(Global::HostDef(_, Some(path))) if self.module.is_some() => Ok(HostValue::PyDef(None, path.clone())),
+            Some(Global::DepDef(d, path)) if self.deps.is_some() => Ok(HostValue::PyDef(Some(*d), path.clone())),
+            Some(Global::DepDef(..)) => Err(self.unknown(e, format!("`{n}` is a function of another file"))),
             Some(Global::Jit(_)) | Some(Global::DepJit(..)) | Some(Global::HostDef(..)) => {
                 Err(self.unknown(e, format!("`{n}` is a function, not a value")))
             }
@@ -403,6 +417,7 @@ impl<'a> HostEval<'a> {
     fn attr(&self, e: &Expr, base: HostValue, a: &str) -> R<HostValue> {
         match base {
             HostValue::Module(m) => self.module_attr(e, m, a),
+            HostValue::PyModule(d) => self.project_attr(e, d, a),
             HostValue::Foreign(what) => {
                 if what == "torch" {
                     if let Some(d) = torch_dtype(a) {
@@ -618,7 +633,7 @@ impl<'a> HostEval<'a> {
             }
         }
         match f {
-            HostValue::PyDef(path) => self.call_def(e, &path, args, kwargs),
+            HostValue::PyDef(dep, path) => self.call_def(e, dep, &path, args, kwargs),
             HostValue::Lambda(r) => {
                 if !kwargs.is_empty() {
                     return Err(self.unknown(e, "keyword arguments to a lambda"));
@@ -1005,7 +1020,7 @@ impl HostEval<'_> {
             HostValue::Const(c) => c.truthy().ok_or_else(|| self.unknown(e, "a truth value of a non-constant")),
             HostValue::List(l) => Ok(!l.is_empty()),
             HostValue::Dict(d) => Ok(!d.is_empty()),
-            HostValue::Config(_) | HostValue::PyDef(_) | HostValue::Lambda(_) => Ok(true),
+            HostValue::Config(_) | HostValue::PyDef(..) | HostValue::Lambda(_) => Ok(true),
             other => Err(self.unknown(e, format!("the truth value of {}", other.describe()))),
         }
     }
@@ -1013,7 +1028,7 @@ impl HostEval<'_> {
     /// Calls a callable host value with positional arguments.
     fn apply(&mut self, e: &Expr, f: &HostValue, args: Vec<HostValue>) -> R<HostValue> {
         match f {
-            HostValue::PyDef(path) => self.call_def(e, path, args, vec![]),
+            HostValue::PyDef(dep, path) => self.call_def(e, *dep, path, args, vec![]),
             HostValue::Lambda(r) => self.call_lambda_at(e, *r, args),
             HostValue::PyBuiltin(b) => self.builtin(e, b, args),
             other => Err(self.unknown(e, format!("cannot call {}", other.describe()))),
@@ -1076,10 +1091,24 @@ impl HostEval<'_> {
     fn call_def(
         &mut self,
         e: &Expr,
+        dep: Option<u32>,
         path: &[(u32, u32)],
         args: Vec<HostValue>,
         kwargs: Vec<(String, HostValue, TextRange)>,
     ) -> R<HostValue> {
+        if let Some(d) = dep {
+            // A function of another project file runs with that file's names.
+            let Some(Some(f)) = self.deps.and_then(|ds| ds.get(d as usize)) else {
+                return Err(self.unknown(e, "a function of a file that did not load"));
+            };
+            let mut inner =
+                HostEval::new(&f.shared.globals, f.shared.src(2 + d)).with_module(&f.module.body, &f.shared.text);
+            inner.deps = self.deps;
+            inner.budget = self.budget;
+            let r = inner.call_def(e, None, path, args, kwargs);
+            self.budget = inner.budget;
+            return r;
+        }
         let Some((stmts, _)) = self.module else { return Err(self.unknown(e, "calling a Python function here")) };
         let Some(f) = crate::scan::resolve_def(stmts, path) else {
             return Err(self.unknown(e, "the called function was not found"));
@@ -1216,6 +1245,10 @@ impl HostEval<'_> {
                     }
                 }
                 Stmt::Expr(x) if matches!(&*x.value, Expr::StringLiteral(_)) => {}
+                // `xs.append(v)` / `xs.extend(vs)` on a local list.
+                Stmt::Expr(x) if self.list_update(mark, &x.value)? => {}
+                // Other expression statements (logging, prints) have no effect on the values here.
+                Stmt::Expr(_) => {}
                 Stmt::Pass(_) => {}
                 other => {
                     return Err(self.src.error(other.range(), "this statement cannot be evaluated statically"));
@@ -1253,5 +1286,49 @@ fn platform_attr(what: &str, a: &str) -> Option<HostValue> {
         (TARGET, "warp_size") => c(ConstValue::Int(32)),
         ("torch.version", "hip") => c(ConstValue::None),
         _ => None,
+    }
+}
+
+impl HostEval<'_> {
+    /// `module.name` for a module of the project: what `name` is bound to in that file.
+    fn project_attr(&self, e: &Expr, d: u32, a: &str) -> R<HostValue> {
+        let Some(Some(f)) = self.deps.and_then(|ds| ds.get(d as usize)) else {
+            return Err(self.unknown(e, "a module of the project that did not load"));
+        };
+        match f.shared.globals.get(a).map(Global::settled) {
+            Some(Global::Value(v)) => Ok(v.clone()),
+            Some(Global::Module(m)) => Ok(HostValue::Module(*m)),
+            Some(Global::Attr(m, name)) => self.module_attr(e, *m, name),
+            Some(Global::HostDef(_, Some(path))) => Ok(HostValue::PyDef(Some(d), path.clone())),
+            Some(Global::DepDef(d2, path)) => Ok(HostValue::PyDef(Some(*d2), path.clone())),
+            Some(Global::DepModule(d2)) => Ok(HostValue::PyModule(*d2)),
+            Some(Global::Opaque(what)) => Ok(HostValue::Foreign(what.clone())),
+            Some(_) => Err(self.unknown(e, format!("`{a}` of a project module is not a host value"))),
+            None => Err(self.unknown(e, format!("the project module has no name `{a}`"))),
+        }
+    }
+}
+
+impl HostEval<'_> {
+    /// Runs `name.append(v)` / `name.extend(vs)` on a list local to the running function;
+    /// false when `e` is not such a call.
+    fn list_update(&mut self, mark: usize, e: &Expr) -> R<bool> {
+        let Expr::Call(c) = e else { return Ok(false) };
+        let Expr::Attribute(at) = &*c.func else { return Ok(false) };
+        let Expr::Name(n) = &*at.value else { return Ok(false) };
+        let method = at.attr.id.as_str();
+        if !matches!(method, "append" | "extend") || c.arguments.args.len() != 1 {
+            return Ok(false);
+        }
+        let Some(pos) = self.locals[mark..].iter().rposition(|(k, _)| k == n.id.as_str()) else { return Ok(false) };
+        let arg = self.eval(&c.arguments.args[0])?;
+        let extra = if method == "append" { vec![arg] } else { self.list_of(e, arg)? };
+        match &mut self.locals[mark + pos].1 {
+            HostValue::List(items) => {
+                items.extend(extra);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 }

@@ -95,6 +95,7 @@ fn scan_file(
 fn imported(dep: u32, g: &Global) -> Global {
     match g {
         Global::Jit(i) => Global::DepJit(dep, *i),
+        Global::HostDef(_, Some(path)) => Global::DepDef(dep, path.clone()),
         Global::Ambiguous(m, alts) => {
             Global::Ambiguous(m.clone(), alts.iter().map(|a| a.as_ref().map(|x| imported(dep, x))).collect())
         }
@@ -650,10 +651,13 @@ impl Scanner<'_, '_> {
             let name = p.parameter.name.id.to_string();
             let annotation = p.parameter.annotation.as_deref().map(|a| self.text(a.range()));
             let annotated_type = p.parameter.annotation.as_deref().and_then(|a| annotation_type(a, env, self.src));
-            let default = p
-                .default
-                .as_deref()
-                .and_then(|d| HostEval::new(env, self.src).with_module(self.root, self.text).eval_const(d).ok());
+            let default = p.default.as_deref().and_then(|d| {
+                HostEval::new(env, self.src)
+                    .with_module(self.root, self.text)
+                    .with_deps(&self.loader.deps)
+                    .eval_const(d)
+                    .ok()
+            });
             infos.push(ParamInfo {
                 is_constexpr: annotation.as_deref().is_some_and(|a| a.contains("constexpr")),
                 do_not_specialize: dns.contains(&name),
@@ -691,7 +695,11 @@ impl Scanner<'_, '_> {
             loc: self.src.loc(c.range().start()),
         };
         let strings = |e: &Expr| -> Vec<String> {
-            match HostEval::new(env, self.src).with_module(self.root, self.text).eval_const(e) {
+            match HostEval::new(env, self.src)
+                .with_module(self.root, self.text)
+                .with_deps(&self.loader.deps)
+                .eval_const(e)
+            {
                 Ok(ConstValue::Tuple(v)) => {
                     v.into_iter().filter_map(|x| if let ConstValue::Str(s) = x { Some(s) } else { None }).collect()
                 }
@@ -716,7 +724,11 @@ impl Scanner<'_, '_> {
         }
         at.configs = match configs_expr {
             None => Ok(vec![]),
-            Some(e) => match HostEval::new(env, self.src).with_module(self.root, self.text).eval(e) {
+            Some(e) => match HostEval::new(env, self.src)
+                .with_module(self.root, self.text)
+                .with_deps(&self.loader.deps)
+                .eval(e)
+            {
                 Ok(HostValue::List(items)) => items
                     .into_iter()
                     .map(|v| match v {
@@ -745,7 +757,7 @@ impl Scanner<'_, '_> {
                 });
             }
         } else if let Ok(HostValue::Dict(items)) =
-            HostEval::new(env, self.src).with_module(self.root, self.text).eval(arg)
+            HostEval::new(env, self.src).with_module(self.root, self.text).with_deps(&self.loader.deps).eval(arg)
         {
             for (k, v) in items {
                 if let (HostValue::Const(ConstValue::Str(k)), HostValue::Lambda(r)) = (k, v) {

@@ -131,3 +131,16 @@ fn host_code_autotune_configs_evaluate() {
         .iter()
         .all(|c| c.num_warps == 8 || c.kwargs.iter().map(|(_, v)| v.as_int().unwrap()).product::<i128>() <= 64 * 64));
 }
+
+/// Autotune configs returned by a plain function of another file of the project.
+#[test]
+fn configs_from_a_function_of_another_file() {
+    let path = root().join("projlike/ops/kernels.py").display().to_string();
+    let src = std::fs::read_to_string(&path).unwrap();
+    let file = parse_file(&path, &src).expect("parse");
+    let at = file.kernel("scaled_copy").unwrap().autotune.as_ref().expect("autotune");
+    let configs = at.configs.as_ref().unwrap_or_else(|d| panic!("configs: {}", d.message));
+    let got: Vec<(i128, u32)> = configs.iter().map(|c| (c.kwargs[0].1.as_int().unwrap(), c.num_warps)).collect();
+    assert_eq!(got, vec![(32, 2), (32, 4), (64, 2), (64, 4), (128, 2)]);
+    assert!(configs.iter().all(|c| c.kwargs[0].0 == "BLOCK_N"));
+}

@@ -287,6 +287,10 @@ impl<'c, 'a> L<'c, 'a> {
                         .err(r, format!("global `{name}` is not a compile-time constant, so a kernel cannot use it"))),
                 }
             }
+            Global::DepDef(..) => Err(self.err(
+                r,
+                format!("`{name}` is a plain Python function: only @triton.jit functions can be called from a kernel"),
+            )),
             Global::HostDef(what, _) => {
                 Err(self.err(r, format!("{what}: only @triton.jit functions can be called from a kernel")))
             }
@@ -301,7 +305,12 @@ impl<'c, 'a> L<'c, 'a> {
                 let usable: Vec<&Global> = alts
                     .iter()
                     .flatten()
-                    .filter(|g| !matches!(g, Global::Opaque(_) | Global::HostDef(..) | Global::Ambiguous(..)))
+                    .filter(|g| {
+                        !matches!(
+                            g,
+                            Global::Opaque(_) | Global::HostDef(..) | Global::DepDef(..) | Global::Ambiguous(..)
+                        )
+                    })
                     .filter(|g| self.global(file, name, g, r).is_ok())
                     .collect();
                 match usable.as_slice() {

@@ -31,3 +31,13 @@ def softcap(x, cap: tl.constexpr):
 @triton.jit
 def row_rms(x, n):
     return tl.sqrt(tl.sum(x * x, axis=0) / n + EPS)
+
+
+def block_configs(name="BLOCK", warps=(2, 4)):
+    """Autotune configs built by a plain function, as projects keep them in a utils module."""
+    out = []
+    for b in [32, 64, 128]:
+        for w in warps:
+            if b * w <= 256:
+                out.append(triton.Config({name: b}, num_warps=w))
+    return out

@@ -26,3 +26,10 @@ def _capped_rms_norm(x_ptr, y_ptr, stride, n, CAP: tl.constexpr, BLOCK: tl.const
 
 capped_rms_norm = triton.jit(_capped_rms_norm)
 capped_rms_norm = triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n"])})(capped_rms_norm)
+
+
+@triton.autotune(configs=common.block_configs("BLOCK_N"), key=["n"])
+@triton.jit
+def scaled_copy(x_ptr, y_ptr, n, BLOCK_N: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2.0, mask=offs < n)
