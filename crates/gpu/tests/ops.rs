@@ -205,6 +205,51 @@ fn integer_arithmetic_of_every_width_is_exact() {
     }
 }
 
+/// Division and remainder by constants (lowered to shifts and multiply-highs):
+/// out[k*N + i] = a[i] // c_k or a[i] % c_k, negative dividends and the extremes included.
+#[test]
+fn integer_division_by_constants_is_exact() {
+    let divisors = [1i64, 2, 16, 128, 3, 7, 10, 1000, 65537, 2147483647];
+    let mut body = String::new();
+    for (k, c) in divisors.iter().enumerate() {
+        body.push_str(&format!("    tl.store(out + {} * BLOCK + offs, a // {c})\n", 2 * k));
+        body.push_str(&format!("    tl.store(out + {} * BLOCK + offs, a % {c})\n", 2 * k + 1));
+    }
+    let s = src(&format!(
+        r#"
+@triton.jit
+def divs(x, out, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(x + offs)
+{body}"#
+    ));
+    let mut rng = Rng(seed());
+    for dt in [DType::I32, DType::U32, DType::I64, DType::U64] {
+        let block = 256usize;
+        let (lo, hi): (i64, i64) = match dt {
+            DType::I32 => (i32::MIN as i64, i32::MAX as i64),
+            DType::U32 => (0, u32::MAX as i64),
+            DType::I64 => (-(1i64 << 52), 1i64 << 52),
+            _ => (0, 1i64 << 52),
+        };
+        let mut vals: Vec<f64> = (0..block).map(|_| (lo + (rng.next_u64() % (hi - lo) as u64) as i64) as f64).collect();
+        // Small values, the extremes and their neighbours.
+        let special = [lo, lo + 1, hi, hi - 1, 0, 1, -1, 2, -2, 7, -7, 127, -128, 65537, -65537];
+        for (i, &v) in special.iter().filter(|&&v| v >= lo && v <= hi).enumerate() {
+            vals[i] = v as f64;
+        }
+        for v in vals.iter_mut().skip(32).take(64) {
+            *v = (*v as i64 % 3000) as f64;
+        }
+        let args = [
+            ("x", A::T(HostTensor::from_f64(dt, &[block], &vals))),
+            ("out", A::T(poisoned(dt, &[2 * divisors.len() * block]))),
+            ("BLOCK", A::C(block as i64)),
+        ];
+        py_differential(&s, "divs", &args, 4, [1, 1, 1], None);
+    }
+}
+
 #[test]
 fn umulhi_and_bit_counts() {
     let s = src(r#"

@@ -138,6 +138,7 @@ fn f32_fast(ins: &Instr, s: &[[u64; 32]; 3], out: &mut [u64; 32]) -> bool {
         Fma | Mad => lanes!(|l| f(0, l).mul_add(f(1, l), f(2, l))),
         Div if !ins.m.approx => lanes!(|l| f(0, l) / f(1, l)),
         Sqrt if !ins.m.approx => lanes!(|l| f(0, l).sqrt()),
+        Ex2 if ins.m.ftz => lanes!(|l| fp::ftz32(((f(0, l) as f64).exp2()) as f32)),
         Ex2 => lanes!(|l| ((f(0, l) as f64).exp2()) as f32),
         _ => return false,
     }
@@ -166,7 +167,7 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
     let mut out = [0u64; 32];
     if el == Elem::F32
         && matches!(rnd, Rnd::None | Rnd::Rn)
-        && !ftz
+        && (!ftz || ins.kind == Ex2)
         && !m.sat
         && !m.relu
         && f32_fast(ins, &srcs, &mut out)

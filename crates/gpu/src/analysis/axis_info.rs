@@ -326,6 +326,8 @@ impl AxisAnalysis {
                     AxisInfo { contig: smallvec![1; a.rank()], div: smallvec![1; a.rank()], constant: None, ..a }
                 }
             }
+            // The same values in another layout or read back from shared memory.
+            OpKind::ConvertLayout | OpKind::LocalLoad => arg(0),
             OpKind::Load { .. } => {
                 let p = arg(0);
                 AxisInfo { constancy: p.constancy.clone(), ..AxisInfo::unknown(rank) }

@@ -9,11 +9,12 @@
 //! ```text
 //! bufs = local_alloc                      // [S, tile...] per pipelined load
 //! for d in 0..S-1: stage0(iter d) → async_copy into slot d (masked by d < trip count); commit
-//! for iv, ..., k:                         // k counts iterations
-//!   async_wait S-2; barrier               // slot k%S has arrived, slot (k-1)%S is free
-//!   operands = local_load(bufs[k%S])
-//!   stage0(iter k+S-1) → async_copy into slot (k+S-1)%S; commit
+//! for iv, ..., r = 0, w = S-1:             // r = k%S, w = (k+S-1)%S, carried wrapping
+//!   async_wait S-2; barrier               // slot r has arrived, slot w (read at k-1) is free
+//!   operands = local_load(bufs[r])
+//!   stage0(iter k+S-1) → async_copy into slot w; commit
 //!   stage1(iter k)
+//!   r, w = next(r), next(w)
 //! async_wait 0
 //! ```
 //!
@@ -275,9 +276,12 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             cur.insert(i, map.get(&y).copied().unwrap_or(y));
         }
     }
-    // The new loop.
-    let k0 = ins(f, OpKind::Constant(Const::Int(0)), &[], Some(i32t.clone()));
+    // The new loop carries the read slot (k % S) and the write slot ((k + S - 1) % S) as
+    // wrapping counters: a remainder by a constant is a long sequence on the GPU.
+    let r0 = ins(f, OpKind::Constant(Const::Int(0)), &[], Some(i32t.clone()));
+    let w0 = ins(f, OpKind::Constant(Const::Int(s as i64 - 1)), &[], Some(i32t.clone()));
     let mut arg_types: Vec<Type> = args.iter().map(|&a| f.ty(a).clone()).collect();
+    arg_types.push(i32t.clone());
     arg_types.push(i32t.clone());
     let nb = f.new_block(&arg_types);
     let nargs = f.blocks[nb].args.clone();
@@ -285,8 +289,10 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
     for i in 1..args.len() {
         operands.push(cur.get(&i).copied().unwrap_or(d.operands[3 + i - 1]));
     }
-    operands.push(k0);
+    operands.push(r0);
+    operands.push(w0);
     let mut rtypes: Vec<Type> = d.results.iter().map(|&r| f.ty(r).clone()).collect();
+    rtypes.push(i32t.clone());
     rtypes.push(i32t.clone());
     let nfor = f.new_op(OpKind::For, &operands, &rtypes, loc);
     f.add_region(nfor, nb);
@@ -297,11 +303,9 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             f.append_op(nb, o);
             f.ops[o].results.first().copied().unwrap_or(lb)
         };
-        let (iv, k) = (nargs[0], nargs[nargs.len() - 1]);
+        let (iv, rs, ws) = (nargs[0], nargs[nargs.len() - 2], nargs[nargs.len() - 1]);
         app(f, OpKind::AsyncWait { pending: s - 2 }, &[], None);
         app(f, OpKind::Barrier, &[], None);
-        let sc = app(f, OpKind::Constant(Const::Int(s as i64)), &[], Some(i32t.clone()));
-        let rs = app(f, OpKind::Binary(BinaryOp::Rem), &[k, sc], Some(i32t.clone()));
         let mut map1: HashMap<Value, Value> = HashMap::new();
         for (i, &a) in args.iter().enumerate() {
             map1.insert(a, nargs[i]);
@@ -317,9 +321,6 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         let m = app(f, OpKind::Binary(BinaryOp::Mul), &[ahead, step], Some(ivt.clone()));
         let ivn = app(f, OpKind::Binary(BinaryOp::Add), &[iv, m], Some(ivt.clone()));
         let valid = app(f, OpKind::Cmp(CmpPred::Lt), &[ivn, ub], Some(Type::i1()));
-        let sm1 = app(f, OpKind::Constant(Const::Int(s as i64 - 1)), &[], Some(i32t.clone()));
-        let kw = app(f, OpKind::Binary(BinaryOp::Add), &[k, sm1], Some(i32t.clone()));
-        let ws = app(f, OpKind::Binary(BinaryOp::Rem), &[kw, sc], Some(i32t.clone()));
         let mut map0: HashMap<Value, Value> = HashMap::new();
         map0.insert(args[0], ivn);
         for &i in &carried {
@@ -348,14 +349,29 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             let c = f.clone_op(op, &mut map1);
             f.append_op(nb, c);
         }
+        // Next slots: s + 1, wrapped to 0 at S (`& (S - 1)` when S is a power of two).
         let one = app(f, OpKind::Constant(Const::Int(1)), &[], Some(i32t.clone()));
-        let k1 = app(f, OpKind::Binary(BinaryOp::Add), &[k, one], Some(i32t.clone()));
+        let next = |f: &mut Function, slot: Value| -> Value {
+            let n = app(f, OpKind::Binary(BinaryOp::Add), &[slot, one], Some(i32t.clone()));
+            if s.is_power_of_two() {
+                let m = app(f, OpKind::Constant(Const::Int(s as i64 - 1)), &[], Some(i32t.clone()));
+                app(f, OpKind::Binary(BinaryOp::And), &[n, m], Some(i32t.clone()))
+            } else {
+                let sc = app(f, OpKind::Constant(Const::Int(s as i64)), &[], Some(i32t.clone()));
+                let z = app(f, OpKind::Constant(Const::Int(0)), &[], Some(i32t.clone()));
+                let wrap = app(f, OpKind::Cmp(CmpPred::Eq), &[n, sc], Some(Type::i1()));
+                app(f, OpKind::Select, &[wrap, z, n], Some(i32t.clone()))
+            }
+        };
+        let rs1 = next(f, rs);
+        let ws1 = next(f, ws);
         let mut ys = vec![];
         for (i, &y) in yields.iter().enumerate() {
             let m = if carried.contains(&(i + 1)) { &map0 } else { &map1 };
             ys.push(m.get(&y).copied().unwrap_or(y));
         }
-        ys.push(k1);
+        ys.push(rs1);
+        ys.push(ws1);
         let t = f.new_op(OpKind::Yield, &ys, &[], loc);
         f.append_op(nb, t);
     }

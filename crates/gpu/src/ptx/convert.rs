@@ -137,15 +137,11 @@ impl Emitter<'_> {
         self.barrier_before(op);
         for s in srcs {
             let l = s.layout.clone();
-            let lt = Rc::new(LinearLayout { reg: vec![], ..(*l).clone() });
-            let tflat = self.thread_flat(&lt);
             let owner = self.owner_pred(&l);
-            let disjoint = bits_disjoint(&l.lane, &l.warp, &l.reg);
-            let t_addr = self.new_reg(RegClass::B32);
-            self.ins(format!("mad.lo.u32 {t_addr}, {tflat}, {eb}, {base}"));
+            let mut ta = self.tile_addr(&l, eb as u32, base, off + s.base * eb);
             for r in 0..l.num_regs() {
                 let c = l.reg_part(r as u64);
-                let addr = self.elem_addr(t_addr, tflat, c, disjoint, eb, base, off + s.base * eb);
+                let addr = self.tile_elem_addr(&mut ta, c);
                 self.st_shared(owner, &addr, s.regs[r]);
             }
         }
@@ -161,37 +157,15 @@ impl Emitter<'_> {
                 warp: l.warp.iter().map(|&b| idx(b)).collect(),
             });
             let mapped_regs: Vec<u64> = (0..l.num_regs() as u64).map(|r| idx(l.reg_part(r))).collect();
-            let tflat = self.thread_bits_any(&lt);
-            let disjoint = bits_disjoint(&lt.lane, &lt.warp, &mapped_regs);
-            let t_addr = self.new_reg(RegClass::B32);
-            self.ins(format!("mad.lo.u32 {t_addr}, {tflat}, {eb}, {base}"));
+            let mut ta = self.tile_addr(&lt, eb as u32, base, off + dst.offset * eb);
             let mut regs = vec![];
             for &c in &mapped_regs {
-                let addr = self.elem_addr(t_addr, tflat, c, disjoint, eb, base, off + dst.offset * eb);
+                let addr = self.tile_elem_addr(&mut ta, c);
                 regs.push(self.ld_shared(class, &addr));
             }
             outs.push(regs);
         }
         Ok(outs)
-    }
-
-    /// The address of element `thread ^ c` in a scratch buffer of `eb`-byte elements.
-    #[allow(clippy::too_many_arguments)]
-    fn elem_addr(&mut self, t_addr: Reg, tflat: Reg, c: u64, disjoint: bool, eb: u64, base: Reg, off: u64) -> String {
-        if disjoint {
-            format!("{t_addr}+{}", c * eb + off)
-        } else {
-            let i = self.new_reg(RegClass::B32);
-            self.ins(format!("xor.b32 {i}, {tflat}, {c}"));
-            let a = self.new_reg(RegClass::B32);
-            self.ins(format!("mad.lo.u32 {a}, {i}, {eb}, {base}"));
-            format!("{a}+{off}")
-        }
-    }
-
-    /// Flat thread coordinate of a layout whose shape may not match its bases (mapped indices).
-    fn thread_bits_any(&mut self, l: &Rc<LinearLayout>) -> Reg {
-        self.thread_bits(l, u64::MAX, 0)
     }
 
     pub(crate) fn emit_join_split_cat(&mut self, op: Op) -> Res<()> {
@@ -281,13 +255,6 @@ impl Emitter<'_> {
         self.set(res, out.into_iter().next().unwrap_or_default());
         Ok(())
     }
-}
-
-/// Whether thread bases and register bases touch disjoint coordinate bits (XOR = addition).
-pub fn bits_disjoint(lane: &[u64], warp: &[u64], reg: &[u64]) -> bool {
-    let t = lane.iter().chain(warp).fold(0, |a, &b| a | b);
-    let r = reg.iter().fold(0, |a, &b| a | b);
-    t & r == 0 && lane.iter().chain(warp).filter(|&&b| b != 0).all(|b| b.is_power_of_two())
 }
 
 /// Projects a flat coordinate of `from` (dims removed where `to` has size 1) onto `to`.

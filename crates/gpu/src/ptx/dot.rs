@@ -123,16 +123,15 @@ impl MmaTile {
 #[derive(Clone, Debug)]
 pub struct LazyOperand {
     g_offs: Vec<u64>,
-    disjoint: bool,
-    t_ld: Reg,
-    l_addr: Reg,
-    addr: Reg,
-    bytes: u32,
+    ta: super::smem_addr::TileAddr,
     nmat: usize,
     kw: usize,
     trans: bool,
     signed: bool,
+    /// The `ldmatrix` registers of each group issued so far.
     loaded: HashMap<usize, Vec<Reg>>,
+    /// Their elements, where something needed them one by one.
+    split: HashMap<usize, Vec<Reg>>,
 }
 
 impl LazyOperand {
@@ -144,10 +143,28 @@ impl LazyOperand {
 /// A dot operand: registers, or fragments to be read from shared memory.
 enum Opnd {
     Regs(Vec<Reg>),
-    Lazy(LazyOperand),
+    Lazy(Box<LazyOperand>),
 }
 
 impl Opnd {
+    /// The 32-bit register `ldmatrix` delivered holding elements `idx` (in order), if any:
+    /// mma takes it as it is, with no unpacking and repacking.
+    fn word(&mut self, e: &mut Emitter<'_>, idx: &[usize]) -> Option<Reg> {
+        let Opnd::Lazy(lz) = self else { return None };
+        let kw = lz.kw;
+        if kw < 2
+            || idx.len() != kw
+            || !idx[0].is_multiple_of(kw)
+            || idx.iter().enumerate().any(|(i, &x)| x != idx[0] + i)
+        {
+            return None;
+        }
+        let per = lz.nmat * kw;
+        let g = idx[0] / per;
+        let m = (idx[0] - g * per) / kw;
+        Some(e.ldmatrix_words(lz, g)[m])
+    }
+
     fn elem(&mut self, e: &mut Emitter<'_>, idx: usize) -> Reg {
         match self {
             Opnd::Regs(r) => r[idx],
@@ -258,12 +275,9 @@ impl Emitter<'_> {
             lane: to_off(&src.lane),
             warp: to_off(&src.warp),
         });
-        let t_off = self.thread_flat(&st_l);
         let owner = self.owner_pred(src);
-        let t_addr = self.new_reg(RegClass::B32);
-        self.ins(format!("mad.lo.u32 {t_addr}, {t_off}, {bytes}, {addr}"));
+        let mut ta = self.tile_addr(&st_l, bytes, addr, 0);
         let reg_offs: Vec<u64> = (0..src.num_regs() as u64).map(|r| offset(src.reg_part(r))).collect();
-        let disjoint = super::convert::bits_disjoint(&st_l.lane, &st_l.warp, &reg_offs);
         // Widest run of consecutive elements that stays consecutive in shared memory.
         let fast = sl
             .offset
@@ -282,15 +296,7 @@ impl Emitter<'_> {
         };
         for g in 0..src.num_regs() / w {
             let o = reg_offs[g * w];
-            let a = if disjoint {
-                format!("{t_addr}+{}", o * bytes as u64)
-            } else {
-                let i = self.new_reg(RegClass::B32);
-                self.ins(format!("xor.b32 {i}, {t_off}, {o}"));
-                let a = self.new_reg(RegClass::B32);
-                self.ins(format!("mad.lo.u32 {a}, {i}, {bytes}, {addr}"));
-                format!("{a}")
-            };
+            let a = self.tile_elem_addr(&mut ta, o);
             if let Some((masks, _)) = cp_async {
                 let n = w as u32 * bytes;
                 let cache = if n == 16 { "cg" } else { "ca" };
@@ -341,11 +347,8 @@ impl Emitter<'_> {
             lane: to_off(&dst.lane),
             warp: to_off(&dst.warp),
         });
-        let t_off = self.thread_flat(&ld_l);
-        let t_addr = self.new_reg(RegClass::B32);
-        self.ins(format!("mad.lo.u32 {t_addr}, {t_off}, {bytes}, {addr}"));
+        let mut ta = self.tile_addr(&ld_l, bytes, addr, 0);
         let reg_offs: Vec<u64> = (0..dst.num_regs() as u64).map(|r| offset(dst.reg_part(r))).collect();
-        let disjoint = super::convert::bits_disjoint(&ld_l.lane, &ld_l.warp, &reg_offs);
         let fast = sl
             .offset
             .first()
@@ -361,15 +364,7 @@ impl Emitter<'_> {
         let mut out = Vec::with_capacity(dst.num_regs());
         for g in 0..dst.num_regs() / w {
             let o = reg_offs[g * w];
-            let a = if disjoint {
-                format!("{t_addr}+{}", o * bytes as u64)
-            } else {
-                let i = self.new_reg(RegClass::B32);
-                self.ins(format!("xor.b32 {i}, {t_off}, {o}"));
-                let a = self.new_reg(RegClass::B32);
-                self.ins(format!("mad.lo.u32 {a}, {i}, {bytes}, {addr}"));
-                a.to_string()
-            };
+            let a = self.tile_elem_addr(&mut ta, o);
             if w == 1 {
                 out.push(self.ld_shared_elem(class, bytes, &a));
                 continue;
@@ -483,34 +478,32 @@ impl Emitter<'_> {
         }
         let ld_l =
             Rc::new(LinearLayout { shape: dst.shape.clone(), reg: vec![], lane: lane_bases, warp: to_off(&dst.warp) });
-        let t_ld = self.thread_flat(&ld_l);
-        let l_addr = self.new_reg(RegClass::B32);
-        self.ins(format!("mad.lo.u32 {l_addr}, {t_ld}, {bytes}, {addr}"));
+        let ta = self.tile_addr(&ld_l, bytes, addr, 0);
         let g_offs: Vec<u64> = (0..npacked / nmat).map(|g| offset(dst.reg_part((g * nmat * kw) as u64))).collect();
-        let disjoint = super::convert::bits_disjoint(&ld_l.lane, &ld_l.warp, &g_offs);
-        LazyOperand { g_offs, disjoint, t_ld, l_addr, addr, bytes, nmat, kw, trans, signed, loaded: HashMap::new() }
+        LazyOperand { g_offs, ta, nmat, kw, trans, signed, loaded: HashMap::new(), split: HashMap::new() }
     }
 
-    /// Issues `ldmatrix` group `g` (once) and returns the elements of its packed registers.
-    pub(crate) fn ldmatrix_group(&mut self, lz: &mut LazyOperand, g: usize) -> Vec<Reg> {
+    /// Issues `ldmatrix` group `g` (once) and returns its 32-bit registers (one per matrix).
+    pub(crate) fn ldmatrix_words(&mut self, lz: &mut LazyOperand, g: usize) -> Vec<Reg> {
         if let Some(v) = lz.loaded.get(&g) {
             return v.clone();
         }
         let o = lz.g_offs[g];
-        let bytes = lz.bytes;
-        let a = if lz.disjoint {
-            format!("{}+{}", lz.l_addr, o * bytes as u64)
-        } else {
-            let i = self.new_reg(RegClass::B32);
-            self.ins(format!("xor.b32 {i}, {}, {o}", lz.t_ld));
-            let a = self.new_reg(RegClass::B32);
-            self.ins(format!("mad.lo.u32 {a}, {i}, {bytes}, {}", lz.addr));
-            a.to_string()
-        };
+        let a = self.tile_elem_addr(&mut lz.ta, o);
         let mats: Vec<Reg> = (0..lz.nmat).map(|_| self.new_reg(RegClass::B32)).collect();
         let list = mats.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ");
         let t = if lz.trans { ".trans" } else { "" };
         self.ins(format!("ldmatrix.sync.aligned.m8n8.x{}{t}.shared.b16 {{{list}}}, [{a}]", lz.nmat));
+        lz.loaded.insert(g, mats.clone());
+        mats
+    }
+
+    /// The elements of `ldmatrix` group `g` (its registers split into `k_width` elements).
+    pub(crate) fn ldmatrix_group(&mut self, lz: &mut LazyOperand, g: usize) -> Vec<Reg> {
+        if let Some(v) = lz.split.get(&g) {
+            return v.clone();
+        }
+        let mats = self.ldmatrix_words(lz, g);
         let mut out = vec![];
         for m in mats {
             match lz.kw {
@@ -533,7 +526,7 @@ impl Emitter<'_> {
                 }
             }
         }
-        lz.loaded.insert(g, out.clone());
+        lz.split.insert(g, out.clone());
         out
     }
 
@@ -680,16 +673,13 @@ impl Emitter<'_> {
                     lane: dst.lane.iter().map(|&b| offset(b)).collect(),
                     warp: dst.warp.iter().map(|&b| offset(b)).collect(),
                 });
-                let t = self.thread_flat(&lt);
+                let mut ta = self.tile_addr(&lt, bytes, addr, 0);
                 let class = super::regs::class_of(vt.elem());
                 let mut out = vec![];
                 for r in 0..dst.num_regs() as u64 {
                     let o = offset(dst.reg_part(r));
-                    let i = self.new_reg(RegClass::B32);
-                    self.ins(format!("xor.b32 {i}, {t}, {o}"));
-                    let a = self.new_reg(RegClass::B32);
-                    self.ins(format!("mad.lo.u32 {a}, {i}, {bytes}, {addr}"));
-                    out.push(self.ld_shared_elem(class, bytes, &a.to_string()));
+                    let a = self.tile_elem_addr(&mut ta, o);
+                    out.push(self.ld_shared_elem(class, bytes, &a));
                 }
                 self.set(res, out);
             }
@@ -713,11 +703,11 @@ impl Emitter<'_> {
         let lc = self.ll(res)?.ok_or_else(|| self.err("dot of scalars"))?;
         let acc = self.regs(c)?;
         let ar = match self.lazy.remove(&a) {
-            Some(lz) => Opnd::Lazy(lz),
+            Some(lz) => Opnd::Lazy(Box::new(lz)),
             None => Opnd::Regs(self.regs(a)?),
         };
         let br = match self.lazy.remove(&b) {
-            Some(lz) => Opnd::Lazy(lz),
+            Some(lz) => Opnd::Lazy(Box::new(lz)),
             None => Opnd::Regs(self.regs(b)?),
         };
         let is_mma = matches!(f.ty(res).layout().and_then(|id| f.layouts.get(id)), Some(Layout::Mma { .. }));
@@ -781,25 +771,25 @@ impl Emitter<'_> {
                 let key_a = (m0, k0);
                 if let std::collections::hash_map::Entry::Vacant(slot) = a_cache.entry(key_a) {
                     let off = flatten(&la.shape, &[m0, k0]);
-                    let mut elems = vec![];
+                    let mut idx = vec![];
                     for i in 0..a_frag {
                         let c = la.reg_part(i as u64) ^ off;
                         let r = *a_look.get(&c).ok_or_else(|| self.err("internal: A fragment not in registers"))?;
-                        elems.push(ar.elem(self, r as usize));
+                        idx.push(r as usize);
                     }
-                    let packed = self.pack_operand(kind, precision, &elems)?;
+                    let packed = self.fragment(kind, precision, &mut ar, &idx)?;
                     slot.insert(packed);
                 }
                 let key_b = (k0, n0);
                 if let std::collections::hash_map::Entry::Vacant(slot) = b_cache.entry(key_b) {
                     let off = flatten(&lb.shape, &[k0, n0]);
-                    let mut elems = vec![];
+                    let mut idx = vec![];
                     for i in 0..b_frag {
                         let c = lb.reg_part(i as u64) ^ off;
                         let r = *b_look.get(&c).ok_or_else(|| self.err("internal: B fragment not in registers"))?;
-                        elems.push(br.elem(self, r as usize));
+                        idx.push(r as usize);
                     }
-                    let packed = self.pack_operand(kind, precision, &elems)?;
+                    let packed = self.fragment(kind, precision, &mut br, &idx)?;
                     slot.insert(packed);
                 }
                 let pa = a_cache[&key_a].clone();
@@ -835,6 +825,33 @@ impl Emitter<'_> {
             out.push(self.convert(res_ty, ct, trident_ir::Rounding::Rtne, r)?);
         }
         Ok(out)
+    }
+
+    /// The 32-bit registers of an mma fragment made of operand elements `idx`: `ldmatrix`
+    /// registers as they are where they hold the right elements, else packed elements.
+    fn fragment(
+        &mut self,
+        kind: &MmaKind,
+        precision: InputPrecision,
+        o: &mut Opnd,
+        idx: &[usize],
+    ) -> Res<Vec<Vec<Reg>>> {
+        if !kind.tf32 {
+            let kw = kind.k_width as usize;
+            let mut words = vec![];
+            for chunk in idx.chunks(kw) {
+                match o.word(self, chunk) {
+                    Some(w) => words.push(w),
+                    None => {
+                        let elems: Vec<Reg> = chunk.iter().map(|&i| o.elem(self, i)).collect();
+                        words.extend(self.pack_operand(kind, precision, &elems)?.remove(0));
+                    }
+                }
+            }
+            return Ok(vec![words]);
+        }
+        let elems: Vec<Reg> = idx.iter().map(|&i| o.elem(self, i)).collect();
+        self.pack_operand(kind, precision, &elems)
     }
 
     /// Packs fragment elements into the 32-bit registers an `mma` takes (one set, or

@@ -31,16 +31,38 @@ impl Emitter<'_> {
         }
         let in_elems: Vec<Elem> = d.operands.iter().map(|&v| f.ty(v).elem()).collect();
         let out = f.ty(res).elem();
+        // Integer division and remainder by a constant: shifts or a multiply-high (ptxas
+        // expands `div`/`rem` into a ~20-instruction generic division even for constants).
+        let by_const = match d.kind {
+            OpKind::Binary(b @ (BinaryOp::Div | BinaryOp::Rem)) if out.num().is_some_and(|t| t.is_int()) => {
+                self.axis.get(d.operands[1]).and_then(|i| i.constant).map(|c| (b, c))
+            }
+            _ => None,
+        };
         let mut regs = Vec::with_capacity(n);
+        // Registers the axis analysis proves equal (runs of `constancy` equal elements, e.g.
+        // a compare of a range against a multiple of the run length) are computed once.
+        let same_as = self.constant_runs(res)?;
         // Identical operand registers give identical results (splats): compute once.
         let mut memo: std::collections::HashMap<Vec<Reg>, Reg> = std::collections::HashMap::new();
         for i in 0..n {
+            if let Some(&j) = same_as.get(i).filter(|&&j| j != i) {
+                regs.push(regs[j]);
+                continue;
+            }
             let a: Vec<Reg> = args.iter().map(|x| x[i]).collect();
             if let Some(&r) = memo.get(&a) {
                 regs.push(r);
                 continue;
             }
-            let r = self.scalar(&d.kind, &in_elems, out, &a)?;
+            let fast = match by_const {
+                Some((b, c)) => self.div_rem_const(b, num(out), a[0], c),
+                None => None,
+            };
+            let r = match fast {
+                Some(r) => r,
+                None => self.scalar(&d.kind, &in_elems, out, &a)?,
+            };
             memo.insert(a, r);
             regs.push(r);
         }
@@ -63,6 +85,113 @@ impl Emitter<'_> {
             }
             _ => Err(self.err("internal: not elementwise")),
         }
+    }
+
+    /// For each register of tensor `v`, the lowest register holding an element the axis
+    /// analysis proves equal to it (itself when none): register bits that only move within
+    /// an aligned run of `constancy` equal elements are cleared.
+    pub(crate) fn constant_runs(&mut self, v: trident_ir::Value) -> Res<Vec<usize>> {
+        let Some(l) = self.ll(v)? else { return Ok(vec![]) };
+        let Some(info) = self.axis.get(v) else { return Ok((0..l.num_regs()).collect()) };
+        let shifts = crate::layout::linear::dim_shifts(&l.shape);
+        let mut cmask = 0u64;
+        for (d, &c) in info.constancy.iter().enumerate().take(l.shape.len()) {
+            let c = c.min(l.shape[d] as u64);
+            if c > 1 && c.is_power_of_two() {
+                cmask |= (c - 1) << shifts[d];
+            }
+        }
+        let mut clear = 0usize;
+        for (i, &b) in l.reg.iter().enumerate() {
+            if b & !cmask == 0 {
+                clear |= 1 << i;
+            }
+        }
+        Ok((0..l.num_regs()).map(|r| r & !clear).collect())
+    }
+
+    /// `a / c` or `a % c` (C semantics: the quotient truncated toward zero, the remainder
+    /// with the dividend's sign) for a constant `c`, on 32- and 64-bit integers; `None`
+    /// where the generic instruction is kept.
+    pub fn div_rem_const(&mut self, op: BinaryOp, d: DType, a: Reg, c: i64) -> Option<Reg> {
+        let bits = d.bits();
+        if !(bits == 32 || bits == 64) || c <= 0 || (bits == 32 && c > u32::MAX as i64) {
+            return None;
+        }
+        let signed = d.is_signed_int();
+        let (b, s, u) = if bits == 32 { ("b32", "s32", "u32") } else { ("b64", "s64", "u64") };
+        let class = a.class;
+        let div = op == BinaryOp::Div;
+        if c == 1 {
+            if div {
+                return Some(a);
+            }
+            let r = self.new_reg(class);
+            self.ins(format!("mov.{b} {r}, 0"));
+            return Some(r);
+        }
+        if (c as u64).is_power_of_two() {
+            let k = c.trailing_zeros();
+            let r = self.new_reg(class);
+            if !signed {
+                if div {
+                    self.ins(format!("shr.{u} {r}, {a}, {k}"));
+                } else {
+                    self.ins(format!("and.{b} {r}, {a}, {}", c - 1));
+                }
+                return Some(r);
+            }
+            // Negative dividends round toward zero: add c - 1 first (the sign bits shifted down).
+            let t = self.new_reg(class);
+            self.ins(format!("shr.{s} {t}, {a}, {}", bits - 1));
+            self.ins(format!("shr.{u} {t}, {t}, {}", bits - k));
+            self.ins(format!("add.{s} {t}, {t}, {a}"));
+            if div {
+                self.ins(format!("shr.{s} {r}, {t}, {k}"));
+            } else {
+                self.ins(format!("and.{b} {t}, {t}, {}", -c));
+                self.ins(format!("sub.{s} {r}, {a}, {t}"));
+            }
+            return Some(r);
+        }
+        if bits != 32 {
+            return None;
+        }
+        // 32-bit by any c < 2^32: q = floor(x * ceil(2^64 / c) / 2^64) is exact for x < 2^32
+        // (the rounding error of the reciprocal, below c, adds less than 2^-32 to x / c).
+        let magic = u64::MAX / c as u64 + 1;
+        let x = if signed {
+            let t = self.new_reg(RegClass::B32);
+            self.ins(format!("abs.s32 {t}, {a}"));
+            t
+        } else {
+            a
+        };
+        let wide = self.new_reg(RegClass::B64);
+        self.ins(format!("cvt.u64.u32 {wide}, {x}"));
+        let qw = self.new_reg(RegClass::B64);
+        self.ins(format!("mul.hi.u64 {qw}, {wide}, {magic}"));
+        let q = self.new_reg(RegClass::B32);
+        self.ins(format!("cvt.u32.u64 {q}, {qw}"));
+        let res = if div {
+            q
+        } else {
+            let r = self.new_reg(RegClass::B32);
+            self.ins(format!("mul.lo.u32 {r}, {q}, {c}"));
+            self.ins(format!("sub.u32 {r}, {x}, {r}"));
+            r
+        };
+        if !signed {
+            return Some(res);
+        }
+        // The sign of the quotient is the dividend's (c > 0), as is the remainder's.
+        let neg = self.new_reg(RegClass::Pred);
+        self.ins(format!("setp.lt.s32 {neg}, {a}, 0"));
+        let m = self.new_reg(RegClass::B32);
+        self.ins(format!("neg.s32 {m}, {res}"));
+        let r = self.new_reg(RegClass::B32);
+        self.ins(format!("selp.b32 {r}, {m}, {res}, {neg}"));
+        Some(r)
     }
 
     pub fn select(&mut self, c: Reg, a: Reg, b: Reg) -> Res<Reg> {

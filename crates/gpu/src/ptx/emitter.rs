@@ -32,6 +32,8 @@ pub(crate) struct Emitter<'a> {
     vals: HashMap<Value, Vec<Reg>>,
     lls: HashMap<(trident_ir::LayoutId, Vec<u32>), Rc<LinearLayout>>,
     thread_coords: HashMap<(Rc<LinearLayout>, u64, u32), Reg>,
+    /// `(thread offset ^ h) * bytes` registers of the prologue (see `smem_addr`).
+    pub(crate) scaled_offsets: HashMap<(Reg, u64, u32), Reg>,
     owner_preds: HashMap<(u32, u32), Option<Reg>>,
     pub tid: Reg,
     pub lane: Reg,
@@ -74,6 +76,7 @@ impl<'a> Emitter<'a> {
             vals: HashMap::new(),
             lls: HashMap::new(),
             thread_coords: HashMap::new(),
+            scaled_offsets: HashMap::new(),
             owner_preds: HashMap::new(),
             tid: Reg { class: RegClass::B32, id: 0 },
             lane: Reg { class: RegClass::B32, id: 0 },
@@ -118,6 +121,11 @@ impl<'a> Emitter<'a> {
         self.pro.push('\t');
         self.pro.push_str(s.as_ref());
         self.pro.push_str(";\n");
+    }
+
+    /// Appends raw lines (each ending in `;\n`) to the prologue.
+    pub fn push_prologue(&mut self, code: &str) {
+        self.pro.push_str(code);
     }
 
     /// Appends raw text (labels, comments).

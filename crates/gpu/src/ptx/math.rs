@@ -93,11 +93,13 @@ impl Emitter<'_> {
         Ok(match op {
             Neg => self.f1("neg", x),
             Abs => self.f1("abs", x),
+            // `.ftz` as Triton: without it ptxas wraps every MUFU.EX2 in a range test and two
+            // scaling multiplies to produce subnormal results (below 2^-126, flushed to 0 here).
             Exp => {
                 let t = self.f2("mul", x, f32_imm(std::f32::consts::LOG2_E));
-                self.f1("ex2.approx", t)
+                self.f1("ex2.approx.ftz", t)
             }
-            Exp2 => self.f1("ex2.approx", x),
+            Exp2 => self.f1("ex2.approx.ftz", x),
             Exp10 => self.exp10_acc(x),
             // Accurate logarithms: `lg2.approx` has an absolute error of about 2^-22, which is
             // a huge relative error near 1.

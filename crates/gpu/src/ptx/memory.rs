@@ -157,6 +157,68 @@ impl Emitter<'_> {
         vector_width_of(self.axis, ptr, mask, l, bytes)
     }
 
+    /// The address operand of each vector (of `vec` registers) of a global access through
+    /// `ptrs`: where the axis analysis proves a vector's pointer a constant distance from
+    /// another one's (register bits that only move within a contiguous run, on bits no
+    /// thread or other register uses), `[leader+imm]`, so one 64-bit pointer per leader
+    /// stays live instead of one per vector.
+    fn vector_addrs(&mut self, ptr: Value, l: &LinearLayout, vec: usize, bytes: u32, ptrs: &[Reg]) -> Vec<String> {
+        let n = ptrs.len() / vec.max(1);
+        let plain: Vec<String> = (0..n).map(|g| ptrs[g * vec].to_string()).collect();
+        let Some(info) = self.axis.get(ptr) else { return plain };
+        let rank = l.rank();
+        if rank == 0 || info.contig.len() != rank {
+            return plain;
+        }
+        let shifts = crate::layout::linear::dim_shifts(&l.shape);
+        let low_regs = vec.trailing_zeros() as usize;
+        let mut best: (usize, usize, u32) = (0, 0, 0); // (free mask, count, dim)
+        for d in 0..rank {
+            let c = info.contig[d].min(l.shape[d] as u64);
+            if c < 2 {
+                continue;
+            }
+            let dmask = l.dim_mask(d);
+            let run = (c - 1) << shifts[d];
+            let thread = l.lane.iter().chain(&l.warp).fold(0, |a, &b| a | (b & dmask));
+            // Candidates: register bits within the run; drop any that shares coordinate bits
+            // with the threads, the other registers or another candidate.
+            let mut free: usize = (low_regs..l.reg.len()).filter(|&i| l.reg[i] & !run == 0).fold(0, |a, i| a | 1 << i);
+            loop {
+                let fixed =
+                    (0..l.reg.len()).filter(|&i| free >> i & 1 == 0).fold(thread, |a, i| a | (l.reg[i] & dmask));
+                let bad = (0..l.reg.len()).filter(|&i| free >> i & 1 != 0).find(|&i| {
+                    let others =
+                        (0..l.reg.len()).filter(|&j| j != i && free >> j & 1 != 0).fold(0, |a, j| a | l.reg[j]);
+                    l.reg[i] & (fixed | others) != 0
+                });
+                match bad {
+                    Some(i) => free &= !(1 << i),
+                    None => break,
+                }
+            }
+            if free.count_ones() as usize > best.1 {
+                best = (free, free.count_ones() as usize, d as u32);
+            }
+        }
+        let (free, count, d) = best;
+        if count == 0 {
+            return plain;
+        }
+        let d = d as usize;
+        (0..n)
+            .map(|g| {
+                let r = g * vec;
+                let leader = r & !free;
+                if leader == r {
+                    return ptrs[r].to_string();
+                }
+                let delta = (l.reg_part(r as u64) ^ l.reg_part(leader as u64)) >> shifts[d];
+                format!("{}+{}", ptrs[leader], delta * bytes as u64)
+            })
+            .collect()
+    }
+
     /// Splits loaded words into element registers.
     fn unpack(&mut self, acc: &Access, words: &[Reg], e: Elem) -> Vec<Reg> {
         let ec = class_of(e);
@@ -267,16 +329,19 @@ impl Emitter<'_> {
             Some(o) => Some(self.regs(o)?),
             None => None,
         };
-        let vec = match self.ll(res)? {
-            Some(l) => self.vector_width(ptr, mask, &l, bytes),
-            None => 1,
+        let (vec, addrs) = match self.ll(res)? {
+            Some(l) => {
+                let vec = self.vector_width(ptr, mask, &l, bytes);
+                (vec, self.vector_addrs(ptr, &l, vec, bytes, &ptrs))
+            }
+            None => (1, vec![ptrs[0].to_string()]),
         };
         let acc = Access::new(vec, bytes);
         let cs = cache_suffix(cache, evict, false);
         let vol = if volatile { ".volatile" } else { "" };
         let mut out = Vec::with_capacity(ptrs.len());
         let other_bits = other.and_then(|o| self.splat_const(o)).map(|c| super::shape::const_bits(c, e));
-        for g in 0..ptrs.len() / vec {
+        for (g, addr) in addrs.iter().enumerate().take(ptrs.len() / vec) {
             let base = g * vec;
             // Words, pre-set to `other` when it is a constant (else zero, fixed below).
             let words: Vec<Reg> = (0..acc.words).map(|_| self.new_reg(acc.word)).collect();
@@ -304,7 +369,7 @@ impl Emitter<'_> {
                 acc.suffix()
             };
             let pred = masks.as_ref().map(|m| format!("@{} ", m[base])).unwrap_or_default();
-            self.ins(format!("{pred}ld{vol}.global{cs}.{ty} {}, [{}]", acc.operand(&words), ptrs[base]));
+            self.ins(format!("{pred}ld{vol}.global{cs}.{ty} {}, [{}]", acc.operand(&words), addr));
             let mut elems = self.unpack(&acc, &words, e);
             if is_bool {
                 elems = elems
@@ -347,19 +412,23 @@ impl Emitter<'_> {
             Some(m) => Some(self.regs(m)?),
             None => None,
         };
-        let (vec, owner) = match self.ll(ptr)? {
-            Some(l) => (self.vector_width(ptr, mask, &l, bytes), self.owner_pred(&l)),
-            None => (1, Some(self.thread0_pred())),
+        let (vec, owner, addrs) = match self.ll(ptr)? {
+            Some(l) => {
+                let vec = self.vector_width(ptr, mask, &l, bytes);
+                let addrs = self.vector_addrs(ptr, &l, vec, bytes, &ptrs);
+                (vec, self.owner_pred(&l), addrs)
+            }
+            None => (1, Some(self.thread0_pred()), vec![ptrs[0].to_string()]),
         };
         let acc = Access::new(vec, bytes);
         let cs = cache_suffix(cache, evict, true);
-        for g in 0..ptrs.len() / vec {
+        for (g, addr) in addrs.iter().enumerate().take(ptrs.len() / vec) {
             let base = g * vec;
             let words = self.pack(&acc, &vals[base..base + vec]);
             let pred = self.combine_preds(masks.as_ref().map(|m| m[base]), owner);
             let p = pred.map(|p| format!("@{p} ")).unwrap_or_default();
             let ty = acc.suffix();
-            self.ins(format!("{p}st.global{cs}.{ty} [{}], {}", ptrs[base], acc.operand(&words)));
+            self.ins(format!("{p}st.global{cs}.{ty} [{addr}], {}", acc.operand(&words)));
         }
         Ok(())
     }

@@ -29,6 +29,7 @@ pub mod memory;
 pub mod reduce;
 pub mod regs;
 pub mod shape;
+pub mod smem_addr;
 
 use crate::analysis::AxisAnalysis;
 use crate::options::{GpuOptions, Target};
