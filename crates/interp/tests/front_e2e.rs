@@ -271,3 +271,36 @@ fn while_and_if_from_source() {
         assert_eq!(r.tensors[0].get_f64(0), steps as f64, "start {start}");
     }
 }
+
+const BARRIER: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def reverse_through_memory(buf, out, BLOCK: tl.constexpr):
+    # each element is read back by another thread of the program: the barrier orders them
+    offs = tl.arange(0, BLOCK)
+    tl.store(buf + offs, tl.load(out + offs) * 3)
+    tl.debug_barrier()
+    tl.store(out + offs, tl.load(buf + (BLOCK - 1 - offs)))
+"#;
+
+#[test]
+fn debug_barrier_is_kept_and_runs() {
+    let mut rng = Rng::from_time();
+    let seed = rng.seed();
+    let x = rng.tensor(DType::I32, &[64], 100.0);
+    let r = run(
+        "barrier.py",
+        BARRIER,
+        "reverse_through_memory",
+        vec![("buf", A::T(poison(DType::I32, &[64]))), ("out", A::T(x.clone())), ("BLOCK", A::C(64))],
+        [1, 1, 1],
+        false,
+    );
+    assert!(r.module.to_string().contains("barrier"), "the barrier reaches the IR:\n{}", r.module);
+    r.result.unwrap();
+    for i in 0..64 {
+        assert_eq!(r.tensors[1].get_f64(i), 3.0 * x.get_f64(63 - i), "[{i}], seed {seed}");
+    }
+}
