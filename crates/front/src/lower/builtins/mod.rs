@@ -178,7 +178,10 @@ impl<'c, 'a> L<'c, 'a> {
             "multiple_of" | "max_contiguous" | "max_constancy" => self.hint(name, args),
             "assume" => self.assume(args),
             "debug_barrier" => {
+                // A CTA-wide barrier: kernels rely on it to read back what other threads of the
+                // same program stored (Liger's cross entropy). The interpreter has nothing to do.
                 self.bind(&args, &[])?;
+                self.emit(trident_ir::OpKind::Barrier, &[], &[]);
                 Ok(Val::none())
             }
             "static_range" | "range" => {
