@@ -2,7 +2,8 @@
 """Runs kernels written by other people through `trident run --backend interp` and through
 Triton's own interpreter (the oracle), on the same inputs, and compares the outputs.
 
-usage: scripts/heldout_check.py [--cases FILE] [--src DIR] [--filter TEXT] [--bin PATH] [--keep DIR] [-v]
+usage: scripts/heldout_check.py [--cases FILE] [--src DIR] [--filter TEXT] [--bin PATH] [--keep DIR]
+                               [--backend interp|emu] [-v]
 
 Cases are read from the ```cases fenced blocks of tests/heldout/SOURCES.md (or --cases FILE),
 one per line, fields separated by ` | `:
@@ -206,7 +207,7 @@ def check(case, args, tmp):
     for o in case["outs"]:
         tsaves += ["--save", f"{o}={tmp}/trident_{o}.npy"]
         osaves += ["--save", f"{o}={tmp}/oracle_{o}.npy"]
-    rc, text = run([args.bin, "run", target, "--backend", "interp"] + cargs + tsaves, args.timeout)
+    rc, text = run([args.bin, "run", target, "--backend", args.backend] + cargs + tsaves, args.timeout)
     if args.verbose:
         print(text)
     if rc != 0:
@@ -235,6 +236,7 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "debug", "trident"))
     ap.add_argument("--keep", default=None, help="keep the .npy files of each case under this folder")
     ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--backend", default="interp", help="Trident's backend: interp (default) or emu")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     cases = [c for c in parse_cases(args.cases) if re.search(args.filter, c["id"])]
