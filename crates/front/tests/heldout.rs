@@ -111,6 +111,8 @@ heldout! {
     helpers_rowmax_i16: "constexpr_helpers.py", "helpers-rowmax-i16";
     helpers_item: "constexpr_helpers.py", "helpers-item";
     host_code_configs: "host_code.py", "host-code-configs";
+    merge_tuple_partly_changed: "branch_merges.py", "merge-tuple-partly";
+    merge_block_ptr_chosen_at_run_time: "branch_merges.py", "merge-block-ptr";
     gather_both_axes: "gather_histogram.py", "gather-both-axes";
     histogram_masked: "gather_histogram.py", "histogram-masked";
     project_reexported_tl: "projlike/ops/reexported.py", "project-reexported-tl";

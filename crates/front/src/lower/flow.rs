@@ -246,6 +246,31 @@ impl<'c, 'a> L<'c, 'a> {
         })
     }
 
+    /// One element of a tuple or block pointer being merged. An element both branches leave
+    /// the same is still yielded when it holds IR values: the merged value is rebuilt from the
+    /// `if` op's results, one per IR value, in order.
+    #[allow(clippy::too_many_arguments)]
+    fn merge_part(
+        &mut self,
+        name: &str,
+        p: &Val,
+        q: &Val,
+        then_b: Block,
+        else_b: Block,
+        tv: &mut Vec<Value>,
+        ev: &mut Vec<Value>,
+        r: TextRange,
+    ) -> R<Val> {
+        if !p.same(q) {
+            return self.merge_val(name, p, q, then_b, else_b, tv, ev, r);
+        }
+        let mut vals = vec![];
+        p.flatten(&mut vals);
+        tv.extend(&vals);
+        ev.extend(&vals);
+        Ok(p.clone())
+    }
+
     /// Pairs up the two branch values of one variable, pushing the IR values to yield.
     #[allow(clippy::too_many_arguments)]
     fn merge_val(
@@ -280,22 +305,14 @@ impl<'c, 'a> L<'c, 'a> {
             (Val::Tuple(x), Val::Tuple(y)) if x.len() == y.len() => {
                 let mut out = vec![];
                 for (p, q) in x.iter().zip(y) {
-                    if p.same(q) {
-                        out.push(p.clone());
-                    } else {
-                        out.push(self.merge_val(name, p, q, then_b, else_b, tv, ev, r)?);
-                    }
+                    out.push(self.merge_part(name, p, q, then_b, else_b, tv, ev, r)?);
                 }
                 Ok(Val::Tuple(out))
             }
             (Val::BlockPtr(x), Val::BlockPtr(y)) if x.same_kind(y) => {
                 let mut out = vec![];
                 for (p, q) in x.parts().into_iter().zip(y.parts()) {
-                    if p.same(q) {
-                        out.push(p.clone());
-                    } else {
-                        out.push(self.merge_val(name, p, q, then_b, else_b, tv, ev, r)?);
-                    }
+                    out.push(self.merge_part(name, p, q, then_b, else_b, tv, ev, r)?);
                 }
                 Ok(Val::BlockPtr(Box::new(x.with_parts(out))))
             }
