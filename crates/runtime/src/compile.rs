@@ -385,7 +385,33 @@ fn cache_key(req: &Request, d: &Described) -> CacheKey {
     for (n, v) in &d.options {
         k = k.option(n, v);
     }
+    // Module-level code may read the environment (`os.environ.get("X", ...)`) and the front end
+    // reads TRITON_F32_DEFAULT: their values change the output, so they are part of the key.
+    let texts = std::iter::once(file.text()).chain(file.dependencies().map(|f| f.text()));
+    let mut names: Vec<String> = texts.flat_map(env_names_read).collect();
+    names.push("TRITON_F32_DEFAULT".into());
+    names.sort();
+    names.dedup();
+    for n in names {
+        k = k.option(format!("env:{n}"), std::env::var(&n).unwrap_or_else(|_| "<unset>".into()));
+    }
     k
+}
+
+/// Names of environment variables a Python source reads with a literal name:
+/// `os.environ.get("X"...)`, `os.getenv("X"...)`, `os.environ["X"]`.
+fn env_names_read(text: &str) -> Vec<String> {
+    let mut out = vec![];
+    for pat in ["environ.get(", "getenv(", "environ["] {
+        for (i, _) in text.match_indices(pat) {
+            let rest = text[i + pat.len()..].trim_start();
+            let Some(q) = rest.chars().next().filter(|c| *c == '"' || *c == '\'') else { continue };
+            if let Some(end) = rest[1..].find(q) {
+                out.push(rest[1..1 + end].to_string());
+            }
+        }
+    }
+    out
 }
 
 /// Launch arguments plus the constexprs `@triton.heuristics` adds (names not already given).
@@ -653,6 +679,15 @@ fn decode(entry: &Entry, prog: &KernelProgram) -> Result<CompiledKernel, String>
         build_time: Duration::from_secs_f64(entry.metadata.build.compile_secs.max(0.0)),
         notes: vec![],
     })
+}
+
+#[cfg(test)]
+mod env_tests {
+    #[test]
+    fn finds_literal_environment_reads() {
+        let src = "import os\nA = os.environ.get('FLA_FAST', '0')\nB = os.getenv(\"X_Y\")\nC = os.environ[\"Z\"]\nD = os.environ.get(name)\n";
+        assert_eq!(super::env_names_read(src), vec!["FLA_FAST", "X_Y", "Z"]);
+    }
 }
 
 #[cfg(test)]
