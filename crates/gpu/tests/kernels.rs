@@ -171,7 +171,11 @@ fn cumsum() {
                 &args,
                 warps,
                 [(m as u32).div_ceil(bm as u32), 1, 1],
-                Some((1e-5, 1e-3)),
+                // f32 prefix sums of up to 1000 values of magnitude <= 100, associated as a
+                // tree on the emulator and left to right in the interpreter: the rounding
+                // error scales with the sum of |x| so far (~5e4 · 6e-8 per level, 10 levels),
+                // not with the (possibly tiny, after cancellation) result.
+                Some((1e-5, 2e-2)),
             );
         }
     }
