@@ -195,7 +195,22 @@ fn read_file(dir: &Path, name: &str) -> Result<Vec<u8>, ReadError> {
 }
 
 /// Reads and verifies the entry in `dir`.
+///
+/// A damaged entry must look damaged twice: one look can race another writer.
+/// A reader whose open of the manifest fails because the entry does not exist
+/// yet, and who then finds the directory present (another process installed
+/// it in between), would otherwise call a good entry damaged and remove it,
+/// after its writer had already handed its artifacts out (seen in CI as two
+/// concurrent writers returning different entries for one key). Entries are
+/// only ever renamed in whole, so a second look sees a complete one or none.
 pub(crate) fn read(dir: &Path, id: &CacheId) -> Result<Entry, ReadError> {
+    match read_once(dir, id) {
+        Err(ReadError::Corrupt(_)) => read_once(dir, id),
+        r => r,
+    }
+}
+
+fn read_once(dir: &Path, id: &CacheId) -> Result<Entry, ReadError> {
     let corrupt = |m: String| ReadError::Corrupt(m);
     let manifest = read_file(dir, MANIFEST)?;
     let manifest: Manifest = serde_json::from_slice(&manifest).map_err(|e| corrupt(format!("bad {MANIFEST}: {e}")))?;
