@@ -409,12 +409,25 @@ impl Emitter<'_> {
     /// sin/cos/tan with a three-constant Cody-Waite reduction by pi/2 and minimax
     /// polynomials on [-pi/4, pi/4].
     fn trig(&mut self, op: UnaryOp, x: Reg) -> Reg {
-        // k = rint(x * 2/pi); r = x - k*pi/2 in three parts.
+        // k = rint(x * 2/pi); r = x - k*pi/2 in f64 with pi/2 as two doubles. An f32
+        // Cody-Waite split rounds its middle step at the size of k*pi/2's third part, which
+        // near a zero of sin (x ~ 8598.54 = 2737 pi) left errors of 5 ulp; here the first
+        // fma is exact up to one rounding of a result below pi/4, the second adds ~1e-16 k.
         let t = self.f2("mul", x, f32_imm(std::f32::consts::FRAC_2_PI));
         let k = self.f1("cvt.rni.f32", t);
-        let r1 = self.fma3(k, f32_imm(-1.5703125), x);
-        let r2 = self.fma3(k, f32_imm(-4.837_512_969_970_703e-4_f64 as f32), r1);
-        let r = self.fma3(k, f32_imm(-7.549_789_948_768_648e-8_f64 as f32), r2);
+        let (xd, kd, r1, rd) = (
+            self.new_reg(RegClass::B64),
+            self.new_reg(RegClass::B64),
+            self.new_reg(RegClass::B64),
+            self.new_reg(RegClass::B64),
+        );
+        self.ins(format!("cvt.f64.f32 {xd}, {x}"));
+        self.ins(format!("cvt.f64.f32 {kd}, {k}"));
+        self.ins(format!("fma.rn.f64 {r1}, {kd}, {}, {xd}", f64_imm(-std::f64::consts::FRAC_PI_2)));
+        // pi/2 - f64(pi/2).
+        self.ins(format!("fma.rn.f64 {rd}, {kd}, {}, {r1}", f64_imm(-6.123_233_995_736_766e-17)));
+        let r = self.f();
+        self.ins(format!("cvt.rn.f32.f64 {r}, {rd}"));
         let q = self.new_reg(RegClass::B32);
         self.ins(format!("cvt.rni.s32.f32 {q}, {t}"));
         let r2v = self.f2("mul", r, r);
