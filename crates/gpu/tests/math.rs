@@ -70,7 +70,7 @@ fn measure(op: &str, domain: &[(f64, f64)], f: &dyn Fn(f64) -> f64, rng: &mut Rn
 fn measure_at(op: &str, xs: &[f64], f: &dyn Fn(f64) -> f64) -> (f64, f32) {
     let m = parse(&kernel(op, false));
     let k = compile(&m, "math", 4);
-    let x = HostTensor::from_f64(DType::F32, &[N], &xs);
+    let x = HostTensor::from_f64(DType::F32, &[N], xs);
     let out = run_emu(&k, [1, 1, 1], &[Arg::Tensor(x.clone()), Arg::Tensor(poisoned(DType::F32, &[N]))]);
     let mut worst = (0.0f64, 0.0f32);
     for i in 0..N {
