@@ -101,6 +101,9 @@ CASES = [
 ]
 
 TARGETS = [("sm_90", 90), ("sm_80", 80)]
+# Trident's --target per row: Hopper's warpgroup MMA needs the architecture-specific sm_90a
+# (Triton's sm_90 PTX targets it too).
+TRIDENT_ARCH = {"sm_90": "sm_90a"}
 
 TRITON_DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64", "i32": "i32", "i64": "i64",
                  "i8": "i8", "i16": "i16", "u8": "u8"}
@@ -448,8 +451,7 @@ def report(results, meta, old_text, failures=()):
              "(`-arch=<PTX .target> -v`, default -O3) and nvdisasm. Same kernel source, constexprs, num_warps and "
              "num_stages on both sides; Triton gets `tt.divisibility=16` on every pointer and on every int "
              "divisible by 16, and ints equal to 1 as constexprs (what a real launch specializes, and what "
-             "Trident's front end specializes). Triton's sm_90 PTX targets `sm_90a` (wgmma needs it), Trident's "
-             "`sm_90`.")
+             "Trident's front end specializes). On sm_90 both sides target `sm_90a` (wgmma needs it).")
     L.append("")
     L.append("Columns: **regs** registers per thread; **smem** dynamic shared memory the compiler plans "
              "(bytes); **spill** spill stores/loads in bytes (`ptxas -v`); **instrs** SASS instructions in the "
@@ -592,7 +594,7 @@ def main():
             print(f"== {case['name']} {arch}", file=sys.stderr)
             # A side that fails to compile is reported, not fatal: the other rows still say something.
             try:
-                ptx, shared, ttgir, ttir = trident_ptx(args.trident, case, arch, workdir)
+                ptx, shared, ttgir, ttir = trident_ptx(args.trident, case, TRIDENT_ARCH.get(arch, arch), workdir)
                 with open(stem + ".trident.ttgir", "w") as f:
                     f.write(ttgir)
                 n_dots = len(re.findall(r"= dot ", ttir))

@@ -54,6 +54,10 @@ pub fn cost(i: &Instr) -> u32 {
         CpAsyncWait | CpAsyncWaitAll => 8,
         Ldmatrix | Stmatrix => 8 * i.m.count.max(1) as u32 / 2 + 4,
         Mma => 32,
+        // A warpgroup MMA: the m64nNk16 work of N/8 mma.sync per warp, pipelined.
+        Wgmma => 16 + i.m.shape.1 as u32 / 2,
+        WgmmaFence | WgmmaCommit => 1,
+        WgmmaWait => 8,
         Shfl | Vote | Match | Activemask | Redux => 4,
         Bar => 8,
         BarWarp | Fence | Prefetch => 2,

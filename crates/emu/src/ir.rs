@@ -309,8 +309,8 @@ pub struct Mods {
     pub count: u8,
     pub left: bool,
     pub clamp: bool,
-    /// mma shape (m, n, k) and layouts (A row-major, B col-major).
-    pub shape: (u8, u8, u8),
+    /// mma/wgmma shape (m, n, k) and layouts (A row-major, B col-major).
+    pub shape: (u16, u16, u16),
     pub arow: bool,
     pub bcol: bool,
     /// `cp.async.ca` vs `.cg`: accepted, no semantic difference here.
@@ -389,6 +389,14 @@ pub enum Kind {
     Ldmatrix,
     Stmatrix,
     Mma,
+    /// `wgmma.mma_async` (warpgroup MMA, sm_90a).
+    Wgmma,
+    /// `wgmma.fence`: orders register writes before the warpgroup MMAs that read them.
+    WgmmaFence,
+    /// `wgmma.commit_group`.
+    WgmmaCommit,
+    /// `wgmma.wait_group N`.
+    WgmmaWait,
     Shfl,
     Vote,
     Match,

@@ -327,3 +327,133 @@ fn stmatrix_inverts_ldmatrix() {
     run(ptx, "k", [1, 1, 1], [32, 1, 1], &mut args).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(buf(&args, 1).data, a.data);
 }
+
+/// A warpgroup computes D (64x8, f32) = A (64x16) · B (16x8) with `wgmma.mma_async`, both
+/// operands read from shared memory through descriptors of the non-swizzled K-major
+/// layout: 8x16-byte core matrices, LBO 128 bytes between the two K halves, SBO 256
+/// between groups of 8 rows. The kernel copies a prepared shared-memory image in.
+const WGMMA_KERNEL: &str = r#"
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 pimg, .param .u64 pd)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<16>;
+  .reg .b32 %d<4>;
+  .reg .b64 %rd<16>;
+  .shared .align 1024 .b8 s[4096];
+  mov.u32 %r0, %tid.x;
+  ld.param.u64 %rd1, [pimg];
+  mov.u32 %r1, s;
+  mov.u32 %r2, 0;
+$copy:
+  shl.b32 %r3, %r2, 7;
+  add.u32 %r3, %r3, %r0;
+  shl.b32 %r3, %r3, 2;
+  cvt.u64.u32 %rd2, %r3;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.b32 %r4, [%rd3];
+  add.u32 %r5, %r1, %r3;
+  st.shared.b32 [%r5], %r4;
+  add.u32 %r2, %r2, 1;
+  setp.lt.u32 %p0, %r2, 8;
+  @%p0 bra $copy;
+  fence.proxy.async.shared::cta;
+  bar.sync 0;
+  // Descriptors: start >> 4, LBO 128 >> 4 = 8 at bit 16, SBO 256 >> 4 = 16 at bit 32.
+  shr.u32 %r6, %r1, 4;
+  cvt.u64.u32 %rd4, %r6;
+  or.b64 %rd5, %rd4, 0x0000001000080000;
+  add.u32 %r7, %r6, 128;
+  cvt.u64.u32 %rd6, %r7;
+  or.b64 %rd7, %rd6, 0x0000001000080000;
+  mov.b32 %d0, 0;
+  mov.b32 %d1, 0;
+  mov.b32 %d2, 0;
+  mov.b32 %d3, 0;
+  setp.eq.u32 %p1, 0, 0;
+  wgmma.fence.sync.aligned;
+  wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%d0, %d1, %d2, %d3}, %rd5, %rd7, %p1, 1, 1, 0, 0;
+  wgmma.commit_group.sync.aligned;
+  wgmma.wait_group.sync.aligned 0;
+  ld.param.u64 %rd8, [pd];
+  mul.wide.u32 %rd9, %r0, 16;
+  add.s64 %rd10, %rd8, %rd9;
+  st.global.v4.b32 [%rd10], {%d0, %d1, %d2, %d3};
+  ret;
+}
+"#;
+
+/// The shared-memory image of A (at 0) and B (at 2048) for [`WGMMA_KERNEL`], and D.
+fn wgmma_case(seed: u64) -> (HostTensor, Vec<f64>) {
+    let mut rng = Rng(seed);
+    let a = random(&mut rng, DType::F16, &[64 * 16], 1.0);
+    let b = random(&mut rng, DType::F16, &[16 * 8], 1.0);
+    let mut img = HostTensor::zeros(DType::U8, &[4096]);
+    // K-major, no swizzle: element (row, k) at (row % 8)*16 + (row / 8)*256 + (k / 8)*128 + (k % 8)*2.
+    let at = |row: usize, k: usize| (row % 8) * 16 + (row / 8) * 256 + (k / 8) * 128 + (k % 8) * 2;
+    for row in 0..64 {
+        for k in 0..16 {
+            let o = at(row, k);
+            img.data[o..o + 2].copy_from_slice(&(a.get_bits(row * 16 + k) as u16).to_le_bytes());
+        }
+    }
+    for n in 0..8 {
+        for k in 0..16 {
+            let o = 2048 + at(n, k);
+            img.data[o..o + 2].copy_from_slice(&(b.get_bits(k * 8 + n) as u16).to_le_bytes());
+        }
+    }
+    let mut d = vec![0f64; 64 * 8];
+    for i in 0..64 {
+        for j in 0..8 {
+            d[i * 8 + j] = (0..16).map(|k| a.get_f64(i * 16 + k) * b.get_f64(k * 8 + j)).sum();
+        }
+    }
+    (img, d)
+}
+
+fn run_wgmma(ptx: &str, img: &HostTensor) -> Result<HostTensor, trident_emu::EmuError> {
+    let mut args = vec![KernelArg::Buffer(img.clone()), KernelArg::Buffer(poisoned(DType::F32, &[128 * 4]))];
+    run(ptx, "k", [1, 1, 1], [128, 1, 1], &mut args)?;
+    Ok(buf(&args, 1).clone())
+}
+
+/// Each warp of the warpgroup holds rows 16w.. of D: d[i] of lane (4g + t) is row
+/// 16w + g + 8((i % 4) >> 1), column 8(i / 4) + 2t + (i & 1).
+#[test]
+fn wgmma_from_shared_memory_descriptors() {
+    let (img, want) = wgmma_case(31);
+    let d = run_wgmma(WGMMA_KERNEL, &img).unwrap_or_else(|e| panic!("{e}"));
+    for tid in 0..128 {
+        let (w, lane) = (tid / 32, tid % 32);
+        let (g, t) = (lane / 4, lane % 4);
+        for i in 0..4 {
+            let (row, col) = (16 * w + g + 8 * ((i % 4) >> 1), 8 * (i / 4) + 2 * t + (i & 1));
+            let got = d.get_f64(tid * 4 + i);
+            assert!((got - want[row * 8 + col]).abs() < 1e-5, "D[{row}][{col}] = {got}, want {}", want[row * 8 + col]);
+        }
+    }
+}
+
+/// The asynchronous rules: a wgmma needs a `wgmma.fence` after the last ordinary write of
+/// its registers, and D holds nothing usable until `wgmma.wait_group` covers it.
+#[test]
+fn wgmma_hazards_are_caught() {
+    let (img, _) = wgmma_case(32);
+    let no_fence = WGMMA_KERNEL.replace("  wgmma.fence.sync.aligned;\n", "");
+    let e = run_wgmma(&no_fence, &img).unwrap_err();
+    assert!(e.to_string().contains("before any wgmma.fence"), "{e}");
+    let late_write =
+        WGMMA_KERNEL.replace("  wgmma.fence.sync.aligned;\n", "  wgmma.fence.sync.aligned;\n  mov.b32 %d2, 0;\n");
+    let e = run_wgmma(&late_write, &img).unwrap_err();
+    assert!(e.to_string().contains("written after the last wgmma.fence"), "{e}");
+    // Storing D before waiting stores the in-flight pattern (NaN), not the product.
+    let early = WGMMA_KERNEL.replace("  wgmma.wait_group.sync.aligned 0;\n", "").replace(
+        "  st.global.v4.b32 [%rd10], {%d0, %d1, %d2, %d3};\n",
+        "  st.global.v4.b32 [%rd10], {%d0, %d1, %d2, %d3};\n  wgmma.wait_group.sync.aligned 0;\n",
+    );
+    let d = run_wgmma(&early, &img).unwrap_or_else(|e| panic!("{e}"));
+    assert!((0..512).all(|i| d.get_f64(i).is_nan()));
+}

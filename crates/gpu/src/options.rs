@@ -10,6 +10,10 @@ pub enum Target {
     Sm80,
     /// Hopper (H100), using the sm_80 instruction set plus native fp8 conversions.
     Sm90,
+    /// Hopper with its architecture-specific features (`.target sm_90a`): `tl.dot` on
+    /// warpgroup MMA (`wgmma.mma_async`) with operands in shared memory. The code runs on
+    /// compute capability 9.0 only.
+    Sm90a,
 }
 
 impl Target {
@@ -18,6 +22,7 @@ impl Target {
         match self {
             Target::Sm80 => "sm_80",
             Target::Sm90 => "sm_90",
+            Target::Sm90a => "sm_90a",
         }
     }
 
@@ -25,7 +30,7 @@ impl Target {
     pub fn capability(self) -> u32 {
         match self {
             Target::Sm80 => 80,
-            Target::Sm90 => 90,
+            Target::Sm90 | Target::Sm90a => 90,
         }
     }
 
@@ -33,14 +38,20 @@ impl Target {
     pub fn max_shared_bytes(self) -> u32 {
         match self {
             Target::Sm80 => 163 * 1024,
-            Target::Sm90 => 227 * 1024,
+            Target::Sm90 | Target::Sm90a => 227 * 1024,
         }
+    }
+
+    /// Whether `tl.dot` may use warpgroup MMA (`wgmma`).
+    pub fn has_wgmma(self) -> bool {
+        self == Target::Sm90a
     }
 
     pub fn parse(s: &str) -> Option<Target> {
         match s {
             "sm_80" | "sm80" | "80" => Some(Target::Sm80),
-            "sm_90" | "sm90" | "90" | "sm_90a" => Some(Target::Sm90),
+            "sm_90" | "sm90" | "90" => Some(Target::Sm90),
+            "sm_90a" | "sm90a" | "90a" => Some(Target::Sm90a),
             _ => None,
         }
     }

@@ -106,12 +106,13 @@ pub fn cuda_available() -> bool {
     trident_cuda::Device::available()
 }
 
-/// The PTX target matching a device's compute capability.
+/// The PTX target matching a device's compute capability: sm_90a (warpgroup MMA) on
+/// compute capability 9.0 unless `TRIDENT_NO_WGMMA` is set, whose code runs there only.
 pub fn target_for(cc: (u32, u32)) -> Target {
-    if cc.0 >= 9 {
-        Target::Sm90
-    } else {
-        Target::Sm80
+    match cc {
+        (9, 0) if std::env::var_os("TRIDENT_NO_WGMMA").is_none() => Target::Sm90a,
+        (major, _) if major >= 9 => Target::Sm90,
+        _ => Target::Sm80,
     }
 }
 

@@ -56,6 +56,11 @@ pub fn run_cta(l: &Launch, ctaid: [u32; 3], linear: u32) -> Result<CtaResult, Em
                 done: false,
                 cp_open: Vec::new(),
                 cp_groups: Default::default(),
+                wg_open: Vec::new(),
+                wg_groups: Default::default(),
+                wg_fenced: false,
+                wg_dirty: Vec::new(),
+                wg_shadow: Default::default(),
                 warp_instrs: 0,
                 lane_instrs: 0,
             }

@@ -14,6 +14,7 @@ mod race;
 mod tensor;
 mod validate;
 mod warp;
+mod wgmma;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -142,7 +142,7 @@ impl In {
 }
 
 /// (row, col) in A (M×K) of sub-element `s` of register `j` held by `lane`.
-fn a_pos(k: u8, it: In, lane: usize, j: usize, s: usize) -> (usize, usize) {
+fn a_pos(k: u16, it: In, lane: usize, j: usize, s: usize) -> (usize, usize) {
     let (g, t) = (lane >> 2, lane & 3);
     match (it, k) {
         (In::TF32, _) => (g + 8 * (j & 1), t + 4 * (j >> 1)),

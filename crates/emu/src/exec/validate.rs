@@ -70,6 +70,7 @@ pub fn validate(ins: &Instr) -> Result<(), EmuError> {
         Vote if !m.nosync && ins.ops.len() < 3 => no(ins, "vote.sync needs a member mask"),
         Bar if m.red && ins.ops.len() < 3 => no(ins, "bar.red needs d, a{, b}, c"),
         Mma if m.shape == (0, 0, 0) || ins.tys.len() != 4 => no(ins, "needs a shape and four types"),
+        Wgmma if m.shape == (0, 0, 0) || ins.tys.len() != 3 => no(ins, "needs a shape and three types"),
         _ => Ok(()),
     }
 }

@@ -60,6 +60,14 @@ pub struct Warp {
     pub done: bool,
     pub cp_open: Vec<PendingCopy>,
     pub cp_groups: VecDeque<Vec<PendingCopy>>,
+    /// Issued, uncommitted warpgroup MMAs, and committed groups not waited for.
+    pub wg_open: Vec<super::wgmma::PendingMma>,
+    pub wg_groups: VecDeque<Vec<super::wgmma::PendingMma>>,
+    /// A `wgmma.fence` has run; registers written since the last one (bitset).
+    pub wg_fenced: bool,
+    pub wg_dirty: Vec<u64>,
+    /// The latest results of executed MMAs per D register (inputs of chained ones).
+    pub wg_shadow: std::collections::HashMap<u32, [u64; 32]>,
     pub warp_instrs: u64,
     pub lane_instrs: u64,
 }
@@ -221,6 +229,9 @@ impl Ex<'_, '_> {
     pub fn dst(&mut self, op: &Operand, mask: u32, vals: &[u64; 32], width_mask: u64) -> R<()> {
         match op {
             Operand::Reg(r) => {
+                if self.w.wg_fenced {
+                    self.wg_mark(*r);
+                }
                 let at = *r as usize * 32;
                 let regs = &mut self.frame_mut().regs;
                 let d = regs.get_mut(at..at + 32).ok_or_else(|| bad_operand("register out of range"))?;
@@ -450,6 +461,7 @@ impl Ex<'_, '_> {
     /// The warp finished: outstanding asynchronous copies land.
     fn finish(&mut self) -> R<()> {
         self.w.done = true;
+        self.complete_wgmma(0)?;
         self.complete_copies(usize::MAX, true)
     }
 
@@ -536,6 +548,7 @@ impl Ex<'_, '_> {
                 super::memory_ops::exec(self, ins, mask)
             }
             Ldmatrix | Stmatrix | Mma => super::tensor::exec(self, ins, mask),
+            Wgmma | WgmmaFence | WgmmaCommit | WgmmaWait => super::wgmma::exec(self, ins, mask),
             Shfl | Vote | Match | Activemask | Redux => super::collective::exec(self, ins, mask),
             Fence | Prefetch | BarWarp | Nanosleep | Trap => Ok(()),
             Bar => Ok(()),

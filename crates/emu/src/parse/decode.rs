@@ -207,6 +207,8 @@ fn min_ops(k: Kind) -> usize {
         Match => 3,
         Shfl => 4,
         Mma => 4,
+        Wgmma => 7,
+        WgmmaWait => 1,
         Activemask | Bra | CpAsyncWait | Nanosleep => 1,
         _ => 0,
     }
@@ -229,6 +231,7 @@ fn imm_ty(k: Kind, tys: &[Ty], idx: usize) -> Ty {
         Shfl | Vote | Match | Bar | Redux | Activemask | Prmt | Lop3 => Ty::B32,
         Cvta => Ty::U64,
         Ld | St | Atom | Red | Mma | Ldmatrix | Stmatrix | CpAsync => t0,
+        Wgmma | WgmmaWait => Ty::B32,
         _ => t0,
     }
 }
@@ -315,6 +318,16 @@ pub fn decode(
         "ldmatrix" => Kind::Ldmatrix,
         "stmatrix" => Kind::Stmatrix,
         "mma" => Kind::Mma,
+        "wgmma" => {
+            rest = parts.get(2..).unwrap_or(&[]);
+            match p1 {
+                "mma_async" => Kind::Wgmma,
+                "fence" => Kind::WgmmaFence,
+                "commit_group" => Kind::WgmmaCommit,
+                "wait_group" => Kind::WgmmaWait,
+                _ => return Err(unsupported(opcode, "")),
+            }
+        }
         "shfl" => Kind::Shfl,
         "vote" => Kind::Vote,
         "match" => Kind::Match,
@@ -477,7 +490,7 @@ pub fn decode(
             "normal" if kind == Kind::Testp => m.count = 5,
             "subnormal" if kind == Kind::Testp => m.count = 6,
             _ if p.starts_with("L1::") || p.starts_with("L2::") || p.starts_with("level::") => {}
-            _ if kind == Kind::Mma && p.starts_with('m') && parse_shape(p).is_some() => {
+            _ if matches!(kind, Kind::Mma | Kind::Wgmma) && p.starts_with('m') && parse_shape(p).is_some() => {
                 m.shape = parse_shape(p).unwrap_or((0, 0, 0))
             }
             _ => return Err(unsupported(opcode, &format!("modifier `.{p}`"))),
@@ -545,7 +558,7 @@ pub fn decode(
     finish(kind, guard, ctx, tys, m, ops, line)
 }
 
-fn parse_shape(p: &str) -> Option<(u8, u8, u8)> {
+fn parse_shape(p: &str) -> Option<(u16, u16, u16)> {
     let p = p.strip_prefix('m')?;
     let (mm, rest) = p.split_once('n')?;
     let (nn, kk) = rest.split_once('k')?;

@@ -140,6 +140,28 @@ pub fn mma_v2(shape: &[u32], warps_per_cta: &[u32]) -> Result<LinearLayout, Stri
     Ok(finish(shape, reg, lane, warp))
 }
 
+/// The accumulator layout of `wgmma.mma_async.m64nNk16` (version 3) on a 2-D shape, all
+/// warps along M (`warps_per_cta = [num_warps, 1]`, `num_warps` a multiple of 4).
+///
+/// Per warpgroup and instruction (PTX ISA, "Matrix Fragments for wgmma.m64nNk16", D):
+/// warp w of the warpgroup holds rows 16w..16w+15; within them, each 8-column slice is an
+/// `mma.m16n8` accumulator (lane = 4*groupID + threadID_in_group: rows groupID and
+/// groupID+8, columns 2*threadID_in_group + {0, 1}), register d[4j + q] for slice j.
+/// Warpgroups tile M after their four warps. That is exactly the version-2 layout with
+/// the same warps, register order included, so the operands of a version-3 `dot` in
+/// registers are version-2 operands, and `mma.sync` remains a valid fallback on them.
+pub fn mma_v3(shape: &[u32], warps_per_cta: &[u32]) -> Result<LinearLayout, String> {
+    if shape.len() != 2 || warps_per_cta.len() != 2 {
+        return Err(format!("wgmma layout needs a rank-2 shape and warps, got {shape:?} / {warps_per_cta:?}"));
+    }
+    let (wm, wn) = (warps_per_cta[0], warps_per_cta[1]);
+    // (Smaller shapes, such as slices of the accumulator, broadcast over the extra warps.)
+    if wn != 1 || wm % 4 != 0 {
+        return Err(format!("wgmma layout needs warps [4k, 1], got {warps_per_cta:?}"));
+    }
+    mma_v2(shape, warps_per_cta)
+}
+
 /// Operand `op_idx` (0: A = M×K, 1: B = K×N) of an `mma.sync` whose accumulator has
 /// `parent_warps`; `k_width` elements are packed per 32-bit register (2 for f16/bf16,
 /// 1 for tf32, 4 for int8).
@@ -241,6 +263,7 @@ pub fn distributed(table: &Table, id: LayoutId, shape: &[u32]) -> Result<LinearL
             Ok(distributed(table, *parent, &pshape)?.remove_dim(dim))
         }
         Layout::Mma { version: 2, warps_per_cta, .. } => mma_v2(shape, warps_per_cta),
+        Layout::Mma { version: 3, warps_per_cta, .. } => mma_v3(shape, warps_per_cta),
         Layout::Mma { version, .. } => Err(format!("mma layout version {version} is not supported")),
         Layout::DotOperand { op_idx, parent, k_width } => {
             if *op_idx > 1 {
@@ -248,6 +271,13 @@ pub fn distributed(table: &Table, id: LayoutId, shape: &[u32]) -> Result<LinearL
             }
             match table.get(*parent) {
                 Some(Layout::Mma { version: 2, warps_per_cta, .. }) => {
+                    mma_v2_operand(shape, *op_idx, warps_per_cta, *k_width)
+                }
+                Some(Layout::Mma { version: 3, warps_per_cta, .. }) => {
+                    // In registers, wgmma operands are mma.sync operands (see `mma_v3`).
+                    if warps_per_cta.len() != 2 || warps_per_cta[1] != 1 || warps_per_cta[0] % 4 != 0 {
+                        return Err(format!("wgmma operand needs warps [4k, 1], got {warps_per_cta:?}"));
+                    }
                     mma_v2_operand(shape, *op_idx, warps_per_cta, *k_width)
                 }
                 Some(Layout::Blocked { .. }) => {
@@ -270,6 +300,13 @@ pub fn distributed(table: &Table, id: LayoutId, shape: &[u32]) -> Result<LinearL
 /// A shared-memory layout on `shape`: offset bits → coordinates, with the XOR swizzle of
 /// `vec`-element groups of the fastest dim by the row index (`per_phase` rows per phase,
 /// `max_phase` phases).
+///
+/// A fastest dim longer than the swizzle pattern (`vec * max_phase` elements, 128 bytes for
+/// the usual 16-byte groups and 8 phases; swizzled layouts only) is split into column blocks of that width, each
+/// stored as one contiguous `rows × width` block (the blocks follow the second dim, before
+/// any further dims). That is the shared-memory matrix layout of Hopper's `wgmma` (its
+/// swizzle modes repeat every 8 rows of 32, 64 or 128 bytes); `ldmatrix` and vector
+/// accesses read it as well as plain rows.
 pub fn shared(shape: &[u32], vec: u32, per_phase: u32, max_phase: u32, order: &[u32]) -> Result<SharedLinear, String> {
     check_shape(shape)?;
     let rank = shape.len();
@@ -282,9 +319,20 @@ pub fn shared(shape: &[u32], vec: u32, per_phase: u32, max_phase: u32, order: &[
     let shifts = dim_shifts(shape);
     let order: Vec<usize> = order.iter().map(|&d| d as usize).collect();
     let mut offset = vec![];
+    // Bits of the fastest dim inside one swizzle row; the rest are column blocks.
+    let span_bits = if rank >= 2 && max_phase > 1 {
+        (vec * max_phase).trailing_zeros().min(shape[order[0]].trailing_zeros())
+    } else {
+        32
+    };
+    let mut blocks = vec![];
     for (i, &d) in order.iter().enumerate() {
         for j in 0..shape[d].trailing_zeros() {
             let mut b = 1u64 << (shifts[d] + j);
+            if i == 0 && j >= span_bits {
+                blocks.push(b);
+                continue;
+            }
             if i == 1 {
                 let fast = order[0];
                 let row = 1u64 << j;
@@ -293,6 +341,9 @@ pub fn shared(shape: &[u32], vec: u32, per_phase: u32, max_phase: u32, order: &[
                 b |= col << shifts[fast];
             }
             offset.push(b);
+        }
+        if i == 1 || (i == 0 && rank == 1) {
+            offset.append(&mut blocks);
         }
     }
     let s = SharedLinear { shape: shape.iter().copied().collect(), offset };

@@ -200,14 +200,23 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, Diagno
             users.entry(o).or_default().push(op);
         }
     }
-    // (op, bytes, first, last, is_buffer)
-    let mut items: Vec<(Op, u64, u32, u32, bool)> = vec![];
+    // (op, bytes, first, last, is_buffer, alignment)
+    let mut items: Vec<(Op, u64, u32, u32, bool, u64)> = vec![];
     let mut biggest: Option<(Op, u64)> = None;
     for op in f.all_ops() {
         if matches!(f.ops[op].kind, OpKind::LocalAlloc) {
+            // 1024: the repeat of wgmma's 128-byte swizzle (its descriptors assume it).
             let bytes = align(buffer_bytes(f, op), 128);
             let (a, b) = buffer_interval(f, op, &pos, &users);
-            items.push((op, bytes, a, b, true));
+            items.push((op, bytes, a, b, true, 1024));
+            continue;
+        }
+        if crate::ptx::wgmma::smem_operand_convert(f, op) {
+            // A conversion into a wgmma operand leaves the tile in shared memory until the
+            // dot reads it: live like a buffer, swizzle-aligned.
+            let bytes = align(scratch_bytes(f, op).unwrap_or(0), 128);
+            let (a, b) = buffer_interval(f, op, &pos, &users);
+            items.push((op, bytes, a, b, true, 1024));
             continue;
         }
         let bytes = scratch_bytes(f, op).map_err(|e| {
@@ -221,7 +230,7 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, Diagno
         if bytes > 0 {
             let bytes = align(bytes, 128);
             let p = pos.start[&op];
-            items.push((op, bytes, p, p, false));
+            items.push((op, bytes, p, p, false, 128));
             if biggest.is_none_or(|(_, b)| bytes > b) {
                 biggest = Some((op, bytes));
             }
@@ -231,8 +240,8 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, Diagno
     let mut placed: Vec<(u64, u64, u32, u32)> = vec![];
     let mut total = 0u64;
     let mut buffers = 0u64;
-    for (op, bytes, a, b, is_buf) in items {
-        // Lowest offset not overlapping any placed user alive at the same time.
+    for (op, bytes, a, b, is_buf, al) in items {
+        // Lowest aligned offset not overlapping any placed user alive at the same time.
         let mut busy: Vec<(u64, u64)> =
             placed.iter().filter(|p| p.2 <= b && a <= p.3).map(|p| (p.0, p.0 + p.1)).collect();
         busy.sort();
@@ -241,7 +250,7 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, Diagno
             if off + bytes <= s {
                 break;
             }
-            off = off.max(e);
+            off = align(off.max(e), al);
         }
         placed.push((off, bytes, a, b));
         plan.offsets.insert(op, off as u32);

@@ -262,9 +262,33 @@ impl Assigner<'_> {
             Some(trident_ir::DType::I32) => k.acc == "s32",
             _ => false,
         };
+        let nw = self.opts.num_warps;
+        // Hopper: warpgroup MMA for f16/bf16 with f32 accumulation, every warp along M
+        // (a warpgroup's 4 warps take 64 rows; its instruction spans the whole N).
+        let wgmma = self.opts.target.has_wgmma()
+            && rank == 2
+            && matches!(
+                (ae, be),
+                (Some(trident_ir::DType::F16), Some(trident_ir::DType::F16))
+                    | (Some(trident_ir::DType::BF16), Some(trident_ir::DType::BF16))
+            )
+            && ce == Some(trident_ir::DType::F32)
+            && nw.is_multiple_of(4)
+            && shape[0] >= 16 * nw
+            && shape[1] >= 8
+            && kdim >= 16;
         let res = match kind {
+            Some(k) if wgmma => {
+                let mma = self.intern(Layout::Mma {
+                    version: 3,
+                    warps_per_cta: [nw, 1].into_iter().collect(),
+                    instr_shape: [64, shape[1].min(256), 16].into_iter().collect(),
+                });
+                let la = self.intern(Layout::DotOperand { op_idx: 0, parent: mma, k_width: k.k_width });
+                let lb = self.intern(Layout::DotOperand { op_idx: 1, parent: mma, k_width: k.k_width });
+                (la, lb, mma)
+            }
             Some(k) if rank == 2 && shape[0] >= 16 && shape[1] >= 8 && kdim >= k.k && acc_ok(&k) => {
-                let nw = self.opts.num_warps;
                 let [wm, wn] = if self.chained.contains(&op) && shape[0] / 16 >= nw {
                     [nw, 1]
                 } else {

@@ -316,6 +316,26 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             let v = app(f, OpKind::LocalLoad, &[view], Some(ct));
             map1.insert(f.ops[c.convert].results[0], v);
         }
+        // Stage 1 for iteration k (with recomputed stage-0 values).
+        let stage1 = |f: &mut Function, map1: &mut HashMap<Value, Value>| {
+            for &op in &body_ops {
+                if load_set.contains(&op) || cands.iter().any(|c| c.convert == op) {
+                    continue;
+                }
+                if stage0.contains(&op) && !recompute.contains(&op) {
+                    continue;
+                }
+                let c = f.clone_op(op, map1);
+                f.append_op(nb, c);
+            }
+        };
+        // With warpgroup MMA the dots go first: they run asynchronously while stage 0
+        // issues the next copies (into the slot the previous iteration's dots read, which
+        // they finished before this iteration's barrier).
+        let dots_first = opts.target.has_wgmma();
+        if dots_first {
+            stage1(f, &mut map1);
+        }
         // Stage 0 for iteration k + S - 1.
         let ahead = app(f, OpKind::Constant(Const::Int(s as i64 - 1)), &[], Some(ivt.clone()));
         let m = app(f, OpKind::Binary(BinaryOp::Mul), &[ahead, step], Some(ivt.clone()));
@@ -338,16 +358,8 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             }
         }
         app(f, OpKind::AsyncCommitGroup, &[], None);
-        // Stage 1 for iteration k (with recomputed stage-0 values).
-        for &op in &body_ops {
-            if load_set.contains(&op) || cands.iter().any(|c| c.convert == op) {
-                continue;
-            }
-            if stage0.contains(&op) && !recompute.contains(&op) {
-                continue;
-            }
-            let c = f.clone_op(op, &mut map1);
-            f.append_op(nb, c);
+        if !dots_first {
+            stage1(f, &mut map1);
         }
         // Next slots: s + 1, wrapped to 0 at S (`& (S - 1)` when S is a power of two).
         let one = app(f, OpKind::Constant(Const::Int(1)), &[], Some(i32t.clone()));

@@ -56,12 +56,18 @@ fn has_effect(ins: &str) -> bool {
         || op.contains(".volatile")
         || op.starts_with("membar")
         || op.starts_with("fence")
+        || op.starts_with("wgmma.fence")
+        || op.starts_with("wgmma.commit_group")
+        || op.starts_with("wgmma.wait_group")
 }
 
 /// Whether the first operand is a destination (false for stores and other effect-only ops).
 fn writes_first_operand(ins: &str) -> bool {
     let op = ins.split_whitespace().next().unwrap_or("");
     !(op.starts_with("st.")
+        || op.starts_with("wgmma.fence")
+        || op.starts_with("wgmma.commit_group")
+        || op.starts_with("wgmma.wait_group")
         || op.starts_with("red.")
         || op.starts_with("cp.async")
         || op.starts_with("bar")

@@ -249,8 +249,17 @@ impl Emitter<'_> {
         let addr = self.new_reg(RegClass::B32);
         self.ins(format!("add.u32 {addr}, {base}, {off}"));
         self.store_tile(&sl, src, regs, bytes, addr, None)?;
-        self.ins("bar.sync 0");
         let signed = f.ty(res).elem().num().is_some_and(|d| d.is_signed_int());
+        if super::wgmma::smem_operand_convert(f, op) {
+            // The tile stays where it is for the wgmma (its only user) to read: make the
+            // stores visible to the tensor cores' proxy, then to every warp.
+            self.ins("fence.proxy.async.shared::cta");
+            self.ins("bar.sync 0");
+            let so = super::wgmma::SmemOperand { addr, sl, tile, bytes, dst: dst.clone(), signed };
+            self.smem_ops.insert(res, so);
+            return Ok(Some(vec![]));
+        }
+        self.ins("bar.sync 0");
         Ok(Some(self.ldmatrix_tile(&sl, dst, &tile, bytes, addr, signed)?))
     }
 
@@ -594,7 +603,14 @@ impl Emitter<'_> {
                 self.set(d.results[0], vec![r]);
             }
             OpKind::AsyncCommitGroup => self.ins("cp.async.commit_group"),
-            OpKind::AsyncWait { pending } => self.ins(format!("cp.async.wait_group {pending}")),
+            OpKind::AsyncWait { pending } => {
+                self.ins(format!("cp.async.wait_group {pending}"));
+                if self.opts.target.has_wgmma() {
+                    // The landed tiles may be read by wgmma (the async proxy): order this
+                    // thread's copies before the barrier that publishes them.
+                    self.ins("fence.proxy.async.shared::cta");
+                }
+            }
             OpKind::AsyncCopy => {
                 let view = d.operands[0];
                 let ptr = d.operands[1];
@@ -653,6 +669,12 @@ impl Emitter<'_> {
                 {
                     if let Some(tile) = MmaTile::from_shared(&vl, &dst, *k_width, *op_idx) {
                         let signed = vt.elem().num().is_some_and(|t| t.is_signed_int());
+                        if super::wgmma::is_wgmma_operand(f, res) && super::wgmma::only_dot_user(f, res) {
+                            let so = super::wgmma::SmemOperand { addr, sl, tile, bytes, dst, signed };
+                            self.smem_ops.insert(res, so);
+                            self.set(res, vec![]);
+                            return Ok(());
+                        }
                         let users: Vec<Op> = self.users_of(res);
                         if users.len() == 1 && matches!(f.ops[users[0]].kind, OpKind::Dot { .. }) {
                             let lz = self.ldmatrix_setup(&sl, &dst, &tile, bytes, addr, signed);
@@ -702,11 +724,35 @@ impl Emitter<'_> {
         let lb = self.ll(b)?.ok_or_else(|| self.err("dot of scalars"))?;
         let lc = self.ll(res)?.ok_or_else(|| self.err("dot of scalars"))?;
         let acc = self.regs(c)?;
-        let ar = match self.lazy.remove(&a) {
+        let a_smem = self.smem_ops.remove(&a);
+        let b_smem = self.smem_ops.remove(&b);
+        if let Some(bs) = &b_smem {
+            let wa = match &a_smem {
+                Some(s) => super::wgmma::WgA::Smem(s.clone()),
+                None => super::wgmma::WgA::Regs(self.regs(a)?),
+            };
+            if ct == DType::F32 {
+                if let Some(out) = self.wgmma_dot(at, &la, &wa, bs, &lc, &acc)? {
+                    self.set(res, out);
+                    self.pending_wgmma.push(res);
+                    return Ok(());
+                }
+            }
+        }
+        // No wgmma: operands left in shared tiles are read with ldmatrix for mma.sync.
+        let from_smem = |e: &mut Self, s: Option<super::wgmma::SmemOperand>, v: Value| -> Res<Option<LazyOperand>> {
+            Ok(match s {
+                Some(s) => Some(e.ldmatrix_setup(&s.sl, &s.dst, &s.tile, s.bytes, s.addr, s.signed)),
+                None => e.lazy.remove(&v),
+            })
+        };
+        let a_lz = from_smem(self, a_smem, a)?;
+        let b_lz = from_smem(self, b_smem, b)?;
+        let ar = match a_lz {
             Some(lz) => Opnd::Lazy(Box::new(lz)),
             None => Opnd::Regs(self.regs(a)?),
         };
-        let br = match self.lazy.remove(&b) {
+        let br = match b_lz {
             Some(lz) => Opnd::Lazy(Box::new(lz)),
             None => Opnd::Regs(self.regs(b)?),
         };

@@ -51,6 +51,12 @@ pub(crate) struct Emitter<'a> {
     pub printf_buffer: u32,
     /// Dot operands left in shared memory until the dot reads them.
     pub lazy: HashMap<Value, super::dot::LazyOperand>,
+    /// wgmma operands left in shared-memory tiles (descriptors or `ldmatrix`).
+    pub smem_ops: HashMap<Value, super::wgmma::SmemOperand>,
+    /// A predicate register that is always true (prologue).
+    pub(crate) true_pred: Option<Reg>,
+    /// Results of wgmma dots issued and not waited for yet (see `needs_wgmma_wait`).
+    pub(crate) pending_wgmma: Vec<Value>,
     users: Option<HashMap<Value, Vec<Op>>>,
     /// The PTX ISA version the instructions used need (times ten: 80 = 8.0).
     pub ptx_version: u32,
@@ -90,6 +96,9 @@ impl<'a> Emitter<'a> {
             smem_base: None,
             printf_buffer: 0,
             lazy: HashMap::new(),
+            smem_ops: HashMap::new(),
+            true_pred: None,
+            pending_wgmma: Vec::new(),
             users: None,
             ptx_version: 80,
         };
@@ -385,6 +394,10 @@ impl<'a> Emitter<'a> {
     pub fn op(&mut self, op: Op) -> Res<()> {
         let saved = self.cur_op;
         self.cur_op = Some(op);
+        if !self.pending_wgmma.is_empty() && self.needs_wgmma_wait(op) {
+            self.ins("wgmma.wait_group.sync.aligned 0");
+            self.pending_wgmma.clear();
+        }
         self.loc(self.f.ops[op].loc);
         let r = self.dispatch(op);
         self.cur_op = saved;
@@ -427,6 +440,23 @@ impl<'a> Emitter<'a> {
             }
             #[allow(unreachable_patterns)]
             _ => self.emit_gpu_op(op),
+        }
+    }
+
+    /// Whether the warpgroup MMAs in flight must be waited for before `op`: it reads
+    /// their results, ends a block or has regions (the wait is per block), or may write
+    /// shared memory other than the pipeline's copies into free slots (the tiles the MMAs
+    /// read must stay as they are until they finish).
+    fn needs_wgmma_wait(&self, op: Op) -> bool {
+        let d = &self.f.ops[op];
+        if d.operands.iter().any(|v| self.pending_wgmma.contains(v)) || !d.regions.is_empty() {
+            return true;
+        }
+        match d.kind {
+            OpKind::Yield | OpKind::Condition | OpKind::Return | OpKind::Barrier => true,
+            OpKind::AsyncCopy | OpKind::AsyncCommitGroup | OpKind::AsyncWait { .. } => false,
+            OpKind::Dot { .. } => false,
+            _ => self.plan.size(op) > 0 || d.kind.effect() == trident_ir::Effect::Write,
         }
     }
 

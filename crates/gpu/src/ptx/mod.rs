@@ -30,6 +30,7 @@ pub mod reduce;
 pub mod regs;
 pub mod shape;
 pub mod smem_addr;
+pub mod wgmma;
 
 use crate::analysis::AxisAnalysis;
 use crate::options::{GpuOptions, Target};
@@ -152,6 +153,9 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
         params.push(AbiParam { name: p.name.clone(), ty: abi });
     }
     e.block(f.body)?;
+    if !e.pending_wgmma.is_empty() {
+        e.ins("wgmma.wait_group.sync.aligned 0");
+    }
     let (pro, body) = e.take_text();
     let threads = 32 * opts.num_warps;
     let mut out = String::new();
@@ -177,7 +181,9 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
         }
     }
     if plan.total > 0 {
-        out.push_str(".extern .shared .align 16 .b8 global_smem[];\n");
+        // wgmma's swizzled tiles repeat every 1024 bytes from an aligned address.
+        let align = if opts.target.has_wgmma() { 1024 } else { 16 };
+        let _ = writeln!(out, ".extern .shared .align {align} .b8 global_smem[];");
     }
     let _ = writeln!(out, "\n.visible .entry {entry}(\n{param_text}\n)\n.reqntid {threads}\n{{");
     out.push_str(&e.reg_decls());

@@ -114,8 +114,15 @@ pub fn compile(m: &Module, kernel: &str, num_warps: u32) -> PtxKernel {
 
 /// [`compile`] with a pipelining depth.
 pub fn compile_stages(m: &Module, kernel: &str, num_warps: u32, num_stages: u32) -> PtxKernel {
+    compile_all(m, kernel, num_warps, num_stages).swap_remove(0)
+}
+
+/// Compiles for sm_80, sm_90 and sm_90a, checks each with ptxas; returns the kernels the
+/// emulator should run: sm_80's, and sm_90a's when it uses warpgroup MMA (`wgmma`).
+pub fn compile_all(m: &Module, kernel: &str, num_warps: u32, num_stages: u32) -> Vec<PtxKernel> {
     let mut out = None;
-    for target in [Target::Sm80, Target::Sm90] {
+    let mut hopper = None;
+    for target in [Target::Sm80, Target::Sm90, Target::Sm90a] {
         let opts = GpuOptions { target, num_warps, num_stages, ..GpuOptions::default() };
         let k = match emit_ptx(m, kernel, &opts) {
             Ok(k) => k,
@@ -127,9 +134,14 @@ pub fn compile_stages(m: &Module, kernel: &str, num_warps: u32, num_stages: u32)
         }
         if target == Target::Sm80 {
             out = Some(k);
+        } else if target == Target::Sm90a && k.ptx.contains("wgmma.mma_async") {
+            eprintln!("{kernel}: sm_90a uses wgmma; running it too");
+            hopper = Some(k);
         }
     }
-    out.expect("compiled")
+    let mut v = vec![out.expect("compiled")];
+    v.extend(hopper);
+    v
 }
 
 /// Runs the kernel on the PTX emulator; returns the tensor arguments after the run.
@@ -238,10 +250,11 @@ pub fn differential_stages(
     args: &[Arg],
     tol: Option<(f64, f64)>,
 ) {
-    let k = compile_stages(m, kernel, num_warps, num_stages);
-    let got = run_emu(&k, grid, args);
     let want = run_interp(m, kernel, grid, args);
-    assert_same(&got, &want, tol, &format!("{kernel} ({num_warps} warps, grid {grid:?})"));
+    for k in compile_all(m, kernel, num_warps, num_stages) {
+        let got = run_emu(&k, grid, args);
+        assert_same(&got, &want, tol, &format!("{kernel} {} ({num_warps} warps, grid {grid:?})", k.target));
+    }
 }
 
 /// A named launch argument for a kernel compiled from Python source.

@@ -1,0 +1,152 @@
+//! The sm_90a path: `tl.dot` on warpgroup MMA (`wgmma.mma_async` with shared-memory
+//! descriptors, A from shared memory or registers). Every case asserts that the sm_90a
+//! PTX really uses wgmma, then runs it (and the sm_80 build) on the PTX emulator against
+//! the interpreter, and ptxas checks all three targets.
+
+mod common;
+use common::*;
+use trident_core::DType;
+use trident_gpu::{emit_ptx, GpuOptions, Target};
+use trident_ir::Module;
+
+/// The sm_90a PTX of a kernel (compiled with `num_warps`, `num_stages`).
+fn sm90a(m: &Module, kernel: &str, num_warps: u32, num_stages: u32) -> String {
+    let opts = GpuOptions { target: Target::Sm90a, num_warps, num_stages, ..GpuOptions::default() };
+    emit_ptx(m, kernel, &opts).unwrap_or_else(|d| panic!("{}", d.render(&m.files))).ptx
+}
+
+fn wgmma_count(ptx: &str) -> usize {
+    ptx.matches("wgmma.mma_async").count()
+}
+
+/// Matmul with A (M×K) and B (K×N) in either storage order: `a_t` stores A column-major
+/// (M contiguous: an M-major wgmma operand), `b_t` stores B column-major (K contiguous:
+/// a K-major B).
+#[allow(clippy::too_many_arguments)]
+fn matmul_case(
+    rng: &mut Rng,
+    (m, n, k): (usize, usize, usize),
+    (bm, bn, bk): (i64, i64, i64),
+    warps: u32,
+    stages: u32,
+    dt: DType,
+    a_t: bool,
+    b_t: bool,
+) {
+    let a = random(rng, dt, &[m * k], 1.0);
+    let b = random(rng, dt, &[k * n], 1.0);
+    let (sam, sak) = if a_t { (1, m as i64) } else { (k as i64, 1) };
+    let (sbk, sbn) = if b_t { (1, k as i64) } else { (n as i64, 1) };
+    let args = [
+        ("a", A::T(a)),
+        ("b", A::T(b)),
+        ("c", A::T(poisoned(dt, &[m, n]))),
+        ("M", A::I(m as i64)),
+        ("N", A::I(n as i64)),
+        ("K", A::I(k as i64)),
+        ("stride_am", A::I(sam)),
+        ("stride_ak", A::I(sak)),
+        ("stride_bk", A::I(sbk)),
+        ("stride_bn", A::I(sbn)),
+        ("stride_cm", A::I(n as i64)),
+        ("stride_cn", A::I(1)),
+        ("BLOCK_M", A::C(bm)),
+        ("BLOCK_N", A::C(bn)),
+        ("BLOCK_K", A::C(bk)),
+        ("GROUP_M", A::C(4)),
+    ];
+    let (md, kernel, rt) = front("matmul.py", "matmul_kernel", &args);
+    let what =
+        format!("matmul {m}x{n}x{k} blocks {bm}x{bn}x{bk} {warps} warps {stages} stages {dt} a_t={a_t} b_t={b_t}");
+    let ptx = sm90a(&md, &kernel, warps, stages);
+    // One instruction per m64 tile of the warps and K step of 16 (the N tile is whole).
+    let want = (bm as usize / (16 * warps as usize)).max(1) * (bk as usize / 16) * (bn as usize).div_ceil(256);
+    assert_eq!(wgmma_count(&ptx), want, "{what}: wgmma instructions\n{}", numbered(&ptx));
+    eprintln!("{what}");
+    let grid = [(m as u32).div_ceil(bm as u32) * (n as u32).div_ceil(bn as u32), 1, 1];
+    differential_stages(&md, &kernel, warps, stages, grid, &rt, None);
+}
+
+#[test]
+fn matmul_on_warpgroup_mma() {
+    let mut rng = Rng(seed());
+    // The benchmark configuration, ragged edges.
+    matmul_case(&mut rng, (200, 136, 96), (128, 128, 32), 8, 3, DType::F16, false, false);
+    // One warpgroup, 128-byte rows of A, bf16.
+    matmul_case(&mut rng, (130, 70, 100), (64, 64, 64), 4, 2, DType::BF16, false, false);
+    // Two m64 tiles per warpgroup, the widest instruction N (256, 64-byte B rows... of 512 bytes).
+    matmul_case(&mut rng, (128, 256, 48), (128, 256, 16), 4, 3, DType::F16, false, false);
+    // Four stages, 32-byte swizzle (K = 16 rows of A).
+    matmul_case(&mut rng, (64, 32, 80), (64, 32, 16), 4, 4, DType::F16, false, false);
+}
+
+#[test]
+fn matmul_operands_in_every_storage_order() {
+    let mut rng = Rng(seed());
+    for (a_t, b_t) in [(true, false), (false, true), (true, true)] {
+        matmul_case(&mut rng, (96, 80, 72), (64, 64, 32), 4, 3, DType::F16, a_t, b_t);
+        matmul_case(&mut rng, (160, 128, 64), (128, 128, 64), 8, 2, DType::BF16, a_t, b_t);
+    }
+}
+
+#[test]
+fn matmul_without_pipelining_reads_converted_tiles() {
+    // num_stages = 1: the operands are converted into swizzled tiles left in shared
+    // memory for the descriptors (no cp.async ring).
+    let mut rng = Rng(seed());
+    matmul_case(&mut rng, (100, 72, 70), (64, 64, 32), 4, 1, DType::F16, false, false);
+    matmul_case(&mut rng, (130, 130, 40), (128, 128, 16), 8, 1, DType::BF16, true, true);
+}
+
+fn attention_case(
+    rng: &mut Rng,
+    (z, h, n_ctx, d): (usize, usize, usize, usize),
+    (bm, bn): (i64, i64),
+    causal: bool,
+    warps: u32,
+) {
+    let shape = [z, h, n_ctx, d];
+    let s = [(h * n_ctx * d) as i64, (n_ctx * d) as i64, d as i64, 1];
+    let mut args = vec![
+        ("q", A::T(random(rng, DType::F16, &shape, 1.0))),
+        ("k", A::T(random(rng, DType::F16, &shape, 1.0))),
+        ("v", A::T(random(rng, DType::F16, &shape, 1.0))),
+        ("o", A::T(poisoned(DType::F16, &shape))),
+        ("sm_scale", A::F(1.0 / (d as f64).sqrt())),
+    ];
+    for t in ["q", "k", "v", "o"] {
+        let n = if t == "q" || t == "o" { "m" } else { "n" };
+        for (i, dim) in ["z", "h", n, "d"].iter().enumerate() {
+            let name: &'static str = Box::leak(format!("stride_{t}{dim}").into_boxed_str());
+            args.push((name, A::I(s[i])));
+        }
+    }
+    args.extend([
+        ("H", A::I(h as i64)),
+        ("N_CTX", A::I(n_ctx as i64)),
+        ("BLOCK_M", A::C(bm)),
+        ("BLOCK_N", A::C(bn)),
+        ("HEAD_DIM", A::C(d as i64)),
+        ("IS_CAUSAL", A::CB(causal)),
+    ]);
+    let (md, kernel, rt) = front("flash_attention.py", "attn_fwd", &args);
+    let ptx = sm90a(&md, &kernel, warps, 2);
+    // Q·Kᵀ (A = Q from shared memory) and P·V (A = P from registers), K/16 steps each.
+    let reps = (bm as usize / (16 * warps as usize)).max(1);
+    assert_eq!(wgmma_count(&ptx), reps * (d / 16 + bn as usize / 16), "wgmma instructions\n{}", numbered(&ptx));
+    assert!(
+        ptx.contains("}, %rd") && ptx.contains("}, {%r"),
+        "one dot reads A from shared memory, the other from registers"
+    );
+    let grid = [(n_ctx as u32).div_ceil(bm as u32), (z * h) as u32, 1];
+    differential_stages(&md, &kernel, warps, 2, grid, &rt, Some((2e-3, 2e-3)));
+}
+
+#[test]
+fn flash_attention_on_warpgroup_mma() {
+    let mut rng = Rng(seed());
+    attention_case(&mut rng, (1, 2, 200, 64), (128, 64), false, 8);
+    attention_case(&mut rng, (1, 1, 150, 64), (128, 64), true, 8);
+    attention_case(&mut rng, (2, 1, 100, 32), (64, 32), false, 4);
+    attention_case(&mut rng, (1, 1, 96, 16), (64, 16), true, 4);
+}
