@@ -286,9 +286,19 @@ pub fn arg_infos(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgIn
 fn code_target(backend: Backend, session: &Session) -> Result<CodeTarget, RunError> {
     Ok(match resolve_backend(backend) {
         Backend::Interp | Backend::Auto => CodeTarget::Tile,
-        Backend::Emu => CodeTarget::Emu(trident_gpu::Target::Sm80),
+        Backend::Emu => CodeTarget::Emu(emu_target()?),
         Backend::Cuda => CodeTarget::Cuda(session.cuda_target().map_err(RunError::msg)?),
     })
+}
+
+/// The architecture the emulator backend compiles for: sm_80, or the one
+/// `TRIDENT_EMU_TARGET` names (`sm_90a` runs Hopper's warpgroup-MMA code on the CPU).
+fn emu_target() -> Result<trident_gpu::Target, RunError> {
+    match std::env::var("TRIDENT_EMU_TARGET") {
+        Err(_) => Ok(trident_gpu::Target::Sm80),
+        Ok(s) => trident_gpu::Target::parse(s.trim())
+            .ok_or_else(|| RunError::msg(format!("TRIDENT_EMU_TARGET=`{s}` is not a target (sm_80, sm_90 or sm_90a)"))),
+    }
 }
 
 fn prepare(
@@ -519,7 +529,7 @@ pub(crate) fn run_raw(
             (iargs.into_iter().map(|a| a.as_tensor().cloned()).collect(), printed, samples)
         }
         Backend::Emu => {
-            let code = gpu_code(ck, CodeTarget::Emu(trident_gpu::Target::Sm80))?;
+            let code = gpu_code(ck, CodeTarget::Emu(emu_target()?))?;
             let run = crate::gpu::run_emu_code(&code, &values, grid, reps)?;
             (run.tensors, run.printed, run.samples)
         }

@@ -15,6 +15,9 @@ pub(crate) fn cases() -> Vec<Case> {
         (DType::F16, 1, 1, 40, 32, 16, 32, true, "0.17677669529663687"),
         (DType::F16, 1, 2, 33, 64, 32, 16, false, "0.125"),
         (DType::BF16, 1, 2, 24, 16, 16, 16, true, "0.25"),
+        // Hopper-sized (64-row blocks over 4 warps: warpgroup MMA on an H100).
+        (DType::F16, 1, 2, 100, 64, 64, 32, true, "0.125"),
+        (DType::F16, 1, 1, 90, 64, 64, 64, false, "0.125"),
     ];
     problems
         .into_iter()

@@ -31,6 +31,18 @@ pub(crate) fn cases() -> Vec<Case> {
         p(DType::BF16, DType::F32, (20, 40, 24), (16, 32, 16), 1, false),
     ];
     let mut cases: Vec<Case> = problems.iter().map(|pr| build(pr, "matmul_kernel")).collect();
+    // Tiles big enough for Hopper's warpgroup MMA (at least 16 rows per warp, warps in fours):
+    // on an H100 these run on `wgmma`, the ones above on `mma.sync`.
+    for (pr, warps) in [
+        (p(DType::F16, DType::F16, (130, 100, 96), (64, 64, 32), 2, false), 4),
+        (p(DType::BF16, DType::F32, (96, 72, 64), (64, 64, 32), 1, true), 4),
+        (p(DType::F16, DType::F32, (200, 136, 96), (128, 128, 32), 2, false), 8),
+    ] {
+        let mut c = build(&pr, "matmul_kernel");
+        c.name.push_str(&format!("/{}x{}x{}w{warps}", pr.blocks.0, pr.blocks.1, pr.blocks.2));
+        c.num_warps = Some(warps);
+        cases.push(c);
+    }
     // The autotuned kernel, with the smallest of its configs given explicitly.
     cases.push(build(&p(DType::F16, DType::F16, (50, 40, 70), (32, 32, 32), 4, false), "matmul_autotuned"));
     cases
