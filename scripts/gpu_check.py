@@ -126,6 +126,48 @@ def make_tensors(b):
     return t
 
 
+def check_shapes(trident):
+    """Runs every benchmark kernel (its `--quick` shapes) once with `trident run --backend cuda` on
+    inputs written from torch, and compares the output with torch's operator. The demo's catalog
+    cases are small; this checks the benchmark configurations themselves (e.g. the 128x128 matmul
+    tile on 8 warps and attention's 128-row blocks, which run on Hopper's warpgroup MMA)."""
+    import tempfile
+    import numpy as np
+    lines = []
+    for b in benches(True):
+        t = make_tensors(b)
+        d = tempfile.mkdtemp(prefix="trident-check-")
+        words = [trident, "run", "--backend", "cuda", f"{b['file']}::{b['kernel']}",
+                 "--grid", ",".join(map(str, b["grid"])), "--num-warps", str(b["warps"]),
+                 "--num-stages", str(b["stages"])]
+        out = None
+        for name, kind, dt, shape in b["tensors"]:
+            if kind == "empty":
+                words.append(f"{name}=empty:{DT[str(dt)]}:{'x'.join(map(str, shape))}")
+                out = out or name
+            else:
+                path = os.path.join(d, name + ".npy")
+                np.save(path, t[name].cpu().numpy())
+                words.append(f"{name}=@{path}")
+        words += [f"{name}={v}" for name, v in b["scalars"] + b["consts"]]
+        words += ["--save", f"{out}={os.path.join(d, 'out.npy')}"]
+        p = subprocess.run(words, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            lines.append(f"| {b['name']} | FAILED to run: {(p.stderr.strip().splitlines() or ['?'])[-1][:150]} | | |")
+            continue
+        got = np.load(os.path.join(d, "out.npy")).astype(np.float64)
+        want = b["torch"](t).float().cpu().numpy().astype(np.float64)
+        err = float(np.max(np.abs(got - want)))
+        scale = float(np.max(np.abs(want)))
+        rel = err / max(scale, 1e-30)
+        # A wrong layout or a race gives errors of the order of the values; rounding of f16
+        # outputs and f32 accumulation order give well under 1% of the largest value.
+        verdict = "ok" if rel < 1e-2 and np.isfinite(got).all() else "FAIL"
+        lines.append(f"| {b['name']} | {err:.3e} | {rel:.2e} | {verdict} |")
+        print(lines[-1], flush=True)
+    return lines
+
+
 def triton_bench(b):
     import triton
     mod = load(b["file"])
@@ -158,6 +200,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "bench/RESULTS.md"))
     ap.add_argument("--quick", action="store_true", help="smaller shapes")
     ap.add_argument("--skip-demo", action="store_true")
+    ap.add_argument("--skip-shapes", action="store_true", help="skip the benchmark-shape correctness check")
+    ap.add_argument("--skip-bench", action="store_true", help="correctness only")
     a = ap.parse_args()
     import torch
     dev = torch.cuda.get_device_name(0)
@@ -169,10 +213,17 @@ def main():
         lines.append(f"Correctness (`trident demo --backend cuda`, every catalog case vs its f64 reference): "
                      f"{summary[-1] if summary else 'did not finish: ' + p.stderr.strip()[-200:]}")
         lines.append("")
+    if not a.skip_shapes:
+        lines.append("Benchmark configurations at the `--quick` shapes, `trident run --backend cuda` against torch:")
+        lines.append("")
+        lines.append("| kernel | max abs error | / max abs value | result |")
+        lines.append("|---|---:|---:|---|")
+        lines += check_shapes(a.trident)
+        lines.append("")
     import triton
     lines.append("| kernel | Trident µs | Triton µs | torch µs | Trident | Triton | torch | Trident/Triton time |")
     lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for b in benches(a.quick):
+    for b in ([] if a.skip_bench else benches(a.quick)):
         tr, err = trident_bench(a.trident, b)
         try:
             tt = triton_bench(b)
