@@ -105,30 +105,7 @@ fn attention_case(
     causal: bool,
     warps: u32,
 ) {
-    let shape = [z, h, n_ctx, d];
-    let s = [(h * n_ctx * d) as i64, (n_ctx * d) as i64, d as i64, 1];
-    let mut args = vec![
-        ("q", A::T(random(rng, DType::F16, &shape, 1.0))),
-        ("k", A::T(random(rng, DType::F16, &shape, 1.0))),
-        ("v", A::T(random(rng, DType::F16, &shape, 1.0))),
-        ("o", A::T(poisoned(DType::F16, &shape))),
-        ("sm_scale", A::F(1.0 / (d as f64).sqrt())),
-    ];
-    for t in ["q", "k", "v", "o"] {
-        let n = if t == "q" || t == "o" { "m" } else { "n" };
-        for (i, dim) in ["z", "h", n, "d"].iter().enumerate() {
-            let name: &'static str = Box::leak(format!("stride_{t}{dim}").into_boxed_str());
-            args.push((name, A::I(s[i])));
-        }
-    }
-    args.extend([
-        ("H", A::I(h as i64)),
-        ("N_CTX", A::I(n_ctx as i64)),
-        ("BLOCK_M", A::C(bm)),
-        ("BLOCK_N", A::C(bn)),
-        ("HEAD_DIM", A::C(d as i64)),
-        ("IS_CAUSAL", A::CB(causal)),
-    ]);
+    let args = attention_args(rng, (z, h, n_ctx, d), (bm, bn), causal);
     let (md, kernel, rt) = front("flash_attention.py", "attn_fwd", &args);
     let ptx = sm90a(&md, &kernel, warps, 2);
     // Q·Kᵀ (A = Q from shared memory) and P·V (A = P from registers), K/16 steps each.

@@ -239,45 +239,7 @@ fn flash_attention() {
         (1, 1, 70, 16, 32, 16, true, 4),
         (2, 1, 40, 64, 16, 16, false, 1),
     ] {
-        let shape = [z, h, n_ctx, d];
-        let st = |_: ()| -> Vec<i64> { vec![(h * n_ctx * d) as i64, (n_ctx * d) as i64, d as i64, 1] };
-        let s = st(());
-        let mut args = vec![
-            ("q", A::T(random(&mut rng, DType::F16, &shape, 1.0))),
-            ("k", A::T(random(&mut rng, DType::F16, &shape, 1.0))),
-            ("v", A::T(random(&mut rng, DType::F16, &shape, 1.0))),
-            ("o", A::T(poisoned(DType::F16, &shape))),
-            ("sm_scale", A::F(1.0 / (d as f64).sqrt())),
-        ];
-        let names = [
-            "stride_qz",
-            "stride_qh",
-            "stride_qm",
-            "stride_qd",
-            "stride_kz",
-            "stride_kh",
-            "stride_kn",
-            "stride_kd",
-            "stride_vz",
-            "stride_vh",
-            "stride_vn",
-            "stride_vd",
-            "stride_oz",
-            "stride_oh",
-            "stride_om",
-            "stride_od",
-        ];
-        for (i, nm) in names.iter().enumerate() {
-            args.push((nm, A::I(s[i % 4])));
-        }
-        args.extend([
-            ("H", A::I(h as i64)),
-            ("N_CTX", A::I(n_ctx as i64)),
-            ("BLOCK_M", A::C(bm)),
-            ("BLOCK_N", A::C(bn)),
-            ("HEAD_DIM", A::C(d as i64)),
-            ("IS_CAUSAL", A::CB(causal)),
-        ]);
+        let args = attention_args(&mut rng, (z, h, n_ctx, d), (bm, bn), causal);
         let grid = [(n_ctx as u32).div_ceil(bm as u32), (z * h) as u32, 1];
         kernel_differential("flash_attention.py", "attn_fwd", &args, warps, grid, Some((2e-3, 2e-3)));
     }

@@ -406,3 +406,40 @@ pub fn py_differential(
     let (m, k, rt) = front_text("test.py", src, kernel, args);
     differential(&m, &k, num_warps, grid, &rt, tol);
 }
+
+/// The arguments of `kernels/flash_attention.py::attn_fwd` on contiguous (Z, H, N_CTX, D)
+/// f16 tensors of random Q, K, V and a poisoned O.
+pub fn attention_args(
+    rng: &mut Rng,
+    (z, h, n_ctx, d): (usize, usize, usize, usize),
+    (bm, bn): (i64, i64),
+    causal: bool,
+) -> Vec<(&'static str, A)> {
+    let shape = [z, h, n_ctx, d];
+    let s = [(h * n_ctx * d) as i64, (n_ctx * d) as i64, d as i64, 1];
+    let mut args = vec![
+        ("q", A::T(random(rng, DType::F16, &shape, 1.0))),
+        ("k", A::T(random(rng, DType::F16, &shape, 1.0))),
+        ("v", A::T(random(rng, DType::F16, &shape, 1.0))),
+        ("o", A::T(poisoned(DType::F16, &shape))),
+        ("sm_scale", A::F(1.0 / (d as f64).sqrt())),
+    ];
+    let strides = [
+        ["stride_qz", "stride_qh", "stride_qm", "stride_qd"],
+        ["stride_kz", "stride_kh", "stride_kn", "stride_kd"],
+        ["stride_vz", "stride_vh", "stride_vn", "stride_vd"],
+        ["stride_oz", "stride_oh", "stride_om", "stride_od"],
+    ];
+    for names in strides {
+        args.extend(names.iter().zip(s).map(|(&n, v)| (n, A::I(v))));
+    }
+    args.extend([
+        ("H", A::I(h as i64)),
+        ("N_CTX", A::I(n_ctx as i64)),
+        ("BLOCK_M", A::C(bm)),
+        ("BLOCK_N", A::C(bn)),
+        ("HEAD_DIM", A::C(d as i64)),
+        ("IS_CAUSAL", A::CB(causal)),
+    ]);
+    args
+}
