@@ -25,7 +25,7 @@ pub enum Command {
     /// trident run FILE.py::KERNEL --grid X[,Y[,Z]]|EXPR [--backend auto|interp|emu|cuda] [--num-warps N]
     ///     [--num-stages N] [--seed N] [--save NAME=PATH.npy]... NAME=VALUE...
     ///
-    /// VALUE: @PATH.npy[:DTYPE] | zeros|ones|empty|rand|randn:DTYPE:SHAPE | 42 | 0.5 | True.
+    /// VALUE: @PATH.npy[:DTYPE] | zeros|ones|empty|rand|randn:DTYPE:SHAPE | 42 | 0.5 | True | None | f16 (a dtype) | 'text' (a string constexpr).
     /// `--backend auto` runs on the GPU when a CUDA driver and device are found, else on the interpreter.
     /// EXPR: a grid computed at launch from scalar arguments and constexprs, e.g.
     /// 'cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)' for an autotuned kernel (the config picks the blocks).

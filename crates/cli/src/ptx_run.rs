@@ -115,6 +115,10 @@ fn convert(i: usize, text: &str, p: &trident_emu::ParamType, seed: u64) -> Resul
         ArgValue::Float(x) if float => Val::Bits(if p.bytes == 8 { x.to_bits() } else { (x as f32).to_bits() as u64 }),
         ArgValue::Float(_) => return Err(format!("parameter {i} is `.{ty}`: give an integer, not `{text}`")),
         ArgValue::Bool(b) => Val::Bits(b as u64),
+        ArgValue::None if p.is_pointer => Val::Null,
+        ArgValue::Str(_) | ArgValue::DType(_) | ArgValue::None => {
+            return Err(format!("parameter {i} is `.{ty}`: PTX parameters take numbers and tensors, not `{text}`"))
+        }
     })
 }
 

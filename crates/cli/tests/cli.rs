@@ -176,3 +176,112 @@ fn runtime_parameters_left_out_take_their_python_defaults() {
     // f16 * (fp32 runtime scalar) is fp32, as in Triton.
     assert!(npy::read(&out).unwrap().to_f64_vec().iter().all(|&v| v == 0.5));
 }
+
+const ACT_KERNEL: &str = r#"import triton
+import triton.language as tl
+
+
+@triton.jit
+def act(x_ptr, y_ptr, b_ptr, n, ACT: tl.constexpr, OUT_DTYPE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    if b_ptr is not None:
+        x += tl.load(b_ptr + offs, mask=m, other=0.0)
+    if ACT == "relu":
+        x = tl.maximum(x, 0.0)
+    elif ACT == "square":
+        x = x * x
+    tl.store(y_ptr + offs, x.to(OUT_DTYPE), mask=m)
+"#;
+
+/// Strings, dtypes and `None` on the command line: the compile-time values real kernels
+/// take (an activation's name, an output dtype, an absent bias pointer).
+#[test]
+fn strings_dtypes_and_none_are_compile_time_values() {
+    let src = tmp("act.py");
+    std::fs::write(&src, ACT_KERNEL).unwrap();
+    for backend in ["interp", "emu"] {
+        for (act, dtype, bias) in
+            [("'relu'", "f16", false), ("\"square\"", "tl.float32", true), ("'none'", "bf16", false)]
+        {
+            let (x, b, y) = (tmp("act-x.npy"), tmp("act-b.npy"), tmp("act-y.npy"));
+            let b_arg = if bias { "b_ptr=randn:f32:300".to_string() } else { "b_ptr=None".to_string() };
+            let mut words = vec![
+                "run".to_string(),
+                src.to_str().unwrap().to_string(),
+                "--grid".into(),
+                "3".into(),
+                "--backend".into(),
+                backend.into(),
+                "x_ptr=randn:f32:300".into(),
+                format!("y_ptr=empty:{}:300", dtype.trim_start_matches("tl.").replace("float32", "f32")),
+                b_arg,
+                "n=300".into(),
+                format!("ACT={act}"),
+                format!("OUT_DTYPE={dtype}"),
+                "BLOCK=128".into(),
+                "--save".into(),
+                format!("x_ptr={}", x.display()),
+                "--save".into(),
+                format!("y_ptr={}", y.display()),
+            ];
+            if bias {
+                words.extend(["--save".into(), format!("b_ptr={}", b.display())]);
+            }
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            let o = trident(&words);
+            assert!(o.status.success(), "{backend} {act} {dtype}: {}", stderr(&o));
+            let x = npy::read(&x).unwrap().to_f64_vec();
+            let b = if bias { npy::read(&b).unwrap().to_f64_vec() } else { vec![0.0; 300] };
+            let y = npy::read(&y).unwrap();
+            for i in 0..300 {
+                let v = (x[i] as f32 + b[i] as f32) as f64;
+                let want = match act {
+                    "'relu'" => v.max(0.0),
+                    "\"square\"" => ((v as f32) * (v as f32)) as f64,
+                    _ => v,
+                };
+                // Rounded to the output dtype, as a store of that dtype does.
+                let round = |d| trident_core::HostTensor::from_f64(d, &[1], &[want]).get_f64(0);
+                let want = match dtype {
+                    "f16" => round(trident_core::DType::F16),
+                    "bf16" => round(trident_core::DType::BF16),
+                    _ => want,
+                };
+                assert_eq!(y.get_f64(i), want, "{backend} {act} {dtype} element {i}");
+            }
+        }
+    }
+    // A string for a runtime parameter, and a malformed string, are named errors.
+    let o = trident(&[
+        "run",
+        src.to_str().unwrap(),
+        "--grid",
+        "1",
+        "x_ptr=randn:f32:8",
+        "y_ptr=empty:f32:8",
+        "b_ptr=None",
+        "n='eight'",
+        "ACT='relu'",
+        "OUT_DTYPE=f32",
+        "BLOCK=8",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("`n` is not a tl.constexpr parameter"), "{}", stderr(&o));
+    let o = trident(&[
+        "run",
+        src.to_str().unwrap(),
+        "--grid",
+        "1",
+        "x_ptr=randn:f32:8",
+        "y_ptr=empty:f32:8",
+        "b_ptr=None",
+        "n=8",
+        "ACT='relu",
+        "OUT_DTYPE=f32",
+        "BLOCK=8",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("is not a string"), "{}", stderr(&o));
+}

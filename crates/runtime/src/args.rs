@@ -15,6 +15,9 @@
 //! | `42`, `-3`, `0x1f` | an integer (Python's `int(v, 0)` syntax) |
 //! | `0.5`, `1e-05`, `inf` | a float |
 //! | `True`, `False` | a bool (`true`/`false` too) |
+//! | `None` | Python's `None`: a compile-time value for any parameter (an absent optional pointer) |
+//! | `f16`, `fp16`, `tl.float16` | a dtype, a compile-time value (for `x.to(OUT_DTYPE)`) |
+//! | `'gelu'`, `"gelu"` | a string, for `tl.constexpr` parameters (the quotes are part of VALUE: `ACT="'gelu'"` in a shell) |
 //!
 //! In `@PATH:DTYPE` the suffix after the last `:` is taken as a dtype when it
 //! contains neither `/` nor `.`; so `@x.npy:bf16` declares bf16, while
@@ -51,6 +54,12 @@ pub enum ArgValue {
     Float(f64),
     /// A bool scalar (`True`/`False`).
     Bool(bool),
+    /// A string (`'gelu'`): for `tl.constexpr` parameters only.
+    Str(String),
+    /// A dtype (`fp16`, `tl.float16`): a compile-time value, as in Triton.
+    DType(DType),
+    /// `None`: a compile-time value for any parameter (e.g. an absent bias pointer), as in Triton.
+    None,
 }
 
 impl ArgValue {
@@ -178,6 +187,12 @@ pub enum ValueSpec {
     Float(f64),
     /// `True` or `False`.
     Bool(bool),
+    /// `'text'` or `"text"`.
+    Str(String),
+    /// A dtype name: `f16`, `fp16`, `float16`, `tl.float16`.
+    DType(DType),
+    /// `None`.
+    None,
 }
 
 /// One `NAME=VALUE`, parsed.
@@ -239,6 +254,9 @@ impl ArgSpec {
             ValueSpec::Int(v) => ArgValue::Int(*v),
             ValueSpec::Float(v) => ArgValue::Float(*v),
             ValueSpec::Bool(v) => ArgValue::Bool(*v),
+            ValueSpec::Str(s) => ArgValue::Str(s.clone()),
+            ValueSpec::DType(d) => ArgValue::DType(*d),
+            ValueSpec::None => ArgValue::None,
         };
         Ok(Arg { name: self.name.clone(), text: self.text.clone(), value })
     }
@@ -375,7 +393,20 @@ pub fn parse_scalar(v: &str) -> Result<ValueSpec, String> {
     match v {
         "True" | "true" => return Ok(ValueSpec::Bool(true)),
         "False" | "false" => return Ok(ValueSpec::Bool(false)),
+        "None" => return Ok(ValueSpec::None),
         _ => {}
+    }
+    // A quoted string (the quotes survive the shell when written `NAME="'gelu'"` or `NAME=\'gelu\'`).
+    for q in ['\'', '"'] {
+        if let Some(inner) = v.strip_prefix(q) {
+            return match inner.strip_suffix(q) {
+                Some(s) if !s.contains(q) => Ok(ValueSpec::Str(s.to_string())),
+                _ => Err(format!("`{v}` is not a string: expected {q}text{q}")),
+            };
+        }
+    }
+    if let Some(d) = DType::parse(v.strip_prefix("tl.").unwrap_or(v)) {
+        return Ok(ValueSpec::DType(d));
     }
     match parse_python_int(v) {
         Some(Ok(i)) => return Ok(ValueSpec::Int(i)),
@@ -391,7 +422,7 @@ pub fn parse_scalar(v: &str) -> Result<ValueSpec, String> {
 
 fn not_a_value(v: &str) -> String {
     format!(
-        "`{v}` is not a value: expected @FILE.npy, zeros|ones|empty|rand|randn:DTYPE:SHAPE, an integer, a float, or True/False"
+        "`{v}` is not a value: expected @FILE.npy, zeros|ones|empty|rand|randn:DTYPE:SHAPE, an integer, a float, True/False, None, a dtype or a 'string'"
     )
 }
 

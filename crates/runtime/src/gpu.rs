@@ -27,7 +27,8 @@ pub fn scalar_bits(v: &ArgValue, d: DType) -> u64 {
         ArgValue::Int(x) => *x as u64,
         ArgValue::Float(x) => f(*x),
         ArgValue::Bool(b) => *b as u64,
-        ArgValue::Tensor(_) => 0,
+        // Compile-time values are folded into the code, never passed.
+        ArgValue::Tensor(_) | ArgValue::Str(_) | ArgValue::DType(_) | ArgValue::None => 0,
     }
 }
 

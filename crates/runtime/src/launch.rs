@@ -244,6 +244,9 @@ fn const_of(arg: &Arg) -> Result<ConstValue, RunError> {
         ArgValue::Int(v) => ConstValue::Int(*v as i128),
         ArgValue::Float(v) => ConstValue::Float(*v),
         ArgValue::Bool(v) => ConstValue::Bool(*v),
+        ArgValue::Str(s) => ConstValue::Str(s.clone()),
+        ArgValue::DType(d) => ConstValue::dtype(*d),
+        ArgValue::None => ConstValue::None,
         ArgValue::Tensor(_) => {
             return Err(RunError::msg(format!(
                 "`{}` is a tl.constexpr parameter: give a scalar, not a tensor",
@@ -275,6 +278,14 @@ pub fn arg_infos(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgIn
                 ArgValue::Int(v) => ArgInfo::Int(*v),
                 ArgValue::Float(v) => ArgInfo::Float(*v),
                 ArgValue::Bool(v) => ArgInfo::Bool(*v),
+                // Triton makes a dtype or None given to any parameter a compile-time value.
+                ArgValue::DType(_) | ArgValue::None => ArgInfo::Constexpr(const_of(a)?),
+                ArgValue::Str(_) => {
+                    return Err(RunError::msg(format!(
+                        "`{}` is not a tl.constexpr parameter: a string can only be given to one",
+                        a.name
+                    )))
+                }
             }
         };
         out.push((a.name.clone(), info));

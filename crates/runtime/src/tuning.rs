@@ -279,6 +279,9 @@ fn value_text(v: &ArgValue) -> String {
         ArgValue::Int(i) => i.to_string(),
         ArgValue::Float(f) => format!("{f:?}"),
         ArgValue::Bool(b) => if *b { "True" } else { "False" }.to_string(),
+        ArgValue::Str(s) => format!("{s:?}"),
+        ArgValue::DType(d) => d.name().to_string(),
+        ArgValue::None => "None".to_string(),
         ArgValue::Tensor(t) => {
             let dims: Vec<String> = t.shape.iter().map(|d| d.to_string()).collect();
             format!("{}[{}]", t.dtype.name(), dims.join("x"))
