@@ -720,6 +720,20 @@ mod tests {
     }
 
     #[test]
+    fn compile_time_values() {
+        assert_eq!(value("b=None"), ArgValue::None);
+        assert_eq!(value("ACT='gelu'"), ArgValue::Str("gelu".into()));
+        assert_eq!(value("ACT=\"tanh\""), ArgValue::Str("tanh".into()));
+        assert_eq!(value("ACT=''"), ArgValue::Str(String::new()));
+        assert_eq!(value("D=f16"), ArgValue::DType(DType::F16));
+        assert_eq!(value("D=tl.bfloat16"), ArgValue::DType(DType::BF16));
+        assert_eq!(value("D=int32"), ArgValue::DType(DType::I32));
+        for bad in ["ACT='gelu", "ACT=\"a\"b\"", "ACT=gelu", "D=tl.float17"] {
+            assert!(parse_and_materialize(bad, 0).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn generated_tensors() {
         let ArgValue::Tensor(t) = value("x=randn:f16:128x64") else { panic!() };
         assert_eq!((t.dtype, t.shape.as_slice()), (DType::F16, &[128usize, 64][..]));
