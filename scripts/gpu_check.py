@@ -97,7 +97,7 @@ DT = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16"}
 
 
 def trident_bench(trident, b):
-    words = [trident, "bench", "--json", "--warmup", "10", "--reps", "50", "--backend", "cuda",
+    words = [trident, "bench", "--json", "--flush-l2", "--warmup", "10", "--reps", "50", "--backend", "cuda",
              f"{b['file']}::{b['kernel']}", "--grid", ",".join(map(str, b["grid"])),
              "--num-warps", str(b["warps"]), "--num-stages", str(b["stages"])]
     for name, kind, dt, shape in b["tensors"]:
@@ -240,8 +240,8 @@ def main():
         lines.append(row)
     header = [f"## {datetime.date.today().isoformat()} — {dev}", "",
               f"torch {torch.__version__}, Triton {triton.__version__}; times are medians (Trident: CUDA events over 50 "
-              f"launches after 10 warm-ups; Triton and torch: `triton.testing.do_bench`, which also flushes L2 between "
-              f"runs). Same kernel source for Trident and Triton, same block sizes, num_warps and num_stages.", ""]
+              f"launches after 10 warm-ups, L2 flushed before each (`--flush-l2`); Triton and torch: "
+              f"`triton.testing.do_bench`, which flushes L2 too). Same kernel source for Trident and Triton, same block sizes, num_warps and num_stages.", ""]
     text = "\n".join(header + lines) + "\n"
     print(text)
     os.makedirs(os.path.dirname(a.out), exist_ok=True)

@@ -23,6 +23,10 @@ pub struct BenchArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// CUDA: overwrite 256 MiB before each timed launch so inputs are not in L2 (as
+    /// `triton.testing.do_bench` does); off by default.
+    #[arg(long)]
+    pub flush_l2: bool,
     /// FILE.py::KERNEL, run options and NAME=VALUE arguments, as for `trident run`.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     pub words: Vec<String>,
@@ -39,6 +43,10 @@ fn take_bench_options(a: &mut BenchArgs) -> Result<Vec<String>, String> {
         };
         if flag == "--json" {
             a.json = true;
+            continue;
+        }
+        if flag == "--flush-l2" {
+            a.flush_l2 = true;
             continue;
         }
         if !["--warmup", "--reps", "--flops", "--bytes"].contains(&flag.as_str()) {
@@ -72,6 +80,7 @@ pub fn bench(mut a: BenchArgs) -> Result<(), String> {
     opts.backend = cmd.backend;
     opts.num_warps = cmd.num_warps;
     opts.num_stages = cmd.num_stages;
+    opts.flush_l2 = a.flush_l2;
     let ck = launch::compile(&prog, kernel, &args, &opts).map_err(|e| e.text)?;
     let out = launch::run_compiled_reps(&ck, &mut args, &opts, a.warmup, a.reps).map_err(|e| e.text)?;
     let mut us: Vec<f64> = out.samples.iter().map(|d| d.as_secs_f64() * 1e6).collect();

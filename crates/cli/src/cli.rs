@@ -32,7 +32,7 @@ pub enum Command {
     Run(run_cmd::RunArgs),
     /// Compile the bundled kernels, run each on the best backend found, check it, print a table.
     Demo(demo_cmd::DemoArgs),
-    /// Time a kernel: same arguments as `run`, plus --warmup/--reps and --flops/--bytes expressions.
+    /// Time a kernel: same arguments as `run`, plus --warmup/--reps, --flops/--bytes expressions and --flush-l2.
     Bench(bench_cmd::BenchArgs),
     /// Draw a GPU-IR layout: which thread/register (or shared offset) holds each element.
     Layout(layout_cmd::LayoutArgs),

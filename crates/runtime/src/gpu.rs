@@ -187,8 +187,10 @@ impl CudaRunner {
         })
     }
 
-    /// Launches `warmup` times untimed, then `reps` times each timed with CUDA events.
-    pub fn time(&self, warmup: usize, reps: usize) -> Result<Vec<Duration>, RunError> {
+    /// Launches `warmup` times untimed, then `reps` times each timed with CUDA events;
+    /// with `flush_l2`, a 256 MiB buffer (over any GPU's L2) is overwritten before each
+    /// timed launch, outside the timed interval.
+    pub fn time(&self, warmup: usize, reps: usize, flush_l2: bool) -> Result<Vec<Duration>, RunError> {
         use trident_cuda::{Event, Param};
         let params: Vec<Param> = self
             .params
@@ -217,8 +219,14 @@ impl CudaRunner {
         for _ in 0..warmup {
             prepared.launch(&stream).map_err(cuda_err)?;
         }
+        let flush =
+            if flush_l2 { Some(trident_cuda::DeviceBuffer::alloc(dev, 256 << 20).map_err(cuda_err)?) } else { None };
         let mut samples = vec![];
         for _ in 0..reps.max(1) {
+            if let Some(f) = &flush {
+                // Ordered before the start event on the same (default) stream.
+                f.memset(0).map_err(cuda_err)?;
+            }
             start.record(&stream).map_err(cuda_err)?;
             prepared.launch(&stream).map_err(cuda_err)?;
             end.record(&stream).map_err(cuda_err)?;
@@ -267,9 +275,10 @@ pub fn run_cuda_code(
     grid: [u32; 3],
     warmup: usize,
     reps: usize,
+    flush_l2: bool,
 ) -> Result<GpuRun, RunError> {
     let runner = CudaRunner::new(code, args, grid)?;
-    let samples = runner.time(warmup, reps)?;
+    let samples = runner.time(warmup, reps, flush_l2)?;
     let tensors = runner.download()?;
     let kernel_time = samples.last().copied().unwrap_or_default();
     Ok(GpuRun { tensors, printed: String::new(), kernel_time, samples })

@@ -163,6 +163,9 @@ pub struct LaunchOptions {
     pub print_ir_after_all: bool,
     /// Where compiled kernels and tuning choices are kept; `None`: [`Session::global`].
     pub session: Option<Arc<Session>>,
+    /// CUDA timing: overwrite a buffer larger than the L2 cache before every timed launch, so
+    /// inputs come from DRAM as in a real model (what `triton.testing.do_bench` does).
+    pub flush_l2: bool,
 }
 
 impl LaunchOptions {
@@ -177,6 +180,7 @@ impl LaunchOptions {
             debug: false,
             print_ir_after_all: false,
             session: None,
+            flush_l2: false,
         }
     }
 
@@ -547,7 +551,7 @@ pub(crate) fn run_raw(
         Backend::Cuda => {
             let target = code_target(Backend::Cuda, &opts.session())?;
             let code = gpu_code(ck, target)?;
-            let run = crate::gpu::run_cuda_code(&code, &values, grid, warmup, reps)?;
+            let run = crate::gpu::run_cuda_code(&code, &values, grid, warmup, reps, opts.flush_l2)?;
             (run.tensors, run.printed, run.samples)
         }
     };

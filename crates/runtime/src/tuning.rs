@@ -395,7 +395,7 @@ impl Bench for LaunchBench<'_> {
         let t = match &self.current {
             None => return Err(TrialError::Failed("not prepared".into())),
             Some(Prepared::Cuda(_, runner)) => {
-                let s = runner.time(0, 1).map_err(|e| TrialError::Failed(e.text))?;
+                let s = runner.time(0, 1, false).map_err(|e| TrialError::Failed(e.text))?;
                 s.last().copied().unwrap_or_default()
             }
             Some(Prepared::Host(ck)) => {
