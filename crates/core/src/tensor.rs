@@ -99,11 +99,21 @@ pub fn encode_f64(dtype: DType, v: f64, out: &mut [u8]) {
         U64 => out.copy_from_slice(&(v as u64).to_le_bytes()),
         F8E4M3 => out[0] = fp8::f64_to_e4m3(v, false),
         F8E5M2 => out[0] = fp8::f64_to_e5m2(v, false),
-        F16 => out.copy_from_slice(&f16::from_f32(f64_to_f32_round_odd(v)).to_le_bytes()),
-        BF16 => out.copy_from_slice(&bf16::from_f32(f64_to_f32_round_odd(v)).to_le_bytes()),
+        F16 => out.copy_from_slice(&f64_to_f16_bits(v).to_le_bytes()),
+        BF16 => out.copy_from_slice(&f64_to_bf16_bits(v).to_le_bytes()),
         F32 => out.copy_from_slice(&(v as f32).to_le_bytes()),
         F64 => out.copy_from_slice(&v.to_le_bytes()),
     }
+}
+
+/// f64 → f16 bits, correctly rounded to nearest-even (see [`f64_to_f32_round_odd`]).
+pub fn f64_to_f16_bits(v: f64) -> u16 {
+    f16::from_f32(f64_to_f32_round_odd(v)).to_bits()
+}
+
+/// f64 → bf16 bits, correctly rounded to nearest-even (see [`f64_to_f32_round_odd`]).
+pub fn f64_to_bf16_bits(v: f64) -> u16 {
+    bf16::from_f32(f64_to_f32_round_odd(v)).to_bits()
 }
 
 /// f64 → f32 rounding to odd: truncate toward zero and set the last bit when inexact.

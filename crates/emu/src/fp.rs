@@ -155,10 +155,12 @@ pub fn small_to_f64(fmt: Small, bits: u16) -> f64 {
     }
 }
 
+/// Round to nearest-even. Not `half`'s `from_f64`: it drops the low 32 bits of the f64
+/// first, so a value just above a tie (an f32 like 158.50001526 → bf16) rounded down.
 fn small_rn(fmt: Small, x: f64) -> u16 {
     match fmt {
-        Small::F16 => f16::from_f64(x).to_bits(),
-        Small::BF16 => bf16::from_f64(x).to_bits(),
+        Small::F16 => trident_core::tensor::f64_to_f16_bits(x),
+        Small::BF16 => trident_core::tensor::f64_to_bf16_bits(x),
     }
 }
 

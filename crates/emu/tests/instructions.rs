@@ -457,6 +457,24 @@ fn conversions() {
         let want = (bf16::from_f32(f(a[l])).to_bits() as u32) << 16 | bf16::from_f32(f(b[l])).to_bits() as u32;
         assert_eq!(got[l], want);
     }
+    // Just above, at and just below the halfway points: a sticky bit far below the
+    // 16-bit format's last place must still round up (an f64 → bf16 conversion that
+    // dropped the f64's low word rounded 158.50001526 down to 158).
+    let mut t = [0u32; 32];
+    let pats =
+        [0x431E_8001u32, 0x431E_8000, 0x431F_8000, 0x431E_7FFF, 0x3F80_1001, 0x3F80_1000, 0x3F80_3000, 0xC31E_8001];
+    for l in 0..32 {
+        t[l] = pats[l % pats.len()];
+    }
+    let got = run32("cvt.rn.bf16.f32 %h1, %r1; cvt.u32.u16 %r2, %h1;", &t, &t, &[0; 32]);
+    for l in 0..32 {
+        assert_eq!(got[l], bf16::from_f32(f(t[l])).to_bits() as u32, "cvt.rn.bf16.f32 {:#x}", t[l]);
+    }
+    let got = run32("cvt.rn.f16.f32 %h1, %r1; cvt.u32.u16 %r2, %h1;", &t, &t, &[0; 32]);
+    for l in 0..32 {
+        assert_eq!(got[l], f16::from_f32(f(t[l])).to_bits() as u32, "cvt.rn.f16.f32 {:#x}", t[l]);
+    }
+    assert_eq!(bf16::from_f32(f(0x431E_8001)).to_f32(), 159.0);
     // f32 → f16 round toward zero, f16 → f32 exact.
     let got = run32("cvt.rz.f16.f32 %h1, %r1; cvt.f32.f16 %f1, %h1; mov.b32 %r2, %f1;", &a, &b, &[0; 32]);
     for l in 9..32 {

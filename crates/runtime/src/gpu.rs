@@ -18,8 +18,8 @@ use trident_gpu::{AbiType, PtxKernel, Target};
 pub fn scalar_bits(v: &ArgValue, d: DType) -> u64 {
     let f = |x: f64| match d {
         DType::F64 => x.to_bits(),
-        DType::F16 => half::f16::from_f64(x).to_bits() as u64,
-        DType::BF16 => half::bf16::from_f64(x).to_bits() as u64,
+        DType::F16 => trident_core::tensor::f64_to_f16_bits(x) as u64,
+        DType::BF16 => trident_core::tensor::f64_to_bf16_bits(x) as u64,
         _ => (x as f32).to_bits() as u64,
     };
     match v {

@@ -69,11 +69,11 @@ pub fn lit_bits(lit: Lit, ty: Ty) -> u64 {
         },
         Ty::F16 => match lit {
             Lit::Int(v) => v & 0xffff,
-            l => half::f16::from_f64(as_f64(l)).to_bits() as u64,
+            l => trident_core::tensor::f64_to_f16_bits(as_f64(l)) as u64,
         },
         Ty::BF16 => match lit {
             Lit::Int(v) => v & 0xffff,
-            l => half::bf16::from_f64(as_f64(l)).to_bits() as u64,
+            l => trident_core::tensor::f64_to_bf16_bits(as_f64(l)) as u64,
         },
         _ => match lit {
             Lit::Int(v) => v,
