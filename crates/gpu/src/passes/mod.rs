@@ -3,8 +3,9 @@
 //!
 //! Pipeline ([`gpu_pipeline`]): `gpu-assign-layouts` (axis analysis, coalescing, mma
 //! layouts, conversions), `gpu-remove-converts`, `gpu-pipeline` (cp.async multi-buffering of
-//! dot operands, `num_stages`), `gpu-alloc-shared` (checks the budget),
-//! `gpu-insert-barriers`.
+//! dot operands, `num_stages`), `gpu-sink-ranges` (recomputes `arange`s inside the loops
+//! that use them, to shorten their registers' lives), `gpu-alloc-shared` (checks the
+//! budget), `gpu-insert-barriers`.
 
 pub mod alloc_shared;
 pub mod assign_layouts;
@@ -12,6 +13,7 @@ pub mod barriers;
 pub mod coalesce;
 pub mod pipeline;
 pub mod remove_converts;
+pub mod sink_ranges;
 
 use crate::options::GpuOptions;
 use trident_ir::{Diagnostic, Function};
@@ -27,6 +29,21 @@ pub struct Pipeline(pub GpuOptions);
 pub struct AllocShared(pub GpuOptions);
 /// Inserts barriers between shared-memory users (see `barriers`).
 pub struct InsertBarriers;
+/// Recomputes `arange`s inside the loops that use them (see `sink_ranges`).
+pub struct SinkRanges;
+
+impl Pass for SinkRanges {
+    fn name(&self) -> &'static str {
+        "gpu-sink-ranges"
+    }
+
+    fn run_on_function(&self, f: &mut Function) -> Result<bool, Diagnostic> {
+        if !f.kernel {
+            return Ok(false);
+        }
+        Ok(sink_ranges::sink_ranges(f) > 0)
+    }
+}
 
 impl Pass for AssignLayouts {
     fn name(&self) -> &'static str {
@@ -100,6 +117,7 @@ pub fn gpu_passes(opts: &GpuOptions) -> Vec<Box<dyn Pass>> {
         Box::new(AssignLayouts(opts.clone())),
         Box::new(RemoveConverts),
         Box::new(Pipeline(opts.clone())),
+        Box::new(SinkRanges),
         Box::new(AllocShared(opts.clone())),
         Box::new(InsertBarriers),
     ]
