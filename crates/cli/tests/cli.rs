@@ -254,34 +254,24 @@ fn strings_dtypes_and_none_are_compile_time_values() {
         }
     }
     // A string for a runtime parameter, and a malformed string, are named errors.
-    let o = trident(&[
-        "run",
-        src.to_str().unwrap(),
-        "--grid",
-        "1",
-        "x_ptr=randn:f32:8",
-        "y_ptr=empty:f32:8",
-        "b_ptr=None",
-        "n='eight'",
-        "ACT='relu'",
-        "OUT_DTYPE=f32",
-        "BLOCK=8",
-    ]);
-    assert!(!o.status.success());
-    assert!(stderr(&o).contains("`n` is not a tl.constexpr parameter"), "{}", stderr(&o));
-    let o = trident(&[
-        "run",
-        src.to_str().unwrap(),
-        "--grid",
-        "1",
-        "x_ptr=randn:f32:8",
-        "y_ptr=empty:f32:8",
-        "b_ptr=None",
-        "n=8",
-        "ACT='relu",
-        "OUT_DTYPE=f32",
-        "BLOCK=8",
-    ]);
-    assert!(!o.status.success());
-    assert!(stderr(&o).contains("is not a string"), "{}", stderr(&o));
+    for (n, act, want) in
+        [("n='eight'", "ACT='relu'", "`n` is not a tl.constexpr parameter"), ("n=8", "ACT='relu", "is not a string")]
+    {
+        let src = src.to_str().unwrap();
+        let o = trident(&[
+            "run",
+            src,
+            "--grid",
+            "1",
+            "x_ptr=randn:f32:8",
+            "y_ptr=empty:f32:8",
+            "b_ptr=None",
+            n,
+            act,
+            "OUT_DTYPE=f32",
+            "BLOCK=8",
+        ]);
+        assert!(!o.status.success());
+        assert!(stderr(&o).contains(want), "{}", stderr(&o));
+    }
 }

@@ -33,28 +33,7 @@ fn matmul_case(
     a_t: bool,
     b_t: bool,
 ) {
-    let a = random(rng, dt, &[m * k], 1.0);
-    let b = random(rng, dt, &[k * n], 1.0);
-    let (sam, sak) = if a_t { (1, m as i64) } else { (k as i64, 1) };
-    let (sbk, sbn) = if b_t { (1, k as i64) } else { (n as i64, 1) };
-    let args = [
-        ("a", A::T(a)),
-        ("b", A::T(b)),
-        ("c", A::T(poisoned(dt, &[m, n]))),
-        ("M", A::I(m as i64)),
-        ("N", A::I(n as i64)),
-        ("K", A::I(k as i64)),
-        ("stride_am", A::I(sam)),
-        ("stride_ak", A::I(sak)),
-        ("stride_bk", A::I(sbk)),
-        ("stride_bn", A::I(sbn)),
-        ("stride_cm", A::I(n as i64)),
-        ("stride_cn", A::I(1)),
-        ("BLOCK_M", A::C(bm)),
-        ("BLOCK_N", A::C(bn)),
-        ("BLOCK_K", A::C(bk)),
-        ("GROUP_M", A::C(4)),
-    ];
+    let args = matmul_args(rng, (m, n, k), (bm, bn, bk), dt, (a_t, b_t));
     let (md, kernel, rt) = front("matmul.py", "matmul_kernel", &args);
     let what =
         format!("matmul {m}x{n}x{k} blocks {bm}x{bn}x{bk} {warps} warps {stages} stages {dt} a_t={a_t} b_t={b_t}");

@@ -127,24 +127,7 @@ fn matmul() {
         (130, 60, 40, 64, 32, 16, 2, DType::BF16),
         (48, 96, 64, 16, 32, 32, 1, DType::F16),
     ] {
-        let args = [
-            ("a", A::T(random(&mut rng, dt, &[m, k], 1.0))),
-            ("b", A::T(random(&mut rng, dt, &[k, n], 1.0))),
-            ("c", A::T(poisoned(dt, &[m, n]))),
-            ("M", A::I(m as i64)),
-            ("N", A::I(n as i64)),
-            ("K", A::I(k as i64)),
-            ("stride_am", A::I(k as i64)),
-            ("stride_ak", A::I(1)),
-            ("stride_bk", A::I(n as i64)),
-            ("stride_bn", A::I(1)),
-            ("stride_cm", A::I(n as i64)),
-            ("stride_cn", A::I(1)),
-            ("BLOCK_M", A::C(bm)),
-            ("BLOCK_N", A::C(bn)),
-            ("BLOCK_K", A::C(bk)),
-            ("GROUP_M", A::C(4)),
-        ];
+        let args = matmul_args(&mut rng, (m, n, k), (bm, bn, bk), dt, (false, false));
         let grid = [(m as u32).div_ceil(bm as u32) * (n as u32).div_ceil(bn as u32), 1, 1];
         kernel_differential("matmul.py", "matmul_kernel", &args, warps, grid, None);
     }

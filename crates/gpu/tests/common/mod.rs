@@ -443,3 +443,35 @@ pub fn attention_args(
     ]);
     args
 }
+
+/// The arguments of `kernels/matmul.py::matmul_kernel`: random A (M×K) and B (K×N) of `dt`,
+/// a poisoned C; `a_t` stores A column-major (M contiguous), `b_t` stores B column-major
+/// (K contiguous).
+pub fn matmul_args(
+    rng: &mut Rng,
+    (m, n, k): (usize, usize, usize),
+    (bm, bn, bk): (i64, i64, i64),
+    dt: DType,
+    (a_t, b_t): (bool, bool),
+) -> Vec<(&'static str, A)> {
+    let (sam, sak) = if a_t { (1, m as i64) } else { (k as i64, 1) };
+    let (sbk, sbn) = if b_t { (1, k as i64) } else { (n as i64, 1) };
+    vec![
+        ("a", A::T(random(rng, dt, &[m * k], 1.0))),
+        ("b", A::T(random(rng, dt, &[k * n], 1.0))),
+        ("c", A::T(poisoned(dt, &[m, n]))),
+        ("M", A::I(m as i64)),
+        ("N", A::I(n as i64)),
+        ("K", A::I(k as i64)),
+        ("stride_am", A::I(sam)),
+        ("stride_ak", A::I(sak)),
+        ("stride_bk", A::I(sbk)),
+        ("stride_bn", A::I(sbn)),
+        ("stride_cm", A::I(n as i64)),
+        ("stride_cn", A::I(1)),
+        ("BLOCK_M", A::C(bm)),
+        ("BLOCK_N", A::C(bn)),
+        ("BLOCK_K", A::C(bk)),
+        ("GROUP_M", A::C(4)),
+    ]
+}
