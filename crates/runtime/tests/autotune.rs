@@ -1,46 +1,16 @@
 //! The autotuner with a fake timer: choice, skips, persistence, keys, pruning, input protection.
 
+mod common;
+use common::{seed, TempDir};
 use std::collections::HashMap;
 use std::fs;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::SystemTime;
 
 use trident_runtime::autotune::{
     Autotuner, Bench, BenchPolicy, ChoiceSource, TopK, TrialError, TrialOutcome, TuneConfig, TuneError, TuneSpec,
     TuneStore, TuneValue,
 };
 use trident_runtime::rng::SplitMix64;
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "trident-autotune-test-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = fs::remove_dir_all(&p);
-        fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-fn seed() -> u64 {
-    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_nanos() as u64
-}
 
 fn block(c: &TuneConfig) -> i64 {
     match c.get("BLOCK") {

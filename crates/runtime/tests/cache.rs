@@ -1,5 +1,7 @@
 //! The compile cache: hits, misses, damaged entries, eviction, concurrent writers, memo, admin.
 
+mod common;
+use common::{seed, TempDir};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,38 +12,6 @@ use trident_runtime::cache::{
     parse_size, BuildInfo, Cache, CacheId, CacheKey, EntryData, FileStamp, MemoKey, Outcome, DEFAULT_MAX_BYTES,
 };
 use trident_runtime::rng::SplitMix64;
-
-/// A directory removed when the test ends.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "trident-cache-test-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = fs::remove_dir_all(&p);
-        fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A fresh seed per run (printed in failure messages through `Fixture`).
-fn seed() -> u64 {
-    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_nanos() as u64
-}
 
 fn random_bytes(rng: &mut SplitMix64, n: usize) -> Vec<u8> {
     (0..n).map(|_| rng.next_u64() as u8).collect()

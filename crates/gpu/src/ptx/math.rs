@@ -257,17 +257,15 @@ impl Emitter<'_> {
         res
     }
 
-    /// Natural logarithm to about one ulp: x = m 2^e with m in [sqrt(1/2), sqrt(2)),
-    /// log(m) = 2 atanh(s), s = (m-1)/(m+1), as an odd series in s.
-    fn log_acc(&mut self, x: Reg) -> Reg {
-        // Subnormals: scale up by 2^23 first.
+    /// x = m 2^e for the logarithms, with m in [sqrt(1/2), sqrt(2)): returns (m, e as f32).
+    /// Subnormals are scaled by 2^23 first (and e corrected by -23).
+    fn split_log_argument(&mut self, x: Reg) -> (Reg, Reg) {
         let sub = self.p();
         self.ins(format!("setp.lt.f32 {sub}, {x}, 0f00800000"));
-        let xs = self.f();
-        self.ins(format!("mul.f32 {xs}, {x}, 0f4B000000"));
+        let xs = self.f2("mul", x, "0f4B000000");
         let xx = self.f();
         self.ins(format!("selp.f32 {xx}, {xs}, {x}, {sub}"));
-        // Split off the exponent so that m lands in [sqrt(1/2), sqrt(2)): subtract the bits of sqrt(1/2).
+        // Subtracting the bits of sqrt(1/2) puts the exponent boundary at sqrt(1/2).
         let b = self.new_reg(RegClass::B32);
         self.ins(format!("sub.s32 {b}, {xx}, 0x3F3504F3"));
         let e = self.new_reg(RegClass::B32);
@@ -279,7 +277,13 @@ impl Emitter<'_> {
         self.ins(format!("cvt.rn.f32.s32 {ef}, {e}"));
         let adj = self.f();
         self.ins(format!("selp.f32 {adj}, 0fC1B80000, 0f00000000, {sub}"));
-        let ef2 = self.f2("add", ef, adj);
+        (mb, self.f2("add", ef, adj))
+    }
+
+    /// Natural logarithm to about one ulp: x = m 2^e with m in [sqrt(1/2), sqrt(2)),
+    /// log(m) = 2 atanh(s), s = (m-1)/(m+1), as an odd series in s.
+    fn log_acc(&mut self, x: Reg) -> Reg {
+        let (mb, ef2) = self.split_log_argument(x);
         let fm = self.f2("sub", mb, "0f3F800000");
         let den = self.f2("add", mb, "0f3F800000");
         let sv = self.f2("div.rn", fm, den);
@@ -310,23 +314,7 @@ impl Emitter<'_> {
     /// log(x) for finite positive x as hi + lo with about 2^-40 relative error
     /// (for `pow`; zero, infinity and NaN give what `log_acc` gives in hi).
     fn log_dd(&mut self, x: Reg) -> (Reg, Reg) {
-        let sub = self.p();
-        self.ins(format!("setp.lt.f32 {sub}, {x}, 0f00800000"));
-        let xs = self.f2("mul", x, "0f4B000000");
-        let xx = self.f();
-        self.ins(format!("selp.f32 {xx}, {xs}, {x}, {sub}"));
-        let b = self.new_reg(RegClass::B32);
-        self.ins(format!("sub.s32 {b}, {xx}, 0x3F3504F3"));
-        let e = self.new_reg(RegClass::B32);
-        self.ins(format!("shr.s32 {e}, {b}, 23"));
-        let mb = self.new_reg(RegClass::B32);
-        self.ins(format!("shl.b32 {mb}, {e}, 23"));
-        self.ins(format!("sub.s32 {mb}, {xx}, {mb}"));
-        let ef = self.f();
-        self.ins(format!("cvt.rn.f32.s32 {ef}, {e}"));
-        let adj = self.f();
-        self.ins(format!("selp.f32 {adj}, 0fC1B80000, 0f00000000, {sub}"));
-        let ef2 = self.f2("add", ef, adj);
+        let (mb, ef2) = self.split_log_argument(x);
         // f = m - 1 exactly; log(1+f) = f + c with c = -f^2/2 + s (f^2/2 + R), s = f/(2+f).
         let f = self.f2("sub", mb, "0f3F800000");
         let den = self.f2("add", f, "0f40000000");
