@@ -263,6 +263,26 @@ impl Emitter<'_> {
         Ok(Some(self.ldmatrix_tile(&sl, dst, &tile, bytes, addr, signed)?))
     }
 
+    /// How a thread reaches its elements of a distributed tile `l` in a shared buffer at
+    /// `addr` laid out by `sl` (shared by [`Emitter::store_tile`] and [`Emitter::load_tile`]).
+    fn smem_access(&mut self, sl: &crate::layout::SharedLinear, l: &LinearLayout, bytes: u32, addr: Reg) -> SmemAccess {
+        let offset = sl.offset_fn();
+        let to_off = |v: &[u64]| -> Vec<u64> { v.iter().map(|&b| offset(b)).collect() };
+        let thread = LinearLayout { shape: l.shape.clone(), reg: vec![], lane: to_off(&l.lane), warp: to_off(&l.warp) };
+        let ta = self.tile_addr(&thread, bytes, addr, 0);
+        let reg_offs = (0..l.num_regs() as u64).map(|r| offset(l.reg_part(r))).collect();
+        let fast = sl
+            .offset
+            .first()
+            .map_or(0, |&b| crate::layout::linear::unflatten(&sl.shape, b).iter().position(|&c| c != 0).unwrap_or(0));
+        // Widest run of consecutive elements that stays consecutive in shared memory.
+        let mut n = 1usize;
+        while n < sl.offset.len() && sl.offset[n] == sl.offset[0] << n {
+            n += 1;
+        }
+        SmemAccess { ta, reg_offs, fast, vec_elems: 1 << n }
+    }
+
     /// Stores a distributed tile into a shared buffer at `addr` laid out by `sl`, `w`
     /// elements per instruction (as many consecutive elements of the fast dim as the
     /// layout and the swizzle allow). With `cp_async`, copies from the global pointers
@@ -276,29 +296,8 @@ impl Emitter<'_> {
         addr: Reg,
         cp_async: Option<(Option<&[Reg]>, usize)>,
     ) -> Res<()> {
-        let offset = sl.offset_fn();
-        let to_off = |v: &[u64]| -> Vec<u64> { v.iter().map(|&b| offset(b)).collect() };
-        let st_l = Rc::new(LinearLayout {
-            shape: src.shape.clone(),
-            reg: vec![],
-            lane: to_off(&src.lane),
-            warp: to_off(&src.warp),
-        });
         let owner = self.owner_pred(src);
-        let mut ta = self.tile_addr(&st_l, bytes, addr, 0);
-        let reg_offs: Vec<u64> = (0..src.num_regs() as u64).map(|r| offset(src.reg_part(r))).collect();
-        // Widest run of consecutive elements that stays consecutive in shared memory.
-        let fast = sl
-            .offset
-            .first()
-            .map_or(0, |&b| crate::layout::linear::unflatten(&sl.shape, b).iter().position(|&c| c != 0).unwrap_or(0));
-        let vec_elems = {
-            let mut n = 1usize;
-            while n < sl.offset.len() && sl.offset[n] == sl.offset[0] << n {
-                n += 1;
-            }
-            1usize << n
-        };
+        let SmemAccess { mut ta, reg_offs, fast, vec_elems } = self.smem_access(sl, src, bytes, addr);
         let w = match cp_async {
             Some((_, w)) => w,
             None => aligned_run(src, fast, (src.contig_regs(fast) as usize).min(vec_elems).min((16 / bytes) as usize)),
@@ -348,27 +347,7 @@ impl Emitter<'_> {
         bytes: u32,
         addr: Reg,
     ) -> Res<Vec<Reg>> {
-        let offset = sl.offset_fn();
-        let to_off = |v: &[u64]| -> Vec<u64> { v.iter().map(|&b| offset(b)).collect() };
-        let ld_l = Rc::new(LinearLayout {
-            shape: dst.shape.clone(),
-            reg: vec![],
-            lane: to_off(&dst.lane),
-            warp: to_off(&dst.warp),
-        });
-        let mut ta = self.tile_addr(&ld_l, bytes, addr, 0);
-        let reg_offs: Vec<u64> = (0..dst.num_regs() as u64).map(|r| offset(dst.reg_part(r))).collect();
-        let fast = sl
-            .offset
-            .first()
-            .map_or(0, |&b| crate::layout::linear::unflatten(&sl.shape, b).iter().position(|&c| c != 0).unwrap_or(0));
-        let vec_elems = {
-            let mut n = 1usize;
-            while n < sl.offset.len() && sl.offset[n] == sl.offset[0] << n {
-                n += 1;
-            }
-            1usize << n
-        };
+        let SmemAccess { mut ta, reg_offs, fast, vec_elems } = self.smem_access(sl, dst, bytes, addr);
         let w = aligned_run(dst, fast, (dst.contig_regs(fast) as usize).min(vec_elems).min((16 / bytes) as usize));
         let mut out = Vec::with_capacity(dst.num_regs());
         for g in 0..dst.num_regs() / w {
@@ -1000,4 +979,16 @@ impl Emitter<'_> {
         }
         Ok(out)
     }
+}
+
+/// A thread's view of a tile in shared memory (see [`Emitter::smem_access`]).
+struct SmemAccess {
+    /// The thread's base addresses.
+    ta: super::smem_addr::TileAddr,
+    /// Element offset in the buffer of each register's element, relative to the thread's.
+    reg_offs: Vec<u64>,
+    /// The buffer's fastest-varying dim.
+    fast: usize,
+    /// How many consecutive elements of `fast` stay consecutive in memory.
+    vec_elems: usize,
 }

@@ -190,6 +190,12 @@ impl Emitter<'_> {
         let (k, r) = self.reduce_ln2(x, -104.0, 89.0);
         let p = self.poly(r, &[1.0, 1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0]);
         // k in [-150, 128]: 2^k = 2^(k/2) * 2^(k - k/2), both factors normal.
+        self.times_pow2_keeping_nan(p, k, scale, x)
+    }
+
+    /// `p * 2^k` (times 2^`scale` inside `pow2i`) as two factors 2^(k/2) and 2^(k - k/2), both
+    /// normal for k in [-150, 128]; NaN `x` passes through.
+    fn times_pow2_keeping_nan(&mut self, p: Reg, k: Reg, scale: i32, x: Reg) -> Reg {
         let kh = self.f2("mul", k, "0f3F000000");
         let k1 = self.f1("cvt.rzi.f32", kh);
         let k2 = self.f2("sub", k, k1);
@@ -215,18 +221,7 @@ impl Emitter<'_> {
         let y = self.f2("mul", r, f32_imm(std::f32::consts::LN_10));
         let p = self
             .poly(y, &[1.0, 1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5040.0, 1.0 / 40320.0]);
-        let kh = self.f2("mul", k, "0f3F000000");
-        let k1 = self.f1("cvt.rzi.f32", kh);
-        let k2 = self.f2("sub", k, k1);
-        let s1 = self.pow2i(k1, 0);
-        let s2 = self.pow2i(k2, 0);
-        let a = self.f2("mul", p, s1);
-        let out = self.f2("mul", a, s2);
-        let nan = self.p();
-        self.ins(format!("setp.nan.f32 {nan}, {x}, {x}"));
-        let r2 = self.f();
-        self.ins(format!("selp.f32 {r2}, {x}, {out}, {nan}"));
-        r2
+        self.times_pow2_keeping_nan(p, k, 0, x)
     }
 
     /// e^x - 1 without cancellation: 2^k (e^r - 1) + (2^k - 1), e^r - 1 by its Taylor series.
