@@ -117,12 +117,13 @@ pub fn compile(a: CompileArgs) -> Result<(), String> {
     };
     let files = &ck.compiled.module.files;
     let kname = &ck.compiled.kernel;
-    let gpu_ir = trident_gpu::lower_to_gpu_ir(&ck.compiled.module, kname, &gopts).map_err(|d| d.render(files))?;
+    let pipeline = trident_gpu::GpuPipeline::new(&gopts).print_ir_after_all(a.print_ir_after_all);
+    let (gpu_ir, _) = pipeline.lower(&ck.compiled.module, kname).map_err(|e| e.diagnostic.render(files))?;
     if a.emit == Emit::Ttgir {
         print_ir(&gpu_ir);
         return Ok(());
     }
-    let ptx = trident_gpu::emit_gpu_ir(&gpu_ir, kname, &gopts).map_err(|d| d.render(files))?;
+    let ptx = pipeline.emit(&gpu_ir, kname).map_err(|e| e.diagnostic.render(files))?;
     if a.emit == Emit::Ptx {
         print!("{}", ptx.ptx);
         return Ok(());

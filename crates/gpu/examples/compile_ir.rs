@@ -2,7 +2,7 @@
 //!
 //! `cargo run -p trident-gpu --example compile_ir -- FILE.tir KERNEL [NUM_WARPS] [sm_80|sm_90]`
 
-use trident_gpu::{emit_gpu_ir, lower_to_gpu_ir, GpuOptions, Target};
+use trident_gpu::{GpuOptions, Target};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -20,8 +20,7 @@ fn main() {
         target: args.get(4).and_then(|s| Target::parse(s)).unwrap_or_default(),
         ..GpuOptions::default()
     };
-    let gm = lower_to_gpu_ir(&m, &args[2], &opts).unwrap_or_else(|d| panic!("{}", d.render(&m.files)));
-    println!("{gm}");
-    let k = emit_gpu_ir(&gm, &args[2], &opts).unwrap_or_else(|d| panic!("{}", d.render(&m.files)));
-    println!("{}", k.ptx);
+    let art = trident_gpu::compile(&m, &args[2], &opts).unwrap_or_else(|e| panic!("{}", e.diagnostic.render(&m.files)));
+    println!("{}", art.gpu_ir);
+    println!("{}", art.ptx.ptx);
 }

@@ -4,7 +4,7 @@
 
 use trident_core::DType;
 use trident_front::{ArgInfo, ConstValue};
-use trident_gpu::{emit_ptx, GpuOptions, Target};
+use trident_gpu::{GpuOptions, Target};
 
 fn ptr(d: DType) -> ArgInfo {
     ArgInfo::Pointer { dtype: d, aligned16: true }
@@ -174,17 +174,16 @@ fn main() {
         let mut m = compiled.module.clone();
         trident_opt::default_tile_pipeline().run(&mut m).unwrap_or_else(|e| panic!("{}", e[0]));
         let opts = GpuOptions { target, num_warps: case.warps, num_stages: case.stages, ..Default::default() };
-        let k = match emit_ptx(&m, &compiled.kernel, &opts) {
-            Ok(k) => k,
-            Err(d) => {
-                println!("{:<34} error: {}", case.name, d.render(&m.files));
+        let art = match trident_gpu::compile(&m, &compiled.kernel, &opts) {
+            Ok(a) => a,
+            Err(e) => {
+                println!("{:<34} error: {}", case.name, e.diagnostic.render(&m.files));
                 continue;
             }
         };
+        let k = &art.ptx;
         if dump.as_deref().is_some_and(|d| case.name.starts_with(d)) {
-            if let Ok(gm) = trident_gpu::lower_to_gpu_ir(&m, &compiled.kernel, &opts) {
-                println!("{gm}");
-            }
+            println!("{}", art.gpu_ir);
             println!("{}", k.ptx);
         }
         let count = |pat: &str| k.ptx.lines().filter(|l| l.contains(pat)).count();

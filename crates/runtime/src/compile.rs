@@ -32,7 +32,7 @@ use trident_core::DType;
 use trident_front::{ArgInfo, CompileOptions, ConstValue, KernelInfo, ParamBinding};
 use trident_gpu::{AbiParam, AbiType, GpuOptions, PtxKernel, Target};
 use trident_ir::print::{print_module, PrintOptions};
-use trident_ir::{Diagnostic, Module, SourceFile};
+use trident_ir::{Module, SourceFile};
 
 use crate::autotune::TuneValue;
 use crate::cache::{BuildInfo, CacheId, CacheKey, Entry, EntryData, MemoKey, Outcome};
@@ -497,10 +497,9 @@ pub(crate) fn compile(
     unreachable!("the loop returns on its second attempt")
 }
 
-fn classify(d: Diagnostic, files: &[SourceFile]) -> CompileError {
-    // The shared-memory planner's message (trident-gpu, passes/alloc_shared.rs).
-    let out_of_resources = d.message.contains("bytes of shared memory, more than");
-    CompileError { error: RunError::from_diags(&[d], files), out_of_resources }
+fn classify(e: trident_gpu::GpuError, files: &[SourceFile]) -> CompileError {
+    let out_of_resources = e.is_out_of_resources();
+    CompileError { error: RunError::from_diags(&[*e.diagnostic], files), out_of_resources }
 }
 
 /// Compiles from source.
@@ -549,10 +548,12 @@ fn build(req: &Request, infos: &[(String, ArgInfo)]) -> Result<CompiledKernel, C
             let gopts =
                 GpuOptions { target, num_warps: req.num_warps, num_stages: req.num_stages, ..GpuOptions::default() };
             let module = &compiled.module;
-            let gm = trident_gpu::lower_to_gpu_ir(module, &compiled.kernel, &gopts)
-                .map_err(|d| classify(d, &module.files))?;
-            let ttgir = print_module(&gm, &PrintOptions::with_locs());
-            let ptx = trident_gpu::emit_gpu_ir(&gm, &compiled.kernel, &gopts).map_err(|d| classify(d, &gm.files))?;
+            let art = trident_gpu::GpuPipeline::new(&gopts)
+                .print_ir_after_all(req.print_ir_after_all)
+                .run(module, &compiled.kernel)
+                .map_err(|e| classify(e, &module.files))?;
+            let ttgir = print_module(&art.gpu_ir, &PrintOptions::with_locs());
+            let ptx = art.ptx;
             let (mut cubin, mut registers, mut spills) = (None, None, None);
             if matches!(req.target, CodeTarget::Cuda(_))
                 && trident_gpu::tools::find(trident_gpu::tools::Tool::Ptxas).is_ok()
@@ -590,11 +591,10 @@ fn build(req: &Request, infos: &[(String, ArgInfo)]) -> Result<CompiledKernel, C
 /// cached path compiles for the launch's backend from the start).
 pub(crate) fn gpu_code_uncached(ck: &CompiledKernel, target: Target) -> Result<GpuCode, RunError> {
     let gopts = GpuOptions { target, num_warps: ck.num_warps, num_stages: ck.num_stages, ..GpuOptions::default() };
-    let gm = trident_gpu::lower_to_gpu_ir(&ck.module, &ck.kernel, &gopts)
-        .map_err(|d| RunError::from_diags(&[d], &ck.module.files))?;
-    let ttgir = print_module(&gm, &PrintOptions::with_locs());
-    let ptx = trident_gpu::emit_gpu_ir(&gm, &ck.kernel, &gopts).map_err(|d| RunError::from_diags(&[d], &gm.files))?;
-    Ok(GpuCode::new(ptx, ttgir, None, None, None))
+    let art = trident_gpu::compile(&ck.module, &ck.kernel, &gopts)
+        .map_err(|e| RunError::from_diags(&[*e.diagnostic], &ck.module.files))?;
+    let ttgir = print_module(&art.gpu_ir, &PrintOptions::with_locs());
+    Ok(GpuCode::new(art.ptx, ttgir, None, None, None))
 }
 
 fn encode(ck: &CompiledKernel, prog: &KernelProgram) -> EntryData {

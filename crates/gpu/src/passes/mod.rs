@@ -1,7 +1,7 @@
 //! GPU lowering passes (tile IR → GPU IR), as `trident-opt` passes so that the pass
 //! manager can verify and dump the IR after each.
 //!
-//! Pipeline ([`gpu_pipeline`]): `gpu-assign-layouts` (axis analysis, coalescing, mma
+//! In pipeline order (declared in [`crate::pipeline::GpuPipeline::passes`]): `gpu-assign-layouts` (axis analysis, coalescing, mma
 //! layouts, conversions), `gpu-remove-converts`, `gpu-pipeline` (cp.async multi-buffering of
 //! dot operands, `num_stages`), `gpu-sink-ranges` (recomputes `arange`s inside the loops
 //! that use them, to shorten their registers' lives), `gpu-alloc-shared` (checks the
@@ -17,7 +17,7 @@ pub mod sink_ranges;
 
 use crate::options::GpuOptions;
 use trident_ir::{Diagnostic, Function};
-use trident_opt::{Pass, PassManager};
+use trident_opt::Pass;
 
 /// Lays out every tensor of each kernel (see `assign_layouts`).
 pub struct AssignLayouts(pub GpuOptions);
@@ -109,26 +109,4 @@ impl Pass for InsertBarriers {
         }
         Ok(barriers::insert_barriers(f) > 0)
     }
-}
-
-/// The GPU lowering passes, in order.
-pub fn gpu_passes(opts: &GpuOptions) -> Vec<Box<dyn Pass>> {
-    vec![
-        Box::new(AssignLayouts(opts.clone())),
-        Box::new(RemoveConverts),
-        Box::new(Pipeline(opts.clone())),
-        Box::new(SinkRanges),
-        Box::new(AllocShared(opts.clone())),
-        Box::new(InsertBarriers),
-    ]
-}
-
-/// A pass manager holding the GPU lowering passes (verifying after each; set
-/// `print_ir_after_all` on it, or add tile passes before, as needed).
-pub fn gpu_pipeline(opts: &GpuOptions) -> PassManager {
-    let mut pm = PassManager::new();
-    for p in gpu_passes(opts) {
-        pm.add(p);
-    }
-    pm
 }

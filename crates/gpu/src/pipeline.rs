@@ -1,0 +1,217 @@
+//! The GPU compile pipeline: the one place that sequences the GPU passes and emission.
+//!
+//! [`compile`] (or [`GpuPipeline::run`] for dumps) takes a module of tile IR (after the
+//! tile passes) and the name of a kernel in it, and returns [`GpuArtifacts`]: the GPU IR
+//! after every pass, the PTX with its launch facts, and statistics. The runtime, the CLI,
+//! the tests and the examples all come through here; nothing else orders GPU passes.
+//!
+//! The pass list is declared once, in [`GpuPipeline::passes`]. A pass that only some
+//! compilations want (profiling instrumentation, say) is inserted there under an option of
+//! [`GpuOptions`], so that every caller gets it the same way.
+
+use std::time::{Duration, Instant};
+
+use trident_ir::{Diagnostic, Module, OpKind};
+use trident_opt::{Pass, PassManager, PassTiming};
+
+use crate::options::GpuOptions;
+use crate::passes::{AllocShared, AssignLayouts, InsertBarriers, Pipeline, RemoveConverts, SinkRanges};
+use crate::ptx::{emit_gpu_ir, PtxKernel};
+
+/// What compiling one kernel for the GPU produces.
+#[derive(Clone, Debug)]
+pub struct GpuArtifacts {
+    /// The kernel in GPU IR (layouts on every tensor), as emission read it; a module
+    /// holding that one function (helpers inlined) and the source files.
+    pub gpu_ir: Module,
+    /// PTX and how to launch it.
+    pub ptx: PtxKernel,
+    /// Where the time went.
+    pub stats: GpuStats,
+}
+
+/// Statistics of one GPU compilation.
+#[derive(Clone, Debug, Default)]
+pub struct GpuStats {
+    /// Every pass run, in order, with its time and whether it changed the IR.
+    pub passes: Vec<PassTiming>,
+    /// Time spent emitting PTX from the GPU IR.
+    pub emit_time: Duration,
+    /// Bytes of dynamic shared memory the kernel is launched with.
+    pub shared_bytes: u32,
+}
+
+/// Why a kernel could not be compiled for the GPU.
+#[derive(Clone, Debug)]
+pub struct GpuError {
+    /// What went wrong, at the source line that caused it where there is one.
+    pub diagnostic: Box<Diagnostic>,
+    /// The kind of failure, for callers that act on it (the autotuner skips configs that
+    /// need more than the device has).
+    pub kind: GpuErrorKind,
+}
+
+/// The kinds of [`GpuError`] callers tell apart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GpuErrorKind {
+    /// The kernel needs more shared memory than the target (or the option's limit) allows.
+    OutOfSharedMemory {
+        /// Bytes the kernel needs.
+        needed: u64,
+        /// Bytes it may use.
+        limit: u64,
+    },
+    /// Anything else: an unsupported construct, an invalid option, an internal error.
+    Other,
+}
+
+impl GpuError {
+    fn other(diagnostic: Diagnostic) -> GpuError {
+        GpuError { diagnostic: Box::new(diagnostic), kind: GpuErrorKind::Other }
+    }
+
+    /// Whether the kernel asked for more of the device than it has (a config to skip, not a bug).
+    pub fn is_out_of_resources(&self) -> bool {
+        matches!(self.kind, GpuErrorKind::OutOfSharedMemory { .. })
+    }
+}
+
+impl std::fmt::Display for GpuError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.diagnostic.message)
+    }
+}
+
+impl std::error::Error for GpuError {}
+
+impl From<Diagnostic> for GpuError {
+    fn from(d: Diagnostic) -> GpuError {
+        GpuError::other(d)
+    }
+}
+
+/// The GPU pipeline for one set of options.
+#[derive(Clone, Debug)]
+pub struct GpuPipeline {
+    opts: GpuOptions,
+    print_ir_after_all: Option<bool>,
+}
+
+impl GpuPipeline {
+    /// The pipeline for `opts`. IR dumps follow `TRIDENT_DUMP_IR` unless set with
+    /// [`GpuPipeline::print_ir_after_all`].
+    pub fn new(opts: &GpuOptions) -> GpuPipeline {
+        GpuPipeline { opts: opts.clone(), print_ir_after_all: None }
+    }
+
+    /// Dump the IR to stderr after every pass (on top of `TRIDENT_DUMP_IR`).
+    pub fn print_ir_after_all(mut self, on: bool) -> GpuPipeline {
+        self.print_ir_after_all = Some(on);
+        self
+    }
+
+    /// The options it compiles with.
+    pub fn options(&self) -> &GpuOptions {
+        &self.opts
+    }
+
+    /// The GPU passes, in order: the one declaration of the pipeline.
+    pub fn passes(&self) -> Vec<Box<dyn Pass>> {
+        let o = &self.opts;
+        vec![
+            Box::new(AssignLayouts(o.clone())),
+            Box::new(RemoveConverts),
+            Box::new(Pipeline(o.clone())),
+            Box::new(SinkRanges),
+            Box::new(AllocShared(o.clone())),
+            Box::new(InsertBarriers),
+        ]
+    }
+
+    /// The names of [`GpuPipeline::passes`], in order.
+    pub fn pass_names(&self) -> Vec<&'static str> {
+        self.passes().iter().map(|p| p.name()).collect()
+    }
+
+    /// A pass manager holding [`GpuPipeline::passes`] (verifying after each).
+    pub fn pass_manager(&self) -> PassManager {
+        let mut pm = PassManager::new();
+        if let Some(on) = self.print_ir_after_all {
+            pm.print_ir_after_all |= on;
+        }
+        for p in self.passes() {
+            pm.add(p);
+        }
+        pm
+    }
+
+    /// Lowers kernel `kernel` of `m` (tile IR) to GPU IR: a module holding that kernel, its
+    /// helpers inlined, with layouts on every tensor, conversions, shared memory and
+    /// barriers, verified.
+    pub fn lower(&self, m: &Module, kernel: &str) -> Result<(Module, Vec<PassTiming>), GpuError> {
+        let f = m.func(kernel).ok_or_else(|| Diagnostic::error(format!("no kernel named `{kernel}` in the module")))?;
+        if !f.kernel {
+            return Err(Diagnostic::error(format!("`{kernel}` is not a kernel")).into());
+        }
+        let mut timings = vec![];
+        let has_calls = f.all_ops().iter().any(|&op| matches!(f.ops[op].kind, OpKind::Call { .. }));
+        let mut gm = if has_calls {
+            // Helpers must be inlined: the GPU backend compiles one function.
+            let mut all = m.clone();
+            let mut pm = PassManager::new();
+            pm.add(Box::new(trident_opt::Inline));
+            pm.run(&mut all).map_err(first)?;
+            timings.extend_from_slice(pm.timings());
+            let f =
+                all.func(kernel).cloned().ok_or_else(|| Diagnostic::error(format!("kernel `{kernel}` vanished")))?;
+            Module { funcs: vec![f], files: all.files }
+        } else {
+            Module { funcs: vec![f.clone()], files: m.files.clone() }
+        };
+        let mut pm = self.pass_manager();
+        let r = pm.run(&mut gm);
+        timings.extend_from_slice(pm.timings());
+        r.map_err(|errs| classify(first(errs), &self.opts))?;
+        Ok((gm, timings))
+    }
+
+    /// Emits PTX for `kernel` of `gm`, a module already lowered to GPU IR.
+    pub fn emit(&self, gm: &Module, kernel: &str) -> Result<PtxKernel, GpuError> {
+        emit_gpu_ir(gm, kernel, &self.opts).map_err(|d| classify(d, &self.opts))
+    }
+
+    /// Lowers and emits: the whole GPU compilation of one kernel.
+    pub fn run(&self, m: &Module, kernel: &str) -> Result<GpuArtifacts, GpuError> {
+        let (gpu_ir, passes) = self.lower(m, kernel)?;
+        let start = Instant::now();
+        let ptx = self.emit(&gpu_ir, kernel)?;
+        let stats = GpuStats { passes, emit_time: start.elapsed(), shared_bytes: ptx.shared_bytes };
+        Ok(GpuArtifacts { gpu_ir, ptx, stats })
+    }
+}
+
+/// Compiles kernel `kernel` of `m` (tile IR after the tile passes) for the GPU.
+pub fn compile(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<GpuArtifacts, GpuError> {
+    GpuPipeline::new(opts).run(m, kernel)
+}
+
+fn first(mut errs: Vec<Diagnostic>) -> Diagnostic {
+    if errs.is_empty() {
+        Diagnostic::error("internal: a pass failed without a diagnostic")
+    } else {
+        errs.swap_remove(0)
+    }
+}
+
+/// Tells an out-of-shared-memory failure from the others.
+// TODO(issue 8): the planner should return the kind itself instead of this match on its text.
+fn classify(d: Diagnostic, opts: &GpuOptions) -> GpuError {
+    if d.message.contains("bytes of shared memory, more than") {
+        let needed = d.message.split_whitespace().find_map(|w| w.parse::<u64>().ok()).unwrap_or(0);
+        return GpuError {
+            diagnostic: Box::new(d),
+            kind: GpuErrorKind::OutOfSharedMemory { needed, limit: opts.shared_limit() as u64 },
+        };
+    }
+    GpuError::other(d)
+}
