@@ -97,7 +97,7 @@ pub(crate) enum Global {
     /// conditions Trident cannot evaluate (typically version or platform checks):
     /// the message, and each path's binding (`None`: left unbound on that path).
     /// A kernel using the name gets the one binding that works in a Triton 3
-    /// environment, if exactly one does (see `L::global`).
+    /// environment, if exactly one does (see `FnLowering::global`).
     Ambiguous(String, Vec<Option<Global>>),
 }
 

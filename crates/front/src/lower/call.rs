@@ -2,7 +2,7 @@
 //! functions, Python builtins and methods.
 
 use super::val::RangeVal;
-use super::{names, Val, L, R};
+use super::{names, FnLowering, Val, R};
 use crate::globals::Mod;
 use crate::value::{compare, ConstValue, PyCmp};
 use ruff_python_ast::{self as ast, Expr};
@@ -52,7 +52,7 @@ impl Bound {
     }
 }
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     /// Binds `args` to `spec`: `"x"` required, `"x="` optional, `"*xs"` the remaining positionals,
     /// `"*"` starts keyword-only parameters.
     pub(crate) fn bind(&self, args: &Args, spec: &[&str]) -> R<Bound> {

@@ -1,7 +1,7 @@
 //! Expressions: names, constants, operators, attributes, subscripts, conditionals.
 
 use super::emit::type_str;
-use super::{names, FileId, Val, L, R};
+use super::{names, FileId, FnLowering, Val, R};
 use crate::globals::{Global, Mod};
 use crate::hosteval::{py_binop, py_cmp, tl_dtype, HostValue};
 use crate::value::{ConstValue, PyCmp};
@@ -116,7 +116,7 @@ const DTYPE_METHODS: &[&str] = &[
     "is_fp8e5",
 ];
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     pub(crate) fn expr(&mut self, e: &Expr) -> R<Val> {
         let saved = self.loc;
         self.loc = self.loc_of(e.range());

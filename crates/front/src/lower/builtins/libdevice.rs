@@ -4,7 +4,7 @@
 
 use super::super::call::Args;
 use super::super::emit::type_str;
-use super::super::{DiagExt, Val, L, R};
+use super::super::{DiagExt, FnLowering, Val, R};
 use crate::value::dtype_name;
 use trident_core::DType;
 use trident_ir::{BinaryOp, CastKind, Elem, OpKind, Rounding, Type, UnaryOp, Value};
@@ -253,7 +253,7 @@ pub(crate) fn known(name: &str) -> bool {
     table(name).is_some()
 }
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     pub(crate) fn libdevice(&mut self, name: &str, args: Args) -> R<Val> {
         let Some((lower, accepted)) = table(name) else {
             return Err(self.err(args.r, format!("libdevice function `{name}` is not supported by Trident")));

@@ -14,7 +14,7 @@ mod reduce;
 mod shape;
 
 use super::call::Args;
-use super::{Val, L, R};
+use super::{FnLowering, Val, R};
 use crate::globals::Mod;
 use crate::value::ConstValue;
 
@@ -55,7 +55,7 @@ const PRELUDE: &[&str] = &[
     "histogram",
 ];
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     pub(crate) fn call_builtin(&mut self, m: Mod, name: &str, args: Args) -> R<Val> {
         match m {
             Mod::Libdevice => return self.libdevice(name, args),
@@ -272,7 +272,7 @@ impl<'c, 'a> L<'c, 'a> {
 }
 
 /// A constant integer argument (tl.constexpr), or an error naming what is wrong.
-pub(crate) fn const_int(l: &L, v: &Val, r: ruff_text_size::TextRange, what: &str) -> R<i128> {
+pub(crate) fn const_int(l: &FnLowering, v: &Val, r: ruff_text_size::TextRange, what: &str) -> R<i128> {
     match v {
         Val::C(c) if c.as_int().is_some() && !matches!(c, ConstValue::Bool(_)) => Ok(c.as_int().unwrap_or(0)),
         Val::T(_) => {
@@ -289,7 +289,7 @@ pub(crate) fn const_int(l: &L, v: &Val, r: ruff_text_size::TextRange, what: &str
 }
 
 /// A shape argument: an int or a tuple of ints (each a power of two).
-pub(crate) fn const_shape(l: &L, v: &Val, r: ruff_text_size::TextRange) -> R<Vec<u32>> {
+pub(crate) fn const_shape(l: &FnLowering, v: &Val, r: ruff_text_size::TextRange) -> R<Vec<u32>> {
     let items = match v {
         Val::Tuple(t) => t.clone(),
         other => vec![other.clone()],
