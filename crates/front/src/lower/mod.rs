@@ -13,15 +13,14 @@ mod call;
 mod emit;
 mod expr;
 mod flow;
-pub(crate) mod names;
-mod prelude;
 mod sem;
 mod stmt;
+mod suggest;
 mod val;
 
 use crate::globals::Globals;
+use crate::kernel::resolve_def;
 use crate::kernel::KernelFile;
-use crate::scan::resolve_def;
 use crate::source::SrcRef;
 use crate::value::ConstValue;
 use crate::{ArgInfo, CompileOptions, Compiled, ParamBinding};
@@ -31,16 +30,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use trident_core::DType;
 use trident_ir::{Block, Diagnostic, Elem, Function, Loc, Module, OpKind, Type, Value};
 pub(crate) use val::{BlockPtr, FileId, FnRef, Val};
-
-/// Trident's prelude as a source file (diagnostics inside it point there).
-pub(crate) fn prelude_source_file() -> trident_ir::SourceFile {
-    prelude::prelude().source_file()
-}
-
-/// Whether `name` is a libdevice function Trident implements (for the module scanner).
-pub(crate) fn builtins_libdevice_known(name: &str) -> bool {
-    builtins::libdevice::known(name)
-}
 
 pub(crate) type R<T> = Result<T, Box<Diagnostic>>;
 
@@ -194,7 +183,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
 }
 
 fn suggest<'s>(name: &str, candidates: impl Iterator<Item = &'s str>) -> Option<String> {
-    names::closest(name, candidates).map(|c| format!("did you mean `{c}`?"))
+    suggest::closest(name, candidates).map(|c| format!("did you mean `{c}`?"))
 }
 
 /// Entry point: compiles `kernel` of `file` for the given launch arguments.
@@ -333,7 +322,7 @@ pub(crate) fn compile(
         bindings.push(b);
     }
 
-    let prelude = prelude::prelude();
+    let prelude = crate::scan::prelude();
     let mut ctx = Ctx {
         user: file,
         prelude,

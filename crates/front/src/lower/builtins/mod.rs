@@ -7,7 +7,7 @@ mod blockptr;
 mod create;
 mod debug;
 mod dot;
-pub(crate) mod libdevice;
+mod libdevice;
 mod math;
 mod memory;
 mod reduce;
@@ -15,45 +15,8 @@ mod shape;
 
 use super::call::Args;
 use super::{FnLowering, Val, R};
-use crate::globals::Mod;
+use crate::language::{prelude, Mod};
 use crate::value::ConstValue;
-
-/// `tl` functions implemented in the prelude (Triton source compiled by Trident).
-const PRELUDE: &[&str] = &[
-    "cdiv",
-    "sigmoid",
-    "softmax",
-    "sum",
-    "max",
-    "min",
-    "argmax",
-    "argmin",
-    "xor_sum",
-    "reduce_or",
-    "cumsum",
-    "cumprod",
-    "sort",
-    "topk",
-    "flip",
-    "interleave",
-    "swizzle2d",
-    "rand",
-    "randn",
-    "randint",
-    "randint4x",
-    "rand4x",
-    "randn4x",
-    "philox",
-    "philox_impl",
-    "uint_to_uniform_float",
-    "pair_uniform_to_normal",
-    "zeros_like",
-    "ravel",
-    "squeeze",
-    "unsqueeze",
-    "gather",
-    "histogram",
-];
 
 impl<'c, 'a> FnLowering<'c, 'a> {
     pub(crate) fn call_builtin(&mut self, m: Mod, name: &str, args: Args) -> R<Val> {
@@ -80,7 +43,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
             }
             _ => {}
         }
-        if PRELUDE.contains(&name) {
+        if prelude::TL_FUNCS.contains(&name) {
             return self.call_prelude(name, args);
         }
         match name {
