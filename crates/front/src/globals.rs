@@ -1,76 +1,8 @@
 //! What module-level names are bound to, as far as a kernel can see them.
 
 use crate::hosteval::HostValue;
+use crate::language::{functions, libdevice, Mod};
 use std::collections::HashMap;
-
-/// A module a kernel may refer to. Every spelling of the same Triton module
-/// (`triton.language`, `from triton import language`) maps to one variant;
-/// the CUDA and HIP `libdevice` modules are both [`Mod::Libdevice`].
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Mod {
-    /// `triton` (and `triton.runtime`, which re-exports `jit`, `autotune`, `Config`).
-    Triton,
-    /// `triton.language` (and its submodules `core`, `standard`, `random`).
-    Language,
-    /// `triton.language.math`.
-    Math,
-    /// `triton.language.extra`.
-    Extra,
-    /// `triton.language.extra.cuda` / `.hip`.
-    ExtraVendor,
-    /// `libdevice` from `triton.language.extra[.cuda|.hip]`.
-    Libdevice,
-    /// Python's `math` module: usable on compile-time constants.
-    PyMath,
-}
-
-impl Mod {
-    /// The module a dotted import path names, if it is one a kernel can use.
-    pub(crate) fn from_path(path: &str) -> Option<Mod> {
-        Some(match path {
-            "triton" | "triton.runtime" | "triton.runtime.jit" | "triton.runtime.autotuner" => Mod::Triton,
-            "triton.language" | "triton.language.core" | "triton.language.standard" | "triton.language.random" => {
-                Mod::Language
-            }
-            "triton.language.math" => Mod::Math,
-            "triton.language.extra" => Mod::Extra,
-            "triton.language.extra.cuda" | "triton.language.extra.hip" => Mod::ExtraVendor,
-            "triton.language.extra.libdevice"
-            | "triton.language.extra.cuda.libdevice"
-            | "triton.language.extra.hip.libdevice"
-            | "triton.language.libdevice"
-            | "triton.language.math.libdevice" => Mod::Libdevice,
-            "math" => Mod::PyMath,
-            _ => return None,
-        })
-    }
-
-    /// The submodule `attr` of this module, if that attribute is a module.
-    pub(crate) fn submodule(self, attr: &str) -> Option<Mod> {
-        Some(match (self, attr) {
-            (Mod::Triton, "language") => Mod::Language,
-            (Mod::Language, "math") => Mod::Math,
-            (Mod::Language, "extra") => Mod::Extra,
-            (Mod::Language, "core" | "standard" | "random") => Mod::Language,
-            (Mod::Extra, "cuda" | "hip") => Mod::ExtraVendor,
-            (Mod::Extra | Mod::ExtraVendor | Mod::Language, "libdevice") => Mod::Libdevice,
-            _ => return None,
-        })
-    }
-
-    /// How users spell the module, for messages.
-    pub(crate) fn display(self) -> &'static str {
-        match self {
-            Mod::Triton => "triton",
-            Mod::Language => "tl",
-            Mod::Math => "tl.math",
-            Mod::Extra => "tl.extra",
-            Mod::ExtraVendor => "tl.extra.cuda",
-            Mod::Libdevice => "libdevice",
-            Mod::PyMath => "math",
-        }
-    }
-}
 
 /// What a module-level name is bound to.
 #[derive(Clone, Debug, PartialEq)]
@@ -97,7 +29,7 @@ pub(crate) enum Global {
     /// conditions Trident cannot evaluate (typically version or platform checks):
     /// the message, and each path's binding (`None`: left unbound on that path).
     /// A kernel using the name gets the one binding that works in a Triton 3
-    /// environment, if exactly one does (see `L::global`).
+    /// environment, if exactly one does (see `FnLowering::global`).
     Ambiguous(String, Vec<Option<Global>>),
 }
 
@@ -108,10 +40,7 @@ impl Global {
     /// and `from triton.language.extra.libdevice import tanh` on another agree.
     pub(crate) fn canonical(&self) -> Global {
         match self {
-            Global::Attr(Mod::Math, a)
-                if !crate::lower::names::MATH_FUNCS.contains(&a.as_str())
-                    && crate::lower::builtins_libdevice_known(a) =>
-            {
+            Global::Attr(Mod::Math, a) if !functions::MATH_FUNCS.contains(&a.as_str()) && libdevice::is_known(a) => {
                 Global::Attr(Mod::Libdevice, a.clone())
             }
             Global::Value(HostValue::Func(m, a)) => Global::Attr(*m, a.clone()).canonical(),

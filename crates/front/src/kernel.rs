@@ -6,7 +6,7 @@ use crate::hosteval::{HostEval, HostValue};
 use crate::source::{LineIndex, SrcRef};
 use crate::value::ConstValue;
 use crate::ArgInfo;
-use ruff_python_ast::{Expr, ModModule};
+use ruff_python_ast::{self as ast, Expr, ModModule, Stmt};
 use ruff_text_size::TextRange;
 use std::sync::Arc;
 use trident_ir::{Diagnostic, Elem, Loc, SourceFile};
@@ -24,6 +24,18 @@ impl FileShared {
     pub(crate) fn src(&self, file: u32) -> SrcRef<'_> {
         SrcRef { file, lines: &self.lines }
     }
+}
+
+/// Where each file sits among a compilation's source files (`Loc::file`, `Module::files`, the order
+/// of [`KernelFile::source_files`]): the kernel's own file, Trident's prelude, then the project files
+/// it imports in the order of [`KernelFile::deps`]. The scanner numbers locations by it and the
+/// lowering finds files by it, so it is defined here, below both.
+pub(crate) const USER_FILE_INDEX: u32 = 0;
+pub(crate) const PRELUDE_FILE_INDEX: u32 = 1;
+
+/// The source-file index of dependency `dep` (see [`USER_FILE_INDEX`]).
+pub(crate) const fn dep_file_index(dep: u32) -> u32 {
+    2 + dep
 }
 
 /// A Python file parsed once: its syntax tree, module-level names and `@triton.jit` functions.
@@ -76,7 +88,7 @@ impl KernelFile {
     /// `Loc::file` (and of `Compiled::module.files`): this file, Trident's prelude, then the
     /// imported project files. Render diagnostics against this list.
     pub fn source_files(&self) -> Vec<SourceFile> {
-        let mut v = vec![self.source_file(), crate::lower::prelude_source_file()];
+        let mut v = vec![self.source_file(), crate::language::prelude::source_file()];
         v.extend(self.deps.iter().map(KernelFile::source_file));
         v
     }
@@ -226,4 +238,29 @@ impl KernelInfo {
         }
         Ok(out)
     }
+}
+
+/// Finds the `def` at `path` (see [`KernelInfo::path`]).
+pub(crate) fn resolve_def<'m>(body: &'m [Stmt], path: &[(u32, u32)]) -> Option<&'m ast::StmtFunctionDef> {
+    let ((i, suite), rest) = path.split_first()?;
+    let stmt = body.get(*i as usize)?;
+    if rest.is_empty() {
+        return match stmt {
+            Stmt::FunctionDef(f) => Some(f),
+            _ => None,
+        };
+    }
+    let inner: &[Stmt] = match (stmt, *suite) {
+        (Stmt::If(s), 0) => &s.body,
+        (Stmt::If(s), k) => &s.elif_else_clauses.get(k as usize - 1)?.body,
+        (Stmt::Try(t), 0) => &t.body,
+        (Stmt::Try(t), 1) => &t.orelse,
+        (Stmt::Try(t), 2) => &t.finalbody,
+        (Stmt::Try(t), k) => match t.handlers.get(k as usize - 3)? {
+            ast::ExceptHandler::ExceptHandler(h) => &h.body,
+        },
+        (Stmt::With(w), _) => &w.body,
+        _ => return None,
+    };
+    resolve_def(inner, rest)
 }

@@ -11,10 +11,31 @@
 //! The semantics follow Triton 3.x (type promotion, specialization, constexpr
 //! evaluation, control flow); see the crate README for the decisions and the
 //! experiments behind them.
+//!
+//! # Layers
+//!
+//! The modules, lowest layer first. A module may use the modules of its own layer and of the
+//! layers below it, never one above (`tests/layering.rs` reads the sources and checks this list):
+//!
+//! 1. `source`, `value` — source positions and diagnostics at syntax nodes; compile-time values
+//!    and Python's operators on them.
+//! 2. `language` — the `triton.language` API Trident knows, as data: module paths, the functions
+//!    of `tl`, `tl.math` and `libdevice`, dtype spellings, the prelude's source text.
+//! 3. `kernel`, `globals`, `hosteval` — the model of a parsed file: kernel descriptions, what
+//!    module-level names are bound to, and the evaluator of host-side Python. They use one
+//!    another (a binding can hold a host value; the evaluator calls into imported files).
+//! 4. `scan` — `parse_file`: walks a file's module-level statements to fill that model; the
+//!    parsed prelude.
+//! 5. `lower` — compiles one kernel to tile IR.
+//!
+//! The crate root sits on top (`compile` is the only way into `lower`). Its own data types
+//! (`ArgInfo`, `CompileOptions`, `ParamBinding`, `Compiled`) are the API's vocabulary, usable
+//! from any layer; everything else a module names by the module that defines it.
 
 mod globals;
 mod hosteval;
 mod kernel;
+mod language;
 mod lower;
 mod scan;
 mod source;

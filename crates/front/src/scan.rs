@@ -7,15 +7,19 @@
 //! every branch agrees. A `try` is taken to succeed (its body's bindings win),
 //! which is what happens in any environment where Triton itself is installed.
 
-use crate::globals::{Global, Globals, Mod};
-use crate::hosteval::{sig_type, tl_dtype, HostEval, HostValue};
-use crate::kernel::{Autotune, FileShared, Heuristic, KernelFile, KernelInfo, ParamInfo};
+use crate::globals::{Global, Globals};
+use crate::hosteval::{HostEval, HostValue};
+use crate::kernel::{
+    dep_file_index, resolve_def, Autotune, FileShared, Heuristic, KernelFile, KernelInfo, ParamInfo, USER_FILE_INDEX,
+};
+use crate::language::dtypes::{sig_type, tl_dtype};
+use crate::language::{prelude, Mod};
 use crate::source::{LineIndex, SrcRef};
 use crate::value::ConstValue;
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::{Ranged, TextRange};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use trident_ir::Diagnostic;
 
 /// Parses a Python source file and records its `@triton.jit` functions.
@@ -37,9 +41,23 @@ pub fn parse_file(path: &str, text: &str) -> Result<KernelFile, Diagnostic> {
         .filter(|p| p.is_file())
         .and_then(|p| p.parent().map(|d| d.to_path_buf()));
     let mut loader = Loader::default();
-    let mut file = scan_file(path, text, 0, dir, &mut loader)?;
+    let mut file = scan_file(path, text, USER_FILE_INDEX, dir, &mut loader)?;
     file.deps = loader.deps.into_iter().map(|d| d.unwrap_or_else(|| empty_file("<unreadable>"))).collect();
     Ok(file)
+}
+
+/// Trident's prelude (`language/prelude.py`), parsed once per process.
+///
+/// The cached parse lives here, with the parser, rather than next to the source text in
+/// `language` (which must stay below the scanner) or in `lower` (its only user today, but the
+/// prelude is a file like any other, and what reads files is this module).
+pub(crate) fn prelude() -> &'static KernelFile {
+    static P: OnceLock<KernelFile> = OnceLock::new();
+    P.get_or_init(|| match parse_file(prelude::PATH, prelude::SOURCE) {
+        Ok(f) => f,
+        // The prelude is part of the crate and tested to parse; fall back to an empty one regardless.
+        Err(_) => parse_file(prelude::PATH, "").unwrap_or_else(|_| unreachable!("empty source always parses")),
+    })
 }
 
 /// The most project files one kernel file may pull in through its imports.
@@ -101,31 +119,6 @@ fn imported(dep: u32, g: &Global) -> Global {
         }
         other => other.clone(),
     }
-}
-
-/// Finds the `def` at `path` (see [`KernelInfo::path`]).
-pub(crate) fn resolve_def<'m>(body: &'m [Stmt], path: &[(u32, u32)]) -> Option<&'m ast::StmtFunctionDef> {
-    let ((i, suite), rest) = path.split_first()?;
-    let stmt = body.get(*i as usize)?;
-    if rest.is_empty() {
-        return match stmt {
-            Stmt::FunctionDef(f) => Some(f),
-            _ => None,
-        };
-    }
-    let inner: &[Stmt] = match (stmt, *suite) {
-        (Stmt::If(s), 0) => &s.body,
-        (Stmt::If(s), k) => &s.elif_else_clauses.get(k as usize - 1)?.body,
-        (Stmt::Try(t), 0) => &t.body,
-        (Stmt::Try(t), 1) => &t.orelse,
-        (Stmt::Try(t), 2) => &t.finalbody,
-        (Stmt::Try(t), k) => match t.handlers.get(k as usize - 3)? {
-            ast::ExceptHandler::ExceptHandler(h) => &h.body,
-        },
-        (Stmt::With(w), _) => &w.body,
-        _ => return None,
-    };
-    resolve_def(inner, rest)
 }
 
 struct Scanner<'a, 'l> {
@@ -219,7 +212,7 @@ impl Scanner<'_, '_> {
         self.loader.by_path.insert(canon.clone(), id);
         let dir = canon.parent().map(|d| d.to_path_buf());
         let shown = canon.display().to_string();
-        let file = scan_file(&shown, &text, 2 + id, dir, self.loader).ok();
+        let file = scan_file(&shown, &text, dep_file_index(id), dir, self.loader).ok();
         self.loader.deps[id as usize] = file;
         Some(id)
     }
@@ -825,6 +818,23 @@ pub(crate) fn assigned_names(body: &[Stmt], out: &mut Vec<String>) {
                 assigned_names(&t.finalbody, out);
             }
             _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::language::prelude;
+
+    #[test]
+    fn prelude_parses_and_defines_its_functions() {
+        let f = super::parse_file(prelude::PATH, prelude::SOURCE).unwrap();
+        for name in ["sum", "max", "argmax", "sort", "flip", "rand", "randn", "philox_impl", "softmax", "cdiv"] {
+            assert!(f.kernel(name).is_some(), "prelude lacks {name}");
+        }
+        // Every `tl` function the lowering expands from the prelude is defined there.
+        for name in prelude::TL_FUNCS {
+            assert!(f.kernel(name).is_some(), "prelude lacks {name}");
         }
     }
 }

@@ -2,8 +2,8 @@
 //! functions, Python builtins and methods.
 
 use super::val::RangeVal;
-use super::{names, Val, L, R};
-use crate::globals::Mod;
+use super::{suggest, FnLowering, Val, R};
+use crate::language::Mod;
 use crate::value::{compare, ConstValue, PyCmp};
 use ruff_python_ast::{self as ast, Expr};
 use ruff_text_size::{Ranged, TextRange};
@@ -52,7 +52,7 @@ impl Bound {
     }
 }
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     /// Binds `args` to `spec`: `"x"` required, `"x="` optional, `"*xs"` the remaining positionals,
     /// `"*"` starts keyword-only parameters.
     pub(crate) fn bind(&self, args: &Args, spec: &[&str]) -> R<Bound> {
@@ -98,7 +98,7 @@ impl<'c, 'a> L<'c, 'a> {
                 _ => {
                     let mut d = self.err(a.r, format!("{}() got an unexpected keyword argument `{k}`", args.name));
                     let cands = names.iter().copied().filter(|n| !n.is_empty());
-                    if let Some(c) = names::closest(k, cands) {
+                    if let Some(c) = suggest::closest(k, cands) {
                         d.notes.push(format!("did you mean `{c}=`?"));
                     } else {
                         let valid: Vec<&str> = names.iter().copied().filter(|n| !n.is_empty()).collect();

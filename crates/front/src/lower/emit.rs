@@ -1,6 +1,6 @@
 //! Emitting ops into the current block, and type queries on IR values.
 
-use super::L;
+use super::FnLowering;
 use crate::value::dtype_name;
 use trident_core::DType;
 use trident_ir::{Const, Elem, Op, OpKind, Type, Value};
@@ -25,7 +25,7 @@ pub(crate) fn shape_str(s: &[u32]) -> String {
     format!("[{}]", dims.join(", "))
 }
 
-impl L<'_, '_> {
+impl FnLowering<'_, '_> {
     /// The location new ops get.
     pub(crate) fn cur_loc(&self) -> trident_ir::Loc {
         match &self.pin {

@@ -1,9 +1,12 @@
 //! Expressions: names, constants, operators, attributes, subscripts, conditionals.
 
 use super::emit::type_str;
-use super::{names, FileId, Val, L, R};
-use crate::globals::{Global, Mod};
-use crate::hosteval::{py_binop, py_cmp, tl_dtype, HostValue};
+use super::{suggest, FileId, FnLowering, Val, R};
+use crate::globals::Global;
+use crate::hosteval::{py_binop, py_cmp, HostValue};
+use crate::language::dtypes::tl_dtype;
+use crate::language::functions::{DTYPE_METHODS, MATH_FUNCS, TENSOR_ATTRS, TENSOR_METHODS, TL_FUNCS, TL_UNSUPPORTED};
+use crate::language::{libdevice, Mod};
 use crate::value::{ConstValue, PyCmp};
 use ruff_python_ast::{self as ast, Expr, Number};
 use ruff_text_size::{Ranged, TextRange};
@@ -28,95 +31,7 @@ pub(crate) const PY_FNS: &[&str] = &[
     "abs",
 ];
 
-/// Attributes of a tensor that are values rather than methods.
-const TENSOR_ATTRS: &[&str] = &["dtype", "shape", "T", "numel", "type", "ndim"];
-
-/// Tensor methods: each is the `tl` function of the same name with the tensor as first argument.
-pub(crate) const TENSOR_METHODS: &[&str] = &[
-    "to",
-    "cast",
-    "broadcast_to",
-    "trans",
-    "permute",
-    "split",
-    "view",
-    "reshape",
-    "expand_dims",
-    "store",
-    "atomic_cas",
-    "atomic_xchg",
-    "atomic_add",
-    "atomic_max",
-    "atomic_min",
-    "atomic_and",
-    "atomic_or",
-    "atomic_xor",
-    "exp",
-    "exp2",
-    "log",
-    "log2",
-    "cos",
-    "sin",
-    "sqrt",
-    "sqrt_rn",
-    "rsqrt",
-    "abs",
-    "erf",
-    "floor",
-    "ceil",
-    "reduce",
-    "associative_scan",
-    "cdiv",
-    "sigmoid",
-    "softmax",
-    "ravel",
-    "max",
-    "argmax",
-    "min",
-    "argmin",
-    "sum",
-    "xor_sum",
-    "reduce_or",
-    "cumsum",
-    "cumprod",
-    "sort",
-    "flip",
-    "logical_and",
-    "logical_or",
-    "item",
-    "gather",
-    "histogram",
-];
-
-const DTYPE_METHODS: &[&str] = &[
-    "is_floating",
-    "is_int",
-    "is_int_signed",
-    "is_int_unsigned",
-    "is_bool",
-    "is_ptr",
-    "is_fp8",
-    "is_fp16",
-    "is_bf16",
-    "is_fp32",
-    "is_fp64",
-    "is_int1",
-    "is_int8",
-    "is_int16",
-    "is_int32",
-    "is_int64",
-    "is_uint8",
-    "is_uint16",
-    "is_uint32",
-    "is_uint64",
-    "is_standard_floating",
-    "is_block",
-    "is_void",
-    "is_fp8e4nv",
-    "is_fp8e5",
-];
-
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     pub(crate) fn expr(&mut self, e: &Expr) -> R<Val> {
         let saved = self.loc;
         self.loc = self.loc_of(e.range());
@@ -261,7 +176,7 @@ impl<'c, 'a> L<'c, 'a> {
         let mut d = self.err(r, format!("name `{name}` is not defined"));
         let cands: Vec<&str> =
             self.fr.scope.keys().map(|s| s.as_str()).chain(globals.keys().map(|s| s.as_str())).collect();
-        if let Some(c) = names::closest(name, cands.into_iter()) {
+        if let Some(c) = suggest::closest(name, cands.into_iter()) {
             d.notes.push(format!("did you mean `{c}`?"));
         }
         if matches!(name, "tl" | "triton") {
@@ -343,37 +258,37 @@ impl<'c, 'a> L<'c, 'a> {
                     "TRITON_MAX_TENSOR_NUMEL" => return Ok(Val::int(1_048_576)),
                     _ => {}
                 }
-                if names::TL_FUNCS.contains(&a) {
+                if TL_FUNCS.contains(&a) {
                     return ok(a);
                 }
-                if names::TL_UNSUPPORTED.contains(&a) {
+                if TL_UNSUPPORTED.contains(&a) {
                     return Err(self.err(r, format!("`tl.{a}` is not supported by Trident yet")));
                 }
                 let mut d = self.err(r, format!("unknown function `tl.{a}`: triton.language has no `{a}`"));
-                if let Some(c) = names::closest(a, names::TL_FUNCS.iter().copied().filter(|n| !n.starts_with('_'))) {
+                if let Some(c) = suggest::closest(a, TL_FUNCS.iter().copied().filter(|n| !n.starts_with('_'))) {
                     d.notes.push(format!("did you mean `tl.{c}`?"));
                 }
                 Err(d)
             }
             Mod::Math => {
-                if names::MATH_FUNCS.contains(&a) {
+                if MATH_FUNCS.contains(&a) {
                     return ok(a);
                 }
-                if super::builtins::libdevice::known(a) {
+                if libdevice::is_known(a) {
                     return Ok(Val::Builtin(Mod::Libdevice, a.to_string()));
                 }
                 let mut d = self.err(r, format!("unknown function `tl.math.{a}`"));
-                if let Some(c) = names::closest(a, names::MATH_FUNCS.iter().copied()) {
+                if let Some(c) = suggest::closest(a, MATH_FUNCS.iter().copied()) {
                     d.notes.push(format!("did you mean `tl.math.{c}`?"));
                 }
                 Err(d)
             }
             Mod::Libdevice => {
-                if super::builtins::libdevice::known(a) {
+                if libdevice::is_known(a) {
                     return ok(a);
                 }
                 let mut d = self.err(r, format!("unknown or unsupported libdevice function `{a}`"));
-                if let Some(c) = names::closest(a, super::builtins::libdevice::NAMES.iter().copied()) {
+                if let Some(c) = suggest::closest(a, libdevice::FUNCS.iter().copied()) {
                     d.notes.push(format!("did you mean `libdevice.{c}`?"));
                 }
                 Err(d)
@@ -415,7 +330,7 @@ impl<'c, 'a> L<'c, 'a> {
                 _ if TENSOR_METHODS.contains(&a) => Ok(Val::Method(Box::new(Val::T(x)), a.to_string())),
                 _ => {
                     let mut d = self.err(r, format!("tensors have no attribute `{a}`"));
-                    if let Some(c) = names::closest(a, TENSOR_METHODS.iter().chain(TENSOR_ATTRS).copied()) {
+                    if let Some(c) = suggest::closest(a, TENSOR_METHODS.iter().chain(TENSOR_ATTRS).copied()) {
                         d.notes.push(format!("did you mean `.{c}`?"));
                     }
                     Err(d)
@@ -475,7 +390,7 @@ impl<'c, 'a> L<'c, 'a> {
             _ if DTYPE_METHODS.contains(&a) => Ok(Val::Method(Box::new(Val::C(ConstValue::DType(el))), a.to_string())),
             _ => {
                 let mut d = self.err(r, format!("dtype has no attribute `{a}`"));
-                if let Some(c) = names::closest(a, DTYPE_METHODS.iter().copied()) {
+                if let Some(c) = suggest::closest(a, DTYPE_METHODS.iter().copied()) {
                     d.notes.push(format!("did you mean `.{c}()`?"));
                 }
                 Err(d)

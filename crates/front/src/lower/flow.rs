@@ -11,7 +11,7 @@
 
 use super::emit::type_str;
 use super::val::RangeVal;
-use super::{Val, BRK, CONT, L, R, RET, RETVAL};
+use super::{FnLowering, Val, BRK, CONT, R, RET, RETVAL};
 use crate::scan::assigned_names;
 use crate::value::ConstValue;
 use ruff_python_ast::{self as ast, Expr, Stmt};
@@ -79,7 +79,7 @@ fn has_return(body: &[Stmt]) -> (bool, bool) {
     (any, value)
 }
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     /// Compiles a statement list, cutting or guarding what follows an early exit.
     pub(crate) fn stmts(&mut self, body: &[Stmt]) -> R<()> {
         for (i, s) in body.iter().enumerate() {

@@ -13,15 +13,14 @@ mod call;
 mod emit;
 mod expr;
 mod flow;
-pub(crate) mod names;
-mod prelude;
 mod sem;
 mod stmt;
+mod suggest;
 mod val;
 
 use crate::globals::Globals;
+use crate::kernel::resolve_def;
 use crate::kernel::KernelFile;
-use crate::scan::resolve_def;
 use crate::source::SrcRef;
 use crate::value::ConstValue;
 use crate::{ArgInfo, CompileOptions, Compiled, ParamBinding};
@@ -31,16 +30,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use trident_core::DType;
 use trident_ir::{Block, Diagnostic, Elem, Function, Loc, Module, OpKind, Type, Value};
 pub(crate) use val::{BlockPtr, FileId, FnRef, Val};
-
-/// Trident's prelude as a source file (diagnostics inside it point there).
-pub(crate) fn prelude_source_file() -> trident_ir::SourceFile {
-    prelude::prelude().source_file()
-}
-
-/// Whether `name` is a libdevice function Trident implements (for the module scanner).
-pub(crate) fn builtins_libdevice_known(name: &str) -> bool {
-    builtins::libdevice::known(name)
-}
 
 pub(crate) type R<T> = Result<T, Box<Diagnostic>>;
 
@@ -131,11 +120,23 @@ pub(crate) struct Frame<'a> {
     pub loops: u32,
 }
 
-/// Builds one IR function.
-pub(crate) struct L<'c, 'a> {
+/// The lowering of one Python function body into one IR function: the kernel, a specialized
+/// helper, or (with [`FnLowering::pin`] set) prelude code expanded in place into the caller's
+/// function. Every `tl.*` builtin, operator, statement and control-flow construct is a method
+/// on it, spread over the files of `lower/`.
+///
+/// Lifetimes: `'a` is how long the parsed files live (the user's [`KernelFile`], its project
+/// dependencies and the prelude: their syntax trees, texts and module-level names), which every
+/// frame borrows from; `'c` is the borrow of the compilation-wide [`Ctx`], shorter than `'a`
+/// because each helper's lowering reborrows it from its caller's.
+pub(crate) struct FnLowering<'c, 'a> {
+    /// State shared by every function of the compilation (specializations, helpers, prints).
     pub ctx: &'c mut Ctx<'a>,
+    /// The IR function being built.
     pub f: Function,
+    /// Where new ops are appended (a block of `f`; regions of `if`/`for`/reductions switch it).
     pub block: Block,
+    /// The Python function body being walked: its variables and source.
     pub fr: Frame<'a>,
     /// Location given to new ops.
     pub loc: Loc,
@@ -143,7 +144,7 @@ pub(crate) struct L<'c, 'a> {
     pub pin: Option<(Loc, u32, String)>,
 }
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     /// A diagnostic at `range` of the current frame's source (or at the pinned call site).
     pub(crate) fn err(&self, range: TextRange, msg: impl Into<String>) -> Box<Diagnostic> {
         Box::new(match &self.pin {
@@ -182,7 +183,7 @@ impl<'c, 'a> L<'c, 'a> {
 }
 
 fn suggest<'s>(name: &str, candidates: impl Iterator<Item = &'s str>) -> Option<String> {
-    names::closest(name, candidates).map(|c| format!("did you mean `{c}`?"))
+    suggest::closest(name, candidates).map(|c| format!("did you mean `{c}`?"))
 }
 
 /// Entry point: compiles `kernel` of `file` for the given launch arguments.
@@ -321,7 +322,7 @@ pub(crate) fn compile(
         bindings.push(b);
     }
 
-    let prelude = prelude::prelude();
+    let prelude = crate::scan::prelude();
     let mut ctx = Ctx {
         user: file,
         prelude,
@@ -360,7 +361,8 @@ pub(crate) fn compile(
         pending_constexpr: HashSet::new(),
         loops: 0,
     };
-    let mut l = L { ctx: &mut ctx, f, block: body_block, fr: frame, loc: src.loc(def.range.start()), pin: None };
+    let mut l =
+        FnLowering { ctx: &mut ctx, f, block: body_block, fr: frame, loc: src.loc(def.range.start()), pin: None };
     l.body(&def.body, def_name_range)?;
     l.emit(OpKind::Return, &[], &[]);
     let f = l.f;
@@ -377,7 +379,7 @@ pub(crate) fn compile(
     })
 }
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     /// Calls a user `@triton.jit` helper: specializes it for these arguments (once) and emits a `call`.
     /// `params` are the callee's parameters bound to argument values.
     pub(crate) fn call_helper(&mut self, fref: FnRef, params: Vec<(String, Val)>, call: TextRange) -> R<Val> {
@@ -456,7 +458,7 @@ impl<'c, 'a> L<'c, 'a> {
             loops: 0,
         };
         let loc = src.loc(def.range.start());
-        let mut sub = L { ctx: &mut *self.ctx, f, block: body_block, fr: frame, loc, pin: None };
+        let mut sub = FnLowering { ctx: &mut *self.ctx, f, block: body_block, fr: frame, loc, pin: None };
         let ret = sub.body(&def.body, def.name.range)?;
         let mut ret_vals = vec![];
         ret.flatten(&mut ret_vals);

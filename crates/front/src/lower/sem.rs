@@ -8,7 +8,7 @@
 //! included, is *strong* and promotes like C.
 
 use super::emit::{shape_str, type_str};
-use super::{Val, L, R};
+use super::{FnLowering, Val, R};
 use crate::value::{binop, compare, dtype_name, elem_name, ConstValue, PyBinOp, PyCmp};
 use ruff_text_size::TextRange;
 use trident_core::DType;
@@ -158,7 +158,7 @@ fn int_range(d: DType) -> (i128, i128) {
     }
 }
 
-/// Options of [`L::binary_operands`], as Triton's `binary_op_type_checking_impl` takes them.
+/// Options of [`FnLowering::binary_operands`], as Triton's `binary_op_type_checking_impl` takes them.
 #[derive(Copy, Clone, Default)]
 pub(crate) struct BinOpts {
     pub allow_lhs_ptr: bool,
@@ -167,7 +167,7 @@ pub(crate) struct BinOpts {
     pub div_or_mod: bool,
 }
 
-impl L<'_, '_> {
+impl FnLowering<'_, '_> {
     /// A scalar constant of type `d` holding the Python number `c` (errors when it cannot).
     pub(crate) fn const_value(&mut self, c: &ConstValue, d: DType, r: TextRange) -> R<Value> {
         let ty = Type::scalar(d);

@@ -1,11 +1,11 @@
 //! Statements: assignments, expression statements, `return`/`break`/`continue`, `assert`.
 
-use super::{Val, BRK, CONT, L, R, RET, RETVAL};
+use super::{FnLowering, Val, BRK, CONT, R, RET, RETVAL};
 use crate::value::ConstValue;
 use ruff_python_ast::{self as ast, Expr, Stmt};
 use ruff_text_size::{Ranged, TextRange};
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     pub(crate) fn stmt(&mut self, s: &Stmt) -> R<()> {
         let saved = self.loc;
         self.loc = self.loc_of(s.range());

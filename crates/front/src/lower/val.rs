@@ -1,7 +1,8 @@
 //! What an expression evaluates to while lowering: a compile-time constant, an
 //! IR value, a tuple of those, or a name of something callable.
 
-use crate::globals::Mod;
+use crate::kernel::{dep_file_index, PRELUDE_FILE_INDEX, USER_FILE_INDEX};
+use crate::language::Mod;
 use crate::value::ConstValue;
 use trident_ir::Value;
 
@@ -18,9 +19,9 @@ pub(crate) enum FileId {
 impl FileId {
     pub(crate) fn index(self) -> u32 {
         match self {
-            FileId::User => 0,
-            FileId::Prelude => 1,
-            FileId::Dep(i) => 2 + i,
+            FileId::User => USER_FILE_INDEX,
+            FileId::Prelude => PRELUDE_FILE_INDEX,
+            FileId::Dep(i) => dep_file_index(i),
         }
     }
 }

@@ -2,13 +2,13 @@
 
 use super::super::call::Args;
 use super::super::emit::type_str;
-use super::super::{Val, L, R};
+use super::super::{FnLowering, Val, R};
 use crate::value::{dtype_name, ConstValue};
 use ruff_text_size::TextRange;
 use trident_core::DType;
 use trident_ir::{BinaryOp, CastKind, Elem, MemScope, MemSem, OpKind, RmwOp, Rounding, Value};
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     fn sem_scope(&self, sem: &Val, scope: &Val, r: TextRange) -> R<(MemSem, MemScope)> {
         let s = match sem {
             Val::C(ConstValue::None) => MemSem::AcqRel,

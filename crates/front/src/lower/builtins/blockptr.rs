@@ -11,7 +11,7 @@
 
 use super::super::call::Args;
 use super::super::emit::type_str;
-use super::super::{BlockPtr, Val, L, R};
+use super::super::{BlockPtr, FnLowering, Val, R};
 use super::const_shape;
 use crate::value::{ConstValue, PyBinOp, PyCmp};
 use ruff_text_size::TextRange;
@@ -25,7 +25,7 @@ fn items(v: &Val) -> Vec<Val> {
     }
 }
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     /// An integer scalar field of a block pointer, as an IR scalar of `d`.
     fn int_field(&mut self, v: &Val, d: DType, r: TextRange, what: &str) -> R<Val> {
         let x = self.tensor_of(v, r)?;

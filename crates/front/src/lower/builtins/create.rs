@@ -1,13 +1,13 @@
 //! Values from nowhere: program ids, ranges, filled blocks, casts.
 
 use super::super::call::{dtype_of, Args};
-use super::super::{DiagExt, Val, L, R};
+use super::super::{DiagExt, FnLowering, Val, R};
 use super::{const_int, const_shape};
 use crate::value::ConstValue;
 use trident_core::DType;
 use trident_ir::{Elem, OpKind, Rounding, Type};
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     pub(super) fn program_id(&mut self, is_pid: bool, args: Args) -> R<Val> {
         let b = self.bind(&args, &["axis"])?;
         let axis = const_int(self, &b.val(0), b.range(0), "axis")?;

@@ -2,13 +2,13 @@
 
 use super::super::call::{Arg, Args};
 use super::super::emit::type_str;
-use super::super::{Val, L, R};
+use super::super::{FnLowering, Val, R};
 use crate::value::ConstValue;
 use ruff_text_size::TextRange;
 use trident_core::DType;
 use trident_ir::{Elem, OpKind};
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     pub(super) fn static_assert(&mut self, args: Args) -> R<Val> {
         if !args.kw.is_empty() || args.pos.is_empty() || args.pos.len() > 2 {
             return Err(self.err(args.r, "tl.static_assert takes one or two positional arguments"));

@@ -2,12 +2,12 @@
 
 use super::super::call::{dtype_of, Args};
 use super::super::emit::{shape_str, type_str};
-use super::super::{Val, L, R};
+use super::super::{FnLowering, Val, R};
 use crate::value::{dtype_name, ConstValue};
 use trident_core::DType;
 use trident_ir::{Const, Elem, InputPrecision, OpKind, Type};
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     pub(super) fn dot(&mut self, args: Args) -> R<Val> {
         let b = self.bind(
             &args,

@@ -4,7 +4,7 @@
 
 use super::super::call::Args;
 use super::super::emit::type_str;
-use super::super::{DiagExt, Val, L, R};
+use super::super::{DiagExt, FnLowering, Val, R};
 use crate::value::dtype_name;
 use trident_core::DType;
 use trident_ir::{BinaryOp, CastKind, Elem, OpKind, Rounding, Type, UnaryOp, Value};
@@ -37,7 +37,8 @@ const FLOATS: &[DType] = &[F32, F64];
 const F32_ONLY: &[DType] = &[F32];
 const F64_ONLY: &[DType] = &[F64];
 
-/// The lowering and accepted first-argument types of a libdevice function.
+/// The lowering and accepted first-argument types of a libdevice function. Which names a kernel
+/// can reach is decided by `language::libdevice::is_known`; the tests below keep the two in step.
 fn table(name: &str) -> Option<(Lower, &'static [DType])> {
     use Lower::*;
     use UnaryOp as U;
@@ -153,107 +154,7 @@ fn float_to_int(name: &str) -> Option<(Lower, &'static [DType])> {
     Some((Lower::Convert(to, round, Rounding::Rtne), src))
 }
 
-/// Names accepted as `libdevice.NAME` (for lookups and suggestions).
-pub(crate) const NAMES: &[&str] = &[
-    "exp",
-    "exp2",
-    "exp10",
-    "expm1",
-    "log",
-    "log2",
-    "log10",
-    "log1p",
-    "sqrt",
-    "sqrt_rn",
-    "rsqrt",
-    "rsqrt_rn",
-    "cbrt",
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "erf",
-    "erfc",
-    "floor",
-    "ceil",
-    "trunc",
-    "rint",
-    "nearbyint",
-    "round",
-    "abs",
-    "fast_expf",
-    "fast_exp10f",
-    "fast_logf",
-    "fast_log2f",
-    "fast_log10f",
-    "fast_sinf",
-    "fast_cosf",
-    "fast_tanf",
-    "isnan",
-    "isinf",
-    "signbit",
-    "finitef",
-    "isfinited",
-    "pow",
-    "fast_powf",
-    "atan2",
-    "hypot",
-    "copysign",
-    "fmod",
-    "fast_dividef",
-    "div_rn",
-    "add_rn",
-    "sub_rn",
-    "mul_rn",
-    "fmin",
-    "fmax",
-    "fma",
-    "fma_rn",
-    "rcp_rn",
-    "saturatef",
-    "popc",
-    "clz",
-    "mulhi",
-    "umulhi",
-    "float_as_int",
-    "float_as_uint",
-    "int_as_float",
-    "uint_as_float",
-    "double_as_longlong",
-    "longlong_as_double",
-    "double2float_rn",
-    "double2float_rz",
-    "int2float_rn",
-    "uint2float_rn",
-    "ll2float_rn",
-    "ull2float_rn",
-    "int2double_rn",
-    "uint2double_rn",
-    "ll2double_rn",
-    "ull2double_rn",
-    "float2int_rn",
-    "float2int_rz",
-    "float2int_rd",
-    "float2int_ru",
-    "float2uint_rz",
-    "float2ll_rz",
-    "double2int_rz",
-    "double2ll_rz",
-];
-
-pub(crate) fn known(name: &str) -> bool {
-    table(name).is_some()
-}
-
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     pub(crate) fn libdevice(&mut self, name: &str, args: Args) -> R<Val> {
         let Some((lower, accepted)) = table(name) else {
             return Err(self.err(args.r, format!("libdevice function `{name}` is not supported by Trident")));
@@ -355,5 +256,36 @@ impl<'c, 'a> L<'c, 'a> {
             }
         };
         Ok(Val::T(v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::table;
+    use crate::language::libdevice::{is_known, FUNCS};
+
+    /// Every name the scanner and the name lookup accept lowers, and every name the table lowers
+    /// is accepted: the list in `language` and this table describe the same functions.
+    #[test]
+    fn known_names_are_the_ones_the_table_lowers() {
+        let mut names: Vec<String> = FUNCS.iter().map(|s| s.to_string()).collect();
+        for from in ["float2", "double2"] {
+            for to in ["int", "uint", "ll", "ull", "float", "double", "half"] {
+                for mode in ["rn", "rz", "rd", "ru", "xx"] {
+                    names.push(format!("{from}{to}_{mode}"));
+                }
+            }
+        }
+        // The explicit arms of `table`, read from this file.
+        let src = include_str!("libdevice.rs");
+        let body = &src[src.find("fn table(").unwrap()..src.find("fn float_to_int(").unwrap()];
+        for line in body.lines().filter(|l| l.contains("=>")) {
+            let arm = line.split("=>").next().unwrap();
+            names.extend(arm.split('"').skip(1).step_by(2).map(str::to_string));
+        }
+        names.extend(["", "frobnicate", "float2", "double2int", "expf"].map(str::to_string));
+        for n in &names {
+            assert_eq!(is_known(n), table(n).is_some(), "libdevice name `{n}`");
+        }
     }
 }

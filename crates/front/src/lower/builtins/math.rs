@@ -3,7 +3,7 @@
 use super::super::call::Args;
 use super::super::emit::type_str;
 use super::super::sem::{computation_type, const_type};
-use super::super::{DiagExt, Val, L, R};
+use super::super::{DiagExt, FnLowering, Val, R};
 use crate::value::{dtype_name, ConstValue};
 use ruff_text_size::TextRange;
 use trident_core::DType;
@@ -13,7 +13,7 @@ fn propagate_all(v: &Val) -> bool {
     matches!(v, Val::C(ConstValue::Str(s)) if s.ends_with("ALL"))
 }
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     pub(super) fn min_max_builtin(&mut self, is_max: bool, args: Args) -> R<Val> {
         let b = self.bind(&args, &["x", "y", "propagate_nan="])?;
         self.min_max(is_max, &b.val(0), &b.val(1), propagate_all(&b.val(2)), args.r)

@@ -2,7 +2,7 @@
 
 use super::super::call::{Args, Bound};
 use super::super::emit::type_str;
-use super::super::{Val, L, R};
+use super::super::{FnLowering, Val, R};
 use crate::value::ConstValue;
 use ruff_text_size::TextRange;
 use trident_core::DType;
@@ -16,7 +16,7 @@ fn str_arg(v: &Val) -> Option<String> {
     }
 }
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     fn cache_modifier(&self, b: &Bound, i: usize, load: bool) -> R<CacheModifier> {
         let s = str_arg(&b.val(i)).ok_or_else(|| self.err(b.range(i), "cache_modifier must be a string"))?;
         Ok(match (s.as_str(), load) {

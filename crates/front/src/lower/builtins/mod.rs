@@ -7,55 +7,18 @@ mod blockptr;
 mod create;
 mod debug;
 mod dot;
-pub(crate) mod libdevice;
+mod libdevice;
 mod math;
 mod memory;
 mod reduce;
 mod shape;
 
 use super::call::Args;
-use super::{Val, L, R};
-use crate::globals::Mod;
+use super::{FnLowering, Val, R};
+use crate::language::{prelude, Mod};
 use crate::value::ConstValue;
 
-/// `tl` functions implemented in the prelude (Triton source compiled by Trident).
-const PRELUDE: &[&str] = &[
-    "cdiv",
-    "sigmoid",
-    "softmax",
-    "sum",
-    "max",
-    "min",
-    "argmax",
-    "argmin",
-    "xor_sum",
-    "reduce_or",
-    "cumsum",
-    "cumprod",
-    "sort",
-    "topk",
-    "flip",
-    "interleave",
-    "swizzle2d",
-    "rand",
-    "randn",
-    "randint",
-    "randint4x",
-    "rand4x",
-    "randn4x",
-    "philox",
-    "philox_impl",
-    "uint_to_uniform_float",
-    "pair_uniform_to_normal",
-    "zeros_like",
-    "ravel",
-    "squeeze",
-    "unsqueeze",
-    "gather",
-    "histogram",
-];
-
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     pub(crate) fn call_builtin(&mut self, m: Mod, name: &str, args: Args) -> R<Val> {
         match m {
             Mod::Libdevice => return self.libdevice(name, args),
@@ -80,7 +43,7 @@ impl<'c, 'a> L<'c, 'a> {
             }
             _ => {}
         }
-        if PRELUDE.contains(&name) {
+        if prelude::TL_FUNCS.contains(&name) {
             return self.call_prelude(name, args);
         }
         match name {
@@ -272,7 +235,7 @@ impl<'c, 'a> L<'c, 'a> {
 }
 
 /// A constant integer argument (tl.constexpr), or an error naming what is wrong.
-pub(crate) fn const_int(l: &L, v: &Val, r: ruff_text_size::TextRange, what: &str) -> R<i128> {
+pub(crate) fn const_int(l: &FnLowering, v: &Val, r: ruff_text_size::TextRange, what: &str) -> R<i128> {
     match v {
         Val::C(c) if c.as_int().is_some() && !matches!(c, ConstValue::Bool(_)) => Ok(c.as_int().unwrap_or(0)),
         Val::T(_) => {
@@ -289,7 +252,7 @@ pub(crate) fn const_int(l: &L, v: &Val, r: ruff_text_size::TextRange, what: &str
 }
 
 /// A shape argument: an int or a tuple of ints (each a power of two).
-pub(crate) fn const_shape(l: &L, v: &Val, r: ruff_text_size::TextRange) -> R<Vec<u32>> {
+pub(crate) fn const_shape(l: &FnLowering, v: &Val, r: ruff_text_size::TextRange) -> R<Vec<u32>> {
     let items = match v {
         Val::Tuple(t) => t.clone(),
         other => vec![other.clone()],

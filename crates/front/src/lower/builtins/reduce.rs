@@ -2,12 +2,12 @@
 
 use super::super::call::{Arg, Args};
 use super::super::emit::type_str;
-use super::super::{Val, L, R};
+use super::super::{FnLowering, Val, R};
 use ruff_text_size::TextRange;
 use trident_core::DType;
 use trident_ir::{OpKind, Type, Value};
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     /// The inputs of a reduce/scan: one tensor or a tuple of same-shape tensors.
     fn combine_inputs(&mut self, v: &Val, r: TextRange) -> R<(Vec<Value>, bool)> {
         let (items, is_tuple) = match v {

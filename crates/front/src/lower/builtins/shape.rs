@@ -2,7 +2,7 @@
 
 use super::super::call::Args;
 use super::super::emit::{shape_str, type_str};
-use super::super::{Val, L, R};
+use super::super::{FnLowering, Val, R};
 use super::{const_int, const_shape};
 use trident_ir::{OpKind, Type, Value};
 
@@ -16,7 +16,7 @@ fn dims_arg(rest: &[super::super::call::Arg]) -> Val {
     Val::Tuple(rest.iter().map(|a| a.v.clone()).collect())
 }
 
-fn wrap_axis(l: &L, axis: i128, ndim: usize, r: ruff_text_size::TextRange) -> R<u32> {
+fn wrap_axis(l: &FnLowering, axis: i128, ndim: usize, r: ruff_text_size::TextRange) -> R<u32> {
     let n = ndim as i128;
     if !(-n <= axis && axis < n) {
         return Err(l.err(r, format!("invalid axis {axis}: expected {} <= axis < {n}", -n)));
@@ -24,7 +24,7 @@ fn wrap_axis(l: &L, axis: i128, ndim: usize, r: ruff_text_size::TextRange) -> R<
     Ok(if axis < 0 { axis + n } else { axis } as u32)
 }
 
-impl<'c, 'a> L<'c, 'a> {
+impl<'c, 'a> FnLowering<'c, 'a> {
     fn block_arg(&mut self, v: &Val, r: ruff_text_size::TextRange, what: &str) -> R<Value> {
         let x = self.tensor_of(v, r)?;
         if !self.is_block(x) {

@@ -1,4 +1,6 @@
-//! Names of the `triton.language` API Trident knows, for lookups and "did you mean" hints.
+//! The functions of `triton.language` (and `tl.math`) Trident implements, the ones it knows but
+//! does not, and the attributes and methods of tensors and dtypes. The scanner uses them to tell
+//! equivalent bindings apart, the lowering to resolve names and to suggest close ones.
 
 /// Functions and classes of `triton.language` that Trident implements.
 pub(crate) const TL_FUNCS: &[&str] = &[
@@ -131,55 +133,98 @@ pub(crate) const TL_UNSUPPORTED: &[&str] = &[
     "expect_zero",
 ];
 
-/// `triton.language.math` functions (the rest of `tl.math.*` falls back to libdevice's table).
+/// `triton.language.math` functions (the rest of `tl.math.*` falls back to libdevice: see
+/// [`super::libdevice::is_known`]).
 pub(crate) const MATH_FUNCS: &[&str] = &[
     "umulhi", "exp", "exp2", "log", "log2", "cos", "sin", "sqrt", "sqrt_rn", "rsqrt", "abs", "fdiv", "div_rn", "erf",
     "floor", "ceil", "fma", "cdiv", "sigmoid", "softmax", "maximum", "minimum", "clamp",
 ];
 
-/// Edit distance between two short names.
-fn distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for i in 1..=a.len() {
-        cur[0] = i;
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
-}
+/// Attributes of a tensor that are values rather than methods.
+pub(crate) const TENSOR_ATTRS: &[&str] = &["dtype", "shape", "T", "numel", "type", "ndim"];
 
-/// The candidate closest to `name`, if it is close enough to be a plausible typo.
-pub(crate) fn closest<'s>(name: &str, candidates: impl Iterator<Item = &'s str>) -> Option<&'s str> {
-    let lname = name.to_ascii_lowercase();
-    let mut best: Option<(usize, &str)> = None;
-    for c in candidates {
-        if c.starts_with('%') {
-            continue;
-        }
-        let d = distance(&lname, &c.to_ascii_lowercase());
-        let limit = (name.len().max(c.len()) / 3).max(1);
-        if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
-            best = Some((d, c));
-        }
-    }
-    best.map(|(_, c)| c)
-}
+/// Tensor methods: each is the `tl` function of the same name with the tensor as first argument.
+pub(crate) const TENSOR_METHODS: &[&str] = &[
+    "to",
+    "cast",
+    "broadcast_to",
+    "trans",
+    "permute",
+    "split",
+    "view",
+    "reshape",
+    "expand_dims",
+    "store",
+    "atomic_cas",
+    "atomic_xchg",
+    "atomic_add",
+    "atomic_max",
+    "atomic_min",
+    "atomic_and",
+    "atomic_or",
+    "atomic_xor",
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "cos",
+    "sin",
+    "sqrt",
+    "sqrt_rn",
+    "rsqrt",
+    "abs",
+    "erf",
+    "floor",
+    "ceil",
+    "reduce",
+    "associative_scan",
+    "cdiv",
+    "sigmoid",
+    "softmax",
+    "ravel",
+    "max",
+    "argmax",
+    "min",
+    "argmin",
+    "sum",
+    "xor_sum",
+    "reduce_or",
+    "cumsum",
+    "cumprod",
+    "sort",
+    "flip",
+    "logical_and",
+    "logical_or",
+    "item",
+    "gather",
+    "histogram",
+];
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn suggests_close_names_only() {
-        assert_eq!(closest("arang", TL_FUNCS.iter().copied()), Some("arange"));
-        assert_eq!(closest("progam_id", TL_FUNCS.iter().copied()), Some("program_id"));
-        assert_eq!(closest("atomic_ad", TL_FUNCS.iter().copied()), Some("atomic_add"));
-        assert_eq!(closest("frobnicate", TL_FUNCS.iter().copied()), None);
-    }
-}
+/// Methods of dtype objects (`x.dtype.is_floating()`).
+pub(crate) const DTYPE_METHODS: &[&str] = &[
+    "is_floating",
+    "is_int",
+    "is_int_signed",
+    "is_int_unsigned",
+    "is_bool",
+    "is_ptr",
+    "is_fp8",
+    "is_fp16",
+    "is_bf16",
+    "is_fp32",
+    "is_fp64",
+    "is_int1",
+    "is_int8",
+    "is_int16",
+    "is_int32",
+    "is_int64",
+    "is_uint8",
+    "is_uint16",
+    "is_uint32",
+    "is_uint64",
+    "is_standard_floating",
+    "is_block",
+    "is_void",
+    "is_fp8e4nv",
+    "is_fp8e5",
+];

@@ -1,0 +1,70 @@
+//! The Triton modules (and Python's `math`) a kernel may name, by every import path that reaches them.
+
+/// A module a kernel may refer to. Every spelling of the same Triton module
+/// (`triton.language`, `from triton import language`) maps to one variant;
+/// the CUDA and HIP `libdevice` modules are both [`Mod::Libdevice`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Mod {
+    /// `triton` (and `triton.runtime`, which re-exports `jit`, `autotune`, `Config`).
+    Triton,
+    /// `triton.language` (and its submodules `core`, `standard`, `random`).
+    Language,
+    /// `triton.language.math`.
+    Math,
+    /// `triton.language.extra`.
+    Extra,
+    /// `triton.language.extra.cuda` / `.hip`.
+    ExtraVendor,
+    /// `libdevice` from `triton.language.extra[.cuda|.hip]`.
+    Libdevice,
+    /// Python's `math` module: usable on compile-time constants.
+    PyMath,
+}
+
+impl Mod {
+    /// The module a dotted import path names, if it is one a kernel can use.
+    pub(crate) fn from_path(path: &str) -> Option<Mod> {
+        Some(match path {
+            "triton" | "triton.runtime" | "triton.runtime.jit" | "triton.runtime.autotuner" => Mod::Triton,
+            "triton.language" | "triton.language.core" | "triton.language.standard" | "triton.language.random" => {
+                Mod::Language
+            }
+            "triton.language.math" => Mod::Math,
+            "triton.language.extra" => Mod::Extra,
+            "triton.language.extra.cuda" | "triton.language.extra.hip" => Mod::ExtraVendor,
+            "triton.language.extra.libdevice"
+            | "triton.language.extra.cuda.libdevice"
+            | "triton.language.extra.hip.libdevice"
+            | "triton.language.libdevice"
+            | "triton.language.math.libdevice" => Mod::Libdevice,
+            "math" => Mod::PyMath,
+            _ => return None,
+        })
+    }
+
+    /// The submodule `attr` of this module, if that attribute is a module.
+    pub(crate) fn submodule(self, attr: &str) -> Option<Mod> {
+        Some(match (self, attr) {
+            (Mod::Triton, "language") => Mod::Language,
+            (Mod::Language, "math") => Mod::Math,
+            (Mod::Language, "extra") => Mod::Extra,
+            (Mod::Language, "core" | "standard" | "random") => Mod::Language,
+            (Mod::Extra, "cuda" | "hip") => Mod::ExtraVendor,
+            (Mod::Extra | Mod::ExtraVendor | Mod::Language, "libdevice") => Mod::Libdevice,
+            _ => return None,
+        })
+    }
+
+    /// How users spell the module, for messages.
+    pub(crate) fn display(self) -> &'static str {
+        match self {
+            Mod::Triton => "triton",
+            Mod::Language => "tl",
+            Mod::Math => "tl.math",
+            Mod::Extra => "tl.extra",
+            Mod::ExtraVendor => "tl.extra.cuda",
+            Mod::Libdevice => "libdevice",
+            Mod::PyMath => "math",
+        }
+    }
+}
