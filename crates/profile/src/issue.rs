@@ -77,6 +77,10 @@ pub enum IssueKind {
     ReplayClamped { count: u32, cost: f64 },
     /// Groups of one CTA report different SMs.
     SmMismatch { first: u32, other: u32 },
+    /// A group's start clock, against its CTA's first group, disagrees with their
+    /// globaltimer readings (groups of a CTA share one SM clock, so this means damaged
+    /// data): the group is placed by the globaltimer instead.
+    ClockSkew { by_clock_ns: f64, by_timer_ns: f64 },
     /// The clock rate comes from the meta, not from the globaltimer.
     NominalClock { ghz: f64, reason: String },
 }
@@ -110,7 +114,8 @@ impl IssueKind {
             | Misnested { .. }
             | OpenAtEnd { .. }
             | ReplayClamped { .. }
-            | SmMismatch { .. } => Severity::Warning,
+            | SmMismatch { .. }
+            | ClockSkew { .. } => Severity::Warning,
         }
     }
 }
@@ -161,6 +166,10 @@ impl fmt::Display for IssueKind {
                 "{count} event(s) closer together than the per-record cost {cost} cycles: clamped (cost set too high?)"
             ),
             SmMismatch { first, other } => write!(f, "groups of one CTA report SM {first} and SM {other}"),
+            ClockSkew { by_clock_ns, by_timer_ns } => write!(
+                f,
+                "starts {by_clock_ns:.0} ns after its CTA's first group by the clock but {by_timer_ns:.0} ns by the globaltimer: placed by the globaltimer"
+            ),
             NominalClock { ghz, reason } => write!(f, "clock rate {ghz} GHz from the meta: {reason}"),
         }
     }

@@ -161,14 +161,27 @@ fn place_on_timeline(slots: &mut [SlotProfile], clock: &ClockRate, meta: &Profil
         t.timer_usable.then_some(t.globaltimer_start)
     };
     let origin = reference.values().filter_map(|&r| cta_timer(r)).min().unwrap_or(0);
-    let offsets: Vec<f64> = slots
-        .iter()
-        .map(|s| {
-            let r = reference[&s.trace.cta];
-            let cta_ns = cta_timer(r).map_or(0.0, |t| (t - origin) as f64);
-            cta_ns + clock.cycles_to_ns(s.trace.clock_start.saturating_sub(slots[r].trace.clock_start) as f64)
-        })
-        .collect();
+    // Clock and globaltimer placements of a group within its CTA agree within the
+    // timer's rounding unless the data is damaged.
+    let tolerance = 4.0 * meta.globaltimer_resolution_ns as f64 + 1000.0;
+    let mut offsets = Vec::with_capacity(slots.len());
+    for s in slots.iter() {
+        let r = reference[&s.trace.cta];
+        let cta_ns = cta_timer(r).map_or(0.0, |t| (t - origin) as f64);
+        let by_clock = clock.cycles_to_ns(s.trace.clock_start.saturating_sub(slots[r].trace.clock_start) as f64);
+        let mut within = by_clock;
+        if let (Some(reference_timer), true) = (cta_timer(r), s.trace.timer_usable) {
+            let by_timer = s.trace.globaltimer_start as f64 - reference_timer as f64;
+            if (by_clock - by_timer).abs() > tolerance {
+                issues.push(Issue::new(
+                    Some(slot_ref(meta, s.trace.index)),
+                    IssueKind::ClockSkew { by_clock_ns: by_clock, by_timer_ns: by_timer },
+                ));
+                within = by_timer.max(0.0);
+            }
+        }
+        offsets.push(cta_ns + within);
+    }
     for (s, o) in slots.iter_mut().zip(offsets) {
         s.offset_ns = o;
     }
@@ -198,8 +211,12 @@ mod tests {
                 RecordData::end(0, start + 1_000),
             ],
         };
-        let slots =
-            vec![slot(0, 0, 10_000, 50_000), slot(0, 1, 10_400, 50_900), slot(1, 0, 900, 52_000), slot(1, 3, 950, 7)];
+        let slots = vec![
+            slot(0, 0, 10_000, 50_000),
+            slot(0, 1, 10_400, 50_900),
+            slot(1, 0, 900, 52_000),
+            slot(1, 3, 950, 60_000),
+        ];
         let bytes = encode_buffer(&meta.layout().unwrap(), &slots).unwrap();
         let p = Profile::from_buffer(&bytes, &meta).unwrap();
         assert_eq!((p.clock.ghz, p.clock.measured_slots), (2.0, 4)); // 2000 cycles per 1000 ns
@@ -208,9 +225,14 @@ mod tests {
         assert_eq!(got, [(0, 0, 100.0, 970.0, 0), (0, 2, 290.0, 680.0, 1)]);
         let offsets: Vec<f64> = p.slots.iter().map(|s| s.offset_ns).collect();
         // Group 1 of CTA 0 starts 400 cycles after group 0 (its globaltimer reading, 900 ns
-        // later, is ignored); CTA 1 starts 2000 ns after CTA 0 by the globaltimer.
-        assert_eq!(offsets, [0.0, 200.0, 2_000.0, 2_025.0]);
+        // later, is within the timer's tolerance and ignored); CTA 1 starts 2000 ns after
+        // CTA 0 by the globaltimer. Group 3 of CTA 1 claims 25 ns by the clock but 8000 ns
+        // by the timer: damaged, placed by the timer, reported.
+        assert_eq!(offsets, [0.0, 200.0, 2_000.0, 10_000.0]);
         assert!(!p.has_errors());
+        let skew: Vec<String> =
+            p.issues.iter().filter(|i| matches!(i.kind, IssueKind::ClockSkew { .. })).map(|i| i.to_string()).collect();
+        assert_eq!(skew, ["warning: slot 7 (CTA 1, warp 3): starts 25 ns after its CTA's first group by the clock but 8000 ns by the globaltimer: placed by the globaltimer"]);
         assert_eq!(p.slots[0].observed_cycles(), 2_000.0 - 40.0);
     }
 
