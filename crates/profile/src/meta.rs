@@ -255,7 +255,8 @@ pub(crate) mod tests {
 
     #[test]
     fn bad_metas_are_named_errors() {
-        let cases: Vec<(fn(&mut ProfileMeta), &str)> = vec![
+        type Mutation = fn(&mut ProfileMeta);
+        let cases: Vec<(Mutation, &str)> = vec![
             (|m| m.format_version = 2, "version 2"),
             (|m| m.grid = [0, 1, 1], "zero dimension"),
             (|m| m.grid = [65536, 65536, 2], "zero dimension or more"),

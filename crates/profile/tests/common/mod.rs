@@ -3,6 +3,8 @@
 //! probe-free region times are known.
 #![allow(dead_code)] // each test file uses a different part
 
+pub mod trace_check;
+
 use trident_profile::format::encode::{RecordData, SlotData};
 use trident_profile::format::FORMAT_VERSION;
 use trident_profile::{Granularity, ProfileMeta, Region, RegionKind, SourceLoc};
