@@ -45,13 +45,13 @@ pub fn summary_line(p: &Profile) -> String {
     } else {
         "nominal".to_string()
     };
+    let plural = |n: u64, noun: &str| format!("{n} {noun}{}", if n == 1 { "" } else { "s" });
     format!(
-        "kernel {} on {}: {} CTAs x {} {}s ({} of {} slots decoded), clock {:.3} GHz ({clock}), replay cost {} cycles/record",
+        "kernel {} on {}: {} x {} ({} of {} slots decoded), clock {:.3} GHz ({clock}), replay cost {} cycles/record",
         m.kernel,
         m.target,
-        ctas,
-        m.groups_per_cta,
-        m.granularity.group_noun(),
+        plural(ctas as u64, "CTA"),
+        plural(m.groups_per_cta as u64, m.granularity.group_noun()),
         p.slots.len(),
         ctas as u64 * m.groups_per_cta as u64,
         p.clock.ghz,
@@ -118,6 +118,21 @@ pub fn render_table(p: &Profile) -> String {
         count(Severity::Warning),
         count(Severity::Note)
     );
+    out
+}
+
+/// The issues, worst first, one per line, at most `limit` of them (then a count of the
+/// rest): what a command prints under the table.
+pub fn render_issues(p: &Profile, limit: usize) -> String {
+    let mut sorted: Vec<_> = p.issues.iter().collect();
+    sorted.sort_by_key(|i| i.severity); // stable: buffer order within a severity
+    let mut out = String::new();
+    for i in sorted.iter().take(limit) {
+        let _ = writeln!(out, "{i}");
+    }
+    if sorted.len() > limit {
+        let _ = writeln!(out, "... and {} more", sorted.len() - limit);
+    }
     out
 }
 
