@@ -124,8 +124,8 @@ fn decode_slot(
         return None;
     }
     let capacity = read_word(slot, W_CAPACITY);
-    if capacity != layout.capacity {
-        note(IssueKind::CapacityMismatch { header: capacity, meta: layout.capacity });
+    if capacity != layout.capacity() {
+        note(IssueKind::CapacityMismatch { header: capacity, meta: layout.capacity() });
         return None;
     }
     let clock_start = read_u64(slot, W_CLOCK_START_LO);

@@ -21,9 +21,9 @@ fn random_meta(rng: &mut Rng) -> ProfileMeta {
 
 /// Words that tend to break things.
 fn interesting(rng: &mut Rng, layout: &Layout) -> u32 {
-    let c = layout.capacity;
+    let c = layout.capacity();
     let choices =
-        [0, 1, 2, c - 1, c, c + 1, 2 * c, u32::MAX, u32::MAX - 1, 1 << 31, (1 << 31) - 1, MAGIC, layout.num_ctas];
+        [0, 1, 2, c - 1, c, c + 1, 2 * c, u32::MAX, u32::MAX - 1, 1 << 31, (1 << 31) - 1, MAGIC, layout.num_ctas()];
     choices[rng.range(0, choices.len() as u64 - 1) as usize]
 }
 
@@ -89,13 +89,13 @@ fn random_headers_never_panic() {
         let mut bytes: Vec<u8> = (0..layout.buffer_bytes()).map(|_| rng.next() as u8).collect();
         for (index, slot) in bytes.chunks_exact_mut(layout.slot_bytes()).enumerate() {
             let mut put = |w: usize, v: u32| slot[4 * w..4 * w + 4].copy_from_slice(&v.to_le_bytes());
-            let groups = layout.groups_per_cta as usize;
+            let groups = layout.groups_per_cta() as usize;
             put(format::W_MAGIC, MAGIC);
             put(format::W_CTA, (index / groups) as u32);
             put(format::W_GROUP, (index % groups) as u32);
-            put(format::W_CAPACITY, layout.capacity);
+            put(format::W_CAPACITY, layout.capacity());
             let total =
-                if rng.chance(50) { rng.range(0, 3 * layout.capacity as u64) as u32 } else { rng.next() as u32 };
+                if rng.chance(50) { rng.range(0, 3 * layout.capacity() as u64) as u32 } else { rng.next() as u32 };
             put(format::W_TOTAL, total);
             if rng.chance(50) {
                 // End after start, as a real group's would be.
@@ -107,7 +107,7 @@ fn random_headers_never_panic() {
                 put(format::W_CLOCK_END_HI, (end >> 32) as u32);
             }
             // Region ids mostly in range.
-            for r in 0..layout.capacity as usize {
+            for r in 0..layout.capacity() as usize {
                 if rng.chance(80) {
                     let tag = (rng.next() as u32 % (m.regions.len() as u32 + 1)) | (rng.next() as u32 & (1 << 31));
                     let o = format::record_offset(r as u32);
@@ -132,8 +132,8 @@ fn mutated_valid_buffers_never_panic() {
         }
         let layout = m.layout().unwrap();
         let regions = m.regions.len() as u32;
-        let slots: Vec<_> = (0..layout.num_ctas)
-            .flat_map(|cta| synthetic_cta(&mut rng, cta, layout.groups_per_cta, regions, 40, 20, 1 << 33))
+        let slots: Vec<_> = (0..layout.num_ctas())
+            .flat_map(|cta| synthetic_cta(&mut rng, cta, layout.groups_per_cta(), regions, 40, 20, 1 << 33))
             .map(|(slot, _)| slot)
             .collect();
         let mut bytes = encode_buffer(&layout, &slots).unwrap();

@@ -19,9 +19,9 @@ fn launch(rng: &mut Rng, capacity: u32, cost: u64, steps: usize) -> (Profile, Ve
     let m = meta(grid, warps, granularity, capacity, cost as f64, rng.range(1, 6) as u32);
     let layout = m.layout().unwrap();
     let (mut slots, mut truth) = (Vec::new(), Vec::new());
-    for cta in 0..layout.num_ctas {
+    for cta in 0..layout.num_ctas() {
         let regions = m.regions.len() as u32;
-        for (slot, t) in synthetic_cta(rng, cta, layout.groups_per_cta, regions, steps, cost, 3_500_000_000) {
+        for (slot, t) in synthetic_cta(rng, cta, layout.groups_per_cta(), regions, steps, cost, 3_500_000_000) {
             truth.push((slot.records.len() as u32, t));
             slots.push(slot);
         }

@@ -41,8 +41,8 @@ fn random_launches_give_valid_traces() {
         let m = meta([rng.range(1, 4) as u32, 2, 1], 8, granularity, 1 << rng.range(2, 7), rng.range(0, 40) as f64, 5);
         let layout = m.layout().unwrap();
         let mut slots = Vec::new();
-        for cta in 0..layout.num_ctas {
-            for (mut slot, _) in synthetic_cta(&mut rng, cta, layout.groups_per_cta, 5, 80, 30, 1 << 20) {
+        for cta in 0..layout.num_ctas() {
+            for (mut slot, _) in synthetic_cta(&mut rng, cta, layout.groups_per_cta(), 5, 80, 30, 1 << 20) {
                 // Now and then a region left open at the end.
                 if rng.chance(20) {
                     let clock = slot.records.last().map_or(slot.clock_start, |r| r.clock) + 5;

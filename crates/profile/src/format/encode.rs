@@ -55,7 +55,9 @@ fn put_u64(slot: &mut [u8], lo_word: usize, value: u64) {
 /// does: each record into ring entry `n & (capacity - 1)`, then the header.
 pub fn encode_slot(capacity: u32, slot: &SlotData, out: &mut [u8]) -> Result<(), FormatError> {
     super::validate_capacity(capacity)?;
-    assert_eq!(out.len(), super::slot_bytes(capacity), "encode_slot: output is not one slot");
+    if out.len() != super::slot_bytes(capacity) {
+        return Err(FormatError::SlotSize { expected: super::slot_bytes(capacity), actual: out.len() });
+    }
     let (cta, group) = (slot.cta, slot.group);
     let total = u32::try_from(slot.records.len()).map_err(|_| FormatError::TooManyRecords { cta, group })?;
     let mut previous = slot.clock_start;
@@ -89,13 +91,8 @@ pub fn encode_slot(capacity: u32, slot: &SlotData, out: &mut [u8]) -> Result<(),
 /// A whole buffer: each slot at the place its (CTA, group) names; slots not given stay
 /// zero, as slots the device never wrote do.
 pub fn encode_buffer(layout: &Layout, slots: &[SlotData]) -> Result<Vec<u8>, FormatError> {
-    let Layout { num_ctas, groups_per_cta, capacity } = *layout;
-    let total_bytes = layout.checked_buffer_bytes().ok_or(FormatError::TooLarge {
-        ctas: num_ctas as u64,
-        groups: groups_per_cta,
-        slot_bytes: layout.slot_bytes(),
-    })?;
-    let mut bytes = vec![0u8; total_bytes];
+    let (num_ctas, groups_per_cta, capacity) = (layout.num_ctas(), layout.groups_per_cta(), layout.capacity());
+    let mut bytes = vec![0u8; layout.buffer_bytes()];
     let mut seen = vec![false; layout.num_slots()];
     for slot in slots {
         let (cta, group) = (slot.cta, slot.group);
@@ -114,7 +111,7 @@ pub fn encode_buffer(layout: &Layout, slots: &[SlotData]) -> Result<Vec<u8>, For
 
 #[cfg(test)]
 mod tests {
-    use super::super::{decode_tag, read_u64, read_word, W_RESERVED0, W_RESERVED1};
+    use super::super::{decode_tag, read_u64, read_word, slot_bytes, W_RESERVED0, W_RESERVED1};
     use super::*;
 
     fn slot(records: Vec<RecordData>) -> SlotData {
@@ -171,5 +168,7 @@ mod tests {
             encode_buffer(&layout, &[slot(vec![]), slot(vec![])]),
             Err(FormatError::DuplicateSlot { cta: 1, group: 0 })
         );
+        let mut short = vec![0; slot_bytes(4) - 1];
+        assert!(matches!(encode_slot(4, &slot(vec![]), &mut short), Err(FormatError::SlotSize { .. })));
     }
 }

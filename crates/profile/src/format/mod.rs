@@ -186,6 +186,8 @@ pub enum FormatError {
     DuplicateSlot { cta: u32, group: u32 },
     #[error("records of slot (CTA {cta}, group {group}) go back in time or past its end clock")]
     ClockOrder { cta: u32, group: u32 },
+    #[error("an output of {actual} bytes is not one slot of {expected} bytes")]
+    SlotSize { expected: usize, actual: usize },
     #[error("slot (CTA {cta}, group {group}) made more than 2^32 - 1 records")]
     TooManyRecords { cta: u32, group: u32 },
 }
@@ -251,12 +253,12 @@ pub const fn oldest_index(total: u32, capacity: u32) -> u32 {
 }
 
 /// The shape of one launch's profile buffer: what the runtime allocates and the
-/// lowering indexes.
+/// lowering indexes. Only [`Layout::new`] makes one, so every layout is valid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
-    pub num_ctas: u32,
-    pub groups_per_cta: u32,
-    pub capacity: u32,
+    num_ctas: u32,
+    groups_per_cta: u32,
+    capacity: u32,
 }
 
 impl Layout {
@@ -272,6 +274,19 @@ impl Layout {
         Ok(layout)
     }
 
+    pub fn num_ctas(&self) -> u32 {
+        self.num_ctas
+    }
+
+    pub fn groups_per_cta(&self) -> u32 {
+        self.groups_per_cta
+    }
+
+    /// Ring capacity in records per group.
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
     pub fn num_slots(&self) -> usize {
         self.num_ctas as usize * self.groups_per_cta as usize
     }
@@ -280,9 +295,8 @@ impl Layout {
         slot_bytes(self.capacity)
     }
 
-    /// Total buffer size; `None` only for layouts [`Layout::new`] rejects (larger than
-    /// [`MAX_BUFFER_BYTES`]).
-    pub fn checked_buffer_bytes(&self) -> Option<usize> {
+    /// Total buffer size; `None` when larger than [`MAX_BUFFER_BYTES`].
+    fn checked_buffer_bytes(&self) -> Option<usize> {
         let bytes =
             (self.num_ctas as u64).checked_mul(self.groups_per_cta as u64)?.checked_mul(self.slot_bytes() as u64)?;
         if bytes > MAX_BUFFER_BYTES {
