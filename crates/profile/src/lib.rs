@@ -3,12 +3,12 @@
 //!
 //! The compiler turns region markers into probes that read `%clock64` into a per-group
 //! ring in shared memory and flush it to a global buffer at kernel exit. This crate owns
-//! that buffer's format ([`format`], which the PTX lowering follows) and everything the
+//! that buffer's format ([`format`](mod@format), which the PTX lowering follows) and everything the
 //! host does with it:
 //!
 //! * [`meta`] — [`ProfileMeta`], the compiler's JSON beside the PTX: regions and their
 //!   source lines, buffer shape, grid, target and per-record cost;
-//! * [`decode`] — bytes → per-slot event lists with 64-bit clocks, validated;
+//! * [`decode`](mod@decode) — bytes → per-slot event lists with 64-bit clocks, validated;
 //! * [`pair`] — starts and ends → nested region instances;
 //! * [`replay`] — cancelling the probes' own cost (KPerfIR's trace replay);
 //! * [`clock`] — cycles → ns from the globaltimer pair (or the nominal clock);

@@ -63,6 +63,25 @@
 //! group's start and its first record (or its last record and its end). The decoder
 //! checks the result against the other 64-bit end point and warns when they disagree.
 //!
+//! # What the lowering emits (the device side of this contract)
+//!
+//! For each group, on its leader thread only:
+//!
+//! 1. **Entry**, before any record: read `%clock64` and `%globaltimer` (header words
+//!    4–7, kept in registers until exit); `n = 0` in a register.
+//! 2. **Each record op**: `c = %clock64` (low 32 bits suffice), then one
+//!    `st.shared.v2.u32 [ring + 8 * (n & (capacity - 1))], {tag, c}` and `n += 1`. Every
+//!    probe is the same instruction sequence, so each costs the same; that constant is
+//!    the meta's `record_cost_cycles`, which replay subtracts.
+//! 3. **Every exit** (all `ret`s the group's leader can reach): read `%globaltimer` and
+//!    `%clock64`, copy the `capacity * 8` ring bytes as they are to the slot at offset
+//!    64 (the group's warp may share the copy after a `bar.warp.sync`), then header words
+//!    1–3 and 8–15, and word 0 (`MAGIC`) last. No fence is needed — the host reads after
+//!    the kernel completes; "last" only matters when a trap cuts the flush short.
+//!
+//! The rings take `groups_per_cta * capacity * 8` bytes of shared memory per CTA
+//! ([`Layout::shared_bytes_per_cta`]), each ring 8-byte aligned.
+//!
 //! # Changes from the first sketch, and why
 //!
 //! * **The capacity is a power of two** ([`validate_capacity`]): the probe's ring index
