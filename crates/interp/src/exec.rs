@@ -325,6 +325,8 @@ impl<'a> Program<'a> {
             // A barrier (`tl.debug_barrier`) orders the threads of one program; the interpreter runs
             // each program's ops one after another, so every store is visible to later loads anyway.
             OpKind::Assume | OpKind::Barrier => SmallVec::new(),
+            // A profiling marker measures time on the GPU; it computes nothing, so here it does nothing.
+            OpKind::Record { .. } => SmallVec::new(),
             OpKind::Print { prefix, hex } => {
                 let vals: Vec<V> = (0..od.operands.len()).map(|i| arg(fr, i)).collect::<Result<_, _>>()?;
                 let refs: Vec<&Tensor> = vals.iter().map(|x| &**x).collect();

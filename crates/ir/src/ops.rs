@@ -211,6 +211,24 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// What a profiled region is, as the `kind` of a `record` op (and the `kind` of the
+    /// region in the profile's metadata). Only the instrumentation passes and the front
+    /// end decide it; no pass changes it.
+    pub enum RegionKind {
+        /// A user's `pl.scope` / `pl.enter_scope` ... `pl.exit_scope`.
+        Scope = "scope",
+        /// The whole kernel body.
+        Kernel = "kernel",
+        /// One iteration of a `for`/`while` body.
+        Loop = "loop",
+        /// One `dot`.
+        Dot = "dot",
+        /// One global `load`.
+        Load = "load",
+    }
+}
+
 /// A constant's value; its type is the op's result type (a tensor result means a splat).
 /// Integers are stored as i64 bits: an unsigned 64-bit value above `i64::MAX` is stored wrapped.
 #[derive(Copy, Clone, Debug)]
@@ -323,6 +341,44 @@ pub enum OpKind {
     Print { prefix: String, hex: bool },
     /// `[cond]` → nothing; stops the launch with `msg` where `cond` is false.
     Assert { msg: String },
+
+    // ---- profiling ----
+    /// `[]` → nothing. A profiling marker, in tile IR and GPU IR: the start (`end = false`)
+    /// or the end (`end = true`) of one instance of the region `name` of kind `kind`
+    /// (`record [name = "qk", end = false, kind = scope]`). It computes nothing: the
+    /// interpreter skips it, and only the GPU lowering gives it a meaning (a clock read
+    /// stored to the profile buffer). Its location is that of the source it measures.
+    ///
+    /// **How passes treat records.** A record's [`Effect`] is `Write`, and that one fact is
+    /// what keeps every effect-aware pass correct around it:
+    ///
+    /// * never deleted (DCE keeps it, and keeps the `for`/`if`/`while` holding it), never
+    ///   merged (CSE merges only pure ops), never moved, hoisted, sunk or duplicated into
+    ///   another block (LICM hoists only pure ops; no pass moves an op with an effect);
+    /// * no op with a memory effect (loads, stores, atomics, prints, asserts, calls,
+    ///   shared-memory ops) is reordered with it: passes keep the relative order of ops
+    ///   with effects, and a pass that moves a load (a future pipeliner, LICM of loads)
+    ///   must treat a record as the write it is declared to be;
+    /// * pure ops (`dot` included: its `Effect` is `Pure`) are placed by their data
+    ///   dependences exactly as without records: LICM may hoist a loop-invariant pure op
+    ///   out of a body that holds records, CSE may merge pure ops of two regions,
+    ///   canonicalize may fold them. Deliberate: instrumentation must not change the
+    ///   optimised program, so a region measures the code the uninstrumented kernel runs
+    ///   there (this is also what Proton's record op, a read and write of memory, allows);
+    /// * whole regions may still be restructured: canonicalize replaces an `if` with a
+    ///   known condition by its taken region and a one-trip `for` by its body (records
+    ///   and all), and drops a zero-trip `for` (its records never run). Inlining copies a
+    ///   callee's records into each caller.
+    ///
+    /// So the only difference records make to an optimised tile IR is that a loop or `if`
+    /// whose only effect is a record is not deleted.
+    ///
+    /// **Verifier rules.** No operands or results; a non-empty name; records sit in a
+    /// function body or a `for`/`if`/`while` region (not in a reduction's combine region);
+    /// and in every block they nest: an end closes the innermost open start of the same
+    /// name and kind in that block, and no start is left open at the block's end. So a
+    /// region is balanced on every path through structured control flow.
+    Record { name: String, end: bool, kind: RegionKind },
 
     // ---- control flow and calls ----
     /// `[lb, ub, step, init...]` → one result per init. Region: block args `(iv, iter...)`, ends in `yield`.
@@ -485,6 +541,7 @@ impl OpKind {
             Assume => "assume",
             Print { .. } => "print",
             Assert { .. } => "assert",
+            Record { .. } => "record",
             For => "for",
             If => "if",
             While => "while",
@@ -576,6 +633,9 @@ impl OpKind {
             }
             Print { prefix, hex } => vec![("prefix", Attr::Str(prefix.clone())), ("hex", Attr::Bool(*hex))],
             Assert { msg } => vec![("msg", Attr::Str(msg.clone()))],
+            Record { name, end, kind } => {
+                vec![("name", Attr::Str(name.clone())), ("end", Attr::Bool(*end)), ("kind", ident(kind.name()))]
+            }
             Call { callee } => vec![("callee", Attr::Str(callee.clone()))],
             AsyncWait { pending } => vec![("pending", Attr::Int(*pending as i64))],
             Splat | Broadcast | Join | Split | Cat | Binary(_) | Unary(_) | Select | Fma | AddPtr | Assume | For
@@ -656,6 +716,14 @@ impl OpKind {
             "assume" => Assume,
             "print" => Print { prefix: a.string("prefix")?, hex: a.bool_or("hex", false)? },
             "assert" => Assert { msg: a.string("msg")? },
+            "record" => Record {
+                name: a.string("name")?,
+                end: match a.get("end")?.as_bool() {
+                    Some(b) => b,
+                    None => return Err("attribute `end` of `record` must be true or false".into()),
+                },
+                kind: a.word("kind", RegionKind::from_name, RegionKind::Scope)?,
+            },
             "for" => For,
             "if" => If,
             "while" => While,
@@ -694,6 +762,8 @@ impl OpKind {
             | AtomicCas { .. }
             | Print { .. }
             | Assert { .. }
+            // A profiling marker: ordered with every other effect, never deleted (see `Record`).
+            | Record { .. }
             | Assume
             | Call { .. }
             | Yield
@@ -761,6 +831,29 @@ mod tests {
         round_trip(OpKind::AsyncWait { pending: 2 });
         round_trip(OpKind::Barrier);
         round_trip(OpKind::LocalAlloc);
+        for &kind in RegionKind::ALL {
+            round_trip(OpKind::Record { name: "qk \"x\"".into(), end: true, kind });
+        }
+        round_trip(OpKind::Record { name: "loop@k.py:3".into(), end: false, kind: RegionKind::Loop });
+    }
+
+    #[test]
+    fn record_attrs() {
+        let r = |attrs: &[(&str, Attr)]| {
+            let list: Vec<(String, Attr)> = attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+            OpKind::from_parts("record", &list)
+        };
+        let name = ("name", Attr::Str("a".into()));
+        // `kind` defaults to `scope`; `name` and `end` are required.
+        assert_eq!(
+            r(&[name.clone(), ("end", Attr::Bool(false))]).unwrap(),
+            OpKind::Record { name: "a".into(), end: false, kind: RegionKind::Scope }
+        );
+        assert!(r(&[name.clone()]).is_err());
+        assert!(r(&[("end", Attr::Bool(true))]).is_err());
+        assert!(r(&[name.clone(), ("end", Attr::Int(1))]).is_err());
+        assert!(r(&[name, ("end", Attr::Bool(true)), ("kind", Attr::Ident("warp".into()))]).is_err());
+        assert_eq!(OpKind::Record { name: "a".into(), end: false, kind: RegionKind::Dot }.effect(), Effect::Write);
     }
 
     #[test]

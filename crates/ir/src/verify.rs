@@ -359,6 +359,62 @@ impl<'a> Verifier<'a> {
         for v in defined {
             self.visible[v] = false;
         }
+        self.records_in_block(b);
+    }
+
+    /// The records of one block: allowed here, and properly nested (see `OpKind::Record`).
+    fn records_in_block(&mut self, b: Block) {
+        let f = self.f;
+        let ops = &f.blocks[b].ops;
+        if !ops.iter().any(|&o| matches!(f.ops[o].kind, OpKind::Record { .. })) {
+            return;
+        }
+        // Only control flow the lowering keeps as control flow may hold a probe: a reduction's
+        // combine region runs per element pair, in an order the backend chooses.
+        let placed_ok = match f.blocks[b].parent {
+            None => true,
+            Some(p) => matches!(f.ops[p].kind, OpKind::For | OpKind::If | OpKind::While),
+        };
+        // Open starts: (op, name, kind).
+        let mut open: Vec<(Op, &str, crate::ops::RegionKind)> = vec![];
+        for &op in ops {
+            let OpKind::Record { name, end, kind } = &f.ops[op].kind else { continue };
+            if !placed_ok {
+                let host = f.blocks[b].parent.map_or("?", |p| f.ops[p].kind.name());
+                self.err(op, format!("a record cannot sit in the region of a `{host}` op"));
+                continue;
+            }
+            if !*end {
+                open.push((op, name, *kind));
+                continue;
+            }
+            match open.last() {
+                Some(&(_, n, k)) if n == name && k == *kind => {
+                    open.pop();
+                }
+                Some(&(_, n, k)) => {
+                    let msg = format!(
+                        "the end of region \"{name}\" ({}) does not match the innermost open start in its block, \
+                         \"{n}\" ({})",
+                        kind.name(),
+                        k.name()
+                    );
+                    self.err(op, msg);
+                    return;
+                }
+                None => {
+                    let msg = format!(
+                        "the end of region \"{name}\" ({}) has no open start before it in its block",
+                        kind.name()
+                    );
+                    self.err(op, msg);
+                    return;
+                }
+            }
+        }
+        for (op, name, _) in open {
+            self.err(op, format!("region \"{name}\" is started but not ended in its block"));
+        }
     }
 
     fn ty(&self, v: Value) -> &'a Type {
@@ -796,6 +852,12 @@ impl<'a> Verifier<'a> {
             }
             Print { .. } => {
                 self.counts(op, 0..=usize::MAX, 0);
+            }
+            Record { name, .. } => {
+                self.counts(op, 0..=0, 0);
+                if name.is_empty() {
+                    self.err(op, "a record needs a non-empty region name");
+                }
             }
             For => self.check_for(op, &ot, &rt),
             If => {

@@ -174,6 +174,57 @@ fn hints_and_debug_ops() {
 }
 
 #[test]
+fn records() {
+    let rec = |name: &str, end: bool| format!("  record [name = \"{name}\", end = {end}, kind = scope]\n");
+    let ok = |body: &str| {
+        let errs = errors_of(&module_with(body));
+        assert!(errs.is_empty(), "{body}\n{errs:#?}");
+    };
+    // Nested, repeated and same-name-nested regions are fine; so is one per branch.
+    ok(&format!(
+        "{}{}{}{}{}{}",
+        rec("a", false),
+        rec("b", false),
+        rec("b", true),
+        rec("a", true),
+        rec("a", false),
+        rec("a", true)
+    ));
+    ok(&format!("{}{}{}{}", rec("a", false), rec("a", false), rec("a", true), rec("a", true)));
+    ok("  if %b {\n    record [name = \"t\", end = false, kind = dot]\n    record [name = \"t\", end = true, kind = dot]\n    yield\n  } {\n    yield\n  }");
+    assert_error(
+        "  record [name = \"\", end = false, kind = scope]\n  record [name = \"\", end = true, kind = scope]",
+        "non-empty region name",
+    );
+    assert_error("  record %i [name = \"a\", end = true, kind = scope]", "has 1 operand(s), expected 0");
+    assert_error(&rec("a", true), "has no open start before it in its block");
+    assert_error(&rec("a", false), "region \"a\" is started but not ended in its block");
+    assert_error(
+        &format!("{}{}{}{}", rec("a", false), rec("b", false), rec("a", true), rec("b", true)),
+        "does not match the innermost open start in its block, \"b\"",
+    );
+    // Same name, other kind: not the same region.
+    assert_error(
+        "  record [name = \"a\", end = false, kind = scope]\n  record [name = \"a\", end = true, kind = loop]",
+        "does not match",
+    );
+    // Balanced on every path means balanced in every block: not across a region boundary.
+    assert_error(
+        &format!(
+            "{}  if %b {{\n{}    yield\n  }} {{\n{}    yield\n  }}",
+            rec("a", false),
+            rec("a", true),
+            rec("a", true)
+        ),
+        "has no open start before it in its block",
+    );
+    assert_error(
+        "  %0 = reduce %tf [axis = 0] {\n  ^(%a: f32, %c: f32):\n    record [name = \"r\", end = false, kind = scope]\n    record [name = \"r\", end = true, kind = scope]\n    %s = add %a, %c : f32\n    yield %s\n  } : f32",
+        "a record cannot sit in the region of a `reduce` op",
+    );
+}
+
+#[test]
 fn for_loops() {
     assert_error(
         "  for %i, %f, %i {\n  ^(%iv: i32):\n    yield\n  }",
