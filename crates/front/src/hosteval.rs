@@ -362,9 +362,13 @@ impl<'a> HostEval<'a> {
             },
             // Trident follows Triton 3.9's semantics; version checks in kernel files take that branch.
             Mod::Triton if a == "__version__" => Ok(HostValue::Const(ConstValue::Str(TRITON_VERSION.into()))),
-            Mod::Triton | Mod::Math | Mod::Libdevice | Mod::Extra | Mod::ExtraVendor => {
-                Ok(HostValue::Func(m, a.to_string()))
-            }
+            Mod::Triton
+            | Mod::Math
+            | Mod::Libdevice
+            | Mod::Extra
+            | Mod::ExtraVendor
+            | Mod::Profiler
+            | Mod::ProfilerLanguage => Ok(HostValue::Func(m, a.to_string())),
         }
     }
 
@@ -385,6 +389,8 @@ impl<'a> HostEval<'a> {
             }
             // Host-side parts of `triton` (`triton.runtime.driver`, `triton.testing`): foreign paths.
             HostValue::Func(Mod::Triton, name) => Ok(HostValue::Foreign(format!("triton.{name}.{a}"))),
+            // Proton's host side (`proton.hooks.InstrumentationHook`, ...): likewise foreign.
+            HostValue::Func(Mod::Profiler, name) => Ok(HostValue::Foreign(format!("triton.profiler.{name}.{a}"))),
             HostValue::Tensor(el) if a == "dtype" => Ok(HostValue::Const(ConstValue::DType(el))),
             HostValue::Const(ConstValue::DType(el)) => match a {
                 "element_ty" => match el {

@@ -74,6 +74,9 @@ pub struct CompileOptions {
     pub debug: bool,
     /// `input_precision` of `tl.dot` on fp32 inputs when the kernel does not say (Triton: tf32 on NVIDIA).
     pub default_dot_precision: InputPrecision,
+    /// Turn Proton's in-kernel scopes (`pl.enter_scope`/`pl.exit_scope`/`with pl.scope`) into
+    /// `record` ops. Off (the default), scopes are still checked but compile to nothing.
+    pub profile_scopes: bool,
 }
 
 impl Default for CompileOptions {
@@ -85,7 +88,7 @@ impl Default for CompileOptions {
             Ok("tf32x3") => InputPrecision::Tf32x3,
             _ => InputPrecision::Tf32,
         };
-        CompileOptions { debug: false, default_dot_precision }
+        CompileOptions { debug: false, default_dot_precision, profile_scopes: false }
     }
 }
 

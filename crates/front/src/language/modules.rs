@@ -19,6 +19,11 @@ pub(crate) enum Mod {
     Libdevice,
     /// Python's `math` module: usable on compile-time constants.
     PyMath,
+    /// `triton.profiler` (Proton): host-side profiling; kernels only reach `language` through it.
+    Profiler,
+    /// `triton.profiler.language` (Proton's in-kernel API, usually imported as `pl`):
+    /// `enter_scope`, `exit_scope`, `scope`.
+    ProfilerLanguage,
 }
 
 impl Mod {
@@ -38,6 +43,8 @@ impl Mod {
             | "triton.language.libdevice"
             | "triton.language.math.libdevice" => Mod::Libdevice,
             "math" => Mod::PyMath,
+            "triton.profiler" => Mod::Profiler,
+            "triton.profiler.language" => Mod::ProfilerLanguage,
             _ => return None,
         })
     }
@@ -46,6 +53,8 @@ impl Mod {
     pub(crate) fn submodule(self, attr: &str) -> Option<Mod> {
         Some(match (self, attr) {
             (Mod::Triton, "language") => Mod::Language,
+            (Mod::Triton, "profiler") => Mod::Profiler,
+            (Mod::Profiler, "language") => Mod::ProfilerLanguage,
             (Mod::Language, "math") => Mod::Math,
             (Mod::Language, "extra") => Mod::Extra,
             (Mod::Language, "core" | "standard" | "random") => Mod::Language,
@@ -65,6 +74,8 @@ impl Mod {
             Mod::ExtraVendor => "tl.extra.cuda",
             Mod::Libdevice => "libdevice",
             Mod::PyMath => "math",
+            Mod::Profiler => "triton.profiler",
+            Mod::ProfilerLanguage => "pl",
         }
     }
 }

@@ -306,6 +306,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
                 _ => ok(a),
             },
             Mod::Extra | Mod::ExtraVendor => Err(self.err(r, format!("unknown attribute `{a}` of `{}`", m.display()))),
+            Mod::Profiler | Mod::ProfilerLanguage => self.profiler_attr(m, a, r),
         }
     }
 

@@ -10,6 +10,7 @@
 //! op whose condition also tests the flags.
 
 use super::emit::type_str;
+use super::profile::ScopeBlock;
 use super::val::RangeVal;
 use super::{FnLowering, Val, BRK, CONT, R, RET, RETVAL};
 use crate::scan::assigned_names;
@@ -130,7 +131,8 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         let go = self.emit1(OpKind::Unary(trident_ir::UnaryOp::Not), &[any], ty);
         let names: Vec<String> = runtime.iter().map(|(n, _)| n.clone()).collect();
         let single = names.len() == 1;
-        self.runtime_if(
+        self.runtime_if_in(
+            ScopeBlock::AfterExit,
             go,
             r,
             &mut |l: &mut Self| {
@@ -166,15 +168,27 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         then_f: &mut dyn FnMut(&mut Self) -> R<()>,
         else_f: &mut dyn FnMut(&mut Self) -> R<()>,
     ) -> R<()> {
+        self.runtime_if_in(ScopeBlock::IfBranch, cond, r, then_f, else_f)
+    }
+
+    /// [`Self::runtime_if`], saying what its branches are to the profiling-scope checks.
+    fn runtime_if_in(
+        &mut self,
+        what: ScopeBlock,
+        cond: Value,
+        r: TextRange,
+        then_f: &mut dyn FnMut(&mut Self) -> R<()>,
+        else_f: &mut dyn FnMut(&mut Self) -> R<()>,
+    ) -> R<()> {
         let outer = self.block;
         let s0 = self.fr.scope.clone();
         let then_b = self.f.new_block(&[]);
         let else_b = self.f.new_block(&[]);
         self.block = then_b;
-        let r1 = then_f(self);
+        let r1 = self.scope_block(what, |l| then_f(l));
         let s1 = std::mem::replace(&mut self.fr.scope, s0.clone());
         self.block = else_b;
-        let r2 = else_f(self);
+        let r2 = self.scope_block(what, |l| else_f(l));
         let s2 = std::mem::take(&mut self.fr.scope);
         self.block = outer;
         self.fr.scope = s0.clone();
@@ -526,7 +540,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         for (k, it) in items.iter().enumerate() {
             self.fr.scope.insert(target.to_string(), it.clone());
             self.fr.scope.insert(CONT.into(), Val::C(ConstValue::Bool(false)));
-            self.stmts(body)?;
+            self.scope_block(ScopeBlock::LoopBody, |l| l.stmts(body))?;
             self.fr.scope.insert(CONT.into(), Val::C(ConstValue::Bool(false)));
             match self.exit_state(&[RET, BRK]) {
                 Exit::None => {}
@@ -628,7 +642,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         self.fr.scope.insert(CONT.into(), Val::C(ConstValue::Bool(false)));
         self.fr.scope.remove(BRK);
         self.fr.loops += 1;
-        let res = self.stmts(body);
+        let res = self.scope_block(ScopeBlock::LoopBody, |l| l.stmts(body));
         self.fr.loops -= 1;
         let res = res.and_then(|_| self.check_loop_vars(&s0, &carried, r));
         if let Err(e) = res {
@@ -671,7 +685,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         self.fr.scope.insert(BRK.into(), Val::C(ConstValue::Bool(false)));
         self.fr.scope.insert(CONT.into(), Val::C(ConstValue::Bool(false)));
         self.fr.loops += 1;
-        let r = self.stmts(body);
+        let r = self.scope_block(ScopeBlock::LoopBody, |l| l.stmts(body));
         self.fr.loops -= 1;
         let rv = self.fr.scope.get(RETVAL).cloned();
         self.block = outer;
@@ -867,7 +881,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         self.block = before;
         let ex = bind(self, before);
         let res = (|| -> R<()> {
-            let mut c = cond_f(self, &ex)?;
+            let mut c = self.scope_block(ScopeBlock::WhileCondition, |l| cond_f(l, &ex))?;
             for flag in [BRK, RET] {
                 if carried.iter().any(|n| n == flag) {
                     if let Val::T(f) = self.fr.scope[flag] {
@@ -902,7 +916,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
             self.fr.scope.remove(BRK);
         }
         self.fr.loops += 1;
-        let res = body_f(self, &ex);
+        let res = self.scope_block(ScopeBlock::LoopBody, |l| body_f(l, &ex));
         self.fr.loops -= 1;
         let res = res.and_then(|next| {
             let user: Vec<String> = carried.iter().filter(|n| !n.starts_with('%')).cloned().collect();

@@ -13,6 +13,7 @@ mod call;
 mod emit;
 mod expr;
 mod flow;
+mod profile;
 mod sem;
 mod stmt;
 mod suggest;
@@ -75,6 +76,8 @@ pub(crate) struct Ctx<'a> {
     names: HashSet<String>,
     /// Output of `tl.static_print`, in order.
     pub prints: Vec<String>,
+    /// How many reduction/scan combine functions are being lowered (no profiling scopes there).
+    pub combine_depth: u32,
 }
 
 impl<'a> Ctx<'a> {
@@ -118,6 +121,8 @@ pub(crate) struct Frame<'a> {
     pub pending_constexpr: HashSet<String>,
     /// How many loops enclose the current statement (for `break`/`continue`).
     pub loops: u32,
+    /// Profiling scopes open in this function body (`pl.enter_scope`, `with pl.scope`).
+    pub scopes: profile::Scopes,
 }
 
 /// The lowering of one Python function body into one IR function: the kernel, a specialized
@@ -165,7 +170,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
     /// Compiles a function body; returns the value it returns (`None` when it falls off the end).
     pub(crate) fn body(&mut self, body: &[Stmt], def_range: TextRange) -> R<Val> {
         self.fr.scope.insert(RET.into(), Val::C(ConstValue::Bool(false)));
-        self.stmts(body)?;
+        self.scope_block(profile::ScopeBlock::Function, |l| l.stmts(body))?;
         let ret = self.fr.scope.get(RET).cloned().unwrap_or(Val::C(ConstValue::Bool(false)));
         let retval = self.fr.scope.get(RETVAL).cloned().unwrap_or(Val::none());
         match ret {
@@ -333,6 +338,7 @@ pub(crate) fn compile(
         active: vec![],
         names: HashSet::new(),
         prints: vec![],
+        combine_depth: 0,
     };
     ctx.names.insert(kernel.to_string());
     let param_refs: Vec<(&str, Type)> = ir_params.iter().map(|(n, t, _)| (n.as_str(), t.clone())).collect();
@@ -360,6 +366,7 @@ pub(crate) fn compile(
         is_kernel: true,
         pending_constexpr: HashSet::new(),
         loops: 0,
+        scopes: Default::default(),
     };
     let mut l =
         FnLowering { ctx: &mut ctx, f, block: body_block, fr: frame, loc: src.loc(def.range.start()), pin: None };
@@ -456,6 +463,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
             is_kernel: false,
             pending_constexpr: HashSet::new(),
             loops: 0,
+            scopes: Default::default(),
         };
         let loc = src.loc(def.range.start());
         let mut sub = FnLowering { ctx: &mut *self.ctx, f, block: body_block, fr: frame, loc, pin: None };
@@ -522,6 +530,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
             is_kernel: false,
             pending_constexpr: HashSet::new(),
             loops: 0,
+            scopes: Default::default(),
         };
         let pinned = self.pin.is_none();
         if pinned {

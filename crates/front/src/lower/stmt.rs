@@ -56,6 +56,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
                 if self.fr.is_kernel && !v.is_none() {
                     return Err(self.err(r, "a kernel cannot return a value"));
                 }
+                self.check_exit_scopes("return", r)?;
                 self.fr.scope.insert(RETVAL.into(), v);
                 self.fr.scope.insert(RET.into(), Val::C(ConstValue::Bool(true)));
                 Ok(())
@@ -64,7 +65,9 @@ impl<'c, 'a> FnLowering<'c, 'a> {
                 if self.fr.loops == 0 {
                     return Err(self.err(r, "`break`/`continue` outside of a loop"));
                 }
-                let flag = if matches!(s, Stmt::Break(_)) { BRK } else { CONT };
+                let brk = matches!(s, Stmt::Break(_));
+                self.check_exit_scopes(if brk { "break" } else { "continue" }, r)?;
+                let flag = if brk { BRK } else { CONT };
                 self.fr.scope.insert(flag.into(), Val::C(ConstValue::Bool(true)));
                 Ok(())
             }
@@ -89,7 +92,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
                 Err(self.err(r, "`raise` is not supported in kernels; use tl.device_assert or tl.static_assert"))
             }
             Stmt::Try(_) => Err(self.err(kw(3), "`try` is not supported in kernels")),
-            Stmt::With(_) => Err(self.err(kw(4), "`with` is not supported in kernels")),
+            Stmt::With(w) => self.with_stmt(w),
             Stmt::Global(_) | Stmt::Nonlocal(_) => Err(self.err(r, "`global`/`nonlocal` are not supported in kernels")),
             Stmt::Delete(_) => Err(self.err(r, "`del` is not supported in kernels")),
             Stmt::Match(_) => Err(self.err(kw(5), "`match` is not supported in kernels")),

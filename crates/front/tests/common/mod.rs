@@ -93,7 +93,19 @@ pub fn run_full_at(
     args: &[(&str, A)],
     grid: [u32; 3],
 ) -> (HashMap<String, HostTensor>, String) {
-    let c = compile_at(path, src, kernel, args, &CompileOptions { debug: true, ..Default::default() });
+    run_opts_at(path, src, kernel, args, grid, &CompileOptions { debug: true, ..Default::default() })
+}
+
+/// Like [`run_full_at`] with compile options.
+pub fn run_opts_at(
+    path: &str,
+    src: &str,
+    kernel: &str,
+    args: &[(&str, A)],
+    grid: [u32; 3],
+    opts: &CompileOptions,
+) -> (HashMap<String, HostTensor>, String) {
+    let c = compile_at(path, src, kernel, args, opts);
     let f = c.module.func(&c.kernel).expect("kernel function");
     let mut iargs = vec![];
     let mut names = vec![];

@@ -23,6 +23,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         match m {
             Mod::Libdevice => return self.libdevice(name, args),
             Mod::PyMath => return self.py_math(name, args),
+            Mod::ProfilerLanguage => return self.profiler_call(name, args),
             Mod::Triton => {
                 return match name {
                     "cdiv" => self.call_prelude("cdiv", args),

@@ -56,7 +56,12 @@ impl<'c, 'a> FnLowering<'c, 'a> {
             let args = self.f.blocks[region].args.clone();
             let pos: Vec<Arg> = args.iter().map(|a| Arg { v: Val::T(*a), r }).collect();
             let out = match combine {
-                Val::Jit(_) => self.call(combine.clone(), Args { pos, kw: vec![], r, name: "combine_fn".into() })?,
+                Val::Jit(_) => {
+                    self.ctx.combine_depth += 1;
+                    let out = self.call(combine.clone(), Args { pos, kw: vec![], r, name: "combine_fn".into() });
+                    self.ctx.combine_depth -= 1;
+                    out?
+                }
                 other => {
                     return Err(
                         self.err(r, format!("combine_fn must be a @triton.jit function, not {}", other.kind_name()))
