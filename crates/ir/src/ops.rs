@@ -849,7 +849,7 @@ mod tests {
             r(&[name.clone(), ("end", Attr::Bool(false))]).unwrap(),
             OpKind::Record { name: "a".into(), end: false, kind: RegionKind::Scope }
         );
-        assert!(r(&[name.clone()]).is_err());
+        assert!(r(std::slice::from_ref(&name)).is_err());
         assert!(r(&[("end", Attr::Bool(true))]).is_err());
         assert!(r(&[name.clone(), ("end", Attr::Int(1))]).is_err());
         assert!(r(&[name, ("end", Attr::Bool(true)), ("kind", Attr::Ident("warp".into()))]).is_err());

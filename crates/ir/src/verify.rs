@@ -370,17 +370,27 @@ impl<'a> Verifier<'a> {
             return;
         }
         // Only control flow the lowering keeps as control flow may hold a probe: a reduction's
-        // combine region runs per element pair, in an order the backend chooses.
-        let placed_ok = match f.blocks[b].parent {
-            None => true,
-            Some(p) => matches!(f.ops[p].kind, OpKind::For | OpKind::If | OpKind::While),
-        };
+        // combine region runs per element pair, in an order the backend chooses — and so
+        // does every loop or `if` nested in one. (The structural phase ruled out cycles.)
+        let mut host = None;
+        let mut blk = b;
+        while let Some(p) = f.blocks[blk].parent {
+            if !matches!(f.ops[p].kind, OpKind::For | OpKind::If | OpKind::While) {
+                host = Some(p);
+                break;
+            }
+            match f.ops[p].parent {
+                Some(pb) => blk = pb,
+                None => break,
+            }
+        }
+        let placed_ok = host.is_none();
         // Open starts: (op, name, kind).
         let mut open: Vec<(Op, &str, crate::ops::RegionKind)> = vec![];
         for &op in ops {
             let OpKind::Record { name, end, kind } = &f.ops[op].kind else { continue };
             if !placed_ok {
-                let host = f.blocks[b].parent.map_or("?", |p| f.ops[p].kind.name());
+                let host = host.map_or("?", |p| f.ops[p].kind.name());
                 self.err(op, format!("a record cannot sit in the region of a `{host}` op"));
                 continue;
             }

@@ -222,6 +222,10 @@ fn records() {
         "  %0 = reduce %tf [axis = 0] {\n  ^(%a: f32, %c: f32):\n    record [name = \"r\", end = false, kind = scope]\n    record [name = \"r\", end = true, kind = scope]\n    %s = add %a, %c : f32\n    yield %s\n  } : f32",
         "a record cannot sit in the region of a `reduce` op",
     );
+    assert_error(
+        "  %0 = reduce %tf [axis = 0] {\n  ^(%a: f32, %c: f32):\n    if %b {\n      record [name = \"r\", end = false, kind = scope]\n      record [name = \"r\", end = true, kind = scope]\n      yield\n    } {\n      yield\n    }\n    %s = add %a, %c : f32\n    yield %s\n  } : f32",
+        "a record cannot sit in the region of a `reduce` op",
+    );
 }
 
 #[test]

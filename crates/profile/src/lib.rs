@@ -1,10 +1,17 @@
-//! The host side of Trident's in-kernel region profiler (the "profile" prong, after
-//! KPerfIR, OSDI'25, and Triton's Proton intra-kernel mode).
+//! Trident's in-kernel region profiler (the "profile" prong, after KPerfIR, OSDI'25, and
+//! Triton's Proton intra-kernel mode).
 //!
-//! The compiler turns region markers into probes that read `%clock64` into a per-group
-//! ring in shared memory and flush it to a global buffer at kernel exit. This crate owns
-//! that buffer's format ([`format`](mod@format), which the PTX lowering follows) and everything the
-//! host does with it:
+//! The compiler marks regions with `record` ops (the front end from `pl.scope`, the
+//! [`passes`] from options), then turns each into a probe that reads `%clock64` into a
+//! per-group ring in shared memory and flushes it to a global buffer at kernel exit.
+//! On the compiler side this crate owns
+//!
+//! * [`passes`] — `profile-instrument{kernel,loops,dots,loads}` and `profile-strip`;
+//! * [`regions`](mod@regions) — [`regions_of`]: an instrumented function's regions, their ids
+//!   (what each record's tag carries) and the meta's `regions`.
+//!
+//! It owns that buffer's format ([`format`](mod@format), which the PTX lowering follows) and
+//! everything the host does with it:
 //!
 //! * [`meta`] — [`ProfileMeta`], the compiler's JSON beside the PTX: regions and their
 //!   source lines, buffer shape, grid, target and per-record cost;
@@ -39,7 +46,9 @@ pub mod format;
 pub mod issue;
 pub mod meta;
 pub mod pair;
+pub mod passes;
 pub mod profile;
+pub mod regions;
 pub mod replay;
 pub mod stats;
 pub mod table;
@@ -50,3 +59,4 @@ pub use format::{Granularity, Layout};
 pub use issue::{Issue, IssueKind, Severity};
 pub use meta::{ProfileMeta, Region, RegionKind, SourceLoc};
 pub use profile::{Instance, Profile};
+pub use regions::{regions_of, RegionTable};
