@@ -27,9 +27,13 @@ use std::collections::{HashMap, HashSet};
 use trident_ir::{AddrSpace, Block, Diagnostic, Elem, Function, Loc, Module, Op, OpKind, RegionKind, SourceFile};
 use trident_opt::Pass;
 
-/// Which regions [`Instrument`] marks.
+/// Which regions to profile: the CLI's `--regions scopes|kernel|loops|dots|loads`.
+/// [`Instrument`] marks `kernel`, `loops`, `dots` and `loads`; `scopes` (the user's
+/// `pl.scope`s) is the front end's business (`CompileOptions::profile_scopes`), carried
+/// here so that one list says everything and the pass ignores it.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Regions {
+    pub scopes: bool,
     pub kernel: bool,
     pub loops: bool,
     pub dots: bool,
@@ -37,29 +41,36 @@ pub struct Regions {
 }
 
 impl Regions {
-    /// Parses a list such as `kernel,loops` (commas, `|` or `+` between the words).
+    /// Parses a list such as `kernel,loops` or `scopes|dots` (commas, `|` or `+` between the words).
     pub fn parse(list: &str) -> Result<Regions, String> {
         let mut r = Regions::default();
         for w in list.split([',', '|', '+']).map(str::trim) {
             match w {
+                "scopes" => r.scopes = true,
                 "kernel" => r.kernel = true,
                 "loops" => r.loops = true,
                 "dots" => r.dots = true,
                 "loads" => r.loads = true,
                 "" => {}
                 other => {
-                    return Err(format!("unknown region kind `{other}` (known: kernel, loops, dots, loads)"));
+                    return Err(format!("unknown region kind `{other}` (known: scopes, kernel, loops, dots, loads)"));
                 }
             }
         }
         if r.is_empty() {
-            return Err("no regions to mark: name some of kernel, loops, dots, loads".into());
+            return Err("no regions to mark: name some of scopes, kernel, loops, dots, loads".into());
         }
         Ok(r)
     }
 
+    /// Nothing at all to profile.
     pub fn is_empty(&self) -> bool {
-        !(self.kernel || self.loops || self.dots || self.loads)
+        !(self.scopes || self.instruments())
+    }
+
+    /// Whether [`Instrument`] has anything to add (everything but `scopes`).
+    pub fn instruments(&self) -> bool {
+        self.kernel || self.loops || self.dots || self.loads
     }
 }
 

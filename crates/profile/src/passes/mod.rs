@@ -106,6 +106,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn region_lists() {
+        let r = Regions::parse("scopes|loops + dots").unwrap();
+        assert_eq!(r, Regions { scopes: true, loops: true, dots: true, ..Default::default() });
+        assert!(r.instruments());
+        let s = Regions::parse("scopes").unwrap();
+        assert!(!s.instruments() && !s.is_empty());
+        assert!(Regions::parse(" , ").is_err());
+    }
+
+    #[test]
     fn pipelines_with_options() {
         let pm = parse_pipeline("inline, profile-instrument{kernel, loops}, cse,profile-strip").unwrap();
         assert_eq!(pm.pass_names(), ["inline", "profile-instrument", "cse", "profile-strip"]);
@@ -113,6 +123,7 @@ mod tests {
             "profile-instrument",
             "profile-instrument{}",
             "profile-instrument{warps}",
+            "profile-instrument{scopes,warps}",
             "profile-instrument{kernel",
             "profile-instrument{kernel}}",
             "profile-strip{x}",
