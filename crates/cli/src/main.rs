@@ -7,7 +7,6 @@ mod compile_cmd;
 mod demo_cmd;
 mod expr;
 mod layout_cmd;
-mod ptx_run;
 mod run_cmd;
 
 use clap::Parser;

@@ -243,10 +243,10 @@ fn strings_dtypes_and_none_are_compile_time_values() {
                     _ => v,
                 };
                 // Rounded to the output dtype, as a store of that dtype does.
-                let round = |d| trident_core::HostTensor::from_f64(d, &[1], &[want]).get_f64(0);
+                let round = |d| trident_runtime::HostTensor::from_f64(d, &[1], &[want]).get_f64(0);
                 let want = match dtype {
-                    "f16" => round(trident_core::DType::F16),
-                    "bf16" => round(trident_core::DType::BF16),
+                    "f16" => round(trident_runtime::DType::F16),
+                    "bf16" => round(trident_runtime::DType::BF16),
                     _ => want,
                 };
                 assert_eq!(y.get_f64(i), want, "{backend} {act} {dtype} element {i}");
