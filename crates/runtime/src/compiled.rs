@@ -2,7 +2,7 @@
 //! constexpr values) and, for GPU targets, its [`GpuCode`] (PTX, launch facts, cubin),
 //! for a [`CodeTarget`].
 //!
-//! Plain data: made by [`crate::compile`], run by [`crate::run`], kept by the
+//! Plain data: made by [`crate::compile`], run by `crate::run`, kept by the
 //! [`crate::session::Session`].
 
 use std::sync::{Arc, OnceLock};

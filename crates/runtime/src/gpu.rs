@@ -1,7 +1,7 @@
 //! The GPU-code backends: PTX from `trident-gpu`, run on the PTX emulator or on a CUDA device.
 //!
 //! Compiling goes through [`crate::compile`] (and its cache); this module
-//! runs what it produced (the launch flow calls it through [`crate::run`]): [`run_emu_code`] on the emulator (modelled clock),
+//! runs what it produced (the launch flow calls it through `crate::run`): [`run_emu_code`] on the emulator (modelled clock),
 //! [`CudaRunner`] on device 0 (CUDA events). On CUDA the cubin `ptxas` made is
 //! loaded when there is one; otherwise, or when the driver refuses it (a cubin
 //! from a newer toolkit than the driver), the PTX goes through the driver's JIT.

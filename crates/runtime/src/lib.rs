@@ -5,7 +5,7 @@
 //!
 //! * [`error`]: [`RunError`], the error every operation returns (imports nothing above it).
 //! * [`program`]: [`KernelProgram`], a loaded kernel file.
-//! * [`env`]: every environment variable the runtime reads, documented and read in one place.
+//! * [`env`](mod@env): every environment variable the runtime reads, documented and read in one place.
 //! * [`args`]: `NAME=VALUE` kernel arguments; [`args::command`]: the `trident run`/`bench`
 //!   command lines (one table of options, one parser).
 //! * [`npy`], [`rng`], [`grid_expr`], [`scalar`]: `.npy` files, the `rand`/`randn`

@@ -1,6 +1,6 @@
 //! What a compiled kernel depends on ([`CacheKey`]), the short id it hashes to
 //! ([`CacheId`]), and the policy of what a kernel specialization's key holds
-//! ([`describe`], [`cache_key`]: the second half of this file).
+//! (`describe`, `cache_key`: the second half of this file).
 //!
 //! The id is a BLAKE3 hash. A cache key needs a hash that is collision-resistant
 //! (two specializations must never share an entry, and sources are arbitrary

@@ -1,9 +1,9 @@
 //! Compiling one specialization through the compile cache: the one function every
-//! compilation of the launch path goes through ([`compile`]).
+//! compilation of the launch path goes through (`compile`).
 //!
-//! A [`Request`] names what to compile: the kernel, its launch arguments as
+//! A `Request` names what to compile: the kernel, its launch arguments as
 //! the front end sees them, the constexprs a config adds, the front end's options,
-//! warps and stages, and the [`CodeTarget`]. [`compile`] evaluates `@triton.heuristics`,
+//! warps and stages, and the [`CodeTarget`]. `compile` evaluates `@triton.heuristics`,
 //! then looks the specialization up:
 //!
 //! 1. in the cache's in-process memo, under a [`MemoKey`] made of the
@@ -12,8 +12,8 @@
 //!    is read; the [`Session`] hands back the kernel already decoded;
 //! 2. on disk, under the [`crate::cache::CacheKey`] that [`crate::cache::key`]'s policy
 //!    makes (source texts, compiler version, signature, constexprs, options, target);
-//!    the entry is decoded ([`codec`]: the tile IR re-parsed, its source files restored);
-//! 3. otherwise it compiles ([`build`]) and stores the entry.
+//!    the entry is decoded (`codec.rs`: the tile IR re-parsed, its source files restored);
+//! 3. otherwise it compiles (`build.rs`) and stores the entry.
 //!
 //! Compiling with IR dumps on (`print_ir_after_all`, `TRIDENT_DUMP_IR=1`)
 //! bypasses the cache so that the dumps happen.
