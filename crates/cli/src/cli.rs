@@ -17,14 +17,17 @@ pub struct Cli {
 
 fn run_help() -> String {
     format!(
-        "Options of a kernel run:\n{}\nOptions of a PTX run:\n{}",
-        flags_help(&[LineKind::Kernel]),
-        flags_help(&[LineKind::Ptx])
+        "Options of a kernel run:\n{}\nOptions of a PTX run: --grid (numbers only), --backend (auto, emu or cuda), --seed, --save I=PATH.npy (I: a parameter index), and\n{}",
+        flags_help(&[LineKind::Kernel], &[]),
+        flags_help(&[LineKind::Ptx], &[LineKind::Kernel])
     )
 }
 
 fn bench_help() -> String {
-    format!("Options (and those of a kernel run):\n{}", flags_help(&[LineKind::Bench]))
+    format!(
+        "Options, besides those of a kernel run (see `trident run --help`):\n{}",
+        flags_help(&[LineKind::Bench], &[])
+    )
 }
 
 #[derive(Subcommand, Debug)]

@@ -89,9 +89,12 @@ pub const FLAGS: &[Flag] = &[
     },
 ];
 
-/// The options of these command lines as `--help` lists them, one per line.
-pub fn flags_help(lines: &[LineKind]) -> String {
-    let shown: Vec<&Flag> = FLAGS.iter().filter(|f| f.lines.iter().any(|l| lines.contains(l))).collect();
+/// The options of `lines` that no line of `except` takes, as `--help` lists them, one per line.
+pub fn flags_help(lines: &[LineKind], except: &[LineKind]) -> String {
+    let shown: Vec<&Flag> = FLAGS
+        .iter()
+        .filter(|f| f.lines.iter().any(|l| lines.contains(l)) && !f.lines.iter().any(|l| except.contains(l)))
+        .collect();
     let spell = |f: &Flag| match f.value {
         Some(v) => format!("--{} {v}", f.name),
         None => format!("--{}", f.name),
@@ -617,9 +620,11 @@ mod tests {
 
     #[test]
     fn help_lists_each_lines_options() {
-        let run = flags_help(&[LineKind::Kernel]);
+        let run = flags_help(&[LineKind::Kernel], &[]);
         assert!(run.contains("--num-warps N") && run.contains("--debug ") && !run.contains("--block"), "{run}");
-        let bench = flags_help(&[LineKind::Bench]);
+        let ptx_only = flags_help(&[LineKind::Ptx], &[LineKind::Kernel]);
+        assert!(ptx_only.contains("--block") && !ptx_only.contains("--grid"), "{ptx_only}");
+        let bench = flags_help(&[LineKind::Bench], &[]);
         assert!(bench.contains("--flush-l2") && !bench.contains("--grid"), "{bench}");
     }
 }
