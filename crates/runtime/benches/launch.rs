@@ -2,7 +2,7 @@
 //! memo hit): choosing the config, keying the specialization and fetching the
 //! loaded kernel, alone and around a run. Numbers are recorded in the crate README.
 //!
-//! * `launch/compile_memo_hit/*`: `launch::compile` — argument binding, config
+//! * `launch/compile_memo_hit/*`: `launch::prepare` — argument binding, config
 //!   choice, specialization text, memo lookup; no run.
 //! * `launch/run_only/*` and `launch/full/*`: `run_compiled` on a kernel in
 //!   hand, and `launch` (compile + run); their difference is the launch path's

@@ -90,7 +90,7 @@ pub(crate) struct Ctx<'a> {
     pub prog: &'a KernelProgram,
     pub kernel: &'a KernelInfo,
     pub args: &'a [Arg],
-    /// The launch's arguments as the front end sees them (given values and `extra`).
+    /// The launch's arguments as the front end sees them (bound values, and parameters described by type only).
     pub infos: &'a [(String, ArgInfo)],
     pub opts: &'a LaunchOptions,
     /// The front end's options, read from the environment once for the launch.
