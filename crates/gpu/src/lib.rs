@@ -12,6 +12,7 @@
 
 pub mod analysis;
 pub mod layout;
+pub mod machine;
 pub mod options;
 pub mod passes;
 pub mod pipeline;
@@ -19,7 +20,8 @@ pub mod ptx;
 pub mod tools;
 
 pub use layout::{draw_ir_layout, draw_layout, draw_layouts, LinearLayout};
-pub use options::{GpuOptions, Target};
+pub use machine::Target;
+pub use options::GpuOptions;
 pub use pipeline::{compile, GpuArtifacts, GpuError, GpuErrorKind, GpuPipeline, GpuStats};
 pub use ptx::{emit_gpu_ir, AbiParam, AbiType, PtxKernel};
 

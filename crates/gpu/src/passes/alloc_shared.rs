@@ -8,10 +8,9 @@
 //! scratch shares the space above the live buffers at that point. The total must fit
 //! the device; otherwise compilation fails naming the sizes.
 
-use crate::layout::{distributed, ConversionKind};
+use crate::machine::scratch::{buffer_bytes, scratch_bytes};
+use crate::machine::wgmma::operand_stays_in_shared;
 use crate::options::GpuOptions;
-use crate::ptx::reduce::{reduce_scratch_bytes, scan_scratch_bytes};
-use crate::ptx::regs::{class_of, RegClass};
 use std::collections::HashMap;
 use trident_ir::{Diagnostic, Function, Op, OpKind, Value};
 
@@ -43,95 +42,8 @@ impl SharedPlan {
     }
 }
 
-fn scratch_elem(c: RegClass) -> u64 {
-    match c {
-        RegClass::B16 => 2,
-        RegClass::B64 => 8,
-        _ => 4,
-    }
-}
-
 fn align(x: u64, a: u64) -> u64 {
     x.div_ceil(a) * a
-}
-
-/// Scratch bytes an op needs while it runs (0 for most ops).
-pub fn scratch_bytes(f: &Function, op: Op) -> Result<u64, String> {
-    let d = &f.ops[op];
-    let ll = |v: Value| -> Result<Option<crate::layout::LinearLayout>, String> {
-        let t = f.ty(v);
-        match t.layout() {
-            Some(id) if t.is_tensor() => distributed(&f.layouts, id, t.shape()).map(Some),
-            _ => Ok(None),
-        }
-    };
-    let elem = |v: Value| scratch_elem(class_of(f.ty(v).elem()));
-    Ok(match &d.kind {
-        OpKind::ConvertLayout => {
-            let (Some(s), Some(t)) = (ll(d.operands[0])?, ll(d.results[0])?) else { return Ok(0) };
-            match s.conversion_to(&t) {
-                ConversionKind::Identity | ConversionKind::RegisterPermute => 0,
-                _ => s.numel() * elem(d.operands[0]),
-            }
-        }
-        OpKind::Reduce { axis } => {
-            let Some(l) = ll(d.operands[0])? else { return Ok(0) };
-            let bytes: Vec<u32> = d.operands.iter().map(|&v| elem(v) as u32).collect();
-            reduce_scratch_bytes(&l, *axis as usize, &bytes) as u64
-        }
-        OpKind::Scan { axis, .. } => {
-            let Some(l) = ll(d.operands[0])? else { return Ok(0) };
-            let bytes: Vec<u32> = d.operands.iter().map(|&v| elem(v) as u32).collect();
-            scan_scratch_bytes(&l, *axis as usize, &bytes) as u64
-        }
-        OpKind::Reshape { .. } | OpKind::Trans { .. } => {
-            let (Some(s), Some(t)) = (ll(d.operands[0])?, ll(d.results[0])?) else { return Ok(0) };
-            let perm = match &d.kind {
-                OpKind::Trans { perm } => Some(perm.clone()),
-                _ => None,
-            };
-            let project = |c: u64| -> u64 {
-                match &perm {
-                    None => c,
-                    Some(p) => {
-                        let dc = crate::layout::linear::unflatten(&t.shape, c);
-                        let mut sc = vec![0u32; s.shape.len()];
-                        for (i, &pi) in p.iter().enumerate() {
-                            sc[pi as usize] = dc[i];
-                        }
-                        crate::layout::linear::flatten(&s.shape, &sc)
-                    }
-                }
-            };
-            if crate::ptx::emitter::reg_map_exists(&s, &t, &project) {
-                0
-            } else {
-                s.numel() * elem(d.operands[0])
-            }
-        }
-        OpKind::Join | OpKind::Cat => {
-            let mut n = 0;
-            for &v in &d.operands {
-                if let Some(l) = ll(v)? {
-                    n += l.numel();
-                }
-            }
-            n * elem(d.operands[0])
-        }
-        OpKind::Split => ll(d.operands[0])?.map_or(0, |l| l.numel() * elem(d.operands[0])),
-        OpKind::AtomicRmw { .. } | OpKind::AtomicCas { .. }
-            if crate::ptx::memory::atomic_result_needs_broadcast(f, op) =>
-        {
-            ll(d.results[0])?.map_or(8, |l| l.numel() * elem(d.results[0]))
-        }
-        _ => 0,
-    })
-}
-
-/// Bytes of a `local_alloc` buffer.
-pub fn buffer_bytes(f: &Function, op: Op) -> u64 {
-    let t = f.ty(f.ops[op].results[0]);
-    t.numel() * crate::ptx::regs::mem_bytes(t.elem()) as u64
 }
 
 /// Program positions: every op gets its pre-order index; ops with regions also the index
@@ -211,7 +123,7 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, Diagno
             items.push((op, bytes, a, b, true, 1024));
             continue;
         }
-        if crate::ptx::wgmma::smem_operand_convert(f, op) {
+        if operand_stays_in_shared(f, op) && matches!(f.ops[op].kind, OpKind::ConvertLayout) {
             // A conversion into a wgmma operand leaves the tile in shared memory until the
             // dot reads it: live like a buffer, swizzle-aligned.
             let bytes = align(scratch_bytes(f, op).unwrap_or(0), 128);

@@ -476,8 +476,3 @@ impl<'a> Emitter<'a> {
         (std::mem::take(&mut self.pro), std::mem::take(&mut self.out))
     }
 }
-
-/// Whether every register of `dst` is held by the same thread in `src` (see [`Emitter::reg_map`]).
-pub fn reg_map_exists(src: &LinearLayout, dst: &LinearLayout, project: &dyn Fn(u64) -> u64) -> bool {
-    Emitter::reg_map(src, dst, project).is_some()
-}

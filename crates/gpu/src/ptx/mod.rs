@@ -33,7 +33,8 @@ pub mod smem_addr;
 pub mod wgmma;
 
 use crate::analysis::AxisAnalysis;
-use crate::options::{GpuOptions, Target};
+use crate::machine::Target;
+use crate::options::GpuOptions;
 use crate::passes::alloc_shared::plan_shared;
 use emitter::Emitter;
 use regs::{class_of, RegClass};
