@@ -112,7 +112,7 @@ impl Emitter<'_> {
         self.ins(format!("add.u32 {addr}, {base}, {off}"));
         self.store_tile(&sl, src, regs, bytes, addr, None)?;
         let signed = f.ty(res).elem().num().is_some_and(|d| d.is_signed_int());
-        if crate::machine::wgmma::operand_stays_in_shared(f, op) {
+        if self.smem_operand(op)? {
             // The tile stays where it is for the wgmma (its only user) to read: make the
             // stores visible to the tensor cores' proxy, then to every warp.
             self.ins("fence.proxy.async.shared::cta");
@@ -510,7 +510,7 @@ impl Emitter<'_> {
                 {
                     if let Some(tile) = MmaTile::from_shared(&vl, *k_width, *op_idx) {
                         let signed = vt.elem().num().is_some_and(|t| t.is_signed_int());
-                        if crate::machine::wgmma::operand_stays_in_shared(f, op) {
+                        if self.smem_operand(op)? {
                             let so = super::wgmma::SmemOperand { addr, sl, tile, bytes, dst, signed };
                             self.smem_ops.insert(res, so);
                             self.set(res, vec![]);
