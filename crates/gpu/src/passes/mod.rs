@@ -1,17 +1,23 @@
 //! GPU lowering passes (tile IR → GPU IR), as `trident-opt` passes so that the pass
 //! manager can verify and dump the IR after each.
 //!
-//! In pipeline order (declared in [`crate::pipeline::GpuPipeline::passes`]): `gpu-assign-layouts` (axis analysis, coalescing, mma
-//! layouts, conversions), `gpu-remove-converts`, `gpu-pipeline` (cp.async multi-buffering of
-//! dot operands, `num_stages`), `gpu-sink-ranges` (recomputes `arange`s inside the loops
-//! that use them, to shorten their registers' lives), `gpu-alloc-shared` (checks the
-//! budget), `gpu-insert-barriers`.
+//! In pipeline order (declared in [`crate::pipeline::GpuPipeline::passes`]; by name in
+//! [`registry`]): `gpu-assign-layouts` (axis analysis, coalescing, mma layouts,
+//! conversions), `gpu-remove-converts`, `gpu-pipeline` (cp.async multi-buffering of dot
+//! operands, `num_stages`), `gpu-sink-ranges` (recomputes `arange`s inside the loops that
+//! use them, to shorten their registers' lives), `gpu-alloc-shared` (marks the wgmma
+//! operands read from shared memory, plans shared memory and records the plan in the IR),
+//! `gpu-insert-barriers`.
+//!
+//! Passes decide; facts they share with emission live in [`crate::machine`]. No pass
+//! names `crate::ptx` (`tests/module_rules.rs`).
 
 pub mod alloc_shared;
 pub mod assign_layouts;
 pub mod barriers;
 pub mod coalesce;
 pub mod pipeline;
+pub mod registry;
 pub mod remove_converts;
 pub mod sink_ranges;
 
