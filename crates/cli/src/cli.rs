@@ -1,13 +1,33 @@
 //! Argument definitions and dispatch to subcommands.
+//!
+//! `run` and `bench` hand their words to the runtime's one parser of those command lines
+//! (`trident_runtime::args::command`: its option table also writes their `--help`);
+//! clap only splits off the subcommand. The other subcommands' options are clap's.
 
 use crate::{bench_cmd, cache_cmd, compile_cmd, demo_cmd, layout_cmd, run_cmd};
 use clap::{Parser, Subcommand};
+use trident_runtime::args::{flags_help, LineKind};
 
 #[derive(Parser, Debug)]
 #[command(name = "trident", version, about = "Trident: a Triton-dialect GPU kernel compiler in Rust")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+}
+
+fn run_help() -> String {
+    format!(
+        "Options of a kernel run:\n{}\nOptions of a PTX run: --grid (numbers only), --backend (auto, emu or cuda), --seed, --save I=PATH.npy (I: a parameter index), and\n{}",
+        flags_help(&[LineKind::Kernel], &[]),
+        flags_help(&[LineKind::Ptx], &[LineKind::Kernel])
+    )
+}
+
+fn bench_help() -> String {
+    format!(
+        "Options, besides those of a kernel run (see `trident run --help`):\n{}",
+        flags_help(&[LineKind::Bench], &[])
+    )
 }
 
 #[derive(Subcommand, Debug)]
@@ -23,16 +43,22 @@ pub enum Command {
     /// Run a kernel.
     ///
     /// trident run FILE.py::KERNEL --grid X[,Y[,Z]]|EXPR [--backend auto|interp|emu|cuda] [--num-warps N]
-    ///     [--num-stages N] [--seed N] [--save NAME=PATH.npy]... NAME=VALUE...
+    ///     [--num-stages N] [--seed N] [--save NAME=PATH.npy]... [--debug] [--print-ir-after-all] NAME=VALUE...
+    ///
+    /// trident run FILE.ptx[::ENTRY] --grid X[,Y[,Z]] --block T[,TY[,TZ]] [--shared BYTES]
+    ///     [--backend auto|emu|cuda] [--seed N] [--save I=PATH.npy]... VALUE...
     ///
     /// VALUE: @PATH.npy[:DTYPE] | zeros|ones|empty|rand|randn:DTYPE:SHAPE | 42 | 0.5 | True | None | f16 (a dtype) | 'text' (a string constexpr).
     /// `--backend auto` runs on the GPU when a CUDA driver and device are found, else on the interpreter.
     /// EXPR: a grid computed at launch from scalar arguments and constexprs, e.g.
     /// 'cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)' for an autotuned kernel (the config picks the blocks).
+    /// PTX VALUEs are positional, one per .entry parameter (a tensor is a pointer, 0 a null pointer).
+    #[command(after_help = run_help())]
     Run(run_cmd::RunArgs),
     /// Compile the bundled kernels, run each on the best backend found, check it, print a table.
     Demo(demo_cmd::DemoArgs),
     /// Time a kernel: same arguments as `run`, plus --warmup/--reps, --flops/--bytes expressions and --flush-l2.
+    #[command(after_help = bench_help())]
     Bench(bench_cmd::BenchArgs),
     /// Draw a GPU-IR layout: which thread/register (or shared offset) holds each element.
     Layout(layout_cmd::LayoutArgs),

@@ -1,10 +1,9 @@
-//! `trident compile`.
+//! `trident compile`: the runtime compiles (`trident_runtime::stages`); this prints the
+//! stage or writes the cubin.
 
 use clap::{Args, ValueEnum};
-use trident_core::DType;
-use trident_front::ArgInfo;
-use trident_runtime::args::{parse_and_materialize, parse_grid};
-use trident_runtime::launch::{self, KernelProgram, LaunchOptions};
+use trident_runtime::stages::{compile_stage, Stage, StageOptions, StageOutput};
+use trident_runtime::KernelProgram;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Emit {
@@ -53,20 +52,16 @@ pub struct CompileArgs {
     pub args: Vec<String>,
 }
 
-/// `*f16` → pointer, `i32`/`f32`/`bool` → an unspecialized scalar of that type.
-fn type_spec(v: &str) -> Option<ArgInfo> {
-    if let Some(p) = v.strip_prefix('*') {
-        return DType::parse(p).map(|dtype| ArgInfo::Pointer { dtype, aligned16: true });
+impl From<Emit> for Stage {
+    fn from(e: Emit) -> Stage {
+        match e {
+            Emit::Ttir => Stage::Ttir,
+            Emit::Ttgir => Stage::Ttgir,
+            Emit::Ptx => Stage::Ptx,
+            Emit::Cubin => Stage::Cubin,
+            Emit::Sass => Stage::Sass,
+        }
     }
-    // A value no specialization applies to (not 1, not a multiple of 16) stands for "any value of this type".
-    Some(match DType::parse(v)? {
-        DType::I1 => ArgInfo::Bool(false),
-        DType::I32 => ArgInfo::Int(3),
-        DType::I64 => ArgInfo::Int((1 << 40) + 3),
-        DType::U64 => ArgInfo::UInt((1 << 63) + 3),
-        DType::F32 => ArgInfo::Float(0.5),
-        _ => return None,
-    })
 }
 
 pub fn compile(a: CompileArgs) -> Result<(), String> {
@@ -77,80 +72,33 @@ pub fn compile(a: CompileArgs) -> Result<(), String> {
     };
     let prog = KernelProgram::load(std::path::Path::new(&file)).map_err(|e| e.text)?;
     let kernel = prog.kernel(kname.as_deref()).map_err(|e| e.text)?;
-    let mut values = vec![];
-    let mut infos: Vec<(String, ArgInfo)> = vec![];
-    for text in a.consts.iter().chain(&a.args) {
-        let (name, v) = text.split_once('=').ok_or_else(|| format!("error: `{text}`: expected NAME=VALUE"))?;
-        if let Some(info) = type_spec(v) {
-            if kernel.param(name).is_some_and(|p| !p.is_constexpr) {
-                infos.push((name.to_string(), info));
-                continue;
-            }
-        }
-        values.push(parse_and_materialize(text, 0).map_err(|e| format!("error: {e}"))?);
-    }
-    let mut opts = LaunchOptions::new(parse_grid("1").expect("valid grid"));
-    opts.num_warps = a.num_warps;
-    opts.num_stages = a.num_stages;
-    opts.debug = a.debug;
-    opts.print_ir_after_all = a.print_ir_after_all;
-    let ck = launch::compile_tile_with(&prog, kernel, &values, infos, &opts).map_err(|e| e.text)?;
-    let po = trident_ir::print::PrintOptions { locs: a.locs };
-    let print_ir = |m: &trident_ir::Module| {
-        let text = trident_ir::print::print_module(m, &po);
-        print!("{text}");
-        if !text.ends_with('\n') {
-            println!();
-        }
+    let words: Vec<String> = a.consts.iter().chain(&a.args).cloned().collect();
+    let opts = StageOptions {
+        arch: a.arch.clone(),
+        num_warps: a.num_warps,
+        num_stages: a.num_stages,
+        debug: a.debug,
+        print_ir_after_all: a.print_ir_after_all,
+        locs: a.locs,
+        ..StageOptions::new(a.emit.into())
     };
-    if a.emit == Emit::Ttir {
-        print_ir(&ck.compiled.module);
-        return Ok(());
-    }
-    let target = trident_gpu::Target::parse(&a.arch)
-        .ok_or_else(|| format!("error: unknown target `{}` (sm_80 or sm_90)", a.arch))?;
-    let gopts = trident_gpu::GpuOptions {
-        target,
-        num_warps: ck.num_warps,
-        num_stages: ck.num_stages,
-        ..trident_gpu::GpuOptions::default()
-    };
-    let files = &ck.compiled.module.files;
-    let kname = &ck.compiled.kernel;
-    let pipeline = trident_gpu::GpuPipeline::new(&gopts).print_ir_after_all(a.print_ir_after_all);
-    let (gpu_ir, _) = pipeline.lower(&ck.compiled.module, kname).map_err(|e| e.diagnostic.render(files))?;
-    if a.emit == Emit::Ttgir {
-        print_ir(&gpu_ir);
-        return Ok(());
-    }
-    let ptx = pipeline.emit(&gpu_ir, kname).map_err(|e| e.diagnostic.render(files))?;
-    if a.emit == Emit::Ptx {
-        print!("{}", ptx.ptx);
-        return Ok(());
-    }
-    let tool_hint = "(run scripts/install-tools, or set TRIDENT_PTXAS / TRIDENT_NVDISASM)";
-    let out = trident_gpu::tools::ptxas(&ptx.ptx, target.arch()).map_err(|e| format!("error: {e} {tool_hint}"))?;
-    match a.emit {
-        Emit::Cubin => {
-            let path = a.output.clone().unwrap_or_else(|| format!("{kname}.cubin"));
-            std::fs::write(&path, &out.cubin).map_err(|e| format!("error: cannot write {path}: {e}"))?;
-            for u in &out.usage {
+    match compile_stage(&prog, kernel, &words, &opts).map_err(|e| e.text)? {
+        StageOutput::Text(text) => print!("{text}"),
+        StageOutput::Cubin(c) => {
+            let path = a.output.clone().unwrap_or_else(|| format!("{}.cubin", c.kernel));
+            std::fs::write(&path, &c.bytes).map_err(|e| format!("error: cannot write {path}: {e}"))?;
+            for u in &c.usage {
                 println!("{u:?}");
             }
-            for w in &out.warnings {
+            for w in &c.warnings {
                 println!("{w}");
             }
             println!(
                 "wrote {path} ({} bytes, {} shared bytes, {} threads)",
-                out.cubin.len(),
-                ptx.shared_bytes,
-                ptx.num_threads
+                c.bytes.len(),
+                c.shared_bytes,
+                c.num_threads
             );
-        }
-        _ => {
-            let sass =
-                trident_gpu::tools::nvdisasm(&out.cubin, &["-c"]).map_err(|e| format!("error: {e} {tool_hint}"))?;
-            print!("{sass}");
         }
     }
     Ok(())

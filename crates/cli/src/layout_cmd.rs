@@ -1,5 +1,6 @@
 //! `trident layout`: draw which thread and register owns each element of a tensor
-//! under a GPU-IR layout (or which shared-memory offset holds it).
+//! under a GPU-IR layout (or which shared-memory offset holds it); the drawing is
+//! `trident_runtime::layout`'s.
 //!
 //! ```text
 //! trident layout --shape 16x16 'blocked [size_per_thread = [1, 4], threads_per_warp = [8, 4], warps_per_cta = [2, 1], order = [1, 0]]'
@@ -10,9 +11,6 @@
 //! order, the last one is drawn.
 
 use clap::Args;
-use trident_gpu::layout::build::{distributed, shared_of};
-use trident_gpu::layout::draw::{draw_layout, draw_shared};
-use trident_ir::{Layout, LayoutId};
 
 #[derive(Args, Debug)]
 pub struct LayoutArgs {
@@ -25,22 +23,7 @@ pub struct LayoutArgs {
 }
 
 pub fn layout(a: LayoutArgs) -> Result<(), String> {
-    let shape: Vec<u32> = a
-        .shape
-        .split('x')
-        .map(|d| d.trim().parse::<u32>().map_err(|_| format!("error: bad shape `{}`", a.shape)))
-        .collect::<Result<_, _>>()?;
-    // Parse through the IR parser: a function holding just the layout table.
-    let defs: String = a.layouts.iter().enumerate().map(|(i, l)| format!("  #L{i} = {l}\n")).collect();
-    let text = format!("kernel @layouts() {{\n{defs}  return\n}}\n");
-    let m = trident_ir::parse::parse_module(&text)
-        .map_err(|d| d.render(&[trident_ir::SourceFile { path: "<layout>".into(), text: text.clone() }]))?;
-    let f = &m.funcs[0];
-    let id = LayoutId::from_u32(a.layouts.len() as u32 - 1);
-    let drawing = match &f.layouts[id] {
-        Layout::Shared { .. } => draw_shared(&shared_of(&f.layouts, id, &shape).map_err(|e| format!("error: {e}"))?),
-        _ => draw_layout(&distributed(&f.layouts, id, &shape).map_err(|e| format!("error: {e}"))?),
-    };
+    let drawing = trident_runtime::layout::draw(&a.shape, &a.layouts).map_err(|e| e.text)?;
     print!("{drawing}");
     Ok(())
 }

@@ -1,4 +1,14 @@
-//! The `trident` command line.
+//! The `trident` command line: argument handling and printing only. The work is
+//! trident-runtime's (the CLI depends on it and on trident-testkit, nothing else):
+//!
+//! * `run`, `bench`: the words go to the runtime's one parser of those command lines
+//!   (`args::command`, whose option table also writes their `--help`), then
+//!   `launch` (kernels) or `ptx_run` (PTX files); `bench` adds `expr.rs`'s
+//!   `--flops`/`--bytes` arithmetic over the arguments.
+//! * `compile`: clap's options, then `stages::compile_stage`; the CLI prints the text or
+//!   writes the cubin.
+//! * `layout`: `layout::draw`. `cache`: `cache::Cache`'s admin calls. `demo`: the
+//!   testkit's catalog run on the backend `launch::resolve_backend` picks.
 
 mod bench_cmd;
 mod cache_cmd;
@@ -7,7 +17,6 @@ mod compile_cmd;
 mod demo_cmd;
 mod expr;
 mod layout_cmd;
-mod ptx_run;
 mod run_cmd;
 
 use clap::Parser;

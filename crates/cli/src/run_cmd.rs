@@ -1,42 +1,30 @@
-//! `trident run`.
+//! `trident run`: a kernel in a Python file, or PTX.
 
 use clap::Args;
-use trident_runtime::launch::{self, KernelProgram, LaunchOptions};
-use trident_runtime::{npy, RunCommand};
+use trident_runtime::args::{PtxCommand, RunCommand, RunLine};
+use trident_runtime::launch::{self, LaunchOptions};
+use trident_runtime::ptx_run::run_ptx;
+use trident_runtime::{npy, KernelProgram};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Print the IR after every pass to stderr.
-    #[arg(long)]
-    pub print_ir_after_all: bool,
-    /// Keep and check `tl.device_assert`s.
-    #[arg(long)]
-    pub debug: bool,
-    /// FILE.py::KERNEL, options and NAME=VALUE arguments (see `trident run --help`).
+    /// FILE.py::KERNEL (or FILE.ptx::ENTRY), options and arguments, in any order (see below).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     pub words: Vec<String>,
 }
 
 pub fn run(a: RunArgs) -> Result<(), String> {
-    let is_ptx = a
-        .words
-        .iter()
-        .find(|w| !w.starts_with('-') && !w.contains('='))
-        .is_some_and(|t| t.split("::").next().is_some_and(|f| f.ends_with(".ptx")));
-    if is_ptx {
-        return crate::ptx_run::run(&a.words);
+    match RunLine::parse(&a.words).map_err(|e| format!("error: {e}"))? {
+        RunLine::Kernel(cmd) => run_kernel(&cmd),
+        RunLine::Ptx(cmd) => run_ptx_file(&cmd),
     }
-    let cmd = RunCommand::parse(&a.words).map_err(|e| format!("error: {e}"))?;
+}
+
+fn run_kernel(cmd: &RunCommand) -> Result<(), String> {
     let prog = KernelProgram::load(&cmd.file).map_err(|e| e.text)?;
     let kernel = prog.kernel(cmd.kernel.as_deref()).map_err(|e| e.text)?;
     let mut args = cmd.materialize().map_err(|e| format!("error: {e}"))?;
-    let mut opts = LaunchOptions::new(cmd.grid);
-    opts.grid_expr = cmd.grid_expr.clone();
-    opts.backend = cmd.backend;
-    opts.num_warps = cmd.num_warps;
-    opts.num_stages = cmd.num_stages;
-    opts.debug = a.debug;
-    opts.print_ir_after_all = a.print_ir_after_all;
+    let opts = LaunchOptions::from_command(cmd);
     let out = launch::launch(&prog, kernel, &mut args, &opts).map_err(|e| e.text)?;
     print!("{}", out.printed);
     for s in &cmd.saves {
@@ -51,5 +39,18 @@ pub fn run(a: RunArgs) -> Result<(), String> {
         out.compile_time.as_secs_f64() * 1e3,
         out.run_time.as_secs_f64() * 1e3
     );
+    Ok(())
+}
+
+fn run_ptx_file(cmd: &PtxCommand) -> Result<(), String> {
+    let out = run_ptx(cmd).map_err(|e| e.text)?;
+    print!("{}", out.printed);
+    if let Some(cycles) = out.cycles {
+        eprintln!("ran {} on the emulator: {cycles} modelled cycles", out.entry);
+    }
+    for s in &cmd.saves {
+        let t = out.tensors[s.index].as_ref().expect("run_ptx checked that saved parameters are tensors");
+        npy::write(&s.path, t).map_err(|e| format!("error: --save {}: {e}", s.index))?;
+    }
     Ok(())
 }

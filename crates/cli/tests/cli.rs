@@ -243,10 +243,10 @@ fn strings_dtypes_and_none_are_compile_time_values() {
                     _ => v,
                 };
                 // Rounded to the output dtype, as a store of that dtype does.
-                let round = |d| trident_core::HostTensor::from_f64(d, &[1], &[want]).get_f64(0);
+                let round = |d| trident_runtime::HostTensor::from_f64(d, &[1], &[want]).get_f64(0);
                 let want = match dtype {
-                    "f16" => round(trident_core::DType::F16),
-                    "bf16" => round(trident_core::DType::BF16),
+                    "f16" => round(trident_runtime::DType::F16),
+                    "bf16" => round(trident_runtime::DType::BF16),
                     _ => want,
                 };
                 assert_eq!(y.get_f64(i), want, "{backend} {act} {dtype} element {i}");
@@ -274,4 +274,128 @@ fn strings_dtypes_and_none_are_compile_time_values() {
         assert!(!o.status.success());
         assert!(stderr(&o).contains(want), "{}", stderr(&o));
     }
+}
+
+fn trident_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_trident"));
+    c.args(args).current_dir(root());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("runs")
+}
+
+/// A cache directory of its own, empty.
+fn fresh_cache(name: &str) -> String {
+    let d = tmp(name);
+    let _ = std::fs::remove_dir_all(&d);
+    d.display().to_string()
+}
+
+/// Regression: `trident compile --emit ptx` took warps and stages from the cached tile-IR
+/// entry (whose key holds neither), so a second compile with another `--num-stages` or
+/// `--num-warps` and the same cache silently reused the first one's values.
+#[test]
+fn compile_lowers_with_the_requested_warps_and_stages_whatever_the_cache_holds() {
+    let words = [
+        "compile",
+        "kernels/matmul.py::matmul_kernel",
+        "--emit",
+        "ptx",
+        "a=randn:f16:64x80",
+        "b=randn:f16:80x48",
+        "c=empty:f32:64x48",
+        "M=64",
+        "N=48",
+        "K=80",
+        "stride_am=80",
+        "stride_ak=1",
+        "stride_bk=48",
+        "stride_bn=1",
+        "stride_cm=48",
+        "stride_cn=1",
+        "BLOCK_M=32",
+        "BLOCK_N=16",
+        "BLOCK_K=32",
+        "GROUP_M=2",
+    ];
+    let ptx = |extra: &[&str], cache: &str| {
+        let o = trident_env(&[&words[..], extra].concat(), &[("TRIDENT_CACHE_DIR", cache)]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let variants: [&[&str]; 3] = [&["--num-stages", "1"], &["--num-stages", "4"], &["--num-warps", "8"]];
+    let alone: Vec<String> =
+        variants.iter().enumerate().map(|(i, v)| ptx(v, &fresh_cache(&format!("alone-{i}")))).collect();
+    assert_ne!(alone[0], alone[1], "the stage count changes this kernel's PTX");
+    assert_ne!(alone[0], alone[2], "the warp count changes this kernel's PTX");
+    for order in [[0, 1, 2], [2, 1, 0]] {
+        let shared = fresh_cache(&format!("shared-{}", order[0]));
+        for i in order {
+            assert_eq!(ptx(variants[i], &shared), alone[i], "{:?} after others in one cache", variants[i]);
+        }
+    }
+}
+
+const F32_DOT: &str = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef mm(a, c, N: tl.constexpr):\n    r = tl.arange(0, N)\n    x = tl.load(a + r[:, None] * N + r[None, :])\n    tl.store(c + r[:, None] * N + r[None, :], tl.dot(x, x))\n";
+
+/// `TRITON_F32_DEFAULT` (Triton's variable) sets the precision of fp32 dots that do not say,
+/// for `trident compile` and `trident run`, and keys the cache: one cache serves both values.
+#[test]
+fn triton_f32_default_sets_the_dot_precision_and_keys_the_cache() {
+    let src = tmp("f32dot.py");
+    std::fs::write(&src, F32_DOT).unwrap();
+    let src = src.to_str().unwrap();
+    let cache = fresh_cache("f32-cache");
+    let ttir = |value: Option<&str>| {
+        let mut env = vec![("TRIDENT_CACHE_DIR", cache.as_str())];
+        env.extend(value.map(|v| ("TRITON_F32_DEFAULT", v)));
+        let o = trident_env(&["compile", src, "a=*f32", "c=*f32", "N=16"], &env);
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    for value in [Some("ieee"), None, Some("ieee")] {
+        let text = ttir(value);
+        assert_eq!(text.contains("precision = ieee"), value.is_some(), "{value:?}: {text}");
+    }
+    // Run on the interpreter, which rounds tf32 inputs as the tensor cores do: only ieee
+    // gives an fp32-exact product.
+    let run_error = |value: Option<&str>| {
+        let (a, c) = (tmp("f32dot-a.npy"), tmp("f32dot-c.npy"));
+        let mut env = vec![("TRIDENT_CACHE_DIR", cache.as_str())];
+        env.extend(value.map(|v| ("TRITON_F32_DEFAULT", v)));
+        let (sa, sc) = (format!("a={}", a.display()), format!("c={}", c.display()));
+        let words =
+            ["run", src, "--grid", "1", "--backend", "interp", "a=randn:f32:16x16", "c=empty:f32:16x16", "N=16"];
+        let o = trident_env(&[&words[..], &["--save", &sa, "--save", &sc]].concat(), &env);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let (a, c) = (npy::read(&a).unwrap().to_f64_vec(), npy::read(&c).unwrap().to_f64_vec());
+        let mut worst = 0.0f64;
+        for i in 0..16 {
+            for j in 0..16 {
+                let want: f64 = (0..16).map(|k| a[i * 16 + k] * a[k * 16 + j]).sum();
+                worst = worst.max((c[i * 16 + j] - want).abs());
+            }
+        }
+        worst
+    };
+    assert!(run_error(Some("ieee")) < 1e-4);
+    assert!(run_error(None) > 1e-4, "tf32 rounds the inputs to 10 mantissa bits");
+}
+
+/// `run`'s options are parsed by the runtime's one parser, wherever they are written;
+/// `--help` lists them from the same table.
+#[test]
+fn run_options_come_anywhere_and_help_lists_them() {
+    let base = ["run", "--debug", "kernels/vector_add.py", "--grid", "1", "x=randn:f32:8", "y=randn:f32:8"];
+    let o = trident(&[&base[..], &["out=zeros:f32:8", "n_elements=8", "BLOCK=8", "--print-ir-after-all"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("kernel @add_kernel"), "the IR was printed after the passes");
+    let o = trident(&["run", "--help"]);
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && help.contains("--num-warps N") && help.contains("--block"), "{help}");
+    let o = trident(&["bench", "--help"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--flush-l2"));
+    let o = trident(&["run", "kernels/vector_add.py", "--grid", "1", "--reps", "3"]);
+    assert!(stderr(&o).contains("argument `--reps`: unknown option"), "{}", stderr(&o));
 }

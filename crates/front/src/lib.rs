@@ -80,15 +80,45 @@ pub struct CompileOptions {
 }
 
 impl Default for CompileOptions {
-    /// Triton's defaults; like Triton, the environment variable `TRITON_F32_DEFAULT`
-    /// (`tf32`, `tf32x3` or `ieee`) changes the default dot precision.
+    /// Triton's defaults: no debug checks, tf32 for fp32 dots. Reads no environment
+    /// variable; [`CompileOptions::from_env`] applies the ones Triton honours.
     fn default() -> CompileOptions {
-        let default_dot_precision = match std::env::var("TRITON_F32_DEFAULT").as_deref().map(str::trim) {
-            Ok("ieee") => InputPrecision::Ieee,
-            Ok("tf32x3") => InputPrecision::Tf32x3,
-            _ => InputPrecision::Tf32,
-        };
-        CompileOptions { debug: false, default_dot_precision, profile_scopes: false }
+        CompileOptions { debug: false, default_dot_precision: InputPrecision::Tf32, profile_scopes: false }
+    }
+}
+
+impl CompileOptions {
+    /// Triton's defaults as Triton's environment changes them: `TRITON_F32_DEFAULT`
+    /// (`tf32`, `tf32x3` or `ieee`; anything else keeps tf32) sets the default dot precision.
+    pub fn from_env() -> CompileOptions {
+        let value = std::env::var("TRITON_F32_DEFAULT").ok();
+        CompileOptions { default_dot_precision: f32_default(value.as_deref()), ..CompileOptions::default() }
+    }
+}
+
+/// The dot precision a value of `TRITON_F32_DEFAULT` names.
+fn f32_default(value: Option<&str>) -> InputPrecision {
+    match value.map(str::trim) {
+        Some("ieee") => InputPrecision::Ieee,
+        Some("tf32x3") => InputPrecision::Tf32x3,
+        _ => InputPrecision::Tf32,
+    }
+}
+
+#[cfg(test)]
+mod compile_options_tests {
+    use super::*;
+
+    #[test]
+    fn the_default_is_tritons_and_triton_f32_default_names_the_dot_precision() {
+        let d = CompileOptions::default();
+        assert!(!d.debug);
+        assert_eq!(d.default_dot_precision, InputPrecision::Tf32);
+        assert_eq!(f32_default(Some("ieee")), InputPrecision::Ieee);
+        assert_eq!(f32_default(Some(" tf32x3 ")), InputPrecision::Tf32x3);
+        assert_eq!(f32_default(Some("tf32")), InputPrecision::Tf32);
+        assert_eq!(f32_default(Some("bogus")), InputPrecision::Tf32);
+        assert_eq!(f32_default(None), InputPrecision::Tf32);
     }
 }
 

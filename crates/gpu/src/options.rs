@@ -1,67 +1,6 @@
 //! Compilation options of the GPU backend.
 
-use std::fmt;
-
-/// The GPU architecture PTX is generated for.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
-pub enum Target {
-    /// Ampere (A100): `mma.sync`, `ldmatrix`, `cp.async`.
-    #[default]
-    Sm80,
-    /// Hopper (H100), using the sm_80 instruction set plus native fp8 conversions.
-    Sm90,
-    /// Hopper with its architecture-specific features (`.target sm_90a`): `tl.dot` on
-    /// warpgroup MMA (`wgmma.mma_async`) with operands in shared memory. The code runs on
-    /// compute capability 9.0 only.
-    Sm90a,
-}
-
-impl Target {
-    /// The `.target` / `-arch` name.
-    pub fn arch(self) -> &'static str {
-        match self {
-            Target::Sm80 => "sm_80",
-            Target::Sm90 => "sm_90",
-            Target::Sm90a => "sm_90a",
-        }
-    }
-
-    /// Compute capability times ten (80, 90).
-    pub fn capability(self) -> u32 {
-        match self {
-            Target::Sm80 => 80,
-            Target::Sm90 | Target::Sm90a => 90,
-        }
-    }
-
-    /// Shared memory a CTA may use (opt-in maximum), in bytes.
-    pub fn max_shared_bytes(self) -> u32 {
-        match self {
-            Target::Sm80 => 163 * 1024,
-            Target::Sm90 | Target::Sm90a => 227 * 1024,
-        }
-    }
-
-    /// Whether `tl.dot` may use warpgroup MMA (`wgmma`).
-    pub fn has_wgmma(self) -> bool {
-        self == Target::Sm90a
-    }
-
-    pub fn parse(s: &str) -> Option<Target> {
-        match s {
-            "sm_80" | "sm80" | "80" => Some(Target::Sm80),
-            "sm_90" | "sm90" | "90" => Some(Target::Sm90),
-            "sm_90a" | "sm90a" | "90a" => Some(Target::Sm90a),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.arch())
-    }
-}
+use crate::machine::Target;
 
 /// How to compile a kernel.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -86,5 +25,49 @@ impl Default for GpuOptions {
 impl GpuOptions {
     pub fn shared_limit(&self) -> u32 {
         self.max_shared_bytes.unwrap_or(self.target.max_shared_bytes())
+    }
+}
+
+impl GpuOptions {
+    /// Options from `key=value` words (`num_warps=4 num_stages=3 target=sm_90a
+    /// max_shared_bytes=1024 line_info=false`), on top of the defaults: the `// OPTIONS:`
+    /// line of the GPU passes' text-format tests.
+    pub fn parse_words(words: &str) -> Result<GpuOptions, String> {
+        let mut o = GpuOptions::default();
+        for w in words.split_whitespace() {
+            let (k, v) = w.split_once('=').ok_or_else(|| format!("expected `key=value`, found `{w}`"))?;
+            let num = || v.parse::<u32>().map_err(|_| format!("`{k}` needs a number, not `{v}`"));
+            match k {
+                "target" => o.target = Target::parse(v).ok_or_else(|| format!("unknown target `{v}`"))?,
+                "num_warps" => o.num_warps = num()?,
+                "num_stages" => o.num_stages = num()?,
+                "max_shared_bytes" => o.max_shared_bytes = Some(num()?),
+                "line_info" => {
+                    o.line_info = v.parse().map_err(|_| format!("`line_info` is true or false, not `{v}`"))?
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown option `{k}` (known: target, num_warps, num_stages, max_shared_bytes, line_info)"
+                    ))
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_from_words() {
+        let o = GpuOptions::parse_words("num_warps=8  target=sm_90a max_shared_bytes=100").unwrap();
+        assert_eq!((o.num_warps, o.target, o.shared_limit(), o.num_stages), (8, Target::Sm90a, 100, 3));
+        assert_eq!(GpuOptions::parse_words("").unwrap(), GpuOptions::default());
+        assert!(GpuOptions::parse_words("num_warps").unwrap_err().contains("key=value"));
+        assert!(GpuOptions::parse_words("num_warps=four").unwrap_err().contains("number"));
+        assert!(GpuOptions::parse_words("target=sm_70").unwrap_err().contains("unknown target"));
+        assert!(GpuOptions::parse_words("warps=4").unwrap_err().contains("unknown option `warps`"));
     }
 }

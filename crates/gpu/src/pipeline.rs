@@ -15,7 +15,7 @@ use trident_ir::{Diagnostic, Module, OpKind};
 use trident_opt::{Pass, PassManager, PassTiming};
 
 use crate::options::GpuOptions;
-use crate::passes::{AllocShared, AssignLayouts, InsertBarriers, Pipeline, RemoveConverts, SinkRanges};
+use crate::passes::{AllocShared, AssignLayouts, InsertBarriers, OverflowReport, Pipeline, RemoveConverts, SinkRanges};
 use crate::ptx::{emit_gpu_ir, PtxKernel};
 
 /// What compiling one kernel for the GPU produces.
@@ -117,13 +117,20 @@ impl GpuPipeline {
 
     /// The GPU passes, in order: the one declaration of the pipeline.
     pub fn passes(&self) -> Vec<Box<dyn Pass>> {
+        self.passes_reporting(&OverflowReport::default())
+    }
+
+    /// [`GpuPipeline::passes`], with shared-memory planning reporting a kernel that does not
+    /// fit to `overflow`. Planning comes after every pass that adds shared-memory users; only
+    /// barrier insertion, which keeps the plan valid, follows it.
+    fn passes_reporting(&self, overflow: &OverflowReport) -> Vec<Box<dyn Pass>> {
         let o = &self.opts;
         vec![
             Box::new(AssignLayouts(o.clone())),
             Box::new(RemoveConverts),
             Box::new(Pipeline(o.clone())),
             Box::new(SinkRanges),
-            Box::new(AllocShared(o.clone())),
+            Box::new(AllocShared { opts: o.clone(), overflow: overflow.clone() }),
             Box::new(InsertBarriers),
         ]
     }
@@ -135,11 +142,15 @@ impl GpuPipeline {
 
     /// A pass manager holding [`GpuPipeline::passes`] (verifying after each).
     pub fn pass_manager(&self) -> PassManager {
+        self.pass_manager_reporting(&OverflowReport::default())
+    }
+
+    fn pass_manager_reporting(&self, overflow: &OverflowReport) -> PassManager {
         let mut pm = PassManager::new();
         if let Some(on) = self.print_ir_after_all {
             pm.print_ir_after_all |= on;
         }
-        for p in self.passes() {
+        for p in self.passes_reporting(overflow) {
             pm.add(p);
         }
         pm
@@ -168,16 +179,26 @@ impl GpuPipeline {
         } else {
             Module { funcs: vec![f.clone()], files: m.files.clone() }
         };
-        let mut pm = self.pass_manager();
+        let overflow = OverflowReport::default();
+        let mut pm = self.pass_manager_reporting(&overflow);
         let r = pm.run(&mut gm);
         timings.extend_from_slice(pm.timings());
-        r.map_err(|errs| classify(first(errs), &self.opts))?;
+        r.map_err(|errs| {
+            let diagnostic = Box::new(first(errs));
+            match overflow.take() {
+                Some(o) => {
+                    GpuError { diagnostic, kind: GpuErrorKind::OutOfSharedMemory { needed: o.needed, limit: o.limit } }
+                }
+                None => GpuError { diagnostic, kind: GpuErrorKind::Other },
+            }
+        })?;
         Ok((gm, timings))
     }
 
-    /// Emits PTX for `kernel` of `gm`, a module already lowered to GPU IR.
+    /// Emits PTX for `kernel` of `gm`, a module already lowered to GPU IR (by
+    /// [`GpuPipeline::lower`]: emission reads the shared-memory plan recorded there).
     pub fn emit(&self, gm: &Module, kernel: &str) -> Result<PtxKernel, GpuError> {
-        emit_gpu_ir(gm, kernel, &self.opts).map_err(|d| classify(d, &self.opts))
+        emit_gpu_ir(gm, kernel, &self.opts).map_err(GpuError::other)
     }
 
     /// Lowers and emits: the whole GPU compilation of one kernel.
@@ -201,17 +222,4 @@ fn first(mut errs: Vec<Diagnostic>) -> Diagnostic {
     } else {
         errs.swap_remove(0)
     }
-}
-
-/// Tells an out-of-shared-memory failure from the others.
-// TODO(issue 8): the planner should return the kind itself instead of this match on its text.
-fn classify(d: Diagnostic, opts: &GpuOptions) -> GpuError {
-    if d.message.contains("bytes of shared memory, more than") {
-        let needed = d.message.split_whitespace().find_map(|w| w.parse::<u64>().ok()).unwrap_or(0);
-        return GpuError {
-            diagnostic: Box::new(d),
-            kind: GpuErrorKind::OutOfSharedMemory { needed, limit: opts.shared_limit() as u64 },
-        };
-    }
-    GpuError::other(d)
 }

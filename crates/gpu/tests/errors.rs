@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use trident_gpu::{emit_ptx, GpuOptions, Target};
+use trident_gpu::{compile, emit_gpu_ir, emit_ptx, GpuErrorKind, GpuOptions, GpuPipeline, Target};
 
 const REDUCE: &str = r#"
 kernel @rowsum(%x: ptr<f32> {divisibility = 16}, %y: ptr<f32> {divisibility = 16}) {
@@ -43,6 +43,36 @@ fn shared_memory_over_the_limit_names_the_sizes() {
     // With the real limit it compiles.
     let ok = emit_ptx(&m, "rowsum", &GpuOptions { num_warps: 8, ..GpuOptions::default() }).unwrap();
     assert!(ok.shared_bytes > 100);
+    // The planner reports the kind itself: callers act on it without reading the text.
+    let err = compile(&m, "rowsum", &opts).expect_err("does not fit");
+    assert!(err.is_out_of_resources());
+    assert_eq!(err.kind, GpuErrorKind::OutOfSharedMemory { needed: ok.shared_bytes as u64, limit: 100 });
+    // Other failures are not out-of-resources.
+    let err = compile(&m, "rowsum", &GpuOptions { num_warps: 3, ..GpuOptions::default() }).unwrap_err();
+    assert_eq!(err.kind, GpuErrorKind::Other);
+}
+
+#[test]
+fn emission_reads_the_plan_and_refuses_ir_without_one() {
+    let m = parse(REDUCE);
+    let opts = GpuOptions { num_warps: 8, ..GpuOptions::default() };
+    let pipeline = GpuPipeline::new(&opts);
+    let (mut gm, _) = pipeline.lower(&m, "rowsum").unwrap();
+    let f = &gm.funcs[0];
+    let total = f.attrs.int("smem_total").expect("the plan's total is recorded on the kernel");
+    let users: Vec<_> = f.all_ops().into_iter().filter(|&op| f.ops[op].attrs.int("smem_offset").is_some()).collect();
+    assert!(!users.is_empty(), "the transpose and the reduction use shared memory");
+    assert_eq!(pipeline.emit(&gm, "rowsum").unwrap().shared_bytes as i64, total);
+    // Without an offset on a user, emission stops (it does not plan on its own).
+    let f = &mut gm.funcs[0];
+    f.ops[users[0]].attrs.remove("smem_offset");
+    let err = emit_gpu_ir(&gm, "rowsum", &opts).unwrap_err();
+    assert!(err.message.contains("run the GPU pipeline"), "{err}");
+    // Nor without the total.
+    let f = &mut gm.funcs[0];
+    f.attrs.remove("smem_total");
+    let err = emit_gpu_ir(&gm, "rowsum", &opts).unwrap_err();
+    assert!(err.message.contains("no shared-memory plan"), "{err}");
 }
 
 #[test]

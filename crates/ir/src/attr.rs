@@ -4,6 +4,7 @@
 //! `key = Attr` pairs (see `ops.rs`), so the printer and parser stay generic
 //! and adding an op touches exactly one place.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -91,5 +92,69 @@ impl fmt::Display for Attr {
                 f.write_str("]")
             }
         }
+    }
+}
+
+/// *Discardable attributes* of an op ([`crate::OpData::attrs`]) or a function
+/// ([`crate::Function::attrs`]): facts a pass records for later passes and backends, on top
+/// of what the op kind says (MLIR's discardable attributes, e.g. `allocation.offset`).
+/// The names the IR knows, and where each may appear, are listed in
+/// [`crate::ops::discardable`]; the verifier rejects others.
+///
+/// Kept in name order, so the text form is deterministic: `{name = value, ...}` after an op's
+/// own `[...]` attributes, `attributes {name = value, ...}` in a function header. Empty maps
+/// print nothing, so IR without them prints as it always did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AttrMap(BTreeMap<String, Attr>);
+
+impl AttrMap {
+    pub fn get(&self, name: &str) -> Option<&Attr> {
+        self.0.get(name)
+    }
+
+    /// The attribute `name` if it is an integer.
+    pub fn int(&self, name: &str) -> Option<i64> {
+        self.get(name).and_then(Attr::as_int)
+    }
+
+    /// Whether `name` is present and `true`.
+    pub fn flag(&self, name: &str) -> bool {
+        self.get(name).and_then(Attr::as_bool) == Some(true)
+    }
+
+    /// Sets `name`, replacing any earlier value.
+    pub fn set(&mut self, name: &str, value: Attr) {
+        self.0.insert(name.to_string(), value);
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<Attr> {
+        self.0.remove(name)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The attributes in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Attr)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v))
+    }
+}
+
+impl fmt::Display for AttrMap {
+    /// `{a = 1, b = true}`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("{")?;
+        for (i, (k, v)) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{k} = {v}")?;
+        }
+        f.write_str("}")
     }
 }

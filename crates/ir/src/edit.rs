@@ -140,6 +140,7 @@ impl Function {
         let operands: Vec<Value> = data.operands.iter().map(|&v| map.get(&v).copied().unwrap_or(v)).collect();
         let types: Vec<Type> = data.results.iter().map(|&r| src.unwrap_or(self).values[r].ty.clone()).collect();
         let new = self.new_op(data.kind.clone(), &operands, &types, data.loc);
+        self.ops[new].attrs = data.attrs.clone();
         for &rb in &data.regions {
             let block = src.unwrap_or(self).blocks[rb].clone();
             let arg_types: Vec<Type> = block.args.iter().map(|&a| src.unwrap_or(self).values[a].ty.clone()).collect();

@@ -6,6 +6,7 @@
 //! arena (its index never dangles) but is no longer part of the function:
 //! everything that walks the IR goes through block op lists.
 
+use crate::attr::AttrMap;
 use crate::layout::{Layout, LayoutId};
 use crate::loc::{Loc, SourceFile};
 use crate::ops::OpKind;
@@ -51,6 +52,10 @@ pub struct OpData {
     pub loc: Loc,
     /// The block the op sits in; `None` while detached.
     pub parent: Option<Block>,
+    /// Discardable attributes recorded by passes (see [`AttrMap`] and
+    /// [`crate::ops::discardable`]), e.g. a GPU kernel's shared-memory offsets. Cloning an
+    /// op copies them; passes that rewrite an op into new ones decide what to carry over.
+    pub attrs: AttrMap,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -91,6 +96,9 @@ pub struct Function {
     pub blocks: PrimaryMap<Block, BlockData>,
     /// Interned layouts referred to by GPU-IR tensor types (empty in tile IR).
     pub layouts: PrimaryMap<LayoutId, Layout>,
+    /// Discardable attributes of the function (see [`AttrMap`] and
+    /// [`crate::ops::discardable`]), e.g. a GPU kernel's total shared memory.
+    pub attrs: AttrMap,
 }
 
 /// A translation unit: functions (kernels and helpers) and the source files locations refer to.
@@ -124,6 +132,7 @@ impl Function {
             ops: PrimaryMap::new(),
             blocks: PrimaryMap::new(),
             layouts: PrimaryMap::new(),
+            attrs: AttrMap::default(),
         };
         let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
         f.body = f.new_block(&types);
@@ -166,6 +175,7 @@ impl Function {
             regions: SmallVec::new(),
             loc,
             parent: None,
+            attrs: AttrMap::default(),
         });
         for (i, t) in result_types.iter().enumerate() {
             let v = self.values.push(ValueData { ty: t.clone(), def: ValueDef::Result(op, i as u32) });

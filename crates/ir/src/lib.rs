@@ -22,7 +22,7 @@ pub mod print;
 pub mod types;
 pub mod verify;
 
-pub use attr::Attr;
+pub use attr::{Attr, AttrMap};
 pub use builder::Builder;
 pub use diag::{Diagnostic, Severity};
 pub use func::{Block, BlockData, Function, Module, Op, OpData, Param, ParamAttrs, Value, ValueData, ValueDef};

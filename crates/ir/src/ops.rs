@@ -8,6 +8,11 @@
 //! The text form of a kind is its [`OpKind::name`] and [`OpKind::attrs`];
 //! [`OpKind::from_parts`] parses it back. Add an op here and the printer,
 //! parser and verifier's generic checks follow.
+//!
+//! Besides its kind's attributes an op (and a function) may carry *discardable
+//! attributes* ([`crate::AttrMap`]): facts a pass records for later passes or a backend,
+//! which do not change what the op computes. The names the IR knows are in
+//! [`discardable`]; the verifier rejects any other.
 
 use crate::attr::Attr;
 
@@ -419,6 +424,38 @@ pub enum OpKind {
     AsyncWait { pending: u32 },
     /// `[]` → nothing; a CTA-wide barrier ordering shared-memory accesses.
     Barrier,
+}
+
+/// The discardable attributes the IR knows (see [`crate::AttrMap`]), where they may appear,
+/// and what they mean. All are recorded by the GPU backend's shared-memory planner
+/// (`gpu-alloc-shared`) on GPU IR and read by PTX emission; tile IR has none.
+///
+/// ```text
+/// kernel @k(%x: ptr<f32>) attributes {smem_total = 8192} {
+///   %3 = convert_layout %2 {smem_offset = 0, smem_operand = true, smem_size = 8192} : tensor<64x64xf16, #L4>
+/// ```
+///
+/// The verifier checks names, value kinds, that `smem_offset` and `smem_size` come together
+/// inside the function's `smem_total`, and that a function with a shared-memory plan is GPU
+/// IR (every tensor has a layout).
+pub mod discardable {
+    /// On an op of a kernel that uses shared memory (a `local_alloc` buffer, or scratch of a
+    /// data-exchanging op): the byte offset of its bytes in the kernel's dynamic shared
+    /// memory. Integer, non-negative.
+    pub const SMEM_OFFSET: &str = "smem_offset";
+    /// With `smem_offset`: how many bytes from there the op owns. Integer, positive.
+    pub const SMEM_SIZE: &str = "smem_size";
+    /// On a `convert_layout` or `local_load` into an operand of a Hopper warpgroup MMA: the
+    /// op produces no registers; its tile stays in shared memory for the `dot` (its only
+    /// user) to read. `true`.
+    pub const SMEM_OPERAND: &str = "smem_operand";
+    /// On a kernel whose shared memory was planned: the bytes of dynamic shared memory it
+    /// is launched with (every `smem_offset + smem_size` fits). Integer, non-negative.
+    pub const SMEM_TOTAL: &str = "smem_total";
+    /// Names allowed on ops.
+    pub const OP_ATTRS: &[&str] = &[SMEM_OFFSET, SMEM_SIZE, SMEM_OPERAND];
+    /// Names allowed on functions.
+    pub const FUNCTION_ATTRS: &[&str] = &[SMEM_TOTAL];
 }
 
 /// What an op may do besides computing its results; decides what CSE, DCE and LICM may touch.

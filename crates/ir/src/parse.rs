@@ -6,12 +6,15 @@
 //! ```text
 //! module    := function*
 //! function  := ("kernel" | "func") "@" fname "(" [param ("," param)*] ")"
-//!              ["->" "(" [type ("," type)*] ")"] [loc] "{" layout_def* op* "}"
+//!              ["->" "(" [type ("," type)*] ")"] ["attributes" attr-dict] [loc]
+//!              "{" layout_def* op* "}"
 //! fname     := bare-name | string
 //! param     := value ":" type ["{" "divisibility" "=" int "}"]
 //! value     := "%" bare-name                       bare-name: [A-Za-z0-9_.$]+
 //! op        := [value ("," value)* "="] op-name [value ("," value)*]
-//!              ["[" [attr ("," attr)*] "]"] region* [":" type ("," type)*] [loc]
+//!              ["[" [attr ("," attr)*] "]"] [attr-dict] region* [":" type ("," type)*] [loc]
+//! attr-dict := "{" [attr ("," attr)*] "}"          discardable attributes (see `AttrMap`);
+//!              after an op's `[...]`, a `{` starts a dict when a word and `=` follow it
 //! region    := "{" ["^" "(" [value ":" type ("," value ":" type)*] ")" ":"] op* "}"
 //! attr      := key "=" attr-value
 //! attr-value:= int | float | "true" | "false" | string | word | "[" [int ("," int)*] "]"
@@ -39,7 +42,7 @@
 //! Errors are [`Diagnostic`]s pointing into the text (file [`ParseOptions::file`]). The
 //! parser never panics, whatever the input.
 
-use crate::attr::Attr;
+use crate::attr::{Attr, AttrMap};
 use crate::diag::Diagnostic;
 use crate::func::{Block, Function, Module, Value};
 use crate::layout::{Dims, Layout, LayoutId};
@@ -788,10 +791,17 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+        let mut fattrs = AttrMap::default();
+        if self.at_word("attributes") {
+            self.pos += "attributes".len();
+            self.expect(b'{')?;
+            fattrs = self.attr_dict()?;
+        }
         let floc = self.opt_loc()?;
         let sig: Vec<(&str, Type)> = params.iter().map(|(n, _, t, _)| (n.as_str(), t.clone())).collect();
         let mut f = Function::new(&name, &sig, results, kernel);
         f.loc = floc.unwrap_or(Loc::UNKNOWN);
+        f.attrs = fattrs;
         let mut st = FnState { f, names: HashMap::new(), layout_refs: refs };
         for (i, (n, p, _, div)) in params.iter().enumerate() {
             let v = st.f.params[i].value;
@@ -871,6 +881,41 @@ impl<'a> Parser<'a> {
         Ok(b)
     }
 
+    /// Whether a `{` here opens a dict of discardable attributes (`{word =`) rather than a
+    /// region (which starts with `^(`, an op or `}`; no op starts with a word and `=`).
+    fn at_attr_dict(&mut self) -> bool {
+        let save = self.pos;
+        let mut yes = false;
+        if self.eat(b'{') && self.ident("").is_ok() {
+            yes = self.eat(b'=');
+        }
+        self.pos = save;
+        yes
+    }
+
+    /// `attr ("," attr)* "}"` after the opening `{` (possibly empty).
+    fn attr_dict(&mut self) -> PResult<AttrMap> {
+        let mut map = AttrMap::default();
+        if self.eat(b'}') {
+            return Ok(map);
+        }
+        loop {
+            let (k, kp) = self.ident("an attribute name")?;
+            if map.get(&k).is_some() {
+                return Err(self.err(kp, k.len(), format!("attribute `{k}` given twice")));
+            }
+            self.expect(b'=')?;
+            let v = self.attr_value()?;
+            map.set(&k, v);
+            if self.eat(b'}') {
+                return Ok(map);
+            }
+            if !self.eat(b',') {
+                return Err(self.err_here("expected `,` or `}` after an attribute"));
+            }
+        }
+    }
+
     fn op(&mut self, st: &mut FnState, block: Block) -> PResult<()> {
         self.skip_ws();
         let start = self.pos;
@@ -926,6 +971,11 @@ impl<'a> Parser<'a> {
                 return Err(self.err(kp, k.len(), format!("op `{name}` has no attribute `{k}`")));
             }
         }
+        let mut discardable = AttrMap::default();
+        if self.at_attr_dict() {
+            self.expect(b'{')?;
+            discardable = self.attr_dict()?;
+        }
         let mut regions = vec![];
         while self.eat(b'{') {
             regions.push(self.region(st)?);
@@ -952,6 +1002,7 @@ impl<'a> Parser<'a> {
             None => Loc::UNKNOWN,
         };
         let op = st.f.new_op(kind, &operands, &types, loc);
+        st.f.ops[op].attrs = discardable;
         for r in regions {
             st.f.add_region(op, r);
         }

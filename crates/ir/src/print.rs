@@ -14,7 +14,10 @@
 //! Parameters print with their source names, every other value as `%N` numbered
 //! in print order. Operand types are not printed (they follow from the
 //! definitions); result types follow a `:`. Attributes come from
-//! [`OpKind::attrs`], so the printer knows nothing about individual ops. The
+//! [`OpKind::attrs`], so the printer knows nothing about individual ops;
+//! discardable attributes ([`crate::AttrMap`]) follow them in braces
+//! (`%3 = convert_layout %2 {smem_offset = 0, smem_size = 512} : ...`), and a
+//! function's follow its signature (`kernel @k(...) attributes {smem_total = 512} {`). The
 //! grammar is documented in `parse.rs`, which reads this form back.
 //!
 //! The printer never panics, even on IR that fails verification: dangling
@@ -272,6 +275,9 @@ impl Printer<'_> {
             }
             self.out.push(')');
         }
+        if !f.attrs.is_empty() {
+            let _ = write!(self.out, " attributes {}", f.attrs);
+        }
         self.loc(f.loc);
         self.out.push_str(" {\n");
         for (id, l) in f.layouts.iter() {
@@ -320,6 +326,9 @@ impl Printer<'_> {
                 let _ = write!(self.out, "{k} = {v}");
             }
             self.out.push(']');
+        }
+        if !data.attrs.is_empty() {
+            let _ = write!(self.out, " {}", data.attrs);
         }
         for &r in &data.regions {
             self.out.push_str(" {\n");

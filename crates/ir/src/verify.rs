@@ -14,7 +14,7 @@
 use crate::diag::Diagnostic;
 use crate::func::{Block, Function, Module, Op, Value, ValueDef};
 use crate::layout::Layout;
-use crate::ops::{BinaryOp, CastKind, Const, OpKind, RmwOp, UnaryOp};
+use crate::ops::{discardable, BinaryOp, CastKind, Const, OpKind, RmwOp, UnaryOp};
 use crate::print::{print_op_named, Names, PrintOptions};
 use crate::types::{Elem, Type};
 use cranelift_entity::SecondaryMap;
@@ -119,10 +119,98 @@ impl<'a> Verifier<'a> {
     fn run(mut self) -> Vec<Diagnostic> {
         self.structure();
         if self.errors.is_empty() {
+            self.function_attrs();
             let body = self.f.body;
             self.ssa_block(body);
         }
         self.errors
+    }
+
+    // ---------------------------------------------------------------- discardable attributes
+
+    /// The function's discardable attributes (see [`crate::ops::discardable`]).
+    fn function_attrs(&mut self) {
+        let f = self.f;
+        for (k, a) in f.attrs.iter() {
+            if !discardable::FUNCTION_ATTRS.contains(&k) {
+                self.fn_err(format!(
+                    "unknown function attribute `{k}` (known: {})",
+                    discardable::FUNCTION_ATTRS.join(", ")
+                ));
+            } else if k == discardable::SMEM_TOTAL {
+                if !a.as_int().is_some_and(|n| (0..=u32::MAX as i64).contains(&n)) {
+                    self.fn_err(format!("`{k}` must be a byte count, not `{a}`"));
+                }
+                if !f.kernel {
+                    self.fn_err(format!("`{k}` is only for kernels"));
+                }
+            }
+        }
+    }
+
+    /// Whether the function's shared memory was planned (it is then GPU IR).
+    fn has_smem_plan(&self) -> bool {
+        self.f.attrs.get(discardable::SMEM_TOTAL).is_some()
+    }
+
+    /// `op`'s discardable attributes: known names, value kinds, offsets inside the
+    /// function's total, and (in a planned function) layouts on every tensor result.
+    fn op_attrs(&mut self, op: Op) {
+        let f = self.f;
+        let d = &f.ops[op];
+        if self.has_smem_plan() {
+            if let Some(&r) =
+                d.results.iter().find(|&&r| f.values[r].ty.is_tensor() && f.values[r].ty.layout().is_none())
+            {
+                self.err(
+                    op,
+                    format!(
+                        "result `{}` has no layout in a function with a shared-memory plan (GPU IR)",
+                        f.values[r].ty
+                    ),
+                );
+            }
+        }
+        if d.attrs.is_empty() {
+            return;
+        }
+        for (k, a) in d.attrs.iter() {
+            if !discardable::OP_ATTRS.contains(&k) {
+                self.err(op, format!("unknown attribute `{k}` (known: {})", discardable::OP_ATTRS.join(", ")));
+            } else if k == discardable::SMEM_OPERAND {
+                if a.as_bool() != Some(true) {
+                    self.err(op, format!("`{k}` must be `true`, not `{a}`"));
+                }
+                if !matches!(d.kind, OpKind::ConvertLayout | OpKind::LocalLoad) {
+                    self.err(op, format!("`{k}` is only for `convert_layout` and `local_load`"));
+                }
+            }
+        }
+        let offset = d.attrs.get(discardable::SMEM_OFFSET);
+        let size = d.attrs.get(discardable::SMEM_SIZE);
+        let (off, sz) = match (offset, size) {
+            (None, None) => return,
+            (Some(o), Some(s)) => (o.as_int().filter(|&n| n >= 0), s.as_int().filter(|&n| n > 0)),
+            _ => {
+                self.err(op, "`smem_offset` and `smem_size` go together");
+                return;
+            }
+        };
+        let (Some(off), Some(sz)) = (off, sz) else {
+            self.err(op, "`smem_offset` must be a non-negative and `smem_size` a positive byte count");
+            return;
+        };
+        match f.attrs.int(discardable::SMEM_TOTAL) {
+            None => self.err(op, "has a shared-memory offset, but the function has no `smem_total`"),
+            Some(total) if off.checked_add(sz).is_none_or(|end| end > total) => self.err(
+                op,
+                format!(
+                    "shared bytes [{off}, {}) lie outside the function's `smem_total` of {total}",
+                    off.saturating_add(sz)
+                ),
+            ),
+            Some(_) => {}
+        }
     }
 
     fn fn_err(&mut self, msg: impl Into<String>) {
@@ -351,6 +439,7 @@ impl<'a> Verifier<'a> {
                 self.ssa_block(r);
             }
             self.check_op(op);
+            self.op_attrs(op);
             for &r in &f.ops[op].results {
                 self.visible[r] = true;
                 defined.push(r);

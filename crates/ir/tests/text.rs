@@ -426,10 +426,11 @@ fn mutated_ir_never_panics() {
     let mut rng = Rng::from_clock();
     let seed = rng.0;
     let printed = parse_ok(SAMPLE).to_string();
-    let sources = [SAMPLE, printed.as_str()];
+    // The third source exercises discardable attributes (ops and function header).
+    let sources = [SAMPLE, printed.as_str(), WITH_ATTRS];
     let (mut parsed, mut verified) = (0, 0);
     for i in 0..3000 {
-        let text = mutate(&mut rng, sources[i % 2]);
+        let text = mutate(&mut rng, sources[i % sources.len()]);
         let r = std::panic::catch_unwind(|| {
             let mut v = false;
             let p = match parse_module(&text) {
@@ -463,4 +464,64 @@ fn mutated_ir_never_panics() {
     // The mutations must exercise both outcomes, or the test proves little.
     assert!(parsed > 20 && parsed < 3000, "parsed {parsed} of 3000 (seed {seed})");
     assert!(verified > 5, "verified {verified} (seed {seed})");
+}
+
+/// GPU IR with discardable attributes on ops and on the function (a shared-memory plan).
+const WITH_ATTRS: &str = "kernel @k(%p: ptr<f32>) attributes {smem_total = 1024} {
+  #L0 = blocked [size_per_thread = [1], threads_per_warp = [32], warps_per_cta = [4], order = [0]]
+  #L1 = blocked [size_per_thread = [4], threads_per_warp = [32], warps_per_cta = [1], order = [0]]
+  %0 = arange [start = 0, end = 128] : tensor<128xi32, #L0>
+  %1 = convert_layout %0 {smem_offset = 512, smem_size = 512} : tensor<128xi32, #L1>
+  %2 = reduce %1 [axis = 0] {smem_offset = 0, smem_size = 128} {
+  ^(%3: i32, %4: i32):
+    %5 = add %3, %4 : i32
+    yield %5
+  } : i32
+  return
+}
+";
+
+#[test]
+fn discardable_attributes_round_trip_and_are_kept_by_clones() {
+    let m = parse_ok(WITH_ATTRS);
+    verify_ok(&m, WITH_ATTRS);
+    let f = &m.funcs[0];
+    assert_eq!(f.attrs.int("smem_total"), Some(1024));
+    let reduce = f.all_ops().into_iter().find(|&o| matches!(f.ops[o].kind, OpKind::Reduce { .. })).unwrap();
+    assert_eq!(f.ops[reduce].attrs.int("smem_offset"), Some(0));
+    assert_eq!(f.ops[reduce].attrs.len(), 2);
+    assert_eq!(m.to_string(), WITH_ATTRS, "printed in name order, after `[...]`, before regions");
+    // A clone carries them; a function clone too.
+    let mut g = f.clone();
+    let mut map = edit::ValueMap::new();
+    let c = g.clone_op(reduce, &mut map);
+    assert_eq!(g.ops[c].attrs, f.ops[reduce].attrs);
+    assert_eq!(g.attrs, f.attrs);
+    // Hand-written with spaces and newlines inside the braces.
+    let loose = WITH_ATTRS.replace("{smem_offset = 512, smem_size = 512}", "{ smem_size=512,\n smem_offset = 512 }");
+    assert_eq!(parse_ok(&loose).to_string(), WITH_ATTRS);
+}
+
+#[test]
+fn ir_without_discardable_attributes_prints_as_before() {
+    // The compile cache keys on tile-IR text: an op with regions but no discardable
+    // attributes must print `{` of its region right after its own attributes.
+    let text = "kernel @k(%x: tensor<4xf32>) {\n  %0 = reduce %x [axis = 0] {\n  ^(%1: f32, %2: f32):\n    %3 = add %1, %2 : f32\n    yield %3\n  } : f32\n  return\n}\n";
+    let m = parse_ok(text);
+    assert!(m.funcs[0].attrs.is_empty());
+    assert_eq!(m.to_string(), text);
+}
+
+#[test]
+fn discardable_attribute_syntax_errors() {
+    for (bad, msg) in [
+        (WITH_ATTRS.replace("smem_size = 512}", "smem_size = 512, smem_size = 4}"), "given twice"),
+        (WITH_ATTRS.replace("smem_size = 512}", "smem_size = 512"), "expected `,` or `}`"),
+        (WITH_ATTRS.replace("attributes {smem_total = 1024}", "attributes smem_total = 1024"), "expected `{`"),
+    ] {
+        match parse_module(&bad) {
+            Ok(m) => panic!("parsed\n{bad}\nas\n{m}"),
+            Err(d) => assert!(d.message.contains(msg), "{:?} lacks {msg:?}", d.message),
+        }
+    }
 }

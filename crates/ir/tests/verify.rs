@@ -457,3 +457,60 @@ fn uses_of_removed_or_later_values() {
     f.blocks[body].ops.insert(pos + 1, add);
     assert!(struct_errors(&f).contains("operand 0 is not visible here"));
 }
+
+/// A GPU kernel with a shared-memory plan, `BODY` replaced by the case.
+const PLANNED: &str = "kernel @k(%p: ptr<f32>) attributes {smem_total = 1024} {
+  #L0 = blocked [size_per_thread = [1], threads_per_warp = [32], warps_per_cta = [4], order = [0]]
+  #L1 = blocked [size_per_thread = [4], threads_per_warp = [32], warps_per_cta = [1], order = [0]]
+  %0 = arange [start = 0, end = 128] : tensor<128xi32, #L0>
+BODY
+  return
+}
+";
+
+fn planned_errors(body: &str) -> Vec<String> {
+    errors_of(&PLANNED.replace("BODY", body))
+}
+
+#[track_caller]
+fn assert_planned_error(body: &str, fragment: &str) {
+    let errs = planned_errors(body);
+    assert!(errs.iter().any(|e| e.contains(fragment)), "expected {fragment:?} for\n{body}\ngot {errs:#?}");
+}
+
+#[test]
+fn discardable_attributes() {
+    assert!(planned_errors("  %1 = convert_layout %0 {smem_offset = 512, smem_size = 512} : tensor<128xi32, #L1>")
+        .is_empty());
+    assert_planned_error(
+        "  %1 = convert_layout %0 {smem_ofset = 0} : tensor<128xi32, #L1>",
+        "unknown attribute `smem_ofset`",
+    );
+    assert_planned_error("  %1 = convert_layout %0 {smem_offset = 0} : tensor<128xi32, #L1>", "go together");
+    assert_planned_error(
+        "  %1 = convert_layout %0 {smem_offset = 768, smem_size = 512} : tensor<128xi32, #L1>",
+        "[768, 1280) lie outside the function's `smem_total` of 1024",
+    );
+    assert_planned_error(
+        "  %1 = convert_layout %0 {smem_offset = -1, smem_size = 512} : tensor<128xi32, #L1>",
+        "non-negative",
+    );
+    assert_planned_error(
+        "  %1 = convert_layout %0 {smem_offset = 0, smem_size = 0} : tensor<128xi32, #L1>",
+        "positive",
+    );
+    assert_planned_error("  %1 = convert_layout %0 {smem_operand = false} : tensor<128xi32, #L1>", "must be `true`");
+    assert_planned_error("  %1 = add %0, %0 {smem_operand = true} : tensor<128xi32, #L0>", "only for `convert_layout`");
+    assert_planned_error(
+        "  %1 = arange [start = 0, end = 4] : tensor<4xi32>",
+        "has no layout in a function with a shared-memory plan",
+    );
+    // Offsets need a plan on the function; the plan is for kernels, with a byte count.
+    assert_error("  %0 = add %ti, %ti {smem_offset = 0, smem_size = 16} : tensor<4xi32>", "no `smem_total`");
+    let text = PLANNED.replace("BODY", "").replace("kernel @k", "func @k");
+    assert!(errors_of(&text).iter().any(|e| e.contains("only for kernels")), "{:?}", errors_of(&text));
+    let text = PLANNED.replace("BODY", "").replace("smem_total = 1024", "smem_total = -4");
+    assert!(errors_of(&text).iter().any(|e| e.contains("must be a byte count")));
+    let text = PLANNED.replace("BODY", "").replace("smem_total = 1024", "smem_totl = 4");
+    assert!(errors_of(&text).iter().any(|e| e.contains("unknown function attribute `smem_totl`")));
+}

@@ -2,9 +2,11 @@
 //! for the bundled matmul and flash-attention kernels at typical GPU configs.
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use trident_runtime::args::Backend;
 use trident_runtime::args::{parse_and_materialize, parse_grid, Arg};
-use trident_runtime::launch::{compile_tile, KernelProgram, LaunchOptions};
+use trident_runtime::launch::{prepare, LaunchOptions};
 use trident_runtime::session::Session;
+use trident_runtime::KernelProgram;
 
 fn args(list: &[&str]) -> Vec<Arg> {
     list.iter().map(|a| parse_and_materialize(a, 0).expect("valid argument")).collect()
@@ -13,13 +15,15 @@ fn args(list: &[&str]) -> Vec<Arg> {
 fn bench_kernel(c: &mut Criterion, name: &str, path: &str, kernel: &str, a: &[Arg]) {
     let text = std::fs::read_to_string(format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))).expect("kernel file");
     let mut opts = LaunchOptions::new(parse_grid("1").unwrap());
+    // The interpreter's target: tile IR only.
+    opts.backend = Backend::Interp;
     // Without a cache: this measures compiling, not cache lookups.
     opts.session = Some(std::sync::Arc::new(Session::uncached()));
     c.bench_function(name, |b| {
         b.iter(|| {
             let prog = KernelProgram::from_source(path, &text).unwrap();
             let k = prog.kernel(Some(kernel)).unwrap();
-            compile_tile(&prog, k, a, &opts).unwrap()
+            prepare(&prog, k, a, &opts).unwrap()
         })
     });
 }

@@ -2,7 +2,7 @@
 //! memo hit): choosing the config, keying the specialization and fetching the
 //! loaded kernel, alone and around a run. Numbers are recorded in the crate README.
 //!
-//! * `launch/compile_memo_hit/*`: `launch::compile` — argument binding, config
+//! * `launch/compile_memo_hit/*`: `launch::prepare` — argument binding, config
 //!   choice, specialization text, memo lookup; no run.
 //! * `launch/run_only/*` and `launch/full/*`: `run_compiled` on a kernel in
 //!   hand, and `launch` (compile + run); their difference is the launch path's
@@ -16,8 +16,9 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use trident_runtime::args::{parse_and_materialize, parse_grid, Arg, Backend};
 use trident_runtime::cache::{Cache, Outcome};
 use trident_runtime::grid_expr::GridExpr;
-use trident_runtime::launch::{compile, launch, run_compiled, KernelProgram, LaunchOptions};
+use trident_runtime::launch::{launch, prepare, run_compiled, LaunchOptions};
 use trident_runtime::session::Session;
+use trident_runtime::KernelProgram;
 
 const VADD: &str = r#"import triton
 import triton.language as tl
@@ -76,11 +77,11 @@ fn overhead(c: &mut Criterion) {
         // Compile (and tune) once; every measured call below is a memo hit.
         // (An autotuned kernel's configs were compiled while tuning: its launch is already a memo hit.)
         launch(prog, k, &mut a.clone(), &opts).unwrap();
-        assert_eq!(compile(prog, k, &a, &opts).unwrap().cache, Some(Outcome::Memo));
+        assert_eq!(prepare(prog, k, &a, &opts).unwrap().cache, Some(Outcome::Memo));
         c.bench_function(&format!("launch/compile_memo_hit/{name}"), |b| {
-            b.iter(|| black_box(compile(prog, k, black_box(&a), &opts).unwrap()))
+            b.iter(|| black_box(prepare(prog, k, black_box(&a), &opts).unwrap()))
         });
-        let prepared = compile(prog, k, &a, &opts).unwrap();
+        let prepared = prepare(prog, k, &a, &opts).unwrap();
         c.bench_function(&format!("launch/run_only/{name}"), |b| {
             b.iter_batched_ref(
                 || a.clone(),

@@ -1,36 +1,20 @@
 //! The GPU-code backends: PTX from `trident-gpu`, run on the PTX emulator or on a CUDA device.
 //!
 //! Compiling goes through [`crate::compile`] (and its cache); this module
-//! runs what it produced: [`run_emu_code`] on the emulator (modelled clock),
+//! runs what it produced (the launch flow calls it through `crate::run`): [`run_emu_code`] on the emulator (modelled clock),
 //! [`CudaRunner`] on device 0 (CUDA events). On CUDA the cubin `ptxas` made is
 //! loaded when there is one; otherwise, or when the driver refuses it (a cubin
 //! from a newer toolkit than the driver), the PTX goes through the driver's JIT.
 
-use crate::args::ArgValue;
-use crate::compile::GpuCode;
-use crate::launch::RunError;
 use std::time::Duration;
-use trident_core::{DType, HostTensor};
+
+use trident_core::HostTensor;
 use trident_gpu::{AbiType, PtxKernel, Target};
 
-/// The raw bits of a scalar argument converted to the kernel parameter's type `d`
-/// (a Python int passed to an f32 parameter becomes that float, and so on).
-pub fn scalar_bits(v: &ArgValue, d: DType) -> u64 {
-    let f = |x: f64| match d {
-        DType::F64 => x.to_bits(),
-        DType::F16 => trident_core::tensor::f64_to_f16_bits(x) as u64,
-        DType::BF16 => trident_core::tensor::f64_to_bf16_bits(x) as u64,
-        _ => (x as f32).to_bits() as u64,
-    };
-    match v {
-        ArgValue::Int(x) if d.is_float() => f(*x as f64),
-        ArgValue::Int(x) => *x as u64,
-        ArgValue::Float(x) => f(*x),
-        ArgValue::Bool(b) => *b as u64,
-        // Compile-time values are folded into the code, never passed.
-        ArgValue::Tensor(_) | ArgValue::Str(_) | ArgValue::DType(_) | ArgValue::None => 0,
-    }
-}
+use crate::args::ArgValue;
+use crate::compiled::GpuCode;
+use crate::error::RunError;
+use crate::scalar::scalar_bits;
 
 /// A run on a GPU-code backend: tensors after the launch (IR parameter order) and timing.
 pub struct GpuRun {
@@ -46,12 +30,6 @@ pub struct GpuRun {
 
 /// Clock the emulator's modelled cycles are converted at (an H100 SXM's boost clock).
 pub const EMU_CLOCK_GHZ: f64 = 1.98;
-
-/// Runs PTX on the emulator (parsing it first). `args` are the runtime arguments in IR parameter order.
-pub fn run_emu(ptx: &PtxKernel, args: &[ArgValue], grid: [u32; 3], reps: usize) -> Result<GpuRun, RunError> {
-    let module = trident_emu::Module::parse(&ptx.ptx).map_err(|e| RunError::msg(format!("emulator: {e}")))?;
-    run_emu_module(&module, ptx, args, grid, reps)
-}
 
 /// Runs compiled GPU code on the emulator (its PTX parsed once per loaded kernel).
 pub fn run_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps: usize) -> Result<GpuRun, RunError> {
@@ -111,7 +89,7 @@ pub fn cuda_available() -> bool {
 /// compute capability 9.0 unless `TRIDENT_NO_WGMMA` is set, whose code runs there only.
 pub fn target_for(cc: (u32, u32)) -> Target {
     match cc {
-        (9, 0) if std::env::var_os("TRIDENT_NO_WGMMA").is_none() => Target::Sm90a,
+        (9, 0) if crate::env::wgmma_allowed() => Target::Sm90a,
         (major, _) if major >= 9 => Target::Sm90,
         _ => Target::Sm80,
     }
@@ -185,6 +163,22 @@ impl CudaRunner {
             shared: code.ptx.shared_bytes,
             params: code.ptx.params.iter().map(|p| p.ty.clone()).collect(),
         })
+    }
+
+    /// What this kernel asks for beyond the device's limits (threads per block given its
+    /// register use, static plus dynamic shared memory), if anything: a launch would be refused.
+    pub fn shortage(&self) -> Option<String> {
+        let attrs = self.loaded.kernel.attributes();
+        let threads = self.block.iter().product::<u32>();
+        if threads > attrs.max_threads_per_block {
+            return Some(format!(
+                "{threads} threads per block; this kernel allows at most {} (registers)",
+                attrs.max_threads_per_block
+            ));
+        }
+        let optin = self.loaded.dev.info().shared_mem_per_block_optin;
+        let shared = attrs.static_shared_bytes as u64 + self.shared as u64;
+        (shared > optin as u64).then(|| format!("{shared} bytes of shared memory; the device has {optin} per block"))
     }
 
     /// Launches `warmup` times untimed, then `reps` times each timed with CUDA events;

@@ -1,13 +1,11 @@
-//! One launch API across backends: load a kernel file, bind `NAME=VALUE`
-//! arguments to the kernel's parameters, choose an autotuned kernel's config,
-//! compile for those arguments through the compile cache (front end, tile
-//! passes, and for GPU backends the GPU lowering and PTX), run on the chosen
-//! backend, and hand back the updated tensors.
+//! The launch flow: one launch API across backends.
 //!
 //! ```text
 //! launch(prog, kernel, args, opts)
-//!   = compile(prog, kernel, args, opts)      config (tuning.rs) + cache (compile.rs) → Prepared
-//!   + run_compiled(&prepared, args, opts)    grid, backend run, results written into `args`
+//!   = prepare(prog, kernel, args, opts)        bind the arguments          (bind)
+//!                                              choose the config           (autotune::select; may benchmark)
+//!                                              compile through the cache   (compile::compile, once)
+//!   + run_compiled(&prepared, args, opts)      grid, backend run, results written into `args` (run)
 //! ```
 //!
 //! Where things are kept between launches is a [`Session`]
@@ -16,131 +14,21 @@
 //! Errors are [`RunError`]s whose text is ready for a terminal: kernel errors
 //! with the source line and a caret, launch errors naming the argument.
 
-use crate::args::{Arg, ArgValue, Backend, Grid};
-use crate::cache::Outcome;
-use crate::compile::{CodeTarget, GpuCode, ScalarDefault};
-use crate::grid_expr::GridExpr;
-use crate::session::Session;
-use crate::tuning::{self, TuningReport};
-use std::borrow::Cow;
-use std::fmt;
 use std::ops::Deref;
-use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use trident_core::DType;
-use trident_front::{ArgInfo, ConstValue, KernelFile, KernelInfo};
-use trident_ir::{Diagnostic, SourceFile};
 
-pub use crate::compile::CompiledKernel;
+use trident_front::{ArgInfo, ConstValue, KernelInfo};
 
-/// A failed load, compile or launch, rendered for humans.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RunError {
-    /// The full text: `error: ...` with source snippets where there are any.
-    pub text: String,
-}
-
-impl RunError {
-    pub(crate) fn msg(m: impl Into<String>) -> RunError {
-        let m = m.into();
-        RunError { text: if m.starts_with("error") { m } else { format!("error: {m}") } }
-    }
-
-    pub(crate) fn from_diags(ds: &[Diagnostic], files: &[SourceFile]) -> RunError {
-        RunError { text: trident_ir::diag::render(ds, files, false) }
-    }
-}
-
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.text.trim_end())
-    }
-}
-
-impl std::error::Error for RunError {}
-
-/// A parsed kernel file.
-pub struct KernelProgram {
-    /// The parsed file: its `@triton.jit` functions and their decorators.
-    pub file: KernelFile,
-    source_id: OnceLock<String>,
-}
-
-impl KernelProgram {
-    /// Reads and parses a kernel file.
-    pub fn load(path: &Path) -> Result<KernelProgram, RunError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| RunError::msg(format!("cannot read kernel file `{}`: {e}", path.display())))?;
-        KernelProgram::from_source(&path.display().to_string(), &text)
-    }
-
-    /// Parses kernel source held in memory (`path` is used in messages).
-    pub fn from_source(path: &str, text: &str) -> Result<KernelProgram, RunError> {
-        let file = trident_front::parse_file(path, text).map_err(|d| {
-            RunError::from_diags(&[d], &[SourceFile { path: path.to_string(), text: text.to_string() }])
-        })?;
-        Ok(KernelProgram { file, source_id: OnceLock::new() })
-    }
-
-    /// Every file diagnostics may point into, in `Loc::file` order: the kernel
-    /// file, Trident's prelude, then the project files it imports.
-    pub fn source_files(&self) -> Vec<SourceFile> {
-        self.file.source_files()
-    }
-
-    /// A hash of the paths and texts of the kernel file and the project files
-    /// it imports (32 hex digits), computed once per program: what names this
-    /// source in the in-process memo and autotuning records.
-    pub fn source_id(&self) -> &str {
-        self.source_id.get_or_init(|| {
-            let mut h = blake3::Hasher::new();
-            h.update(b"trident-source/2\0");
-            for f in std::iter::once(&self.file).chain(self.file.dependencies()) {
-                for part in [f.path(), f.text()] {
-                    h.update(&(part.len() as u64).to_le_bytes());
-                    h.update(part.as_bytes());
-                }
-            }
-            h.finalize().to_hex()[..32].to_string()
-        })
-    }
-
-    /// The kernel called `name`, or — when `name` is `None` — the file's only kernel.
-    /// A kernel is a `@triton.jit` function that no other `@triton.jit` function calls.
-    pub fn kernel(&self, name: Option<&str>) -> Result<&KernelInfo, RunError> {
-        let all = self.file.kernels();
-        if let Some(n) = name {
-            return self.file.kernel(n).ok_or_else(|| {
-                let names: Vec<&str> = all.iter().map(|k| k.name.as_str()).collect();
-                RunError::msg(format!(
-                    "no @triton.jit function `{n}` in {} (it has: {})",
-                    self.file.path(),
-                    if names.is_empty() { "none".to_string() } else { names.join(", ") }
-                ))
-            });
-        }
-        let text = self.file.text();
-        let called = |k: &KernelInfo| {
-            let pat = format!("{}(", k.name);
-            text.match_indices(&pat).any(|(i, _)| {
-                let before = &text[..i];
-                // `def name(` is the definition, not a call; a longer identifier ending in the name isn't a call either.
-                !before.trim_end().ends_with("def")
-                    && !before.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '.')
-            })
-        };
-        let roots: Vec<&KernelInfo> = all.iter().filter(|k| !called(k)).collect();
-        match roots.as_slice() {
-            [k] => Ok(k),
-            _ => Err(RunError::msg(format!(
-                "{} holds several kernels ({}); name one as FILE.py::KERNEL",
-                self.file.path(),
-                all.iter().map(|k| k.name.as_str()).collect::<Vec<_>>().join(", ")
-            ))),
-        }
-    }
-}
+use crate::args::{Arg, ArgValue, Backend, Grid, RunCommand};
+use crate::autotune::select::{self, Ctx};
+use crate::autotune::TuningReport;
+use crate::cache::Outcome;
+use crate::compiled::{CodeTarget, CompiledKernel};
+use crate::error::RunError;
+use crate::grid_expr::GridExpr;
+use crate::program::KernelProgram;
+use crate::session::Session;
 
 /// How to compile and run one launch.
 #[derive(Clone, Debug)]
@@ -184,6 +72,20 @@ impl LaunchOptions {
         }
     }
 
+    /// The options a `trident run` (or `bench`) command line asks for.
+    pub fn from_command(cmd: &RunCommand) -> LaunchOptions {
+        LaunchOptions {
+            grid_expr: cmd.grid_expr.clone(),
+            backend: cmd.backend,
+            num_warps: cmd.num_warps,
+            num_stages: cmd.num_stages,
+            debug: cmd.debug,
+            print_ir_after_all: cmd.print_ir_after_all,
+            flush_l2: cmd.bench.flush_l2,
+            ..LaunchOptions::new(cmd.grid)
+        }
+    }
+
     /// The session launches with these options use.
     pub fn session(&self) -> Arc<Session> {
         self.session.clone().unwrap_or_else(Session::global)
@@ -195,6 +97,10 @@ impl LaunchOptions {
 pub struct Prepared {
     /// The kernel (shared with the session: later launches of the same specialization get the same one).
     pub compiled: Arc<CompiledKernel>,
+    /// Warps per program the launch's config asks for (what the GPU code was compiled with).
+    pub num_warps: u32,
+    /// Software-pipelining depth the launch's config asks for.
+    pub num_stages: u32,
     /// Where it came from: the cache's in-process memo, its disk, or a fresh
     /// build (`Miss`); `None` when no cache was used.
     pub cache: Option<Outcome>,
@@ -260,8 +166,9 @@ fn const_of(arg: &Arg) -> Result<ConstValue, RunError> {
     })
 }
 
-/// Describes each given argument to the front end (constexprs by value, the rest by type).
-pub fn arg_infos(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgInfo)>, RunError> {
+/// Binds each given argument to the kernel's parameters, as the front end sees it
+/// (constexprs by value, the rest by type and specialization).
+pub fn bind(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgInfo)>, RunError> {
     let mut out = Vec::with_capacity(args.len());
     for a in args {
         let Some(p) = kernel.param(&a.name) else {
@@ -297,98 +204,75 @@ pub fn arg_infos(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgIn
     Ok(out)
 }
 
-/// The code target a backend compiles for (CUDA: device 0's architecture).
+/// The code target a backend compiles for (the emulator: `TRIDENT_EMU_TARGET`; CUDA: device 0's architecture).
 fn code_target(backend: Backend, session: &Session) -> Result<CodeTarget, RunError> {
     Ok(match resolve_backend(backend) {
         Backend::Interp | Backend::Auto => CodeTarget::Tile,
-        Backend::Emu => CodeTarget::Emu(emu_target()?),
+        Backend::Emu => CodeTarget::Emu(crate::env::emu_target().map_err(RunError::msg)?),
         Backend::Cuda => CodeTarget::Cuda(session.cuda_target().map_err(RunError::msg)?),
     })
 }
 
-/// The architecture the emulator backend compiles for: sm_80, or the one
-/// `TRIDENT_EMU_TARGET` names (`sm_90a` runs Hopper's warpgroup-MMA code on the CPU).
-fn emu_target() -> Result<trident_gpu::Target, RunError> {
-    match std::env::var("TRIDENT_EMU_TARGET") {
-        Err(_) => Ok(trident_gpu::Target::Sm80),
-        Ok(s) => trident_gpu::Target::parse(s.trim())
-            .ok_or_else(|| RunError::msg(format!("TRIDENT_EMU_TARGET=`{s}` is not a target (sm_80, sm_90 or sm_90a)"))),
-    }
-}
-
-fn prepare(
+/// Binds, chooses the config and compiles through the cache, once: the one path every
+/// compilation of a launch (and of `trident compile`, with `target` Tile and no tuning) takes.
+///
+/// `bound` is the arguments as the front end sees them ([`bind`], plus parameters
+/// described by type only); `tune`: whether the configs may be benchmarked (else the
+/// first config, after pinning).
+pub(crate) fn prepare_bound(
     prog: &KernelProgram,
     kernel: &KernelInfo,
     args: &[Arg],
-    extra: Vec<(String, ArgInfo)>,
+    bound: &[(String, ArgInfo)],
     opts: &LaunchOptions,
     target: CodeTarget,
     tune: bool,
 ) -> Result<Prepared, RunError> {
     let start = Instant::now();
     let session = opts.session();
-    let mut infos = arg_infos(kernel, args)?;
-    infos.extend(extra);
-    let ctx = tuning::Ctx { prog, kernel, args, infos: &infos, opts, target, session: &session, tune };
-    let sel = tuning::select(&ctx)?;
-    let mut infos = infos.clone();
-    infos.extend(sel.constexprs);
-    let req = crate::compile::Request {
+    // The environment is read once per launch: the key and the compile see the same values.
+    let options = crate::env::compile_options(opts.debug);
+    let print_ir_after_all = opts.print_ir_after_all || crate::env::dump_ir();
+    let ctx = Ctx {
         prog,
         kernel,
-        infos,
+        args,
+        infos: bound,
+        opts,
+        options: &options,
+        print_ir_after_all,
+        target,
+        session: &session,
+        tune,
+    };
+    let sel = select::select(&ctx)?;
+    let req = ctx.request(&sel.constexprs, sel.num_warps, sel.num_stages);
+    let (compiled, cache) = crate::compile::compile(&session, &req).map_err(|e| e.error)?;
+    Ok(Prepared {
+        compiled,
         num_warps: sel.num_warps,
         num_stages: sel.num_stages,
-        debug: opts.debug,
-        print_ir_after_all: opts.print_ir_after_all,
-        target,
-    };
-    let (ck, cache) = crate::compile::compile(&session, &req).map_err(|e| e.error)?;
-    Ok(Prepared { compiled: ck, cache, tuning: sel.report, compile_time: start.elapsed() })
-}
-
-/// Compiles `kernel` for these arguments down to optimised tile IR (through
-/// the compile cache; no GPU code).
-///
-/// An autotuned kernel is not tuned here (there is no backend to time it
-/// on): constexprs missing from `args` come from the first `@triton.autotune`
-/// config (see [`crate::tuning`] for pinned values), then from `@triton.heuristics`.
-pub fn compile_tile(
-    prog: &KernelProgram,
-    kernel: &KernelInfo,
-    args: &[Arg],
-    opts: &LaunchOptions,
-) -> Result<Prepared, RunError> {
-    compile_tile_with(prog, kernel, args, vec![], opts)
-}
-
-/// As [`compile_tile`], with some parameters described directly to the front end
-/// (`trident compile` uses this for parameters given by type only).
-pub fn compile_tile_with(
-    prog: &KernelProgram,
-    kernel: &KernelInfo,
-    args: &[Arg],
-    extra: Vec<(String, ArgInfo)>,
-    opts: &LaunchOptions,
-) -> Result<Prepared, RunError> {
-    prepare(prog, kernel, args, extra, opts, CodeTarget::Tile, false)
+        cache,
+        tuning: sel.report,
+        compile_time: start.elapsed(),
+    })
 }
 
 /// Compiles `kernel` for these arguments and `opts.backend` (GPU code for the
 /// emulator and CUDA), through the compile cache; an autotuned kernel's config
 /// is chosen first, benchmarking the configs on `args` when needed (see
-/// [`crate::tuning`]; `args` are not modified).
-pub fn compile(
+/// [`crate::autotune`]; `args` are not modified).
+pub fn prepare(
     prog: &KernelProgram,
     kernel: &KernelInfo,
     args: &[Arg],
     opts: &LaunchOptions,
 ) -> Result<Prepared, RunError> {
     let target = code_target(opts.backend, &opts.session())?;
-    prepare(prog, kernel, args, vec![], opts, target, true)
+    prepare_bound(prog, kernel, args, &bind(kernel, args)?, opts, target, true)
 }
 
-/// Compiles (see [`compile`]) and runs a kernel; on success the tensors in
+/// Compiles (see [`prepare`]) and runs a kernel; on success the tensors in
 /// `args` hold the results. On failure `args` is left as it was.
 pub fn launch(
     prog: &KernelProgram,
@@ -396,7 +280,7 @@ pub fn launch(
     args: &mut [Arg],
     opts: &LaunchOptions,
 ) -> Result<LaunchOutcome, RunError> {
-    let prepared = compile(prog, kernel, args, opts)?;
+    let prepared = prepare(prog, kernel, args, opts)?;
     let mut out = run_compiled(&prepared, args, opts)?;
     out.compile_time = prepared.compile_time;
     out.cache = prepared.cache;
@@ -413,8 +297,8 @@ pub fn run_compiled(ck: &CompiledKernel, args: &mut [Arg], opts: &LaunchOptions)
 /// (for benchmarks; inputs are not restored between repetitions). On success the
 /// tensors in `args` hold the last run's results; on failure `args` is unchanged.
 ///
-/// A kernel compiled for another target than `opts.backend` (e.g. by
-/// [`compile_tile`]) has its GPU code generated here, without the cache.
+/// The interpreter runs any compiled kernel; the emulator and CUDA need one prepared
+/// for them (an error says so otherwise).
 pub fn run_compiled_reps(
     ck: &CompiledKernel,
     args: &mut [Arg],
@@ -423,8 +307,8 @@ pub fn run_compiled_reps(
     reps: usize,
 ) -> Result<LaunchOutcome, RunError> {
     let backend = resolve_backend(opts.backend);
-    let raw = run_raw(ck, args, opts, backend, warmup, reps)?;
-    write_back(ck, args, raw.tensors);
+    let raw = crate::run::run_raw(ck, args, opts, backend, warmup, reps)?;
+    crate::run::write_back(ck, args, raw.tensors);
     Ok(LaunchOutcome {
         backend,
         printed: raw.printed,
@@ -435,138 +319,4 @@ pub fn run_compiled_reps(
         cache: None,
         tuning: None,
     })
-}
-
-/// A run whose results have not been written back.
-pub(crate) struct RawRun {
-    /// Each runtime argument after the run, in IR parameter order (`None` for scalars).
-    pub tensors: Vec<Option<trident_core::HostTensor>>,
-    pub printed: String,
-    pub samples: Vec<Duration>,
-    pub grid: [u32; 3],
-}
-
-/// The grid of a launch of `ck`: the grid expression evaluated over the
-/// constexprs and int/bool scalar arguments, else the fixed grid.
-pub(crate) fn grid_of(ck: &CompiledKernel, args: &[Arg], opts: &LaunchOptions) -> Result<[u32; 3], RunError> {
-    let Some(expr) = &opts.grid_expr else { return Ok(opts.grid.dims()) };
-    use crate::autotune::TuneValue;
-    let lookup = |name: &str| -> Option<i64> {
-        if let Some((_, v)) = ck.constexprs.iter().find(|(n, _)| n == name) {
-            return match v {
-                TuneValue::Int(i) => Some(*i),
-                TuneValue::Bool(b) => Some(*b as i64),
-                _ => None,
-            };
-        }
-        match args.iter().find(|a| a.name == name).map(|a| &a.value) {
-            Some(ArgValue::Int(i)) => Some(*i),
-            Some(ArgValue::Bool(b)) => Some(*b as i64),
-            _ => None,
-        }
-    };
-    expr.eval(&lookup).map_err(RunError::msg)
-}
-
-/// The runtime arguments' values in IR parameter order (left-out ones take their defaults).
-pub(crate) fn runtime_values(ck: &CompiledKernel, args: &[Arg]) -> Result<Vec<ArgValue>, RunError> {
-    let mut out: Vec<(usize, ArgValue)> = Vec::new();
-    for p in &ck.params {
-        let Some(ir_index) = p.ir_index else { continue };
-        let value = match args.iter().find(|a| a.name == p.name) {
-            Some(a) => a.value.clone(),
-            None => match &p.default {
-                Some(ScalarDefault::Int(v)) => ArgValue::Int(*v),
-                Some(ScalarDefault::Float(v)) => ArgValue::Float(*v),
-                Some(ScalarDefault::Bool(v)) => ArgValue::Bool(*v),
-                None => return Err(RunError::msg(format!("missing argument `{}` of kernel `{}`", p.name, ck.kernel))),
-            },
-        };
-        out.push((ir_index, value));
-    }
-    out.sort_by_key(|(i, _)| *i);
-    Ok(out.into_iter().map(|(_, v)| v).collect())
-}
-
-fn interp_arg(v: &ArgValue, ty: &trident_ir::Type) -> trident_interp::InterpArg {
-    use trident_interp::InterpArg;
-    let d = ty.elem().num().unwrap_or(DType::I64);
-    match v {
-        ArgValue::Tensor(t) => InterpArg::Tensor(t.clone()),
-        v => {
-            let bits = crate::gpu::scalar_bits(v, d);
-            let width = d.bits();
-            InterpArg::Scalar { dtype: d, bits: if width >= 64 { bits } else { bits & ((1u64 << width) - 1) } }
-        }
-    }
-}
-
-/// The GPU code of `ck` for `target`: its own when it was compiled for it, else generated now.
-fn gpu_code(ck: &CompiledKernel, target: CodeTarget) -> Result<Cow<'_, GpuCode>, RunError> {
-    match (&ck.gpu, target.gpu()) {
-        (Some(code), _) if ck.target == target => Ok(Cow::Borrowed(code)),
-        (_, Some(t)) => Ok(Cow::Owned(crate::compile::gpu_code_uncached(ck, t)?)),
-        (_, None) => Err(RunError::msg("internal: no GPU target")),
-    }
-}
-
-/// Runs `ck` on `backend` with copies of `args` (nothing is written back).
-pub(crate) fn run_raw(
-    ck: &CompiledKernel,
-    args: &[Arg],
-    opts: &LaunchOptions,
-    backend: Backend,
-    warmup: usize,
-    reps: usize,
-) -> Result<RawRun, RunError> {
-    let values = runtime_values(ck, args)?;
-    let grid = grid_of(ck, args, opts)?;
-    let (tensors, printed, samples) = match backend {
-        Backend::Interp | Backend::Auto => {
-            let module = &ck.module;
-            let func = module
-                .func(&ck.kernel)
-                .ok_or_else(|| RunError::msg(format!("internal: kernel `{}` missing after compilation", ck.kernel)))?;
-            let iopts = trident_interp::InterpOptions { debug: opts.debug, ..Default::default() };
-            let mut samples = vec![];
-            let mut last = None;
-            for i in 0..warmup + reps.max(1) {
-                let mut iargs: Vec<trident_interp::InterpArg> =
-                    values.iter().zip(&func.params).map(|(v, p)| interp_arg(v, func.ty(p.value))).collect();
-                let report = trident_interp::launch(module, &ck.kernel, grid, &mut iargs, &iopts)
-                    .map_err(|e| RunError { text: e.render(module) })?;
-                if i >= warmup {
-                    samples.push(report.elapsed);
-                }
-                last = Some((iargs, report.printed));
-            }
-            let Some((iargs, printed)) = last else { return Err(RunError::msg("internal: no interpreter run")) };
-            (iargs.into_iter().map(|a| a.as_tensor().cloned()).collect(), printed, samples)
-        }
-        Backend::Emu => {
-            let code = gpu_code(ck, CodeTarget::Emu(emu_target()?))?;
-            let run = crate::gpu::run_emu_code(&code, &values, grid, reps)?;
-            (run.tensors, run.printed, run.samples)
-        }
-        Backend::Cuda => {
-            let target = code_target(Backend::Cuda, &opts.session())?;
-            let code = gpu_code(ck, target)?;
-            let run = crate::gpu::run_cuda_code(&code, &values, grid, warmup, reps, opts.flush_l2)?;
-            (run.tensors, run.printed, run.samples)
-        }
-    };
-    Ok(RawRun { tensors, printed, samples, grid })
-}
-
-/// Copies the tensors a backend returned (in IR parameter order) into the named arguments.
-fn write_back(ck: &CompiledKernel, args: &mut [Arg], outs: Vec<Option<trident_core::HostTensor>>) {
-    let mut runtime: Vec<(usize, &str)> =
-        ck.params.iter().filter_map(|p| p.ir_index.map(|i| (i, p.name.as_str()))).collect();
-    runtime.sort_by_key(|(i, _)| *i);
-    for ((_, name), out) in runtime.into_iter().zip(outs) {
-        let Some(t) = out else { continue };
-        if let Some(a) = args.iter_mut().find(|a| a.name == name) {
-            a.value = ArgValue::Tensor(t);
-        }
-    }
 }

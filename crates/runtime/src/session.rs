@@ -17,9 +17,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::autotune::select::Candidate;
 use crate::autotune::Autotuner;
 use crate::cache::{Cache, CacheId};
-use crate::compile::CompiledKernel;
+use crate::compiled::CompiledKernel;
 
 /// A tuner's identity and the key values of one of its choices.
 pub(crate) type ChoiceKey = (String, Vec<(String, String)>);
@@ -33,7 +34,7 @@ pub struct Session {
     pub(crate) loaded: Mutex<HashMap<CacheId, Arc<CompiledKernel>>>,
     pub(crate) tuners: Mutex<HashMap<String, Arc<Autotuner>>>,
     /// Choices made or read by this session: (tuner, key values) → the chosen candidate.
-    pub(crate) choices: Mutex<HashMap<ChoiceKey, Arc<crate::tuning::Candidate>>>,
+    pub(crate) choices: Mutex<HashMap<ChoiceKey, Arc<Candidate>>>,
     warned: Mutex<HashSet<String>>,
     cuda_target: OnceLock<Result<trident_gpu::Target, String>>,
     quiet: bool,
@@ -59,10 +60,6 @@ impl std::fmt::Debug for Session {
     }
 }
 
-fn env_off(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "false" | "off" | "no"))
-}
-
 impl Session {
     /// The process-wide session, opened from the environment on first use.
     pub fn global() -> Arc<Session> {
@@ -72,7 +69,7 @@ impl Session {
 
     /// A session on the cache the environment names (see the module docs).
     pub fn from_env() -> Session {
-        if env_off("TRIDENT_CACHE") {
+        if !crate::env::cache_enabled() {
             return Session::uncached();
         }
         match Cache::open_default() {

@@ -9,13 +9,13 @@ use common::*;
 use std::fs;
 use trident_runtime::args::Backend;
 use trident_runtime::cache::Outcome;
-use trident_runtime::launch::{compile_tile, launch};
+use trident_runtime::launch::{launch, prepare};
 
 const VADD_ARGS: [&str; 4] = ["x=randn:f32:1000", "y=randn:f32:1000", "out=empty:f32:1000", "n=1000"];
 
 fn vadd_launch(
     session: &std::sync::Arc<trident_runtime::session::Session>,
-    prog: &trident_runtime::launch::KernelProgram,
+    prog: &trident_runtime::KernelProgram,
     backend: Backend,
     block: u32,
     seed: u64,
@@ -179,7 +179,7 @@ fn interpreter_errors_point_at_the_source_after_a_cache_hit() {
         let before = a.clone();
         let k = prog.kernel(None).unwrap();
         let o = opts(s, Backend::Interp, "1");
-        let prepared = trident_runtime::launch::compile(&prog, k, &a, &o).unwrap();
+        let prepared = prepare(&prog, k, &a, &o).unwrap();
         let e = launch(&prog, k, &mut a, &o).unwrap_err();
         assert_eq!(a, before, "a failed launch leaves the arguments alone");
         (prepared.cache, e.text)
@@ -215,9 +215,9 @@ fn tile_ir_from_the_cache_prints_as_compiled() {
     );
     let printed = |s| {
         let prog = program("kernels/matmul.py", &text);
-        // The autotuned kernel: a tile-IR compile takes its first config.
+        // The autotuned kernel: a tile-IR compile (the interpreter's) takes its first config.
         let k = prog.kernel(Some("matmul_autotuned")).unwrap();
-        let p = compile_tile(&prog, k, &a, &opts(&s, Backend::Interp, "1")).unwrap();
+        let p = prepare(&prog, k, &a, &opts(&s, Backend::Interp, "1")).unwrap();
         let po = trident_ir::print::PrintOptions::with_locs();
         (p.cache, trident_ir::print::print_module(&p.module, &po), p.module.files.clone())
     };
@@ -249,7 +249,7 @@ fn an_edited_imported_helper_misses() {
     .unwrap();
     let seed = seed();
     let run = |s: &std::sync::Arc<trident_runtime::session::Session>| {
-        let prog = trident_runtime::launch::KernelProgram::load(&pkg.join("kern.py")).unwrap();
+        let prog = trident_runtime::KernelProgram::load(&pkg.join("kern.py")).unwrap();
         assert_eq!(prog.file.dependencies().count(), 1, "the helper file is followed");
         let mut a = args(&["x=randn:f32:100", "y=randn:f32:100", "out=empty:f32:100", "n=100", "BLOCK=128"], seed);
         let out = launch(&prog, prog.kernel(None).unwrap(), &mut a, &opts(s, Backend::Emu, "1")).unwrap();

@@ -8,9 +8,9 @@ mod common;
 use common::*;
 use trident_runtime::args::Backend;
 use trident_runtime::autotune::ChoiceSource;
+use trident_runtime::autotune::Decision;
 use trident_runtime::cache::Outcome;
 use trident_runtime::launch::launch;
-use trident_runtime::tuning::Decision;
 
 #[test]
 #[ignore = "needs an NVIDIA GPU"]

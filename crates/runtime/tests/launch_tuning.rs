@@ -8,11 +8,12 @@ mod common;
 use common::*;
 use std::sync::Arc;
 use trident_runtime::args::{Backend, RunCommand};
+use trident_runtime::autotune::Decision;
 use trident_runtime::autotune::{ChoiceSource, TrialError, TrialOutcome, TuneValue};
 use trident_runtime::cache::Outcome;
-use trident_runtime::launch::{launch, KernelProgram};
+use trident_runtime::launch::launch;
 use trident_runtime::session::Session;
-use trident_runtime::tuning::Decision;
+use trident_runtime::KernelProgram;
 
 /// Configs whose modelled costs differ clearly (one block of 1 warp for
 /// 2048 elements is ~20x slower than 128 elements on 4 warps), with the
@@ -327,7 +328,7 @@ fn prune_hooks_are_not_run_and_heuristics_apply_per_config() {
     let s = session(dir.path());
     let mut a = args(&["x=randn:f32:384", "y=randn:f32:384", "out=empty:f32:384", "n=384"], seed);
     let o = opts(&s, Backend::Emu, GRID);
-    let prepared = trident_runtime::launch::compile(&prog, k, &a, &o).unwrap();
+    let prepared = trident_runtime::launch::prepare(&prog, k, &a, &o).unwrap();
     let t = prepared.tuning.clone().unwrap();
     assert_eq!(t.results.len(), 3, "all configs tuned: {:?}", t.results);
     assert!(t.results.iter().all(|r| matches!(r.outcome, TrialOutcome::Timed(_))));

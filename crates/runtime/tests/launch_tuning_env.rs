@@ -7,9 +7,9 @@ mod common;
 
 use common::*;
 use trident_runtime::args::Backend;
+use trident_runtime::autotune::Decision;
 use trident_runtime::autotune::{ChoiceSource, TrialOutcome};
 use trident_runtime::launch::launch;
-use trident_runtime::tuning::Decision;
 
 const TUNED: &str = r#"import triton
 import triton.language as tl

@@ -4,8 +4,9 @@
 use crate::case::Case;
 use crate::compare::{check_args, Report};
 use std::time::Duration;
-use trident_runtime::launch::{self, KernelProgram, LaunchOptions};
+use trident_runtime::launch::{self, LaunchOptions};
 use trident_runtime::Backend;
+use trident_runtime::KernelProgram;
 
 /// A case that ran and matched its reference.
 #[derive(Debug)]

@@ -1,21 +1,32 @@
-//! Shared-memory allocation.
+//! Shared-memory planning (`gpu-alloc-shared`): decides where every shared-memory user
+//! lives and records it in the GPU IR, which emission then only reads.
 //!
-//! Two kinds of users: *scratch* (an op that exchanges data between threads: layout
-//! conversions, cross-warp reductions and scans, data-moving reshapes) needs its bytes
-//! only while it runs; *buffers* (`local_alloc`) live from their definition to their
-//! last use, a whole loop when used inside one. Buffers are placed first-fit by
-//! interval interference; scratch of different ops never overlaps in time, so all
-//! scratch shares the space above the live buffers at that point. The total must fit
-//! the device; otherwise compilation fails naming the sizes.
+//! 1. Marks the dot operands Hopper's warpgroup MMA reads straight from shared memory
+//!    (`smem_operand` on a `convert_layout` or `local_load`; see
+//!    [`crate::machine::wgmma::operand_stays_in_shared`]): decided here, once.
+//! 2. Plans. Two kinds of users: *scratch* (an op that exchanges data between threads:
+//!    layout conversions, cross-warp reductions and scans, data-moving reshapes) needs its
+//!    bytes only while it runs; *buffers* (`local_alloc`, and a marked conversion's tile,
+//!    which stays until the dot reads it) live from their definition to their last use, a
+//!    whole loop when used inside one. Users whose lives overlap get disjoint bytes, placed
+//!    first-fit, largest first. The total must fit the device; otherwise planning fails with
+//!    a [`PlanError::OutOfSharedMemory`] naming the sizes.
+//! 3. Records the plan: `smem_offset`/`smem_size` on every user, `smem_total` on the kernel
+//!    (see `trident_ir::discardable`).
+//!
+//! The plan stays valid for the rest of the pipeline because planning comes after every
+//! pass that adds or moves shared-memory users; the only later pass, `gpu-insert-barriers`,
+//! adds `barrier` ops, which use no shared memory and reorder nothing. Emission fails on a
+//! user without an offset ("run the GPU pipeline first") rather than guess.
 
-use crate::layout::{distributed, ConversionKind};
+use crate::machine::scratch::{buffer_bytes, scratch_bytes};
+use crate::machine::wgmma::operand_stays_in_shared;
 use crate::options::GpuOptions;
-use crate::ptx::reduce::{reduce_scratch_bytes, scan_scratch_bytes};
-use crate::ptx::regs::{class_of, RegClass};
 use std::collections::HashMap;
-use trident_ir::{Diagnostic, Function, Op, OpKind, Value};
+use trident_ir::discardable::{SMEM_OFFSET, SMEM_OPERAND, SMEM_SIZE, SMEM_TOTAL};
+use trident_ir::{Attr, Diagnostic, Function, Op, OpKind, Value};
 
-/// Where shared memory lives: byte offsets per op (scratch or buffer) and the total.
+/// Where shared memory lives: byte offsets and sizes per op (scratch or buffer), and the total.
 #[derive(Clone, Debug, Default)]
 pub struct SharedPlan {
     offsets: HashMap<Op, u32>,
@@ -31,107 +42,73 @@ impl SharedPlan {
     pub fn size(&self, op: Op) -> u32 {
         self.sizes.get(&op).copied().unwrap_or(0)
     }
+}
 
-    /// Barriers are explicit `barrier` ops (see `barriers`); ops add none of their own before.
-    pub fn needs_barrier_before(&self, _op: Op) -> bool {
-        false
-    }
+/// Why a kernel's shared memory could not be planned.
+#[derive(Clone, Debug)]
+pub enum PlanError {
+    /// It needs more than the target (or the options' limit) allows.
+    OutOfSharedMemory {
+        /// Bytes the kernel needs.
+        needed: u64,
+        /// Bytes it may use.
+        limit: u64,
+        /// The error for the user: the sizes, the pipeline buffers, the largest scratch user.
+        diagnostic: Box<Diagnostic>,
+    },
+    /// Something else (an op whose scratch cannot be sized).
+    Other(Box<Diagnostic>),
+}
 
-    /// Ops that touch shared memory, in no particular order.
-    pub fn users(&self) -> impl Iterator<Item = Op> + '_ {
-        self.sizes.keys().copied()
+impl PlanError {
+    pub fn diagnostic(&self) -> &Diagnostic {
+        match self {
+            PlanError::OutOfSharedMemory { diagnostic, .. } | PlanError::Other(diagnostic) => diagnostic,
+        }
     }
 }
 
-fn scratch_elem(c: RegClass) -> u64 {
-    match c {
-        RegClass::B16 => 2,
-        RegClass::B64 => 8,
-        _ => 4,
+/// Marks (with `smem_operand`) the conversions and buffer loads whose wgmma operand stays in
+/// shared memory, and unmarks every other op; returns how many are marked.
+pub fn mark_smem_operands(f: &mut Function) -> usize {
+    let mut n = 0;
+    for op in f.all_ops() {
+        if operand_stays_in_shared(f, op) {
+            f.ops[op].attrs.set(SMEM_OPERAND, Attr::Bool(true));
+            n += 1;
+        } else {
+            f.ops[op].attrs.remove(SMEM_OPERAND);
+        }
     }
+    n
+}
+
+/// Writes `plan` into `f`: `smem_offset`/`smem_size` on every user (and on no other op),
+/// `smem_total` on the function.
+pub fn record_plan(f: &mut Function, plan: &SharedPlan) {
+    for op in f.all_ops() {
+        let attrs = &mut f.ops[op].attrs;
+        attrs.remove(SMEM_OFFSET);
+        attrs.remove(SMEM_SIZE);
+        if let (Some(off), size @ 1..) = (plan.offset(op), plan.size(op)) {
+            attrs.set(SMEM_OFFSET, Attr::Int(off as i64));
+            attrs.set(SMEM_SIZE, Attr::Int(size as i64));
+        }
+    }
+    f.attrs.set(SMEM_TOTAL, Attr::Int(plan.total as i64));
+}
+
+/// The whole pass on one kernel: marks wgmma shared operands, plans, records; returns the
+/// total bytes.
+pub fn alloc_shared(f: &mut Function, opts: &GpuOptions) -> Result<u32, PlanError> {
+    mark_smem_operands(f);
+    let plan = plan_shared(f, opts)?;
+    record_plan(f, &plan);
+    Ok(plan.total)
 }
 
 fn align(x: u64, a: u64) -> u64 {
     x.div_ceil(a) * a
-}
-
-/// Scratch bytes an op needs while it runs (0 for most ops).
-pub fn scratch_bytes(f: &Function, op: Op) -> Result<u64, String> {
-    let d = &f.ops[op];
-    let ll = |v: Value| -> Result<Option<crate::layout::LinearLayout>, String> {
-        let t = f.ty(v);
-        match t.layout() {
-            Some(id) if t.is_tensor() => distributed(&f.layouts, id, t.shape()).map(Some),
-            _ => Ok(None),
-        }
-    };
-    let elem = |v: Value| scratch_elem(class_of(f.ty(v).elem()));
-    Ok(match &d.kind {
-        OpKind::ConvertLayout => {
-            let (Some(s), Some(t)) = (ll(d.operands[0])?, ll(d.results[0])?) else { return Ok(0) };
-            match s.conversion_to(&t) {
-                ConversionKind::Identity | ConversionKind::RegisterPermute => 0,
-                _ => s.numel() * elem(d.operands[0]),
-            }
-        }
-        OpKind::Reduce { axis } => {
-            let Some(l) = ll(d.operands[0])? else { return Ok(0) };
-            let bytes: Vec<u32> = d.operands.iter().map(|&v| elem(v) as u32).collect();
-            reduce_scratch_bytes(&l, *axis as usize, &bytes) as u64
-        }
-        OpKind::Scan { axis, .. } => {
-            let Some(l) = ll(d.operands[0])? else { return Ok(0) };
-            let bytes: Vec<u32> = d.operands.iter().map(|&v| elem(v) as u32).collect();
-            scan_scratch_bytes(&l, *axis as usize, &bytes) as u64
-        }
-        OpKind::Reshape { .. } | OpKind::Trans { .. } => {
-            let (Some(s), Some(t)) = (ll(d.operands[0])?, ll(d.results[0])?) else { return Ok(0) };
-            let perm = match &d.kind {
-                OpKind::Trans { perm } => Some(perm.clone()),
-                _ => None,
-            };
-            let project = |c: u64| -> u64 {
-                match &perm {
-                    None => c,
-                    Some(p) => {
-                        let dc = crate::layout::linear::unflatten(&t.shape, c);
-                        let mut sc = vec![0u32; s.shape.len()];
-                        for (i, &pi) in p.iter().enumerate() {
-                            sc[pi as usize] = dc[i];
-                        }
-                        crate::layout::linear::flatten(&s.shape, &sc)
-                    }
-                }
-            };
-            if crate::ptx::emitter::reg_map_exists(&s, &t, &project) {
-                0
-            } else {
-                s.numel() * elem(d.operands[0])
-            }
-        }
-        OpKind::Join | OpKind::Cat => {
-            let mut n = 0;
-            for &v in &d.operands {
-                if let Some(l) = ll(v)? {
-                    n += l.numel();
-                }
-            }
-            n * elem(d.operands[0])
-        }
-        OpKind::Split => ll(d.operands[0])?.map_or(0, |l| l.numel() * elem(d.operands[0])),
-        OpKind::AtomicRmw { .. } | OpKind::AtomicCas { .. }
-            if crate::ptx::memory::atomic_result_needs_broadcast(f, op) =>
-        {
-            ll(d.results[0])?.map_or(8, |l| l.numel() * elem(d.results[0]))
-        }
-        _ => 0,
-    })
-}
-
-/// Bytes of a `local_alloc` buffer.
-pub fn buffer_bytes(f: &Function, op: Op) -> u64 {
-    let t = f.ty(f.ops[op].results[0]);
-    t.numel() * crate::ptx::regs::mem_bytes(t.elem()) as u64
 }
 
 /// Program positions: every op gets its pre-order index; ops with regions also the index
@@ -188,10 +165,11 @@ fn buffer_interval(f: &Function, alloc: Op, pos: &Positions, users: &HashMap<Val
     (start, last)
 }
 
-/// Plans shared memory for `f`; fails when it exceeds the limit. Every user gets a live
-/// interval (a buffer from its alloc to its last use, a scratch user just its own op);
-/// users whose intervals overlap get disjoint bytes, placed first-fit, largest first.
-pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, Diagnostic> {
+/// Plans shared memory for `f` (whose wgmma shared operands are marked); fails when it
+/// exceeds the limit. Every user gets a live interval (a buffer from its alloc to its last
+/// use, a scratch user just its own op); users whose intervals overlap get disjoint bytes,
+/// placed first-fit, largest first.
+pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, PlanError> {
     let mut plan = SharedPlan::default();
     let pos = number(f);
     let mut users: HashMap<Value, Vec<Op>> = HashMap::new();
@@ -211,7 +189,7 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, Diagno
             items.push((op, bytes, a, b, true, 1024));
             continue;
         }
-        if crate::ptx::wgmma::smem_operand_convert(f, op) {
+        if f.ops[op].attrs.flag(SMEM_OPERAND) && matches!(f.ops[op].kind, OpKind::ConvertLayout) {
             // A conversion into a wgmma operand leaves the tile in shared memory until the
             // dot reads it: live like a buffer, swizzle-aligned.
             let bytes = align(scratch_bytes(f, op).unwrap_or(0), 128);
@@ -221,11 +199,7 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, Diagno
         }
         let bytes = scratch_bytes(f, op).map_err(|e| {
             let d = Diagnostic::error(format!("cannot plan shared memory: {e}"));
-            if f.ops[op].loc.is_unknown() {
-                d
-            } else {
-                d.at(f.ops[op].loc, 1)
-            }
+            PlanError::Other(Box::new(if f.ops[op].loc.is_unknown() { d } else { d.at(f.ops[op].loc, 1) }))
         })?;
         if bytes > 0 {
             let bytes = align(bytes, 128);
@@ -278,7 +252,8 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, Diagno
                 diag = diag.at(d.loc, 1);
             }
         }
-        return Err(diag.note("use smaller blocks or fewer pipeline stages"));
+        let diagnostic = Box::new(diag.note("use smaller blocks or fewer pipeline stages"));
+        return Err(PlanError::OutOfSharedMemory { needed: total, limit, diagnostic });
     }
     plan.total = total as u32;
     Ok(plan)

@@ -13,8 +13,9 @@
 
 use super::coalesce::{blocked_layout, coalesced_layout, default_blocked, mma_warps};
 use crate::analysis::AxisAnalysis;
+use crate::machine::mma::{mma_kind, MmaKind};
+use crate::machine::reduce::axis_bits;
 use crate::options::GpuOptions;
-use crate::ptx::dot::mma_kind;
 use std::collections::HashMap;
 use trident_ir::{Block, Diagnostic, Function, Layout, LayoutId, Op, OpKind, Type, Value, ValueDef};
 
@@ -257,7 +258,7 @@ impl Assigner<'_> {
             (Some(x), Some(y)) => mma_kind(x, y, precision, self.opts.target.capability()),
             _ => None,
         };
-        let acc_ok = |k: &crate::ptx::dot::MmaKind| match ce {
+        let acc_ok = |k: &MmaKind| match ce {
             Some(trident_ir::DType::F32) => k.acc == "f32",
             Some(trident_ir::DType::I32) => k.acc == "s32",
             _ => false,
@@ -690,7 +691,7 @@ impl Assigner<'_> {
     fn axis_is_pure(&mut self, v: Value, l: LayoutId, axis: usize) -> bool {
         let shape = self.f.ty(v).shape().to_vec();
         match crate::layout::distributed(&self.f.layouts, l, &shape) {
-            Ok(ll) => !crate::ptx::reduce::axis_bits(&ll, axis).mixed,
+            Ok(ll) => !axis_bits(&ll, axis).mixed,
             Err(_) => false,
         }
     }

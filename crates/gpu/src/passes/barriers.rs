@@ -9,7 +9,7 @@
 //! ordered by the pipeliner's own `async_wait` + `barrier` protocol and are not tracked.
 //! Loops are entered with their own accesses pending (the previous iteration's).
 
-use super::alloc_shared::scratch_bytes;
+use crate::machine::scratch::scratch_bytes;
 use std::collections::HashSet;
 use trident_ir::{Block, Function, Loc, Op, OpKind, Value, ValueDef};
 

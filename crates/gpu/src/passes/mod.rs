@@ -1,21 +1,29 @@
 //! GPU lowering passes (tile IR → GPU IR), as `trident-opt` passes so that the pass
 //! manager can verify and dump the IR after each.
 //!
-//! In pipeline order (declared in [`crate::pipeline::GpuPipeline::passes`]): `gpu-assign-layouts` (axis analysis, coalescing, mma
-//! layouts, conversions), `gpu-remove-converts`, `gpu-pipeline` (cp.async multi-buffering of
-//! dot operands, `num_stages`), `gpu-sink-ranges` (recomputes `arange`s inside the loops
-//! that use them, to shorten their registers' lives), `gpu-alloc-shared` (checks the
-//! budget), `gpu-insert-barriers`.
+//! In pipeline order (declared in [`crate::pipeline::GpuPipeline::passes`]; by name in
+//! [`registry`]): `gpu-assign-layouts` (axis analysis, coalescing, mma layouts,
+//! conversions), `gpu-remove-converts`, `gpu-pipeline` (cp.async multi-buffering of dot
+//! operands, `num_stages`), `gpu-sink-ranges` (recomputes `arange`s inside the loops that
+//! use them, to shorten their registers' lives), `gpu-alloc-shared` (marks the wgmma
+//! operands read from shared memory, plans shared memory and records the plan in the IR),
+//! `gpu-insert-barriers`.
+//!
+//! Passes decide; facts they share with emission live in [`crate::machine`]. No pass
+//! names `crate::ptx` (`tests/module_rules.rs`).
 
 pub mod alloc_shared;
 pub mod assign_layouts;
 pub mod barriers;
 pub mod coalesce;
 pub mod pipeline;
+pub mod registry;
 pub mod remove_converts;
 pub mod sink_ranges;
 
 use crate::options::GpuOptions;
+use std::cell::Cell;
+use std::rc::Rc;
 use trident_ir::{Diagnostic, Function};
 use trident_opt::Pass;
 
@@ -25,8 +33,40 @@ pub struct AssignLayouts(pub GpuOptions);
 pub struct RemoveConverts;
 /// Software-pipelines loops feeding dots (see `pipeline`).
 pub struct Pipeline(pub GpuOptions);
-/// Checks that shared memory fits (the plan itself is recomputed from the IR when emitting).
-pub struct AllocShared(pub GpuOptions);
+/// Plans shared memory and records the plan in the IR (see `alloc_shared`).
+pub struct AllocShared {
+    pub opts: GpuOptions,
+    /// Where a kernel that does not fit is reported, besides the diagnostic.
+    pub overflow: OverflowReport,
+}
+
+impl AllocShared {
+    pub fn new(opts: GpuOptions) -> AllocShared {
+        AllocShared { opts, overflow: OverflowReport::default() }
+    }
+}
+
+/// The sizes of a kernel whose shared memory does not fit.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SharedOverflow {
+    /// Bytes the kernel needs.
+    pub needed: u64,
+    /// Bytes it may use.
+    pub limit: u64,
+}
+
+/// Where `gpu-alloc-shared` leaves a [`SharedOverflow`] for whoever runs it through a pass
+/// manager: a pass returns only a diagnostic, and callers (the autotuner) must tell "does
+/// not fit" from other failures without reading its text. Clones share the slot.
+#[derive(Clone, Debug, Default)]
+pub struct OverflowReport(Rc<Cell<Option<SharedOverflow>>>);
+
+impl OverflowReport {
+    /// The overflow reported since the last call, if any.
+    pub fn take(&self) -> Option<SharedOverflow> {
+        self.0.take()
+    }
+}
 /// Inserts barriers between shared-memory users (see `barriers`).
 pub struct InsertBarriers;
 /// Recomputes `arange`s inside the loops that use them (see `sink_ranges`).
@@ -91,10 +131,18 @@ impl Pass for AllocShared {
     }
 
     fn run_on_function(&self, f: &mut Function) -> Result<bool, Diagnostic> {
-        if f.kernel {
-            alloc_shared::plan_shared(f, &self.0)?;
+        if !f.kernel {
+            return Ok(false);
         }
-        Ok(false)
+        match alloc_shared::alloc_shared(f, &self.opts) {
+            Ok(_) => Ok(true),
+            Err(e) => {
+                if let alloc_shared::PlanError::OutOfSharedMemory { needed, limit, .. } = e {
+                    self.overflow.0.set(Some(SharedOverflow { needed, limit }));
+                }
+                Err(e.diagnostic().clone())
+            }
+        }
     }
 }
 

@@ -24,9 +24,10 @@
 
 use crate::analysis::AxisAnalysis;
 use crate::layout::distributed;
+use crate::machine::mma::MmaTile;
+use crate::machine::scratch::scratch_bytes;
+use crate::machine::vector::vector_width_of;
 use crate::options::GpuOptions;
-use crate::ptx::dot::MmaTile;
-use crate::ptx::memory::vector_width_of;
 use std::collections::{HashMap, HashSet};
 use trident_ir::{BinaryOp, CmpPred, Const, Effect, Function, Layout, Op, OpKind, Type, Value, ValueDef};
 
@@ -134,7 +135,7 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         .sum();
     // Scratch of ops inside the loop is live together with the ring; the rest can share it.
     let mut used = 0u64;
-    f.walk_block(body, &mut |o| used = used.max(super::alloc_shared::scratch_bytes(f, o).unwrap_or(0)));
+    f.walk_block(body, &mut |o| used = used.max(scratch_bytes(f, o).unwrap_or(0)));
     let room = (opts.shared_limit() as u64).saturating_sub(used);
     let mut s = s;
     while s >= 2 && s as u64 * per_stage > room {

@@ -10,6 +10,8 @@ use super::emitter::{Emitter, Res};
 use super::regs::{Reg, RegClass};
 use crate::layout::linear::{flatten, unflatten};
 use crate::layout::{ConversionKind, LinearLayout};
+use crate::machine::regs::scratch_elem_bytes;
+use crate::machine::scratch::reg_map;
 use std::rc::Rc;
 use trident_ir::{Op, OpKind};
 
@@ -68,8 +70,7 @@ impl Emitter<'_> {
                 Ok(())
             }
             ConversionKind::RegisterPermute => {
-                let map =
-                    Emitter::reg_map(&sl, &dl, &|c| c).ok_or_else(|| self.err("internal: register permutation"))?;
+                let map = reg_map(&sl, &dl, &|c| c).ok_or_else(|| self.err("internal: register permutation"))?;
                 self.set(res, map.iter().map(|&i| regs[i as usize]).collect());
                 Ok(())
             }
@@ -131,10 +132,9 @@ impl Emitter<'_> {
     /// Moves elements of `srcs` into `dsts` through shared memory at the op's scratch offset.
     pub fn exchange(&mut self, op: Op, srcs: &[ExSrc], dsts: Vec<ExDst>) -> Res<Vec<Vec<Reg>>> {
         let class = srcs.first().and_then(|s| s.regs.first()).map_or(RegClass::B32, |r| r.class);
-        let eb = Emitter::scratch_elem_bytes(class) as u64;
+        let eb = scratch_elem_bytes(class) as u64;
         let off = self.smem_offset(op)? as u64;
         let base = self.smem_base();
-        self.barrier_before(op);
         for s in srcs {
             let l = s.layout.clone();
             let owner = self.owner_pred(&l);

@@ -10,10 +10,10 @@ use super::regs::{class_of, Reg, RegClass};
 use crate::analysis::AxisAnalysis;
 use crate::layout::{distributed, LinearLayout};
 use crate::options::GpuOptions;
-use crate::passes::alloc_shared::SharedPlan;
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::rc::Rc;
+use trident_ir::discardable::{SMEM_OFFSET, SMEM_OPERAND, SMEM_SIZE};
 use trident_ir::{Block, Diagnostic, Function, Loc, Op, OpKind, SourceFile, Type, Value};
 
 pub(crate) type Res<T> = Result<T, Diagnostic>;
@@ -23,7 +23,6 @@ pub(crate) struct Emitter<'a> {
     pub files: &'a [SourceFile],
     pub opts: &'a GpuOptions,
     pub axis: &'a AxisAnalysis,
-    pub plan: &'a SharedPlan,
     /// Kernel body instructions.
     out: String,
     /// Thread-index-only computations, emitted at the entry.
@@ -63,19 +62,12 @@ pub(crate) struct Emitter<'a> {
 }
 
 impl<'a> Emitter<'a> {
-    pub fn new(
-        f: &'a Function,
-        files: &'a [SourceFile],
-        opts: &'a GpuOptions,
-        axis: &'a AxisAnalysis,
-        plan: &'a SharedPlan,
-    ) -> Emitter<'a> {
+    pub fn new(f: &'a Function, files: &'a [SourceFile], opts: &'a GpuOptions, axis: &'a AxisAnalysis) -> Emitter<'a> {
         let mut e = Emitter {
             f,
             files,
             opts,
             axis,
-            plan,
             out: String::new(),
             pro: String::new(),
             counters: [0; 4],
@@ -367,9 +359,29 @@ impl<'a> Emitter<'a> {
         r
     }
 
-    /// Shared-memory byte offset assigned to `op` by the allocator.
+    /// Shared-memory byte offset the planner recorded on `op` (`smem_offset`).
     pub fn smem_offset(&self, op: Op) -> Res<u32> {
-        self.plan.offset(op).ok_or_else(|| self.err("internal: no shared memory was allocated for this op"))
+        match self.f.ops[op].attrs.int(SMEM_OFFSET).map(u32::try_from) {
+            Some(Ok(off)) => Ok(off),
+            _ => Err(self.err(format!(
+                "`{}` needs shared memory but has no `{SMEM_OFFSET}`: run the GPU pipeline (gpu-alloc-shared) first",
+                self.f.ops[op].kind.name()
+            ))),
+        }
+    }
+
+    /// Whether the planner marked `op` (`smem_operand`) as leaving its wgmma operand tile in
+    /// shared memory. The mark is only honoured where the dot is the result's one user (the
+    /// tile produces no registers for anyone else).
+    pub fn smem_operand(&self, op: Op) -> Res<bool> {
+        let d = &self.f.ops[op];
+        if !d.attrs.flag(SMEM_OPERAND) {
+            return Ok(false);
+        }
+        if !d.results.first().is_some_and(|&r| crate::machine::wgmma::only_dot_user(self.f, r)) {
+            return Err(self.err(format!("`{SMEM_OPERAND}` on an op whose result is not used by one `dot` only")));
+        }
+        Ok(true)
     }
 
     // ---- walking ----
@@ -456,7 +468,7 @@ impl<'a> Emitter<'a> {
             OpKind::Yield | OpKind::Condition | OpKind::Return | OpKind::Barrier => true,
             OpKind::AsyncCopy | OpKind::AsyncCommitGroup | OpKind::AsyncWait { .. } => false,
             OpKind::Dot { .. } => false,
-            _ => self.plan.size(op) > 0 || d.kind.effect() == trident_ir::Effect::Write,
+            _ => d.attrs.int(SMEM_SIZE).is_some_and(|n| n > 0) || d.kind.effect() == trident_ir::Effect::Write,
         }
     }
 
@@ -475,9 +487,4 @@ impl<'a> Emitter<'a> {
     pub fn take_text(&mut self) -> (String, String) {
         (std::mem::take(&mut self.pro), std::mem::take(&mut self.out))
     }
-}
-
-/// Whether every register of `dst` is held by the same thread in `src` (see [`Emitter::reg_map`]).
-pub fn reg_map_exists(src: &LinearLayout, dst: &LinearLayout, project: &dyn Fn(u64) -> u64) -> bool {
-    Emitter::reg_map(src, dst, project).is_some()
 }

@@ -11,6 +11,8 @@
 use super::emitter::{Emitter, Res};
 use super::regs::{class_of, mem_bytes, Reg, RegClass};
 use crate::layout::LinearLayout;
+use crate::machine::scratch::atomic_result_needs_broadcast;
+use crate::machine::vector::vector_width_of;
 use trident_ir::{
     CacheModifier, Const, DType, Elem, EvictionPolicy, MemScope, MemSem, Op, OpKind, RmwOp, Value, ValueDef,
 };
@@ -80,62 +82,6 @@ fn cache_suffix(cache: CacheModifier, evict: EvictionPolicy, store: bool) -> Str
         EvictionPolicy::Normal => String::new(),
         EvictionPolicy::First => ".L1::evict_first".into(),
         EvictionPolicy::Last => ".L1::evict_last".into(),
-    }
-}
-
-/// Widest vector (in elements) for accessing `ptr` in layout `l` whose elements are `bytes`
-/// wide: consecutive registers along a dim, contiguous and aligned addresses (axis analysis),
-/// a mask constant over the vector, at most 16 bytes, aligned in every thread.
-pub fn vector_width_of(
-    axis: &crate::analysis::AxisAnalysis,
-    ptr: Value,
-    mask: Option<Value>,
-    l: &LinearLayout,
-    bytes: u32,
-) -> usize {
-    let Some(info) = axis.get(ptr) else { return 1 };
-    let rank = l.rank();
-    if rank == 0 || info.contig.len() != rank {
-        return 1;
-    }
-    // The dim the thread's registers run along.
-    let Some(d) = (0..rank).find(|&d| l.contig_regs(d) > 1) else { return 1 };
-    let mut v = l.contig_regs(d) as u64;
-    v = v.min(info.contig[d]).min((info.div[d] / bytes as u64).max(1)).min((16 / bytes) as u64);
-    if let Some(m) = mask.and_then(|m| axis.get(m)) {
-        if m.constancy.len() == rank {
-            v = v.min(m.constancy[d]);
-        }
-    }
-    let mut v = v.max(1) as usize;
-    while v > 1 {
-        let shift = crate::layout::linear::dim_shifts(&l.shape)[d];
-        let low = ((v as u64) - 1) << shift;
-        let k = v.trailing_zeros() as usize;
-        if l.reg[k..].iter().chain(&l.lane).chain(&l.warp).all(|&b| b & low == 0) {
-            break;
-        }
-        v /= 2;
-    }
-    v
-}
-
-/// Whether an atomic's old values must be shared through shared memory: the result is
-/// used and only one of the threads holding an element issues its atomic (a scalar
-/// atomic, or a layout with copies).
-pub fn atomic_result_needs_broadcast(f: &trident_ir::Function, op: Op) -> bool {
-    let d = &f.ops[op];
-    let Some(&res) = d.results.first() else { return false };
-    if !matches!(d.kind, OpKind::AtomicRmw { .. } | OpKind::AtomicCas { .. }) || f.use_counts()[res] == 0 {
-        return false;
-    }
-    let t = f.ty(d.operands[0]);
-    match t.layout() {
-        None => true,
-        Some(id) => match crate::layout::distributed(&f.layouts, id, t.shape()) {
-            Ok(l) => l.free_lane_mask() != 0 || l.free_warp_mask() != 0,
-            Err(_) => true,
-        },
     }
 }
 

@@ -33,11 +33,12 @@ pub mod smem_addr;
 pub mod wgmma;
 
 use crate::analysis::AxisAnalysis;
-use crate::options::{GpuOptions, Target};
-use crate::passes::alloc_shared::plan_shared;
+use crate::machine::Target;
+use crate::options::GpuOptions;
 use emitter::Emitter;
 use regs::{class_of, RegClass};
 use std::fmt::Write;
+use trident_ir::discardable::SMEM_TOTAL;
 use trident_ir::{DType, Diagnostic, Elem, Module, Type};
 
 /// How a kernel parameter is passed.
@@ -100,13 +101,22 @@ fn abi_of(t: &Type) -> Result<AbiType, String> {
     }
 }
 
-/// Emits PTX for `kernel`, a function of `m` already lowered to GPU IR (every tensor
-/// has a layout; see [`crate::lower_to_gpu_ir`]).
+/// Emits PTX for `kernel`, a function of `m` already lowered to GPU IR by the GPU passes
+/// (every tensor has a layout; shared memory is planned: see
+/// [`crate::GpuPipeline::lower`]). Emission decides nothing the IR states: it reads the
+/// shared-memory offsets, the total and the wgmma shared operands recorded there.
 pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKernel, Diagnostic> {
     let f = m.func(kernel).ok_or_else(|| Diagnostic::error(format!("no kernel named `{kernel}` in the module")))?;
-    let plan = plan_shared(f, opts)?;
+    let shared_bytes = match f.attrs.int(SMEM_TOTAL).map(u32::try_from) {
+        Some(Ok(n)) => n,
+        _ => {
+            return Err(Diagnostic::error(format!(
+                "kernel `{kernel}` has no shared-memory plan (`{SMEM_TOTAL}`): run the GPU pipeline first"
+            )))
+        }
+    };
     let axis = AxisAnalysis::run(f);
-    let mut e = Emitter::new(f, &m.files, opts, &axis, &plan);
+    let mut e = Emitter::new(f, &m.files, opts, &axis);
     let entry = sanitize(&f.name);
     let mut params = vec![];
     let mut param_text = String::new();
@@ -180,7 +190,7 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
             let _ = writeln!(out, ".file {} \"{}\"", i + 1, file.path.replace('\\', "\\\\").replace('"', "\\\""));
         }
     }
-    if plan.total > 0 {
+    if shared_bytes > 0 {
         // wgmma's swizzled tiles repeat every 1024 bytes from an aligned address.
         let align = if opts.target.has_wgmma() { 1024 } else { 16 };
         let _ = writeln!(out, ".extern .shared .align {align} .b8 global_smem[];");
@@ -194,7 +204,7 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
     let code = dce::eliminate(&format!("{loads}{pro}{body}"));
     out.push_str(&code);
     out.push_str("\tret;\n}\n");
-    Ok(PtxKernel { ptx: out, entry, num_threads: threads, shared_bytes: plan.total, params, target: opts.target })
+    Ok(PtxKernel { ptx: out, entry, num_threads: threads, shared_bytes, params, target: opts.target })
 }
 
 /// A PTX identifier for a kernel name.

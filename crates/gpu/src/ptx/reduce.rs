@@ -7,98 +7,10 @@ use super::emitter::{Emitter, Res};
 use super::regs::{Reg, RegClass};
 use crate::layout::linear::{dim_shifts, flatten, unflatten};
 use crate::layout::LinearLayout;
+use crate::machine::reduce::{align8, axis_bits, scan_levels, Src};
+use crate::machine::regs::scratch_elem_bytes;
 use std::collections::BTreeMap;
 use trident_ir::{Block, Op, OpKind};
-
-/// Where the bits of the reduced axis live in a layout.
-#[derive(Clone, Debug)]
-pub struct AxisBits {
-    /// Lane bits whose basis is along the axis.
-    pub lanes: Vec<usize>,
-    /// Warp bits whose basis is along the axis.
-    pub warps: Vec<usize>,
-    /// Some basis mixes the axis with other dims (unsupported).
-    pub mixed: bool,
-}
-
-pub fn axis_bits(l: &LinearLayout, axis: usize) -> AxisBits {
-    let m = l.dim_mask(axis);
-    let pure = |b: u64| b & m == 0 || b & !m == 0;
-    let mixed = !l.reg.iter().chain(&l.lane).chain(&l.warp).all(|&b| pure(b));
-    AxisBits {
-        lanes: (0..l.lane.len()).filter(|&i| l.lane[i] & m != 0).collect(),
-        warps: (0..l.warp.len()).filter(|&i| l.warp[i] & m != 0).collect(),
-        mixed,
-    }
-}
-
-/// Bytes of shared memory a reduction needs (0 when it stays within warps).
-pub fn reduce_scratch_bytes(l: &LinearLayout, axis: usize, elem_bytes: &[u32]) -> u32 {
-    let b = axis_bits(l, axis);
-    if b.warps.is_empty() {
-        return 0;
-    }
-    let k = 1u64 << b.warps.len();
-    let r = l.numel() / l.shape[axis] as u64;
-    elem_bytes.iter().map(|&e| align8(k * r * e.max(4) as u64) as u32).sum()
-}
-
-/// Bytes of shared memory a scan needs (0 when every step is within a warp).
-pub fn scan_scratch_bytes(l: &LinearLayout, axis: usize, elem_bytes: &[u32]) -> u32 {
-    match scan_levels(l, axis) {
-        Ok(levels) if levels.iter().any(|lv| lv.smem) => {
-            elem_bytes.iter().map(|&e| align8(l.numel() * e.max(4) as u64) as u32).sum()
-        }
-        _ => 0,
-    }
-}
-
-fn align8(x: u64) -> u64 {
-    x.div_ceil(8) * 8
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Src {
-    Reg(usize),
-    Lane(usize),
-    Warp(usize),
-}
-
-#[derive(Clone, Debug)]
-struct Level {
-    src: Src,
-    /// Sources of the lower axis bits.
-    lower: Vec<Src>,
-    /// Needs a shared-memory exchange (a lower bit or this one is a warp bit, or a
-    /// register bit sits above a lane bit in a way a shuffle cannot fetch).
-    smem: bool,
-}
-
-fn scan_levels(l: &LinearLayout, axis: usize) -> Result<Vec<Level>, String> {
-    let shift = dim_shifts(&l.shape)[axis];
-    let n = l.shape[axis].trailing_zeros();
-    let mut srcs = vec![];
-    for k in 0..n {
-        let bit = 1u64 << (shift + k);
-        let s = if let Some(i) = l.reg.iter().position(|&b| b == bit) {
-            Src::Reg(i)
-        } else if let Some(i) = l.lane.iter().position(|&b| b == bit) {
-            Src::Lane(i)
-        } else if let Some(i) = l.warp.iter().position(|&b| b == bit) {
-            Src::Warp(i)
-        } else {
-            return Err(format!("scan axis bit {k} is not held by a single register, lane or warp bit"));
-        };
-        srcs.push(s);
-    }
-    Ok((0..srcs.len())
-        .map(|k| {
-            let lower = srcs[..k].to_vec();
-            let any_warp = lower.iter().chain(std::iter::once(&srcs[k])).any(|s| matches!(s, Src::Warp(_)));
-            Level { src: srcs[k], lower, smem: any_warp }
-        })
-        .collect())
-}
 
 impl Emitter<'_> {
     /// Emits a combine region with its block arguments bound to `acc` then `new`; returns the yielded registers.
@@ -197,22 +109,6 @@ impl Emitter<'_> {
         self.ld_shared(class, addr)
     }
 
-    /// Bytes a register class takes in shared scratch.
-    pub fn scratch_elem_bytes(c: RegClass) -> u32 {
-        match c {
-            RegClass::B16 => 2,
-            RegClass::B64 => 8,
-            _ => 4,
-        }
-    }
-
-    /// Emits the barrier the shared-memory plan asks for before `op` touches shared memory.
-    pub fn barrier_before(&mut self, op: Op) {
-        if self.plan.needs_barrier_before(op) {
-            self.ins("bar.sync 0");
-        }
-    }
-
     #[allow(clippy::needless_range_loop)]
     pub(crate) fn emit_reduce(&mut self, op: Op) -> Res<()> {
         let f = self.f;
@@ -254,7 +150,6 @@ impl Emitter<'_> {
         // 3. Across warps: partial results through shared memory.
         if !bits.warps.is_empty() {
             let base_off = self.smem_offset(op)?;
-            self.barrier_before(op);
             let rshape: Vec<u32> = l.shape.iter().enumerate().filter(|&(i, _)| i != axis).map(|(_, &s)| s).collect();
             let r_numel: u64 = rshape.iter().map(|&s| s as u64).product();
             // Result flat index of this thread's group: thread part + register part.
@@ -282,7 +177,7 @@ impl Emitter<'_> {
             let mut offsets = vec![];
             for o in 0..n {
                 offsets.push(op_off);
-                let eb = Emitter::scratch_elem_bytes(vals[o][0].class).max(4) as u64;
+                let eb = scratch_elem_bytes(vals[o][0].class).max(4) as u64;
                 op_off += align8(k * r_numel * eb);
             }
             // Address of element (warp-axis index w, result flat rf) of operand o.
@@ -295,7 +190,7 @@ impl Emitter<'_> {
             }
             for (g, (_, acc)) in accs.iter().enumerate() {
                 for o in 0..n {
-                    let eb = Emitter::scratch_elem_bytes(acc[o].class).max(4);
+                    let eb = scratch_elem_bytes(acc[o].class).max(4);
                     let a = self.new_reg(RegClass::B32);
                     // (wa * R + rf) * eb + base + off
                     self.ins(format!("mad.lo.u32 {a}, {wa}, {r_numel}, {}", addrs[g]));
@@ -311,7 +206,7 @@ impl Emitter<'_> {
                     let mut vs = vec![];
                     for o in 0..n {
                         let class = acc[o].class;
-                        let eb = Emitter::scratch_elem_bytes(class).max(4) as u64;
+                        let eb = scratch_elem_bytes(class).max(4) as u64;
                         let a = self.new_reg(RegClass::B32);
                         self.ins(format!("mad.lo.u32 {a}, {}, {eb}, {base}", addrs[g]));
                         let addr = format!("{a}+{}", offsets[o] + w * r_numel * eb);
@@ -474,11 +369,11 @@ impl Emitter<'_> {
                 continue;
             }
             // Shared-memory exchange: everyone writes its values at their flat index, then reads partners.
+            // The first round needs no barrier of its own: `barrier` ops order it after
+            // earlier users of the scratch (gpu-insert-barriers).
             let base_off = self.smem_offset(op)?;
             if smem_used {
                 self.ins("bar.sync 0");
-            } else {
-                self.barrier_before(op);
             }
             smem_used = true;
             let base = self.smem_base();
@@ -489,14 +384,14 @@ impl Emitter<'_> {
             let mut off = base_off as u64;
             for o in 0..n {
                 offs.push(off);
-                off += align8(l.numel() * Emitter::scratch_elem_bytes(vals[o][0].class).max(4) as u64);
+                off += align8(l.numel() * scratch_elem_bytes(vals[o][0].class).max(4) as u64);
             }
             for r in 0..l.num_regs() {
                 let c = l.reg_part(r as u64);
                 let idx = self.new_reg(RegClass::B32);
                 self.ins(format!("xor.b32 {idx}, {tflat}, {c}"));
                 for o in 0..n {
-                    let eb = Emitter::scratch_elem_bytes(vals[o][r].class).max(4);
+                    let eb = scratch_elem_bytes(vals[o][r].class).max(4);
                     let a = self.new_reg(RegClass::B32);
                     self.ins(format!("mad.lo.u32 {a}, {idx}, {eb}, {base}"));
                     self.st_shared(owner, &format!("{a}+{}", offs[o]), vals[o][r]);
@@ -533,7 +428,7 @@ impl Emitter<'_> {
                 let mut got = vec![];
                 for o in 0..n {
                     let class = vals[o][r].class;
-                    let eb = Emitter::scratch_elem_bytes(class).max(4);
+                    let eb = scratch_elem_bytes(class).max(4);
                     let a = self.new_reg(RegClass::B32);
                     self.ins(format!("mad.lo.u32 {a}, {idx}, {eb}, {base}"));
                     got.push(self.ld_shared(class, &format!("{a}+{}", offs[o])));

@@ -9,7 +9,7 @@
 use super::emitter::{Emitter, Res};
 use super::regs::{class_of, Reg, RegClass};
 use crate::layout::linear::{flatten, unflatten};
-use crate::layout::LinearLayout;
+use crate::machine::scratch::{reg_map, reshape_projection};
 use trident_ir::{Const, DType, Elem, Op, OpKind};
 
 /// The bits of a constant of element type `e`, as stored in its register.
@@ -60,22 +60,6 @@ impl Emitter<'_> {
         let class = class_of(e);
         let bits = const_bits(c, e);
         self.imm(class, bits as i64)
-    }
-
-    /// Maps every register of `dst` to the register of `src` holding the same element,
-    /// where `project` maps a `dst` coordinate to a `src` coordinate. `None` when some
-    /// element is not in the same thread.
-    pub fn reg_map(src: &LinearLayout, dst: &LinearLayout, project: &dyn Fn(u64) -> u64) -> Option<Vec<u32>> {
-        if src.lane.len() != dst.lane.len() || src.warp.len() != dst.warp.len() {
-            return None;
-        }
-        for (a, b) in src.lane.iter().zip(&dst.lane).chain(src.warp.iter().zip(&dst.warp)) {
-            if *a != project(*b) {
-                return None;
-            }
-        }
-        let lookup = src.reg_lookup();
-        (0..dst.num_regs() as u64).map(|r| lookup.get(&project(dst.reg_part(r))).copied()).collect()
     }
 
     pub(crate) fn emit_misc(&mut self, op: Op) -> Res<()> {
@@ -142,7 +126,7 @@ impl Emitter<'_> {
                         c
                     }
                 };
-                let map = Emitter::reg_map(&sl, &dl, &project).ok_or_else(|| {
+                let map = reg_map(&sl, &dl, &project).ok_or_else(|| {
                     self.err(format!("internal: layouts of `{}` and `{}` are not compatible", f.ty(src), rty))
                 })?;
                 self.set(res, map.iter().map(|&i| sregs[i as usize]).collect());
@@ -163,28 +147,12 @@ impl Emitter<'_> {
                 let (Some(sl), Some(dl)) = (self.ll(src)?, self.ll(res)?) else {
                     return Err(self.err("reshape/trans need tensors"));
                 };
-                let sshape = sl.shape.clone();
-                let dshape = dl.shape.clone();
-                let perm: Option<Vec<u32>> = match &d.kind {
-                    OpKind::Trans { perm } => Some(perm.clone()),
+                let perm = match &d.kind {
+                    OpKind::Trans { perm } => Some(perm.as_slice()),
                     _ => None,
                 };
-                // Result coordinate → operand coordinate: a reshape keeps the row-major
-                // index; a transpose permutes the coordinates.
-                let project = move |c: u64| -> u64 {
-                    match &perm {
-                        None => c,
-                        Some(p) => {
-                            let dc = unflatten(&dshape, c);
-                            let mut sc = vec![0u32; sshape.len()];
-                            for (i, &pi) in p.iter().enumerate() {
-                                sc[pi as usize] = dc[i];
-                            }
-                            flatten(&sshape, &sc)
-                        }
-                    }
-                };
-                match Emitter::reg_map(&sl, &dl, &project) {
+                let project = reshape_projection(&sl.shape, &dl.shape, perm);
+                match reg_map(&sl, &dl, &project) {
                     Some(map) => {
                         self.set(res, map.iter().map(|&i| sregs[i as usize]).collect());
                         Ok(())

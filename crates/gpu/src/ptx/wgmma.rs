@@ -23,14 +23,14 @@
 //! the tensor cores' (async) proxy with `fence.proxy.async.shared::cta` before the barrier
 //! that publishes them.
 
-use super::dot::MmaTile;
 use super::emitter::{Emitter, Res};
 use super::regs::{Reg, RegClass};
 use crate::layout::linear::flatten;
-use crate::layout::{distributed, ConversionKind, LinearLayout, SharedLinear};
+use crate::layout::{LinearLayout, SharedLinear};
+use crate::machine::mma::MmaTile;
 use std::fmt::Write;
 use std::rc::Rc;
-use trident_ir::{DType, Function, Layout, Op, OpKind, Value};
+use trident_ir::DType;
 
 /// A dot operand left in a swizzled shared-memory tile (read by descriptors, or by
 /// `ldmatrix` when the dot falls back to `mma.sync`).
@@ -44,51 +44,6 @@ pub struct SmemOperand {
     /// The operand's register layout.
     pub dst: Rc<LinearLayout>,
     pub signed: bool,
-}
-
-/// Whether `v`'s layout is an operand layout of a wgmma accumulator.
-pub fn is_wgmma_operand(f: &Function, v: Value) -> bool {
-    let Some(id) = f.ty(v).layout() else { return false };
-    match f.layouts.get(id) {
-        Some(Layout::DotOperand { parent, .. }) => {
-            matches!(f.layouts.get(*parent), Some(Layout::Mma { version: 3, .. }))
-        }
-        _ => false,
-    }
-}
-
-/// Whether `v` has exactly one use, as an operand of a `dot`.
-pub fn only_dot_user(f: &Function, v: Value) -> bool {
-    let mut users = f.all_ops().into_iter().filter(|&o| f.ops[o].operands.contains(&v));
-    match (users.next(), users.next()) {
-        (Some(u), None) => matches!(f.ops[u].kind, OpKind::Dot { .. }),
-        _ => false,
-    }
-}
-
-/// Whether conversion `op` leaves its result in shared memory for a wgmma dot (its only
-/// user) instead of loading fragments: a 16-bit operand whose tile `ldmatrix` could read.
-/// The shared-memory planner keeps such a tile live until the dot.
-pub fn smem_operand_convert(f: &Function, op: Op) -> bool {
-    let d = &f.ops[op];
-    if !matches!(d.kind, OpKind::ConvertLayout) {
-        return false;
-    }
-    let (src, res) = (d.operands[0], d.results[0]);
-    if !is_wgmma_operand(f, res) || !only_dot_user(f, res) {
-        return false;
-    }
-    let (st, rt) = (f.ty(src), f.ty(res));
-    let (Some(sid), Some(rid)) = (st.layout(), rt.layout()) else { return false };
-    let (Ok(sl), Ok(dl)) = (distributed(&f.layouts, sid, st.shape()), distributed(&f.layouts, rid, rt.shape())) else {
-        return false;
-    };
-    if matches!(sl.conversion_to(&dl), ConversionKind::Identity | ConversionKind::RegisterPermute) {
-        return false;
-    }
-    let Some(Layout::DotOperand { op_idx, k_width, .. }) = f.layouts.get(rid).cloned() else { return false };
-    let bytes = super::regs::mem_bytes(rt.elem());
-    bytes == 2 && MmaTile::choose(&sl, &dl, op_idx, k_width, bytes).is_some()
 }
 
 /// The fields of a wgmma matrix descriptor for one operand tile.

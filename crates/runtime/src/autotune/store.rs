@@ -22,8 +22,7 @@ pub struct TuneStore {
 /// Whether choices persist on disk: on unless `TRIDENT_AUTOTUNE_CACHE` is `0`
 /// (or `false`/`off`/`no`).
 pub fn persistence_enabled() -> bool {
-    !std::env::var("TRIDENT_AUTOTUNE_CACHE")
-        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "false" | "off" | "no"))
+    crate::env::autotune_cache()
 }
 
 impl TuneStore {

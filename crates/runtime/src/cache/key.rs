@@ -1,4 +1,6 @@
-//! What a compiled kernel depends on ([`CacheKey`]) and the short id it hashes to ([`CacheId`]).
+//! What a compiled kernel depends on ([`CacheKey`]), the short id it hashes to
+//! ([`CacheId`]), and the policy of what a kernel specialization's key holds
+//! (`describe`, `cache_key`: the second half of this file).
 //!
 //! The id is a BLAKE3 hash. A cache key needs a hash that is collision-resistant
 //! (two specializations must never share an entry, and sources are arbitrary
@@ -13,6 +15,10 @@ use std::fmt;
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
+use trident_front::{ArgInfo, CompileOptions, ConstValue, KernelInfo};
+
+use crate::compiled::CodeTarget;
+use crate::program::KernelProgram;
 
 /// Everything that changes a compiled kernel: sources, compiler version,
 /// signature, constexpr values, options and target.
@@ -229,4 +235,242 @@ pub fn version() -> &'static str {
             Err(_) => env!("CARGO_PKG_VERSION").to_string(),
         }
     })
+}
+
+// What a kernel specialization's key holds: the policy.
+//
+// Everything that changes the compiled output, and nothing else:
+// * the kernel file's path and text (the path is in the PTX's line info), and those of
+//   every project file it imports, and Trident's version ([`version`]);
+// * the signature: one text per runtime parameter with the specialization attributes the
+//   front end looks at ([`signature_text`]);
+// * every constexpr given, from the config or from `@triton.heuristics` ([`constexpr_text`]);
+// * the options: `debug` and `default_dot_precision` (the front end's [`CompileOptions`],
+//   the very value the compile is given), and for GPU targets `num_warps` and `num_stages`
+//   (tile IR does not depend on them, so a tile-IR entry serves every choice of them);
+// * the value of every environment variable the kernel's files read at module level
+//   (`env:NAME` options; [`env_names_read`]);
+// * the target ([`CodeTarget::name`]).
+
+/// The parts of a specialization's key, computed once per lookup: what the in-process
+/// memo is keyed by ([`Described::spec_text`]) and what the disk key is made of.
+pub(crate) struct Described {
+    target: String,
+    signature: Vec<String>,
+    constexprs: Vec<(String, String)>,
+    options: Vec<(String, String)>,
+}
+
+impl Described {
+    /// The memo's text for this specialization of the program named by `source_id`.
+    pub(crate) fn spec_text(&self, source_id: &str) -> String {
+        format!("{source_id}|{}|{:?}|{:?}|{:?}", self.target, self.signature, self.constexprs, self.options)
+    }
+}
+
+/// Describes a compilation of `kernel` for these arguments (`infos`: given values, config
+/// constexprs and heuristics), front-end options, warps, stages and target.
+pub(crate) fn describe(
+    kernel: &KernelInfo,
+    infos: &[(String, ArgInfo)],
+    target: CodeTarget,
+    options: &CompileOptions,
+    num_warps: u32,
+    num_stages: u32,
+) -> Described {
+    let find = |name: &str| infos.iter().rev().find(|(n, _)| n == name).map(|(_, a)| a);
+    let mut signature = vec![];
+    let mut constexprs = vec![];
+    for p in &kernel.params {
+        let info = find(&p.name);
+        if p.is_constexpr {
+            // A constexpr left out takes its default from the source (part of the key already).
+            if let Some(a) = info {
+                constexprs.push((p.name.clone(), constexpr_text(a)));
+            }
+        } else {
+            signature.push(signature_text(info));
+        }
+    }
+    let mut opts = vec![
+        ("debug".to_string(), options.debug.to_string()),
+        ("default_dot_precision".to_string(), options.default_dot_precision.name().to_string()),
+    ];
+    if target != CodeTarget::Tile {
+        opts.push(("num_warps".to_string(), num_warps.to_string()));
+        opts.push(("num_stages".to_string(), num_stages.to_string()));
+    }
+    Described { target: target.name(), signature, constexprs, options: opts }
+}
+
+/// The disk key of a described specialization of `kernel` in `prog`.
+pub(crate) fn cache_key(prog: &KernelProgram, kernel: &str, d: &Described) -> CacheKey {
+    let file = &prog.file;
+    let mut k = CacheKey::new(kernel, &d.target).source(file.path(), file.text());
+    // Helpers imported from other project files are part of the source too.
+    for dep in file.dependencies() {
+        k = k.source(dep.path(), dep.text());
+    }
+    for s in &d.signature {
+        k = k.arg(s);
+    }
+    for (n, v) in &d.constexprs {
+        k = k.constexpr(n, v);
+    }
+    for (n, v) in &d.options {
+        k = k.option(n, v);
+    }
+    // Module-level code may read the environment (`os.environ.get("X", ...)`), and the
+    // front end evaluates it: the values change the output, so they are part of the key.
+    let texts = std::iter::once(file.text()).chain(file.dependencies().map(|f| f.text()));
+    let mut names: Vec<String> = texts.flat_map(env_names_read).collect();
+    names.sort();
+    names.dedup();
+    for n in names {
+        let value = crate::env::source_variable(&n);
+        k = k.option(format!("env:{n}"), value);
+    }
+    k
+}
+
+/// The text a launch argument contributes to the signature: its type and the
+/// specialization attributes the front end looks at (`trident_front::compile`
+/// binds ints by `fits in i32`, `== 1` and `% 16 == 0`, pointers by dtype and
+/// 16-byte alignment; everything else about a parameter is in the source).
+/// Two arguments with the same text compile to the same code.
+pub(crate) fn signature_text(info: Option<&ArgInfo>) -> String {
+    let flags = |one: bool, div16: bool| format!("{}{}", if one { ":1" } else { "" }, if div16 { ":16" } else { "" });
+    match info {
+        None => "default".to_string(),
+        Some(ArgInfo::Pointer { dtype, aligned16 }) => {
+            format!("*{}{}", dtype.name(), if *aligned16 { ":16" } else { "" })
+        }
+        Some(ArgInfo::Int(v)) => {
+            let ty = if i32::try_from(*v).is_ok() { "i32" } else { "i64" };
+            format!("{ty}{}", flags(*v == 1, v % 16 == 0))
+        }
+        Some(ArgInfo::UInt(v)) => {
+            let ty = if *v > i64::MAX as u64 {
+                "u64"
+            } else if *v > i32::MAX as u64 {
+                "i64"
+            } else {
+                "i32"
+            };
+            format!("{ty}{}", flags(*v == 1, v % 16 == 0))
+        }
+        Some(ArgInfo::Float(_)) => "fp32".to_string(),
+        Some(ArgInfo::Bool(_)) => "i1".to_string(),
+        // A faithful text: `Int(1)`, `Float(1.0)`, `Bool(true)`, `DType(..)` all differ.
+        Some(ArgInfo::Constexpr(c)) => format!("constexpr={c:?}"),
+    }
+}
+
+/// A constexpr's value as key text: readable and faithful (`128`, `128.0`,
+/// `True`, `'s'` and anything else by its `Debug` form never coincide).
+pub(crate) fn constexpr_text(a: &ArgInfo) -> String {
+    match a {
+        ArgInfo::Constexpr(ConstValue::Int(v)) => v.to_string(),
+        ArgInfo::Constexpr(ConstValue::Float(v)) => format!("{v:?}"),
+        ArgInfo::Constexpr(ConstValue::Bool(v)) => if *v { "True" } else { "False" }.to_string(),
+        ArgInfo::Constexpr(ConstValue::Str(v)) => format!("{v:?}"),
+        ArgInfo::Constexpr(ConstValue::None) => "None".to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Names of environment variables a Python source reads with a literal name:
+/// `os.environ.get("X"...)`, `os.getenv("X"...)`, `os.environ["X"]`.
+pub(crate) fn env_names_read(text: &str) -> Vec<String> {
+    let mut out = vec![];
+    for pat in ["environ.get(", "getenv(", "environ["] {
+        for (i, _) in text.match_indices(pat) {
+            let rest = text[i + pat.len()..].trim_start();
+            let Some(q) = rest.chars().next().filter(|c| *c == '"' || *c == '\'') else { continue };
+            if let Some(end) = rest[1..].find(q) {
+                out.push(rest[1..1 + end].to_string());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trident_core::DType;
+
+    #[test]
+    fn finds_literal_environment_reads() {
+        let src = "import os\nA = os.environ.get('FLA_FAST', '0')\nB = os.getenv(\"X_Y\")\nC = os.environ[\"Z\"]\nD = os.environ.get(name)\n";
+        assert_eq!(env_names_read(src), vec!["FLA_FAST", "X_Y", "Z"]);
+    }
+
+    #[test]
+    fn signature_texts_follow_the_front_ends_specialization() {
+        let s = |a: ArgInfo| signature_text(Some(&a));
+        assert_eq!(s(ArgInfo::Int(1)), "i32:1");
+        assert_eq!(s(ArgInfo::Int(32)), "i32:16");
+        assert_eq!(s(ArgInfo::Int(0)), "i32:16");
+        assert_eq!(s(ArgInfo::Int(33)), "i32");
+        assert_eq!(s(ArgInfo::Int(1 << 40)), "i64:16");
+        assert_eq!(s(ArgInfo::UInt(u64::MAX)), "u64");
+        assert_eq!(s(ArgInfo::Pointer { dtype: DType::F16, aligned16: true }), "*f16:16");
+        assert_eq!(s(ArgInfo::Pointer { dtype: DType::F16, aligned16: false }), "*f16");
+        assert_eq!(s(ArgInfo::Float(0.5)), "fp32");
+        assert_eq!(s(ArgInfo::Bool(true)), "i1");
+        assert_ne!(s(ArgInfo::Constexpr(ConstValue::Int(1))), s(ArgInfo::Constexpr(ConstValue::Float(1.0))));
+        assert_ne!(s(ArgInfo::Constexpr(ConstValue::Int(1))), s(ArgInfo::Constexpr(ConstValue::Bool(true))));
+        assert_eq!(signature_text(None), "default");
+        let c = |v: ConstValue| constexpr_text(&ArgInfo::Constexpr(v));
+        let texts = [
+            c(ConstValue::Int(1)),
+            c(ConstValue::Float(1.0)),
+            c(ConstValue::Float(1e300)),
+            c(ConstValue::Bool(true)),
+            c(ConstValue::Str("1".into())),
+            c(ConstValue::None),
+            constexpr_text(&ArgInfo::Int(1)),
+        ];
+        for (i, a) in texts.iter().enumerate() {
+            assert!(texts[i + 1..].iter().all(|b| a != b), "{texts:?}");
+        }
+        assert_eq!(texts[..4], ["1", "1.0", "1e300", "True"]);
+    }
+
+    fn kernel() -> KernelProgram {
+        let src =
+            "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x, n, B: tl.constexpr):\n    pass\n";
+        KernelProgram::from_source("k.py", src).unwrap()
+    }
+
+    #[test]
+    fn gpu_options_are_keyed_for_gpu_targets_only_and_front_options_always() {
+        let prog = kernel();
+        let k = prog.kernel(None).unwrap();
+        let infos = vec![
+            ("x".to_string(), ArgInfo::Pointer { dtype: DType::F32, aligned16: true }),
+            ("n".to_string(), ArgInfo::Int(7)),
+            ("B".to_string(), ArgInfo::Constexpr(ConstValue::Int(64))),
+        ];
+        let opts = CompileOptions::default();
+        let text =
+            |target, warps, stages, o: &CompileOptions| describe(k, &infos, target, o, warps, stages).spec_text("s");
+        let emu = CodeTarget::Emu(trident_gpu::Target::Sm80);
+        // Tile IR does not depend on warps or stages: one entry serves them all.
+        assert_eq!(text(CodeTarget::Tile, 4, 1, &opts), text(CodeTarget::Tile, 8, 4, &opts));
+        assert_ne!(text(emu, 4, 1, &opts), text(emu, 4, 4, &opts));
+        assert_ne!(text(emu, 4, 3, &opts), text(emu, 8, 3, &opts));
+        let ieee = CompileOptions { default_dot_precision: trident_ir::InputPrecision::Ieee, ..opts.clone() };
+        assert_ne!(text(CodeTarget::Tile, 4, 3, &opts), text(CodeTarget::Tile, 4, 3, &ieee));
+        let debug = CompileOptions { debug: true, ..opts.clone() };
+        assert_ne!(text(CodeTarget::Tile, 4, 3, &opts), text(CodeTarget::Tile, 4, 3, &debug));
+        let d = describe(k, &infos, emu, &opts, 4, 3);
+        assert_eq!(cache_key(&prog, "k", &d).id(), cache_key(&prog, "k", &d).id());
+        let summary = cache_key(&prog, "k", &d).summary().to_string();
+        assert_eq!(
+            summary,
+            "target=emu-sm_80 sig=(*f32:16, i32) B=64 debug=false default_dot_precision=tf32 num_stages=3 num_warps=4"
+        );
+    }
 }

@@ -18,9 +18,10 @@
 //!   identity ([`MemoKey`]): a repeated lookup hashes nothing and reads no
 //!   file (see [`memo`]).
 //!
-//! Environment: `TRIDENT_CACHE_DIR` (default `$XDG_CACHE_HOME/trident`, else
-//! `~/.cache/trident`), `TRIDENT_CACHE_MAX_BYTES` (default 1 GiB; a number
-//! of bytes, optionally with a `K`/`M`/`G`/`T` suffix, binary: `512M`, `2GiB`).
+//! Environment (read through [`crate::env`]): `TRIDENT_CACHE_DIR` (default
+//! `$XDG_CACHE_HOME/trident`, else `~/.cache/trident`), `TRIDENT_CACHE_MAX_BYTES`
+//! (default 1 GiB; a number of bytes, optionally with a `K`/`M`/`G`/`T` suffix,
+//! binary: `512M`, `2GiB`).
 
 pub mod entry;
 pub mod key;
@@ -455,18 +456,10 @@ impl Drop for Cache {
 /// `~/.cache/trident`; `~/Library/Caches/trident` on macOS;
 /// `%LOCALAPPDATA%\trident` on Windows).
 pub fn default_dir() -> Result<PathBuf, CacheError> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    if let Some(d) = var("TRIDENT_CACHE_DIR") {
+    if let Some(d) = crate::env::cache_dir() {
         return Ok(d);
     }
-    let base = if cfg!(windows) {
-        var("LOCALAPPDATA")
-    } else if cfg!(target_os = "macos") {
-        var("HOME").map(|h| h.join("Library").join("Caches"))
-    } else {
-        var("XDG_CACHE_HOME").filter(|p| p.is_absolute()).or_else(|| var("HOME").map(|h| h.join(".cache")))
-    };
-    base.map(|b| b.join("trident")).ok_or(CacheError::Env {
+    crate::env::user_cache_dir().map(|b| b.join("trident")).ok_or(CacheError::Env {
         var: "TRIDENT_CACHE_DIR",
         value: String::new(),
         message: "not set, and no home or cache directory to default to".into(),
@@ -475,13 +468,13 @@ pub fn default_dir() -> Result<PathBuf, CacheError> {
 
 /// The size limit the environment names: `TRIDENT_CACHE_MAX_BYTES`, else [`DEFAULT_MAX_BYTES`].
 pub fn max_bytes_from_env() -> Result<u64, CacheError> {
-    match std::env::var("TRIDENT_CACHE_MAX_BYTES") {
-        Ok(v) if !v.trim().is_empty() => parse_size(&v).ok_or(CacheError::Env {
+    match crate::env::cache_max_bytes() {
+        Some(v) => parse_size(&v).ok_or(CacheError::Env {
             var: "TRIDENT_CACHE_MAX_BYTES",
             value: v,
             message: "expected a size in bytes, e.g. 1073741824, 512M or 2GiB".into(),
         }),
-        _ => Ok(DEFAULT_MAX_BYTES),
+        None => Ok(DEFAULT_MAX_BYTES),
     }
 }
 

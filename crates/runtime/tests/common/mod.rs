@@ -12,8 +12,9 @@ use std::time::SystemTime;
 use trident_runtime::args::{parse_and_materialize, parse_grid, Arg, ArgValue, Backend};
 use trident_runtime::cache::Cache;
 use trident_runtime::grid_expr::GridExpr;
-use trident_runtime::launch::{KernelProgram, LaunchOptions};
+use trident_runtime::launch::LaunchOptions;
 use trident_runtime::session::Session;
+use trident_runtime::KernelProgram;
 
 /// A directory removed when the test ends.
 pub struct TempDir(PathBuf);

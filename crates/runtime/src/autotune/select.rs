@@ -1,4 +1,5 @@
-//! `@triton.autotune` in the launch path: which config a launch compiles with.
+//! `@triton.autotune` in the launch path: which config a launch compiles with
+//! ([`select`]), and the [`TuningReport`] a launch gives back.
 //!
 //! For a kernel with autotune configs:
 //!
@@ -37,15 +38,16 @@
 
 use std::sync::Arc;
 
-use trident_front::{ArgInfo, Config, ConstValue, KernelInfo};
+use trident_front::{ArgInfo, CompileOptions, Config, ConstValue, KernelInfo};
 
-use crate::args::{Arg, ArgValue, Backend};
-use crate::autotune::{
-    Autotuner, Bench, BenchPolicy, ChoiceSource, Prune, TrialError, TrialResult, TuneConfig, TuneSpec, TuneStore,
-    TuneValue,
-};
-use crate::compile::{self, CodeTarget, CompiledKernel, Request};
-use crate::launch::{KernelProgram, LaunchOptions, RunError};
+use super::launch_bench::LaunchBench;
+use super::{Autotuner, BenchPolicy, ChoiceSource, Prune, TrialResult, TuneConfig, TuneSpec, TuneStore, TuneValue};
+use crate::args::{Arg, ArgValue};
+use crate::compile::Request;
+use crate::compiled::{tune_value, CodeTarget};
+use crate::error::RunError;
+use crate::launch::LaunchOptions;
+use crate::program::KernelProgram;
 use crate::session::Session;
 
 /// How a launch's config was decided.
@@ -88,9 +90,13 @@ pub(crate) struct Ctx<'a> {
     pub prog: &'a KernelProgram,
     pub kernel: &'a KernelInfo,
     pub args: &'a [Arg],
-    /// The launch's arguments as the front end sees them (given values and `extra`).
+    /// The launch's arguments as the front end sees them (bound values, and parameters described by type only).
     pub infos: &'a [(String, ArgInfo)],
     pub opts: &'a LaunchOptions,
+    /// The front end's options, read from the environment once for the launch.
+    pub options: &'a CompileOptions,
+    /// The launch's `print_ir_after_all`, or `TRIDENT_DUMP_IR`.
+    pub print_ir_after_all: bool,
     pub target: CodeTarget,
     pub session: &'a Session,
     /// Whether tuning may run (false: first config).
@@ -98,18 +104,18 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// The compile request for one candidate.
-    pub fn request(&self, c: &Candidate) -> Request<'_> {
+    /// The compile request for the launch's arguments plus `constexprs`, with these warps and stages.
+    pub fn request(&self, constexprs: &[(String, ArgInfo)], num_warps: u32, num_stages: u32) -> Request<'_> {
         let mut infos = self.infos.to_vec();
-        infos.extend(c.kwargs.iter().map(|(k, v)| (k.clone(), ArgInfo::Constexpr(v.clone()))));
+        infos.extend(constexprs.iter().cloned());
         Request {
             prog: self.prog,
             kernel: self.kernel,
             infos,
-            num_warps: c.tune.num_warps,
-            num_stages: c.tune.num_stages,
-            debug: self.opts.debug,
-            print_ir_after_all: self.opts.print_ir_after_all,
+            options: self.options.clone(),
+            num_warps,
+            num_stages,
+            print_ir_after_all: self.print_ir_after_all,
             target: self.target,
         }
     }
@@ -123,20 +129,23 @@ pub(crate) struct Candidate {
     pub tune: TuneConfig,
 }
 
+impl Candidate {
+    /// The constexprs it adds, as the front end takes them.
+    pub fn constexprs(&self) -> Vec<(String, ArgInfo)> {
+        self.kwargs.iter().map(|(k, v)| (k.clone(), ArgInfo::Constexpr(v.clone()))).collect()
+    }
+}
+
 fn candidate(cfg: &Config, given: &dyn Fn(&str) -> bool, opts: &LaunchOptions) -> Candidate {
     let kwargs: Vec<(String, ConstValue)> = cfg.kwargs.iter().filter(|(k, _)| !given(k)).cloned().collect();
     let tune = TuneConfig {
-        constexprs: kwargs.iter().map(|(k, v)| (k.clone(), compile::tune_value(v))).collect(),
+        constexprs: kwargs.iter().map(|(k, v)| (k.clone(), tune_value(v))).collect(),
         num_warps: opts.num_warps.unwrap_or(cfg.num_warps),
         num_stages: opts.num_stages.unwrap_or(cfg.num_stages),
         num_ctas: cfg.num_ctas,
         maxnreg: cfg.maxnreg,
     };
     Candidate { kwargs, tune }
-}
-
-fn env_on(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "on" | "yes"))
 }
 
 /// Decides the config of a launch (tuning it if needed; see the module docs).
@@ -156,7 +165,7 @@ pub(crate) fn select(ctx: &Ctx) -> Result<Selected, RunError> {
     }
     let given = |name: &str| ctx.infos.iter().any(|(n, _)| n == name);
     let chosen = |c: &Candidate, decided_by: Decision, results: Vec<TrialResult>, bench_runs: u64| Selected {
-        constexprs: c.kwargs.iter().map(|(k, v)| (k.clone(), ArgInfo::Constexpr(v.clone()))).collect(),
+        constexprs: c.constexprs(),
         num_warps: c.tune.num_warps,
         num_stages: c.tune.num_stages,
         report: Some(TuningReport { config: c.tune.clone(), decided_by, results, bench_runs }),
@@ -176,7 +185,7 @@ pub(crate) fn select(ctx: &Ctx) -> Result<Selected, RunError> {
         let c = candidate(&configs[matching], &given, opts);
         return Ok(chosen(&c, Decision::Pinned, vec![], 0));
     }
-    let interp_default = ctx.target == CodeTarget::Tile && !env_on("TRIDENT_AUTOTUNE_INTERP");
+    let interp_default = ctx.target == CodeTarget::Tile && !crate::env::autotune_interp();
     if !ctx.tune || interp_default {
         return Ok(chosen(&candidate(&configs[0], &given, opts), Decision::FirstConfig, vec![], 0));
     }
@@ -241,9 +250,9 @@ pub(crate) fn select(ctx: &Ctx) -> Result<Selected, RunError> {
             })
             .clone()
     };
-    let mut bench = LaunchBench { ctx, candidates: &candidates, args: ctx.args.to_vec(), current: None, runs: 0 };
+    let mut bench = LaunchBench::new(ctx, &candidates);
     let choice = tuner.tune(&key, &mut bench).map_err(|e| RunError::msg(e.to_string()))?;
-    let runs = bench.runs;
+    let runs = bench.runs();
     if let Some(why) = &choice.save_error {
         ctx.session.warn_once(&format!("tune save {why}"), &format!("could not save the autotuning choice: {why}"));
     }
@@ -318,118 +327,4 @@ fn key_values(ctx: &Ctx, names: &[String]) -> Vec<(String, String)> {
     };
     key.push(("grid".to_string(), grid));
     key
-}
-
-/// Measures configs by compiling them through the cache and running them on
-/// copies of the launch's arguments.
-struct LaunchBench<'a> {
-    ctx: &'a Ctx<'a>,
-    candidates: &'a [Candidate],
-    /// Copies of the launch's arguments: `reset_to_zero` zeroes these, runs copy them.
-    args: Vec<Arg>,
-    current: Option<Prepared>,
-    runs: u64,
-}
-
-enum Prepared {
-    Host(Arc<CompiledKernel>),
-    Cuda(Arc<CompiledKernel>, crate::gpu::CudaRunner),
-}
-
-impl LaunchBench<'_> {
-    fn ir_positions(&self, ck: &CompiledKernel, names: &[String]) -> Vec<usize> {
-        // The CUDA runner holds arguments in IR parameter order.
-        let mut runtime: Vec<(usize, &str)> =
-            ck.params.iter().filter_map(|p| p.ir_index.map(|i| (i, p.name.as_str()))).collect();
-        runtime.sort_by_key(|(i, _)| *i);
-        runtime.iter().enumerate().filter(|(_, (_, n))| names.iter().any(|m| m == n)).map(|(pos, _)| pos).collect()
-    }
-}
-
-impl Bench for LaunchBench<'_> {
-    fn prepare(&mut self, config: &TuneConfig) -> Result<(), TrialError> {
-        self.current = None;
-        let c = self
-            .candidates
-            .iter()
-            .find(|c| c.tune == *config)
-            .ok_or_else(|| TrialError::Fatal(format!("config {config} is not one of the kernel's")))?;
-        let (ck, _) = compile::compile(self.ctx.session, &self.ctx.request(c)).map_err(|e| {
-            let text = e.error.text.trim_end().to_string();
-            if e.out_of_resources {
-                TrialError::OutOfResources(text)
-            } else {
-                TrialError::Compile(text)
-            }
-        })?;
-        self.current = Some(match self.ctx.target {
-            CodeTarget::Cuda(_) => {
-                let code = ck.gpu.as_ref().ok_or_else(|| TrialError::Fatal("internal: no GPU code".into()))?;
-                let values = crate::launch::runtime_values(&ck, &self.args).map_err(|e| TrialError::Failed(e.text))?;
-                let grid =
-                    crate::launch::grid_of(&ck, &self.args, self.ctx.opts).map_err(|e| TrialError::Failed(e.text))?;
-                let runner = crate::gpu::CudaRunner::new(code, &values, grid).map_err(|e| {
-                    let t = e.text;
-                    if t.contains("shared memory")
-                        || t.contains("too many resources")
-                        || t.contains("threads per block")
-                    {
-                        TrialError::OutOfResources(t)
-                    } else {
-                        TrialError::Failed(t)
-                    }
-                })?;
-                Prepared::Cuda(ck, runner)
-            }
-            _ => Prepared::Host(ck),
-        });
-        Ok(())
-    }
-
-    fn run(&mut self, _config: &TuneConfig) -> Result<f64, TrialError> {
-        let backend = match self.ctx.target {
-            CodeTarget::Tile => Backend::Interp,
-            CodeTarget::Emu(_) => Backend::Emu,
-            CodeTarget::Cuda(_) => Backend::Cuda,
-        };
-        let t = match &self.current {
-            None => return Err(TrialError::Failed("not prepared".into())),
-            Some(Prepared::Cuda(_, runner)) => {
-                let s = runner.time(0, 1, false).map_err(|e| TrialError::Failed(e.text))?;
-                s.last().copied().unwrap_or_default()
-            }
-            Some(Prepared::Host(ck)) => {
-                let raw = crate::launch::run_raw(ck, &self.args, self.ctx.opts, backend, 0, 1)
-                    .map_err(|e| TrialError::Failed(e.text.trim_end().to_string()))?;
-                raw.samples.last().copied().unwrap_or_default()
-            }
-        };
-        self.runs += 1;
-        Ok(t.as_secs_f64() * 1e3)
-    }
-
-    fn zero_inputs(&mut self, names: &[String]) -> Result<(), TrialError> {
-        if let Some(Prepared::Cuda(ck, runner)) = &self.current {
-            for i in self.ir_positions(ck, names) {
-                runner.zero(i).map_err(|e| TrialError::Fatal(e.text))?;
-            }
-            return Ok(());
-        }
-        for a in self.args.iter_mut().filter(|a| names.contains(&a.name)) {
-            if let ArgValue::Tensor(t) = &mut a.value {
-                t.data.fill(0);
-            }
-        }
-        Ok(())
-    }
-
-    fn restore_inputs(&mut self, names: &[String]) -> Result<(), TrialError> {
-        // Host backends run on copies, so there is nothing to restore; device buffers are uploaded again.
-        if let Some(Prepared::Cuda(ck, runner)) = &self.current {
-            for i in self.ir_positions(ck, names) {
-                runner.restore(i).map_err(|e| TrialError::Fatal(e.text))?;
-            }
-        }
-        Ok(())
-    }
 }

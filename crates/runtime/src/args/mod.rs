@@ -1,9 +1,6 @@
-//! The command line of `trident run`: kernel arguments, grid, saves and options.
-//!
-//! ```text
-//! trident run FILE.py::KERNEL --grid X[,Y[,Z]]|EXPR [--backend auto|interp|emu|cuda]
-//!     [--num-warps N] [--num-stages N] [--seed N] [--save NAME=PATH.npy]... NAME=VALUE...
-//! ```
+//! Kernel arguments on the command line: `NAME=VALUE` words parsed into [`ArgSpec`]s
+//! and materialised into [`Arg`]s (files read, tensors generated). The command lines
+//! around them (`trident run`/`bench`: kernel, grid, options) are parsed by [`command`].
 //!
 //! Every kernel parameter, constexprs included, is given as `NAME=VALUE`:
 //!
@@ -40,8 +37,16 @@ use std::path::{Path, PathBuf};
 use trident_core::tensor::encode_f64;
 use trident_core::{DType, HostTensor};
 
+use crate::error::RunError;
 use crate::npy;
 use crate::rng::{generate, Distribution, SplitMix64};
+
+pub mod command;
+
+pub use command::{
+    flags_help, parse_grid, parse_save, Backend, BenchOptions, Flag, Grid, LineKind, PtxCommand, PtxSave, RunCommand,
+    RunLine, SaveSpec, FLAGS,
+};
 
 /// The value of one kernel argument, ready to launch with.
 #[derive(Clone, Debug, PartialEq)]
@@ -121,6 +126,13 @@ impl fmt::Display for ArgError {
 }
 
 impl std::error::Error for ArgError {}
+
+impl From<ArgError> for RunError {
+    /// A bad command-line word, as `trident run` reports it: `error: argument `x`: ...`.
+    fn from(e: ArgError) -> RunError {
+        RunError::msg(e.to_string())
+    }
+}
 
 /// How a generated tensor is filled.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -329,7 +341,7 @@ fn check_size(dtype: DType, shape: &[usize]) -> Result<(), String> {
     }
 }
 
-fn is_identifier(s: &str) -> bool {
+pub(crate) fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_alphabetic() || c == '_') && chars.all(|c| c.is_alphanumeric() || c == '_')
 }
@@ -474,227 +486,6 @@ fn strip_digit_underscores(s: &str) -> Option<String> {
     Some(s.replace('_', ""))
 }
 
-/// A launch grid: the number of programs along each axis (all ≥ 1).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Grid {
-    /// Programs along axis 0 (`tl.program_id(0)`).
-    pub x: u32,
-    /// Programs along axis 1.
-    pub y: u32,
-    /// Programs along axis 2.
-    pub z: u32,
-}
-
-impl Grid {
-    /// The three dimensions, `[x, y, z]`.
-    pub fn dims(self) -> [u32; 3] {
-        [self.x, self.y, self.z]
-    }
-
-    /// Total number of programs.
-    pub fn programs(self) -> u64 {
-        self.x as u64 * self.y as u64 * self.z as u64
-    }
-}
-
-impl fmt::Display for Grid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{},{},{}", self.x, self.y, self.z)
-    }
-}
-
-/// Parses `--grid X[,Y[,Z]]`: one to three positive integers; missing ones are 1.
-pub fn parse_grid(s: &str) -> Result<Grid, ArgError> {
-    let err = |m: String| ArgError::new("--grid", m);
-    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-    if parts.is_empty() || parts.len() > 3 || s.trim().is_empty() {
-        return Err(err(format!("expected X[,Y[,Z]] with one to three dimensions, got `{s}`")));
-    }
-    let mut dims = [1u32; 3];
-    for (i, p) in parts.iter().enumerate() {
-        let v: i64 = p.parse().map_err(|_| err(format!("`{p}` in `{s}` is not an integer")))?;
-        if v <= 0 {
-            return Err(err(format!("grid dimensions must be positive, got {v} in `{s}`")));
-        }
-        dims[i] = u32::try_from(v).map_err(|_| err(format!("grid dimension {v} in `{s}` is too large")))?;
-    }
-    Ok(Grid { x: dims[0], y: dims[1], z: dims[2] })
-}
-
-/// `--save NAME=PATH`: write tensor argument NAME to PATH after the launch.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SaveSpec {
-    /// The tensor argument to save.
-    pub name: String,
-    /// Where to write it.
-    pub path: PathBuf,
-}
-
-/// Parses the value of `--save NAME=PATH`.
-pub fn parse_save(s: &str) -> Result<SaveSpec, ArgError> {
-    match s.split_once('=') {
-        Some((name, path)) if is_identifier(name) && !path.is_empty() => {
-            Ok(SaveSpec { name: name.to_string(), path: PathBuf::from(path) })
-        }
-        _ => Err(ArgError::new("--save", format!("expected NAME=PATH.npy, got `{s}`"))),
-    }
-}
-
-/// Which backend runs the kernel.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-pub enum Backend {
-    /// The best available: the GPU if there is one, else the interpreter.
-    #[default]
-    Auto,
-    /// The CPU interpreter of the tile IR.
-    Interp,
-    /// The PTX emulator.
-    Emu,
-    /// A CUDA GPU.
-    Cuda,
-}
-
-impl Backend {
-    /// Parses `auto`, `interp`, `emu` or `cuda`.
-    pub fn parse(s: &str) -> Option<Backend> {
-        Some(match s {
-            "auto" => Backend::Auto,
-            "interp" => Backend::Interp,
-            "emu" => Backend::Emu,
-            "cuda" => Backend::Cuda,
-            _ => return None,
-        })
-    }
-}
-
-/// Everything after `trident run`, parsed (arguments not yet materialised).
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunCommand {
-    /// The kernel file.
-    pub file: PathBuf,
-    /// The kernel's name (`None` when `::KERNEL` was omitted: the file must then hold exactly one kernel).
-    pub kernel: Option<String>,
-    /// `--grid` (all ones when `--grid` is an expression: see `grid_expr`).
-    pub grid: Grid,
-    /// `--grid` given as an expression over the scalar arguments and constexprs
-    /// (`'cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)'`), evaluated at launch once the
-    /// autotuner has chosen the config (see [`crate::grid_expr`]).
-    pub grid_expr: Option<crate::grid_expr::GridExpr>,
-    /// `--backend` (default `auto`).
-    pub backend: Backend,
-    /// `--num-warps`, if given.
-    pub num_warps: Option<u32>,
-    /// `--num-stages`, if given.
-    pub num_stages: Option<u32>,
-    /// `--seed` (default 0).
-    pub seed: u64,
-    /// Every `--save`, in order.
-    pub saves: Vec<SaveSpec>,
-    /// The `NAME=VALUE` arguments, in the order given.
-    pub args: Vec<ArgSpec>,
-}
-
-impl RunCommand {
-    /// Parses the words after `run`. Options may be written `--opt VALUE` or `--opt=VALUE`.
-    pub fn parse<S: AsRef<str>>(words: &[S]) -> Result<RunCommand, ArgError> {
-        let mut target: Option<&str> = None;
-        let (mut grid, mut backend, mut warps, mut stages, mut seed) = (None, Backend::Auto, None, None, 0u64);
-        let mut grid_expr = None;
-        let mut saves = Vec::new();
-        let mut args: Vec<ArgSpec> = Vec::new();
-        let mut i = 0;
-        while i < words.len() {
-            let w = words[i].as_ref();
-            i += 1;
-            if let Some(opt) = w.strip_prefix("--") {
-                let (opt, value) = match opt.split_once('=') {
-                    Some((o, v)) => (o, v),
-                    None => {
-                        let v = words.get(i).map(|s| s.as_ref()).ok_or_else(|| ArgError::new(w, "needs a value"))?;
-                        i += 1;
-                        (opt, v)
-                    }
-                };
-                let flag = format!("--{opt}");
-                match opt {
-                    // Names make it an expression (`cdiv(n, BLOCK)`); numbers alone are a fixed grid.
-                    "grid" if value.contains(|c: char| c.is_ascii_alphabetic()) => {
-                        grid_expr =
-                            Some(crate::grid_expr::GridExpr::parse(value).map_err(|m| ArgError::new(&flag, m))?);
-                        grid = Some(Grid { x: 1, y: 1, z: 1 });
-                    }
-                    "grid" => grid = Some(parse_grid(value)?),
-                    "backend" => {
-                        backend = Backend::parse(value).ok_or_else(|| {
-                            ArgError::new(&flag, format!("unknown backend `{value}` (auto, interp, emu or cuda)"))
-                        })?
-                    }
-                    "num-warps" => {
-                        let n = parse_u64(&flag, value)?;
-                        if !n.is_power_of_two() || n > 64 {
-                            return Err(ArgError::new(&flag, format!("must be a power of two up to 64, got {n}")));
-                        }
-                        warps = Some(n as u32);
-                    }
-                    "num-stages" => {
-                        let n = parse_u64(&flag, value)?;
-                        stages = Some(u32::try_from(n).map_err(|_| ArgError::new(&flag, "too large"))?);
-                    }
-                    "seed" => seed = parse_u64(&flag, value)?,
-                    "save" => saves.push(parse_save(value)?),
-                    _ => return Err(ArgError::new(&flag, "unknown option")),
-                }
-            } else if w.contains('=') {
-                let spec = parse_arg(w)?;
-                if args.iter().any(|a| a.name == spec.name) {
-                    return Err(ArgError::new(&spec.name, format!("given twice (again in `{w}`)")));
-                }
-                args.push(spec);
-            } else if target.is_none() {
-                target = Some(w);
-            } else {
-                return Err(ArgError::new(w, "unexpected word: arguments are NAME=VALUE"));
-            }
-        }
-        let target = target.ok_or_else(|| ArgError::new("FILE.py::KERNEL", "no kernel given"))?;
-        let (file, kernel) = match target.split_once("::") {
-            Some((f, k)) if !k.is_empty() => (f, Some(k.to_string())),
-            Some((f, _)) => (f, None),
-            None => (target, None),
-        };
-        if file.is_empty() {
-            return Err(ArgError::new(target, "no kernel file given"));
-        }
-        let grid = grid.ok_or_else(|| ArgError::new("--grid", "is required"))?;
-        for s in &saves {
-            if !args.iter().any(|a| a.name == s.name) {
-                return Err(ArgError::new("--save", format!("`{}` is not one of the arguments given", s.name)));
-            }
-        }
-        Ok(RunCommand {
-            file: PathBuf::from(file),
-            kernel,
-            grid,
-            grid_expr,
-            backend,
-            num_warps: warps,
-            num_stages: stages,
-            seed,
-            saves,
-            args,
-        })
-    }
-
-    /// Materialises every argument with this command's seed.
-    pub fn materialize(&self) -> Result<Vec<Arg>, ArgError> {
-        materialize_all(&self.args, self.seed)
-    }
-}
-
-fn parse_u64(flag: &str, v: &str) -> Result<u64, ArgError> {
-    v.parse::<u64>().map_err(|_| ArgError::new(flag, format!("expected a non-negative integer, got `{v}`")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -810,51 +601,5 @@ mod tests {
             assert_eq!(err.arg, arg, "{text}");
             assert!(err.to_string().contains(needle), "{text}: {err}");
         }
-    }
-
-    #[test]
-    fn grids() {
-        assert_eq!(parse_grid("64").unwrap().dims(), [64, 1, 1]);
-        assert_eq!(parse_grid("2,3").unwrap().dims(), [2, 3, 1]);
-        assert_eq!(parse_grid("2,3,4").unwrap().programs(), 24);
-        for bad in ["", "0", "-1", "1,2,3,4", "a", "1,,2", "5000000000"] {
-            let e = parse_grid(bad).unwrap_err();
-            assert_eq!(e.arg, "--grid", "{bad}");
-        }
-    }
-
-    #[test]
-    fn saves() {
-        assert_eq!(parse_save("y=out/y.npy").unwrap(), SaveSpec { name: "y".into(), path: "out/y.npy".into() });
-        assert!(parse_save("y").is_err());
-        assert!(parse_save("=a.npy").is_err());
-        assert!(parse_save("y=").is_err());
-    }
-
-    #[test]
-    fn run_command() {
-        let words = "kernels/softmax.py::softmax_kernel --grid 4 --backend=interp --num-warps 8 --seed 7 \
-                     --save y=/tmp/y.npy x=randn:f32:4x33 y=empty:f32:4x33 n_cols=33 BLOCK=64";
-        let words: Vec<&str> = words.split_whitespace().collect();
-        let cmd = RunCommand::parse(&words).unwrap();
-        assert_eq!(cmd.file, PathBuf::from("kernels/softmax.py"));
-        assert_eq!(cmd.kernel.as_deref(), Some("softmax_kernel"));
-        assert_eq!(cmd.grid.dims(), [4, 1, 1]);
-        assert_eq!(cmd.backend, Backend::Interp);
-        assert_eq!((cmd.num_warps, cmd.num_stages, cmd.seed), (Some(8), None, 7));
-        assert_eq!(cmd.args.len(), 4);
-        let args = cmd.materialize().unwrap();
-        assert_eq!(args[2].value, ArgValue::Int(33));
-
-        let bad = |s: &str| RunCommand::parse(&s.split_whitespace().collect::<Vec<_>>()).unwrap_err();
-        assert_eq!(bad("k.py::f n=1").arg, "--grid");
-        assert_eq!(bad("k.py::f --grid 1 n=1 n=2").arg, "n");
-        assert_eq!(bad("k.py::f --grid 1 --num-warps 3").arg, "--num-warps");
-        assert_eq!(bad("k.py::f --grid 1 --backend tpu").arg, "--backend");
-        assert_eq!(bad("k.py::f --grid 1 --frobnicate 1").arg, "--frobnicate");
-        assert_eq!(bad("k.py::f --grid 1 --save y=y.npy x=1").arg, "--save");
-        assert_eq!(bad("k.py::f --grid").arg, "--grid");
-        assert_eq!(bad("k.py::f other --grid 1").arg, "other");
-        assert_eq!(bad("--grid 1").arg, "FILE.py::KERNEL");
     }
 }

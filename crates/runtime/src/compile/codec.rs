@@ -1,0 +1,180 @@
+//! A compiled kernel as a cache entry and back: `kernel.ttir`, `kernel.ttgir`,
+//! `kernel.ptx`, `kernel.cubin` and `kernel.json` ([`KernelMeta`]: parameter bindings,
+//! constexpr values, the source files other than the program's own, the PTX launch facts).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use trident_core::DType;
+use trident_gpu::{AbiParam, AbiType, PtxKernel, Target};
+use trident_ir::print::{print_module, PrintOptions};
+use trident_ir::SourceFile;
+
+use crate::autotune::TuneValue;
+use crate::cache::{BuildInfo, Entry, EntryData};
+use crate::compiled::{Assembled, CodeTarget, CompiledKernel, GpuCode, ParamSlot};
+use crate::program::KernelProgram;
+
+const KERNEL_JSON: &str = "kernel.json";
+
+/// `kernel.json`: what an entry needs besides its IR and PTX to be launched.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelMeta {
+    /// The kernel function's name.
+    pub kernel: String,
+    /// Parameter bindings.
+    pub params: Vec<ParamSlot>,
+    /// Constexpr values.
+    pub constexprs: Vec<(String, TuneValue)>,
+    /// The module's source files by path; the text is kept only for files the
+    /// program does not provide (`None`: the kernel file, the prelude and
+    /// imported project files are restored from the program on a hit).
+    pub files: Vec<(String, Option<String>)>,
+    /// PTX launch facts, for GPU targets.
+    pub gpu: Option<GpuMeta>,
+}
+
+/// The launch facts of PTX ([`PtxKernel`] without the text) and the options it was compiled with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuMeta {
+    /// `.entry` name.
+    pub entry: String,
+    /// Threads per CTA.
+    pub num_threads: u32,
+    /// Dynamic shared memory, bytes.
+    pub shared_bytes: u32,
+    /// `sm_80`, `sm_90`.
+    pub target: String,
+    /// Parameters: name, `ptr` or `scalar`, dtype.
+    pub params: Vec<(String, String, String)>,
+    /// Warps per program.
+    pub num_warps: u32,
+    /// Software-pipelining stages.
+    pub num_stages: u32,
+}
+
+impl GpuMeta {
+    fn of(g: &GpuCode) -> GpuMeta {
+        let p = &g.ptx;
+        GpuMeta {
+            entry: p.entry.clone(),
+            num_threads: p.num_threads,
+            shared_bytes: p.shared_bytes,
+            target: p.target.arch().to_string(),
+            params: p
+                .params
+                .iter()
+                .map(|a| match &a.ty {
+                    AbiType::Pointer(d) => (a.name.clone(), "ptr".to_string(), d.name().to_string()),
+                    AbiType::Scalar(d) => (a.name.clone(), "scalar".to_string(), d.name().to_string()),
+                })
+                .collect(),
+            num_warps: g.num_warps,
+            num_stages: g.num_stages,
+        }
+    }
+
+    fn to_ptx(&self, ptx: String) -> Result<PtxKernel, String> {
+        let target = Target::parse(&self.target).ok_or_else(|| format!("unknown target `{}`", self.target))?;
+        let mut params = vec![];
+        for (name, kind, dtype) in &self.params {
+            let d = DType::parse(dtype).ok_or_else(|| format!("unknown dtype `{dtype}`"))?;
+            let ty = match kind.as_str() {
+                "ptr" => AbiType::Pointer(d),
+                "scalar" => AbiType::Scalar(d),
+                _ => return Err(format!("unknown parameter kind `{kind}`")),
+            };
+            params.push(AbiParam { name: name.clone(), ty });
+        }
+        Ok(PtxKernel {
+            ptx,
+            entry: self.entry.clone(),
+            num_threads: self.num_threads,
+            shared_bytes: self.shared_bytes,
+            params,
+            target,
+        })
+    }
+}
+
+/// The entry to store for `ck`.
+pub(super) fn encode(ck: &CompiledKernel, prog: &KernelProgram) -> EntryData {
+    let own = prog.source_files();
+    let meta = KernelMeta {
+        kernel: ck.kernel.clone(),
+        params: ck.params.clone(),
+        constexprs: ck.constexprs.clone(),
+        // Files the program provides again on a hit (it is keyed by their texts) are kept by path only.
+        files: ck.module.files.iter().map(|f| (f.path.clone(), (!own.contains(f)).then(|| f.text.clone()))).collect(),
+        gpu: ck.gpu.as_ref().map(GpuMeta::of),
+    };
+    let gpu = ck.gpu.as_ref();
+    EntryData {
+        ttir: Some(print_module(&ck.module, &PrintOptions::with_locs())),
+        ttgir: gpu.map(|g| g.ttgir.clone()),
+        ptx: gpu.map(|g| g.ptx.ptx.clone()),
+        cubin: gpu.and_then(|g| g.cubin.clone()),
+        extra: vec![(KERNEL_JSON.to_string(), serde_json::to_vec_pretty(&meta).unwrap_or_default())],
+        info: BuildInfo {
+            shared_mem_bytes: gpu.map_or(0, |g| g.ptx.shared_bytes as u64),
+            // Tile IR has no warps or stages: 0 in a tile-IR entry's metadata.
+            num_warps: gpu.map_or(0, |g| g.num_warps),
+            num_stages: gpu.map_or(0, |g| g.num_stages),
+            registers: gpu.and_then(|g| g.registers),
+            spills: gpu.and_then(|g| g.spills),
+            compile_secs: 0.0,
+        },
+    }
+}
+
+/// Rebuilds a kernel from a cache entry: parses the tile IR and restores its
+/// source files (the kernel's own from `prog`), so that diagnostics point at the source.
+pub(super) fn decode(entry: &Entry, prog: &KernelProgram) -> Result<CompiledKernel, String> {
+    let json = entry.extra.iter().find(|(n, _)| n == KERNEL_JSON).ok_or("no kernel.json")?;
+    let meta: KernelMeta = serde_json::from_slice(&json.1).map_err(|e| format!("bad kernel.json: {e}"))?;
+    let ttir = entry.ttir.as_deref().ok_or("no tile IR")?;
+    let mut module =
+        trident_ir::parse::parse_module(ttir).map_err(|d| format!("tile IR does not parse: {}", d.message))?;
+    let own = prog.source_files();
+    let mut files = vec![];
+    for (path, text) in &meta.files {
+        match (text, own.iter().find(|f| f.path == *path)) {
+            (Some(t), _) => files.push(SourceFile { path: path.clone(), text: t.clone() }),
+            (None, Some(f)) => files.push(f.clone()),
+            (None, None) => return Err(format!("source file `{path}` is not one of the program's")),
+        }
+    }
+    module.files = files;
+    if module.func(&meta.kernel).is_none() {
+        return Err(format!("tile IR lacks the kernel `{}`", meta.kernel));
+    }
+    let gpu = match &meta.gpu {
+        None => None,
+        Some(g) => {
+            let ptx = entry.ptx.clone().ok_or("no PTX")?;
+            let asm = Assembled {
+                cubin: entry.cubin.clone(),
+                registers: entry.metadata.build.registers,
+                spills: entry.metadata.build.spills,
+            };
+            Some(GpuCode::new(g.to_ptx(ptx)?, entry.ttgir.clone().unwrap_or_default(), g.num_warps, g.num_stages, asm))
+        }
+    };
+    let target = match (&gpu, entry.metadata.key.target.split_once('-')) {
+        (None, _) => CodeTarget::Tile,
+        (Some(g), Some(("cuda", _))) => CodeTarget::Cuda(g.ptx.target),
+        (Some(g), _) => CodeTarget::Emu(g.ptx.target),
+    };
+    Ok(CompiledKernel {
+        kernel: meta.kernel,
+        module,
+        params: meta.params,
+        constexprs: meta.constexprs,
+        target,
+        gpu,
+        static_prints: vec![],
+        cache_id: Some(entry.id.clone()),
+        build_time: Duration::from_secs_f64(entry.metadata.build.compile_secs.max(0.0)),
+        notes: vec![],
+    })
+}

@@ -1,0 +1,120 @@
+//! Every environment variable the runtime reads, read here and nowhere else in the crate,
+//! so that what changes a compilation is visible in one place and the cache key is built
+//! from the very values the compilation uses.
+//!
+//! | variable | effect | how it reaches the cache key |
+//! |---|---|---|
+//! | `TRITON_F32_DEFAULT` | `ieee`, `tf32` or `tf32x3`: the precision of `tl.dot` on fp32 inputs that do not say (Triton's variable; default tf32) | [`compile_options`] → the `default_dot_precision` option |
+//! | `TRIDENT_EMU_TARGET` | the architecture the emulator backend compiles for: `sm_80` (default), `sm_90`, `sm_90a` | the target (`emu-sm_90a`) |
+//! | `TRIDENT_NO_WGMMA` | set (to anything): on compute capability 9.0, compile for sm_90 (`mma.sync`) instead of sm_90a (`wgmma`) | the target (`cuda-sm_90`) |
+//! | `TRIDENT_DUMP_IR` | `1`: print the IR after every pass (also read by trident-opt and trident-gpu); compiles bypass the cache so the dumps happen | not keyed: nothing is cached |
+//! | any `X` a kernel file reads at module level (`os.environ.get("X")`, `os.getenv("X")`, `os.environ["X"]`) | whatever the kernel does with it (the front end evaluates that code) | `env:X` options ([`crate::cache::key`]) |
+//! | `TRIDENT_CACHE` | `0`: no compile cache (every launch compiles; tuning choices stay in memory) | — |
+//! | `TRIDENT_CACHE_DIR` | the cache directory (default `$XDG_CACHE_HOME/trident`, else `~/.cache/trident`; `~/Library/Caches/trident` on macOS, `%LOCALAPPDATA%\trident` on Windows) | — |
+//! | `TRIDENT_CACHE_MAX_BYTES` | the cache's size limit (default 1 GiB; `512M`, `2GiB`) | — |
+//! | `TRIDENT_AUTOTUNE_CACHE` | `0`: tuning choices are not saved to (or read from) disk | — |
+//! | `TRIDENT_AUTOTUNE_INTERP` | `1`: tune on the interpreter too (wall clock) | — |
+//! | `TRIDENT_PRINT_AUTOTUNING` | `1`: print the chosen config after each tuning, on stderr | — |
+//!
+//! Switches read `1`, `true`, `on` or `yes` as on and `0`, `false`, `off` or `no` as off
+//! (any case, surrounding spaces ignored). Values are read when they are needed, not once
+//! per process, so a test may change them between launches.
+//!
+//! Read by the crates below, not here: `TRIDENT_PTXAS` and `TRIDENT_NVDISASM` (where
+//! trident-gpu finds the tools), `TRIDENT_CUDA_DRIVER` (trident-cuda's driver library).
+
+use std::path::PathBuf;
+
+use trident_front::CompileOptions;
+use trident_gpu::Target;
+
+fn value(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Whether switch `name` is on (unset: off).
+fn on(name: &str) -> bool {
+    value(name).is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "on" | "yes"))
+}
+
+/// Whether switch `name` is off (unset: on).
+fn off(name: &str) -> bool {
+    value(name).is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "false" | "off" | "no"))
+}
+
+/// The front end's options for a compilation: Triton's defaults as the environment changes
+/// them (`TRITON_F32_DEFAULT`), with `debug` as the launch asks.
+pub fn compile_options(debug: bool) -> CompileOptions {
+    CompileOptions { debug, ..CompileOptions::from_env() }
+}
+
+/// The architecture the emulator backend compiles for: `TRIDENT_EMU_TARGET`, else sm_80.
+pub fn emu_target() -> Result<Target, String> {
+    match value("TRIDENT_EMU_TARGET") {
+        None => Ok(Target::Sm80),
+        Some(s) => Target::parse(s.trim())
+            .ok_or_else(|| format!("TRIDENT_EMU_TARGET=`{s}` is not a target (sm_80, sm_90 or sm_90a)")),
+    }
+}
+
+/// Whether compute capability 9.0 gets sm_90a's warpgroup MMA: yes unless `TRIDENT_NO_WGMMA` is set.
+pub fn wgmma_allowed() -> bool {
+    std::env::var_os("TRIDENT_NO_WGMMA").is_none()
+}
+
+/// Whether `TRIDENT_DUMP_IR` asks for the IR after every pass.
+pub fn dump_ir() -> bool {
+    on("TRIDENT_DUMP_IR")
+}
+
+/// The value of a variable a kernel file reads at module level, as its cache key records it.
+pub fn source_variable(name: &str) -> String {
+    value(name).unwrap_or_else(|| "<unset>".into())
+}
+
+/// Whether the compile cache is used (`TRIDENT_CACHE` is not off).
+pub fn cache_enabled() -> bool {
+    !off("TRIDENT_CACHE")
+}
+
+/// `TRIDENT_CACHE_DIR`, when set and not empty.
+pub fn cache_dir() -> Option<PathBuf> {
+    path("TRIDENT_CACHE_DIR")
+}
+
+/// The platform's per-user cache directory, where the compile cache goes by default:
+/// `%LOCALAPPDATA%` on Windows, `~/Library/Caches` on macOS, else `$XDG_CACHE_HOME`
+/// (when absolute) or `~/.cache`.
+pub fn user_cache_dir() -> Option<PathBuf> {
+    if cfg!(windows) {
+        path("LOCALAPPDATA")
+    } else if cfg!(target_os = "macos") {
+        path("HOME").map(|h| h.join("Library").join("Caches"))
+    } else {
+        path("XDG_CACHE_HOME").filter(|p| p.is_absolute()).or_else(|| path("HOME").map(|h| h.join(".cache")))
+    }
+}
+
+fn path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+/// `TRIDENT_CACHE_MAX_BYTES` as written, when set and not blank (the cache parses it).
+pub fn cache_max_bytes() -> Option<String> {
+    value("TRIDENT_CACHE_MAX_BYTES").filter(|v| !v.trim().is_empty())
+}
+
+/// Whether autotuning choices persist on disk (`TRIDENT_AUTOTUNE_CACHE` is not off).
+pub fn autotune_cache() -> bool {
+    !off("TRIDENT_AUTOTUNE_CACHE")
+}
+
+/// Whether launches on the interpreter tune too (`TRIDENT_AUTOTUNE_INTERP` is on).
+pub fn autotune_interp() -> bool {
+    on("TRIDENT_AUTOTUNE_INTERP")
+}
+
+/// Whether the autotuner prints its choice (`TRIDENT_PRINT_AUTOTUNING` is on).
+pub fn print_autotuning() -> bool {
+    on("TRIDENT_PRINT_AUTOTUNING")
+}

@@ -1,0 +1,248 @@
+//! Runs of PTX given by the user (`trident run FILE.ptx::ENTRY`), on the emulator or a
+//! CUDA device: the PTX is not Trident's, so its parameters are read from the `.entry`
+//! itself and the values given positionally, one per parameter.
+//!
+//! A tensor is passed as a device pointer (to a 64-bit parameter), `0` or `None` as a null
+//! pointer, and a scalar converted to the parameter's PTX type by [`scalar_bits`] (the
+//! conversion compiled kernels use too). `--save I=PATH` writes the tensor given as
+//! parameter I (0-based) after the run; which parameters are tensors is checked first.
+
+use trident_core::{DType, HostTensor};
+
+use crate::args::{parse_and_materialize, ArgValue, Backend, PtxCommand};
+use crate::error::RunError;
+use crate::scalar::scalar_bits;
+
+/// What a PTX run gives back.
+#[derive(Debug)]
+pub struct PtxOutcome {
+    /// The entry that ran.
+    pub entry: String,
+    /// Where it ran: `Emu` or `Cuda`.
+    pub backend: Backend,
+    /// Device `printf` output (the emulator's; on CUDA it goes to stdout directly).
+    pub printed: String,
+    /// The emulator's modelled cycles (`None` on CUDA).
+    pub cycles: Option<u64>,
+    /// Each parameter after the run: the tensor, or `None` for scalars and null pointers.
+    pub tensors: Vec<Option<HostTensor>>,
+}
+
+/// One positional value, materialised for its parameter.
+enum Val {
+    Tensor(HostTensor),
+    Null,
+    Bits(u64),
+}
+
+/// The dtype a scalar PTX parameter holds, for [`scalar_bits`]: floats by their PTX
+/// type, everything else as an unsigned integer of the parameter's width.
+fn param_dtype(i: usize, p: &trident_emu::ParamType) -> Result<DType, RunError> {
+    use trident_emu::Ty;
+    Ok(match (p.ty, p.bytes) {
+        (Ty::F16, 2) => DType::F16,
+        (Ty::BF16, 2) => DType::BF16,
+        (Ty::F32 | Ty::TF32, 4) => DType::F32,
+        (Ty::F64, 8) => DType::F64,
+        (Ty::E4M3, 1) => DType::F8E4M3,
+        (Ty::E5M2, 1) => DType::F8E5M2,
+        (_, 1) => DType::U8,
+        (_, 2) => DType::U16,
+        (_, 4) => DType::U32,
+        (_, 8) => DType::U64,
+        (_, n) => {
+            return Err(RunError::msg(format!(
+                "parameter {i} is `.{}` ({n} bytes): PTX runs pass numbers and tensors",
+                p.name()
+            )))
+        }
+    })
+}
+
+fn convert(i: usize, text: &str, p: &trident_emu::ParamType, seed: u64) -> Result<Val, RunError> {
+    let arg = parse_and_materialize(&format!("p{i}={text}"), seed)
+        .map_err(|e| RunError::msg(format!("parameter {i}: {e}")))?;
+    let ty = p.name();
+    let is_float = p.is_float() && !p.is_pointer;
+    Ok(match arg.value {
+        ArgValue::Tensor(t) if p.is_pointer || p.bytes == 8 => Val::Tensor(t),
+        ArgValue::Tensor(_) => {
+            return Err(RunError::msg(format!("parameter {i} is `.{ty}`: a tensor needs a 64-bit pointer parameter")))
+        }
+        ArgValue::Int(0) | ArgValue::None if p.is_pointer => Val::Null,
+        ArgValue::Float(_) if !is_float => {
+            return Err(RunError::msg(format!("parameter {i} is `.{ty}`: give an integer, not `{text}`")))
+        }
+        v @ (ArgValue::Int(_) | ArgValue::Float(_) | ArgValue::Bool(_)) => {
+            Val::Bits(scalar_bits(&v, param_dtype(i, p)?))
+        }
+        ArgValue::Str(_) | ArgValue::DType(_) | ArgValue::None => {
+            return Err(RunError::msg(format!(
+                "parameter {i} is `.{ty}`: PTX parameters take numbers and tensors, not `{text}`"
+            )))
+        }
+    })
+}
+
+/// Reads, checks and runs the PTX a command line names. Nothing is written to disk:
+/// the caller saves [`PtxOutcome::tensors`] as `cmd.saves` asks.
+pub fn run_ptx(cmd: &PtxCommand) -> Result<PtxOutcome, RunError> {
+    let file = cmd.file.display().to_string();
+    let text = std::fs::read_to_string(&cmd.file).map_err(|e| RunError::msg(format!("cannot read `{file}`: {e}")))?;
+    let module = trident_emu::Module::parse(&text).map_err(|e| RunError::msg(e.to_string()))?;
+    let entry = match &cmd.entry {
+        Some(e) => e.clone(),
+        None => match module.entries().as_slice() {
+            [one] => one.to_string(),
+            names => {
+                return Err(RunError::msg(format!(
+                    "{file} has entries {}: name one as FILE.ptx::ENTRY",
+                    names.join(", ")
+                )))
+            }
+        },
+    };
+    let params = module.entry_params(&entry).map_err(|e| RunError::msg(e.to_string()))?;
+    if params.len() != cmd.values.len() {
+        let sig: Vec<String> = params.iter().map(|p| p.name()).collect();
+        return Err(RunError::msg(format!(
+            "`{entry}` takes {} parameters ({}), {} values given",
+            params.len(),
+            sig.join(", "),
+            cmd.values.len()
+        )));
+    }
+    let vals: Vec<Val> = cmd
+        .values
+        .iter()
+        .zip(&params)
+        .enumerate()
+        .map(|(i, (v, p))| convert(i, v, p, cmd.seed))
+        .collect::<Result<_, _>>()?;
+    for s in &cmd.saves {
+        if !matches!(vals.get(s.index), Some(Val::Tensor(_))) {
+            return Err(RunError::msg(format!("--save {0}: parameter {0} is not a tensor", s.index)));
+        }
+    }
+    let backend = match cmd.backend {
+        Backend::Auto if crate::gpu::cuda_available() => Backend::Cuda,
+        Backend::Cuda => Backend::Cuda,
+        _ => Backend::Emu,
+    };
+    if backend == Backend::Cuda {
+        let tensors = run_cuda(&text, &entry, cmd, &params, &vals)?;
+        return Ok(PtxOutcome { entry, backend, printed: String::new(), cycles: None, tensors });
+    }
+    let mut args: Vec<trident_emu::KernelArg> = vals
+        .into_iter()
+        .map(|v| match v {
+            Val::Tensor(t) => trident_emu::KernelArg::Buffer(t),
+            Val::Null => trident_emu::KernelArg::Null,
+            Val::Bits(b) => trident_emu::KernelArg::Scalar(b),
+        })
+        .collect();
+    let cfg = trident_emu::LaunchConfig {
+        grid: cmd.grid.dims(),
+        block: cmd.block.dims(),
+        dynamic_shared_bytes: cmd.shared,
+        ..Default::default()
+    };
+    let rep = trident_emu::launch(&module, &entry, &cfg, &mut args).map_err(|e| RunError::msg(e.to_string()))?;
+    let tensors = args
+        .into_iter()
+        .map(|a| match a {
+            trident_emu::KernelArg::Buffer(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    Ok(PtxOutcome { entry, backend, printed: rep.printf, cycles: Some(rep.cycles), tensors })
+}
+
+fn run_cuda(
+    text: &str,
+    entry: &str,
+    cmd: &PtxCommand,
+    params: &[trident_emu::ParamType],
+    vals: &[Val],
+) -> Result<Vec<Option<HostTensor>>, RunError> {
+    use trident_cuda::{Device, DeviceBuffer, Param};
+    let e = |x: trident_cuda::CudaError| RunError::msg(x.to_string());
+    let dev = Device::open(0).map_err(e)?;
+    let module = trident_cuda::Module::load_ptx(&dev, text).map_err(e)?;
+    let kernel = module.kernel(entry).map_err(e)?;
+    let bufs: Vec<Option<DeviceBuffer>> = vals
+        .iter()
+        .map(|v| match v {
+            Val::Tensor(t) => DeviceBuffer::from_host(&dev, t).map(Some),
+            _ => Ok(None),
+        })
+        .collect::<Result<_, _>>()
+        .map_err(e)?;
+    let ps: Vec<Param> = vals
+        .iter()
+        .zip(&bufs)
+        .zip(params)
+        .map(|((v, b), p)| match (v, b) {
+            (_, Some(buf)) => Param::Ptr(buf),
+            (Val::Bits(x), _) => match p.bytes {
+                1 => Param::U8(*x as u8),
+                2 => Param::U16(*x as u16),
+                4 => Param::U32(*x as u32),
+                _ => Param::U64(*x),
+            },
+            // A null pointer (tensors always have a buffer).
+            _ => Param::DevicePtr(0),
+        })
+        .collect();
+    trident_cuda::launch(&kernel, cmd.grid.dims(), cmd.block.dims(), cmd.shared, &dev.default_stream(), &ps)
+        .map_err(e)?;
+    dev.synchronize().map_err(e)?;
+    vals.iter()
+        .zip(&bufs)
+        .map(|(v, b)| match (v, b) {
+            (Val::Tensor(t), Some(buf)) => buf.to_host(t.dtype, &t.shape).map(Some).map_err(e),
+            _ => Ok(None),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{PtxSave, RunLine};
+
+    fn vadd_line(extra: &[&str]) -> PtxCommand {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../emu/tests/data/vadd.ptx");
+        let mut words = vec![path, "--grid", "4", "--block", "128"];
+        words.extend_from_slice(extra);
+        match RunLine::parse(&words).unwrap() {
+            RunLine::Ptx(p) => p,
+            RunLine::Kernel(_) => panic!("not a PTX line"),
+        }
+    }
+
+    #[test]
+    fn runs_ptx_on_the_emulator() {
+        let cmd = vadd_line(&["ones:f32:500", "ones:f32:500", "empty:f32:500", "500", "0", "0", "--save", "2=o.npy"]);
+        assert_eq!(cmd.saves, vec![PtxSave { index: 2, path: "o.npy".into() }]);
+        let out = run_ptx(&cmd).unwrap();
+        assert_eq!((out.backend, out.entry.as_str()), (Backend::Emu, "vadd"));
+        assert!(out.cycles.is_some_and(|c| c > 0));
+        let t = out.tensors[2].as_ref().unwrap();
+        assert!(t.to_f64_vec().iter().all(|&v| v == 2.0));
+        assert!(out.tensors[3].is_none());
+    }
+
+    #[test]
+    fn bad_values_are_named_errors() {
+        let err = |extra: &[&str]| run_ptx(&vadd_line(extra)).unwrap_err().text;
+        assert!(err(&["ones:f32:10", "7"]).contains("takes 6 parameters"));
+        let six = |p3: &'static str| ["ones:f32:8", "ones:f32:8", "empty:f32:8", p3, "0", "0"];
+        assert!(err(&six("0.5")).contains("parameter 3 is `.u32`: give an integer"), "{}", err(&six("0.5")));
+        assert!(err(&six("'s'")).contains("PTX parameters take numbers and tensors"));
+        assert!(err(&six("zeros:f32:4")).contains("needs a 64-bit pointer parameter"));
+        let mut saves = six("8").to_vec();
+        saves.extend(["--save", "3=x.npy"]);
+        assert!(err(&saves).contains("--save 3: parameter 3 is not a tensor"));
+    }
+}

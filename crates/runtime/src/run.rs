@@ -1,0 +1,144 @@
+//! Running a compiled kernel on a backend: the runtime arguments in IR parameter
+//! order, the grid, the interpreter / emulator / CUDA run, and the results written
+//! back into the named arguments. The last step of a launch ([`crate::launch`]) and
+//! what the autotuner's measurements run ([`crate::autotune`]).
+
+use std::time::Duration;
+
+use trident_core::{DType, HostTensor};
+
+use crate::args::{Arg, ArgValue, Backend};
+use crate::compiled::{CodeTarget, CompiledKernel, GpuCode, ScalarDefault};
+use crate::error::RunError;
+use crate::launch::LaunchOptions;
+use crate::scalar::scalar_bits;
+
+/// A run whose results have not been written back.
+pub(crate) struct RawRun {
+    /// Each runtime argument after the run, in IR parameter order (`None` for scalars).
+    pub tensors: Vec<Option<HostTensor>>,
+    pub printed: String,
+    pub samples: Vec<Duration>,
+    pub grid: [u32; 3],
+}
+
+/// The grid of a launch of `ck`: the grid expression evaluated over the
+/// constexprs and int/bool scalar arguments, else the fixed grid.
+pub(crate) fn grid_of(ck: &CompiledKernel, args: &[Arg], opts: &LaunchOptions) -> Result<[u32; 3], RunError> {
+    let Some(expr) = &opts.grid_expr else { return Ok(opts.grid.dims()) };
+    use crate::autotune::TuneValue;
+    let lookup = |name: &str| -> Option<i64> {
+        if let Some((_, v)) = ck.constexprs.iter().find(|(n, _)| n == name) {
+            return match v {
+                TuneValue::Int(i) => Some(*i),
+                TuneValue::Bool(b) => Some(*b as i64),
+                _ => None,
+            };
+        }
+        match args.iter().find(|a| a.name == name).map(|a| &a.value) {
+            Some(ArgValue::Int(i)) => Some(*i),
+            Some(ArgValue::Bool(b)) => Some(*b as i64),
+            _ => None,
+        }
+    };
+    expr.eval(&lookup).map_err(RunError::msg)
+}
+
+/// The runtime arguments' values in IR parameter order (left-out ones take their defaults).
+pub(crate) fn runtime_values(ck: &CompiledKernel, args: &[Arg]) -> Result<Vec<ArgValue>, RunError> {
+    let mut out: Vec<(usize, ArgValue)> = Vec::new();
+    for p in &ck.params {
+        let Some(ir_index) = p.ir_index else { continue };
+        let value = match args.iter().find(|a| a.name == p.name) {
+            Some(a) => a.value.clone(),
+            None => match &p.default {
+                Some(ScalarDefault::Int(v)) => ArgValue::Int(*v),
+                Some(ScalarDefault::Float(v)) => ArgValue::Float(*v),
+                Some(ScalarDefault::Bool(v)) => ArgValue::Bool(*v),
+                None => return Err(RunError::msg(format!("missing argument `{}` of kernel `{}`", p.name, ck.kernel))),
+            },
+        };
+        out.push((ir_index, value));
+    }
+    out.sort_by_key(|(i, _)| *i);
+    Ok(out.into_iter().map(|(_, v)| v).collect())
+}
+
+fn interp_arg(v: &ArgValue, ty: &trident_ir::Type) -> trident_interp::InterpArg {
+    use trident_interp::InterpArg;
+    let d = ty.elem().num().unwrap_or(DType::I64);
+    match v {
+        ArgValue::Tensor(t) => InterpArg::Tensor(t.clone()),
+        v => InterpArg::Scalar { dtype: d, bits: scalar_bits(v, d) },
+    }
+}
+
+/// The GPU code of `ck` when it was compiled for `backend`'s kind of target.
+fn gpu_code(ck: &CompiledKernel, backend: Backend) -> Result<&GpuCode, RunError> {
+    let fits =
+        matches!((backend, ck.target), (Backend::Emu, CodeTarget::Emu(_)) | (Backend::Cuda, CodeTarget::Cuda(_)));
+    match &ck.gpu {
+        Some(code) if fits => Ok(code),
+        _ => Err(RunError::msg(format!(
+            "kernel `{}` was compiled for `{}`, not for the {backend:?} backend: compile it for the backend it runs on",
+            ck.kernel,
+            ck.target.name()
+        ))),
+    }
+}
+
+/// Runs `ck` on `backend` with copies of `args` (nothing is written back).
+pub(crate) fn run_raw(
+    ck: &CompiledKernel,
+    args: &[Arg],
+    opts: &LaunchOptions,
+    backend: Backend,
+    warmup: usize,
+    reps: usize,
+) -> Result<RawRun, RunError> {
+    let values = runtime_values(ck, args)?;
+    let grid = grid_of(ck, args, opts)?;
+    let (tensors, printed, samples) = match backend {
+        // Tile IR is part of every compiled kernel: the interpreter runs any of them.
+        Backend::Interp | Backend::Auto => {
+            let module = &ck.module;
+            let func = module
+                .func(&ck.kernel)
+                .ok_or_else(|| RunError::msg(format!("internal: kernel `{}` missing after compilation", ck.kernel)))?;
+            let iopts = trident_interp::InterpOptions { debug: opts.debug, ..Default::default() };
+            let mut samples = vec![];
+            let mut last = None;
+            for i in 0..warmup + reps.max(1) {
+                let mut iargs: Vec<trident_interp::InterpArg> =
+                    values.iter().zip(&func.params).map(|(v, p)| interp_arg(v, func.ty(p.value))).collect();
+                let report = trident_interp::launch(module, &ck.kernel, grid, &mut iargs, &iopts)
+                    .map_err(|e| RunError { text: e.render(module) })?;
+                if i >= warmup {
+                    samples.push(report.elapsed);
+                }
+                last = Some((iargs, report.printed));
+            }
+            let Some((iargs, printed)) = last else { return Err(RunError::msg("internal: no interpreter run")) };
+            (iargs.into_iter().map(|a| a.as_tensor().cloned()).collect(), printed, samples)
+        }
+        Backend::Emu => {
+            let run = crate::gpu::run_emu_code(gpu_code(ck, backend)?, &values, grid, reps)?;
+            (run.tensors, run.printed, run.samples)
+        }
+        Backend::Cuda => {
+            let run = crate::gpu::run_cuda_code(gpu_code(ck, backend)?, &values, grid, warmup, reps, opts.flush_l2)?;
+            (run.tensors, run.printed, run.samples)
+        }
+    };
+    Ok(RawRun { tensors, printed, samples, grid })
+}
+
+/// Copies the tensors a backend returned (in IR parameter order) into the named arguments.
+pub(crate) fn write_back(ck: &CompiledKernel, args: &mut [Arg], outs: Vec<Option<HostTensor>>) {
+    for (name, out) in ck.runtime_params().into_iter().zip(outs) {
+        let Some(t) = out else { continue };
+        if let Some(a) = args.iter_mut().find(|a| a.name == name) {
+            a.value = ArgValue::Tensor(t);
+        }
+    }
+}
