@@ -141,7 +141,8 @@ fn arg_infos(kf: &trident_front::KernelFile, kernel: &str, words: &str) -> Vec<(
         .collect()
 }
 
-fn ptx_of(s: &Snapshot) -> String {
+/// The kernel of `s` in tile IR after the tile passes, and its name.
+fn tile_ir_of(s: &Snapshot) -> (trident_ir::Module, String) {
     let src = std::fs::read_to_string(root().join(s.file)).expect("kernel source");
     // The relative path keeps the `.file` directive the same on every machine.
     let kf = trident_front::parse_file(s.file, &src).unwrap_or_else(|d| panic!("{d}"));
@@ -155,9 +156,14 @@ fn ptx_of(s: &Snapshot) -> String {
         .unwrap_or_else(|ds| panic!("{}", ds[0].render(&[kf.source_file()])));
     let mut m = c.module;
     trident_opt::default_tile_pipeline().run(&mut m).unwrap_or_else(|e| panic!("{}", e[0].render(&m.files)));
+    (m, c.kernel)
+}
+
+fn ptx_of(s: &Snapshot) -> String {
+    let (m, kernel) = tile_ir_of(s);
     let opts =
         GpuOptions { target: s.target, num_warps: s.num_warps, num_stages: s.num_stages, ..GpuOptions::default() };
-    trident_gpu::compile(&m, &c.kernel, &opts).unwrap_or_else(|e| panic!("{}", e.diagnostic.render(&m.files))).ptx.ptx
+    trident_gpu::compile(&m, &kernel, &opts).unwrap_or_else(|e| panic!("{}", e.diagnostic.render(&m.files))).ptx.ptx
 }
 
 /// The first line where two texts differ, for a readable failure.
@@ -211,4 +217,43 @@ fn snapshots_exercise_their_code_paths() {
     assert!(
         by_name("splitk_matmul_f16_atomics").contains("atom.") || by_name("splitk_matmul_f16_atomics").contains("red.")
     );
+}
+
+/// ARCHITECTURE.md's invariants on the IR, on real kernels: in tile IR every op carries a
+/// source location and no tensor has a layout; in GPU IR every tensor has a layout and the
+/// ops that came from the source keep their locations (passes may add ops of their own,
+/// such as barriers, without one).
+#[test]
+fn ir_invariants_hold_on_the_bundled_kernels() {
+    for s in snapshots() {
+        let (m, kernel) = tile_ir_of(&s);
+        let f = m.func(&kernel).expect("kernel");
+        for op in f.all_ops() {
+            let d = &f.ops[op];
+            assert!(!d.loc.is_unknown(), "{}: tile-IR op `{}` has no location", s.name, d.kind.name());
+            for &r in &d.results {
+                assert!(f.ty(r).layout().is_none(), "{}: tile IR has a layout on `{}`", s.name, f.ty(r));
+            }
+        }
+        let opts =
+            GpuOptions { target: s.target, num_warps: s.num_warps, num_stages: s.num_stages, ..GpuOptions::default() };
+        let art = trident_gpu::compile(&m, &kernel, &opts).expect("compiles");
+        let g = art.gpu_ir.func(&kernel).expect("kernel");
+        let mut located = 0;
+        for op in g.all_ops() {
+            let d = &g.ops[op];
+            located += usize::from(!d.loc.is_unknown());
+            for &r in &d.results {
+                let t = g.ty(r);
+                assert!(!t.is_tensor() || t.layout().is_some(), "{}: GPU-IR tensor `{t}` has no layout", s.name);
+            }
+        }
+        // Every source location of the tile IR is still somewhere in the GPU IR.
+        let locs = |f: &trident_ir::Function| -> std::collections::BTreeSet<String> {
+            f.all_ops().iter().map(|&o| format!("{:?}", f.ops[o].loc)).collect()
+        };
+        let missing: Vec<String> = locs(f).difference(&locs(g)).cloned().collect();
+        assert!(missing.is_empty(), "{}: GPU IR lost the locations {missing:?}", s.name);
+        assert!(located > 0);
+    }
 }
