@@ -9,7 +9,12 @@
 //!   iteration's region), the end sits right before the body's `yield`. Named
 //!   `loop@FILE:LINE` after the loop's source line, at the loop's location.
 //! * `dots` — every `dot`: start right before it, end right after. `dot@FILE:LINE`.
-//! * `loads` — every `load` through global pointers: likewise. `load@FILE:LINE`.
+//! * `loads` — every `load` through global pointers: likewise. `load@FILE:LINE`. In GPU
+//!   IR after `gpu-pipeline` a pipelined loop's loads are gone: each iteration waits for
+//!   its tiles with `async_wait`, a `barrier` and the `local_load`s after them (the
+//!   `async_copy`s only issue the prefetch). That run of ops — what the loop really
+//!   waits on — is wrapped as one region, named after the wait's location (which the
+//!   pipeliner gives the loop's line).
 //!
 //! `FILE` is the file name without its directory. Names are unique per function and
 //! kind: a second region on the same line gets `#2`, and so on, numbered in program
@@ -31,7 +36,7 @@ use trident_opt::Pass;
 /// [`Instrument`] marks `kernel`, `loops`, `dots` and `loads`; `scopes` (the user's
 /// `pl.scope`s) is the front end's business (`CompileOptions::profile_scopes`), carried
 /// here so that one list says everything and the pass ignores it.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Regions {
     pub scopes: bool,
     pub kernel: bool,
@@ -71,6 +76,19 @@ impl Regions {
     /// Whether [`Instrument`] has anything to add (everything but `scopes`).
     pub fn instruments(&self) -> bool {
         self.kernel || self.loops || self.dots || self.loads
+    }
+
+    /// The kinds chosen, in the order [`Regions::parse`] reads them, as `scopes,kernel,...`
+    /// (parses back to the same value; cache keys and meta use it).
+    pub fn words(&self) -> String {
+        let all = [
+            (self.scopes, "scopes"),
+            (self.kernel, "kernel"),
+            (self.loops, "loops"),
+            (self.dots, "dots"),
+            (self.loads, "loads"),
+        ];
+        all.iter().filter(|(on, _)| *on).map(|(_, w)| *w).collect::<Vec<_>>().join(",")
     }
 }
 
@@ -114,19 +132,24 @@ pub fn instrument(f: &mut Function, files: &[SourceFile], regions: Regions) -> b
     let mut names = Names { files, used: HashMap::new() };
     let mut changed = false;
 
-    // Ops wrapped one by one come first, so that loop and kernel records end up outside them.
+    // Ops wrapped one by one (or a pipelined loop's wait) come first, so that loop and
+    // kernel records end up outside them.
     let (dots, loads) = (want(RegionKind::Dot, regions.dots), want(RegionKind::Load, regions.loads));
     if dots || loads {
         let mut targets = vec![];
         for op in f.all_ops() {
-            let kind = match &f.ops[op].kind {
-                OpKind::Dot { .. } if dots => RegionKind::Dot,
-                OpKind::Load { .. } if loads && loads_global(f, op) => RegionKind::Load,
+            let (kind, last) = match &f.ops[op].kind {
+                OpKind::Dot { .. } if dots => (RegionKind::Dot, op),
+                OpKind::Load { .. } if loads && loads_global(f, op) => (RegionKind::Load, op),
+                OpKind::AsyncWait { .. } if loads => match pipelined_wait_end(f, op) {
+                    Some(last) => (RegionKind::Load, last),
+                    None => continue,
+                },
                 _ => continue,
             };
             if may_hold_records(f, f.ops[op].parent) {
                 let name = names.name(kind, f.ops[op].loc);
-                targets.push((op, name, kind));
+                targets.push(Target { first: op, last, name, kind });
             }
         }
         changed |= !targets.is_empty();
@@ -154,6 +177,24 @@ pub fn instrument(f: &mut Function, files: &[SourceFile], regions: Regions) -> b
     changed
 }
 
+/// The last op of a pipelined loop's wait for its tiles: `wait` is an `async_wait` followed
+/// in its block by `barrier`s, `memdesc_index`es and at least one `local_load` (the
+/// pipeliner's protocol); the drain after the loop (no `local_load`) is not one.
+fn pipelined_wait_end(f: &Function, wait: Op) -> Option<Op> {
+    let block = f.ops[wait].parent?;
+    let ops = &f.blocks[block].ops;
+    let at = ops.iter().position(|&o| o == wait)?;
+    let mut last = None;
+    for &o in &ops[at + 1..] {
+        match f.ops[o].kind {
+            OpKind::LocalLoad => last = Some(o),
+            OpKind::Barrier | OpKind::MemDescIndex => {}
+            _ => break,
+        }
+    }
+    last
+}
+
 /// A `load` through global pointers (GPU IR may also load through shared ones).
 fn loads_global(f: &Function, op: Op) -> bool {
     f.ops[op].operands.first().is_some_and(|&p| matches!(f.ty(p).elem(), Elem::Ptr { space: AddrSpace::Global, .. }))
@@ -179,31 +220,42 @@ fn record(f: &mut Function, name: &str, end: bool, kind: RegionKind, loc: Loc, b
     op
 }
 
-/// Puts a start record before and an end record after each target op, rebuilding each
-/// block's op list once (inserting one by one would rescan the block per op).
-fn wrap_ops(f: &mut Function, targets: &[(Op, String, RegionKind)]) {
+/// What [`wrap_ops`] wraps: the ops from `first` to `last` of one block (one op, or a
+/// pipelined wait with its loads).
+struct Target {
+    first: Op,
+    last: Op,
+    name: String,
+    kind: RegionKind,
+}
+
+/// Puts a start record before each target's first op and an end record after its last,
+/// rebuilding each block's op list once (inserting one by one would rescan the block per op).
+fn wrap_ops(f: &mut Function, targets: &[Target]) {
     let mut blocks: Vec<Block> = vec![];
-    let mut at: HashMap<Op, usize> = HashMap::new();
-    for (i, &(op, _, _)) in targets.iter().enumerate() {
-        let Some(b) = f.ops[op].parent else { continue };
+    let (mut starts, mut ends): (HashMap<Op, usize>, HashMap<Op, usize>) = (HashMap::new(), HashMap::new());
+    for (i, t) in targets.iter().enumerate() {
+        let Some(b) = f.ops[t.first].parent else { continue };
         if !blocks.contains(&b) {
             blocks.push(b);
         }
-        at.insert(op, i);
+        starts.insert(t.first, i);
+        ends.insert(t.last, i);
     }
     for b in blocks {
         let old = std::mem::take(&mut f.blocks[b].ops);
-        let mut new = Vec::with_capacity(old.len() + 2 * at.len().min(old.len()));
+        let mut new = Vec::with_capacity(old.len() + 2 * starts.len().min(old.len()));
         for op in old {
-            match at.get(&op) {
-                Some(&i) => {
-                    let (_, name, kind) = &targets[i];
-                    let loc = f.ops[op].loc;
-                    new.push(record(f, name, false, *kind, loc, b));
-                    new.push(op);
-                    new.push(record(f, name, true, *kind, loc, b));
-                }
-                None => new.push(op),
+            if let Some(&i) = starts.get(&op) {
+                let t = &targets[i];
+                let loc = f.ops[t.first].loc;
+                new.push(record(f, &t.name, false, t.kind, loc, b));
+            }
+            new.push(op);
+            if let Some(&i) = ends.get(&op) {
+                let t = &targets[i];
+                let loc = f.ops[t.first].loc;
+                new.push(record(f, &t.name, true, t.kind, loc, b));
             }
         }
         f.blocks[b].ops = new;

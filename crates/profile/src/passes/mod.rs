@@ -113,6 +113,10 @@ mod tests {
         let s = Regions::parse("scopes").unwrap();
         assert!(!s.instruments() && !s.is_empty());
         assert!(Regions::parse(" , ").is_err());
+        for words in ["scopes,loops,dots", "kernel", "scopes,kernel,loops,dots,loads"] {
+            assert_eq!(Regions::parse(words).unwrap().words(), words);
+        }
+        assert_eq!(Regions::parse("loads|kernel").unwrap().words(), "kernel,loads");
     }
 
     #[test]
