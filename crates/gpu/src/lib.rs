@@ -29,7 +29,7 @@ pub mod tools;
 
 pub use layout::{draw_ir_layout, draw_layout, draw_layouts, LinearLayout};
 pub use machine::Target;
-pub use options::GpuOptions;
+pub use options::{GpuOptions, ProbeMode, ProfileOptions};
 pub use pipeline::{compile, GpuArtifacts, GpuError, GpuErrorKind, GpuPipeline, GpuStats};
 pub use ptx::{emit_gpu_ir, AbiParam, AbiType, PtxKernel};
 

@@ -1,6 +1,8 @@
 //! Compilation options of the GPU backend.
 
 use crate::machine::Target;
+use trident_profile::format::{validate_capacity, Granularity};
+use trident_profile::passes::Regions;
 
 /// How to compile a kernel.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -14,11 +16,106 @@ pub struct GpuOptions {
     pub max_shared_bytes: Option<u32>,
     /// Emit `.file`/`.loc` line information.
     pub line_info: bool,
+    /// In-kernel region profiling (`None`: off, and any `record` op is stripped first, so
+    /// the kernel is exactly the unprofiled one).
+    pub profile: Option<ProfileOptions>,
 }
 
 impl Default for GpuOptions {
     fn default() -> GpuOptions {
-        GpuOptions { target: Target::Sm80, num_warps: 4, num_stages: 3, max_shared_bytes: None, line_info: true }
+        GpuOptions {
+            target: Target::Sm80,
+            num_warps: 4,
+            num_stages: 3,
+            max_shared_bytes: None,
+            line_info: true,
+            profile: None,
+        }
+    }
+}
+
+/// How `record` ops are lowered.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ProbeMode {
+    /// Real probes: the group leader reads `%clock64` into a shared-memory ring, flushed
+    /// at exit to the profile buffer (the hidden last kernel parameter); see
+    /// `trident_profile::format` for the bytes.
+    #[default]
+    Probes,
+    /// Zero-cost markers for the emulator's ground truth: each record becomes the PTX
+    /// comment `//@trident.mark <tag>` (tag = region id | end << 31, as in a ring entry),
+    /// which `ptxas` ignores and the emulator records with the warp's clock. No ring, no
+    /// buffer, no hidden parameter: the unprofiled kernel plus comments.
+    Markers,
+}
+
+impl ProbeMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeMode::Probes => "probes",
+            ProbeMode::Markers => "markers",
+        }
+    }
+}
+
+/// What to profile and how (`GpuOptions::profile`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ProfileOptions {
+    /// Regions: `scopes` keeps the records the front end made from `pl.scope`s (without
+    /// it they are stripped); `kernel`, `loops`, `dots`, `loads` are added by
+    /// `profile-instrument` after pipelining (see `GpuPipeline::passes`).
+    pub regions: Regions,
+    /// Which threads share a ring: a warp, a warpgroup or the CTA (its leader records).
+    pub granularity: Granularity,
+    /// Ring capacity in records per group: a power of two (the ring keeps the newest).
+    pub capacity: u32,
+    pub mode: ProbeMode,
+}
+
+impl Default for ProfileOptions {
+    /// Scopes, the kernel and loop bodies; per warp; 256 records per ring; real probes.
+    fn default() -> ProfileOptions {
+        ProfileOptions {
+            regions: Regions { scopes: true, kernel: true, loops: true, ..Regions::default() },
+            granularity: Granularity::Warp,
+            capacity: DEFAULT_CAPACITY,
+            mode: ProbeMode::Probes,
+        }
+    }
+}
+
+/// Default ring capacity: 256 records (2 KiB of shared memory per group).
+pub const DEFAULT_CAPACITY: u32 = 256;
+
+impl ProfileOptions {
+    /// Checks what the lowering relies on: some region to profile, a power-of-two capacity.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.regions.is_empty() {
+            return Err("profiling with no regions: name some of scopes, kernel, loops, dots, loads".into());
+        }
+        validate_capacity(self.capacity)
+            .map_err(|_| format!("the ring capacity must be a power of two from 1 to 65536 records, not {}", self.capacity))
+    }
+
+    /// One line for cache keys and listings: `regions=kernel,loops granularity=warp capacity=256 mode=probes`.
+    pub fn key_text(&self) -> String {
+        format!(
+            "regions={} granularity={} capacity={} mode={}",
+            self.regions.words(),
+            self.granularity,
+            self.capacity,
+            self.mode.name()
+        )
+    }
+}
+
+/// Parses `warp`, `warpgroup` or `cta`.
+pub fn parse_granularity(s: &str) -> Result<Granularity, String> {
+    match s {
+        "warp" => Ok(Granularity::Warp),
+        "warpgroup" => Ok(Granularity::Warpgroup),
+        "cta" => Ok(Granularity::Cta),
+        _ => Err(format!("unknown granularity `{s}` (warp, warpgroup or cta)")),
     }
 }
 
@@ -31,13 +128,25 @@ impl GpuOptions {
 impl GpuOptions {
     /// Options from `key=value` words (`num_warps=4 num_stages=3 target=sm_90a
     /// max_shared_bytes=1024 line_info=false`), on top of the defaults: the `// OPTIONS:`
-    /// line of the GPU passes' text-format tests.
+    /// line of the GPU passes' text-format tests. Profiling: `profile=kernel,loops` turns
+    /// it on with those regions; `granularity=warp|warpgroup|cta`, `buffer_records=N` and
+    /// `profile_mode=probes|markers` change it (and turn it on with the default regions).
     pub fn parse_words(words: &str) -> Result<GpuOptions, String> {
         let mut o = GpuOptions::default();
         for w in words.split_whitespace() {
             let (k, v) = w.split_once('=').ok_or_else(|| format!("expected `key=value`, found `{w}`"))?;
             let num = || v.parse::<u32>().map_err(|_| format!("`{k}` needs a number, not `{v}`"));
             match k {
+                "profile" => o.profile.get_or_insert_with(Default::default).regions = Regions::parse(v)?,
+                "granularity" => o.profile.get_or_insert_with(Default::default).granularity = parse_granularity(v)?,
+                "buffer_records" => o.profile.get_or_insert_with(Default::default).capacity = num()?,
+                "profile_mode" => {
+                    o.profile.get_or_insert_with(Default::default).mode = match v {
+                        "probes" => ProbeMode::Probes,
+                        "markers" => ProbeMode::Markers,
+                        _ => return Err(format!("`profile_mode` is probes or markers, not `{v}`")),
+                    }
+                }
                 "target" => o.target = Target::parse(v).ok_or_else(|| format!("unknown target `{v}`"))?,
                 "num_warps" => o.num_warps = num()?,
                 "num_stages" => o.num_stages = num()?,
@@ -47,7 +156,8 @@ impl GpuOptions {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown option `{k}` (known: target, num_warps, num_stages, max_shared_bytes, line_info)"
+                        "unknown option `{k}` (known: target, num_warps, num_stages, max_shared_bytes, line_info, \
+                         profile, granularity, buffer_records, profile_mode)"
                     ))
                 }
             }
@@ -69,5 +179,20 @@ mod tests {
         assert!(GpuOptions::parse_words("num_warps=four").unwrap_err().contains("number"));
         assert!(GpuOptions::parse_words("target=sm_70").unwrap_err().contains("unknown target"));
         assert!(GpuOptions::parse_words("warps=4").unwrap_err().contains("unknown option `warps`"));
+    }
+
+    #[test]
+    fn profile_options_from_words() {
+        let o = GpuOptions::parse_words("profile=kernel,dots granularity=warpgroup buffer_records=64").unwrap();
+        let p = o.profile.unwrap();
+        assert_eq!((p.regions.words(), p.granularity, p.capacity, p.mode), ("kernel,dots".into(), Granularity::Warpgroup, 64, ProbeMode::Probes));
+        assert_eq!(p.key_text(), "regions=kernel,dots granularity=warpgroup capacity=64 mode=probes");
+        let m = GpuOptions::parse_words("profile_mode=markers").unwrap().profile.unwrap();
+        assert_eq!((m.mode, m.regions), (ProbeMode::Markers, ProfileOptions::default().regions));
+        assert!(GpuOptions::parse_words("granularity=block").unwrap_err().contains("warp, warpgroup or cta"));
+        assert!(GpuOptions::parse_words("profile=frames").unwrap_err().contains("unknown region kind"));
+        let bad = ProfileOptions { capacity: 48, ..ProfileOptions::default() };
+        assert!(bad.validate().unwrap_err().contains("power of two"));
+        assert!(ProfileOptions::default().validate().is_ok());
     }
 }

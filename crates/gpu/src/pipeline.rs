@@ -6,15 +6,29 @@
 //! the tests and the examples all come through here; nothing else orders GPU passes.
 //!
 //! The pass list is declared once, in [`GpuPipeline::passes`]. A pass that only some
-//! compilations want (profiling instrumentation, say) is inserted there under an option of
+//! compilations want (profiling instrumentation) is inserted there under an option of
 //! [`GpuOptions`], so that every caller gets it the same way.
+//!
+//! **Profiling** (`GpuOptions::profile`). Without it, `profile-strip` runs first: any
+//! `record` op (the front end's `pl.scope`s) is removed before the GPU passes see it, so
+//! the kernel is byte for byte the unprofiled one. With it, the user's scopes are kept
+//! where they are written (unless `scopes` is not asked for: then they are stripped too),
+//! and `profile-instrument` adds the automatic regions *after* `gpu-pipeline` and
+//! `gpu-sink-ranges`: a `loads` region then wraps what the loop really waits on (the
+//! `async_wait` and `local_load`s of a pipelined load, or a plain global load), a `dots`
+//! region the dot, a `loops` region the iteration as it was pipelined — the automatic
+//! regions measure the schedule the unprofiled kernel runs. Shared-memory planning then
+//! reserves the probes' rings. The artifacts carry the [`ProfileMeta`].
 
 use std::time::{Duration, Instant};
 
 use trident_ir::{Diagnostic, Module, OpKind};
 use trident_opt::{Pass, PassManager, PassTiming};
+use trident_profile::format::FORMAT_VERSION;
+use trident_profile::passes::{Instrument, Strip};
+use trident_profile::{regions_of, ProfileMeta};
 
-use crate::options::GpuOptions;
+use crate::options::{GpuOptions, ProbeMode};
 use crate::passes::{AllocShared, AssignLayouts, InsertBarriers, OverflowReport, Pipeline, RemoveConverts, SinkRanges};
 use crate::ptx::{emit_gpu_ir, PtxKernel};
 
@@ -28,6 +42,10 @@ pub struct GpuArtifacts {
     pub ptx: PtxKernel,
     /// Where the time went.
     pub stats: GpuStats,
+    /// With `GpuOptions::profile`: the regions and the shape of the profile buffer
+    /// (`grid` is `[1, 1, 1]` and `record_cost_cycles` this target's nominal probe cost
+    /// until the launcher fills in the launch's grid and the measured cost).
+    pub profile: Option<ProfileMeta>,
 }
 
 /// Statistics of one GPU compilation.
@@ -125,14 +143,22 @@ impl GpuPipeline {
     /// barrier insertion, which keeps the plan valid, follows it.
     fn passes_reporting(&self, overflow: &OverflowReport) -> Vec<Box<dyn Pass>> {
         let o = &self.opts;
-        vec![
-            Box::new(AssignLayouts(o.clone())),
-            Box::new(RemoveConverts),
-            Box::new(Pipeline(o.clone())),
-            Box::new(SinkRanges),
-            Box::new(AllocShared { opts: o.clone(), overflow: overflow.clone() }),
-            Box::new(InsertBarriers),
-        ]
+        let mut passes: Vec<Box<dyn Pass>> = vec![];
+        // Records not asked for go before any GPU pass sees them.
+        if !o.profile.is_some_and(|p| p.regions.scopes) {
+            passes.push(Box::new(Strip));
+        }
+        passes.push(Box::new(AssignLayouts(o.clone())));
+        passes.push(Box::new(RemoveConverts));
+        passes.push(Box::new(Pipeline(o.clone())));
+        passes.push(Box::new(SinkRanges));
+        // Automatic regions see the pipelined loops; planning (next) reserves the rings.
+        if let Some(p) = o.profile.filter(|p| p.regions.instruments()) {
+            passes.push(Box::new(Instrument::new(p.regions)));
+        }
+        passes.push(Box::new(AllocShared { opts: o.clone(), overflow: overflow.clone() }));
+        passes.push(Box::new(InsertBarriers));
+        passes
     }
 
     /// The names of [`GpuPipeline::passes`], in order.
@@ -160,6 +186,9 @@ impl GpuPipeline {
     /// helpers inlined, with layouts on every tensor, conversions, shared memory and
     /// barriers, verified.
     pub fn lower(&self, m: &Module, kernel: &str) -> Result<(Module, Vec<PassTiming>), GpuError> {
+        if let Some(p) = &self.opts.profile {
+            p.validate().map_err(Diagnostic::error)?;
+        }
         let f = m.func(kernel).ok_or_else(|| Diagnostic::error(format!("no kernel named `{kernel}` in the module")))?;
         if !f.kernel {
             return Err(Diagnostic::error(format!("`{kernel}` is not a kernel")).into());
@@ -207,9 +236,40 @@ impl GpuPipeline {
         let start = Instant::now();
         let ptx = self.emit(&gpu_ir, kernel)?;
         let stats = GpuStats { passes, emit_time: start.elapsed(), shared_bytes: ptx.shared_bytes };
-        Ok(GpuArtifacts { gpu_ir, ptx, stats })
+        let profile = self.profile_meta(&gpu_ir, kernel)?;
+        Ok(GpuArtifacts { gpu_ir, ptx, stats, profile })
+    }
+
+    /// The profile meta of `kernel` in `gpu_ir` (lowered with these options), when profiling:
+    /// its regions numbered as emission numbered their records.
+    pub fn profile_meta(&self, gpu_ir: &Module, kernel: &str) -> Result<Option<ProfileMeta>, GpuError> {
+        let Some(p) = &self.opts.profile else { return Ok(None) };
+        let f = gpu_ir.func(kernel).ok_or_else(|| Diagnostic::error(format!("no kernel named `{kernel}`")))?;
+        let regions = regions_of(f, &gpu_ir.files)?.regions;
+        let target = self.opts.target;
+        let meta = ProfileMeta {
+            format_version: FORMAT_VERSION,
+            kernel: f.name.clone(),
+            target: target.arch().to_string(),
+            grid: [1, 1, 1],
+            warps_per_cta: self.opts.num_warps,
+            granularity: p.granularity,
+            groups_per_cta: p.granularity.groups_per_cta(self.opts.num_warps),
+            capacity: p.capacity,
+            record_cost_cycles: if p.mode == ProbeMode::Markers { 0.0 } else { NOMINAL_RECORD_COST_CYCLES },
+            nominal_clock_ghz: target.nominal_clock_ghz(),
+            globaltimer_resolution_ns: 1000,
+            regions,
+        };
+        meta.validate().map_err(|e| Diagnostic::error(format!("internal: {e}")))?;
+        Ok(Some(meta))
     }
 }
+
+/// What a probe costs before anyone measured it on the target (KPerfIR measured about 33
+/// cycles per record on an H100): a placeholder the launcher replaces with the cost it
+/// measures on the backend that runs the kernel (markers cost nothing).
+pub const NOMINAL_RECORD_COST_CYCLES: f64 = 33.0;
 
 /// Compiles kernel `kernel` of `m` (tile IR after the tile passes) for the GPU.
 pub fn compile(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<GpuArtifacts, GpuError> {

@@ -42,6 +42,16 @@ impl Target {
         }
     }
 
+    /// The SM clock to assume when a profile cannot measure one (a kernel too short for
+    /// `%globaltimer`): the boost clock of the reference part, A100 SXM (1.41 GHz) for
+    /// sm_80 and H100 SXM (1.98 GHz) for sm_90.
+    pub fn nominal_clock_ghz(self) -> f64 {
+        match self {
+            Target::Sm80 => 1.41,
+            Target::Sm90 | Target::Sm90a => 1.98,
+        }
+    }
+
     /// Whether `tl.dot` may use warpgroup MMA (`wgmma`).
     pub fn has_wgmma(self) -> bool {
         self == Target::Sm90a

@@ -11,12 +11,14 @@
 //! * [`reduce`]: where a reduced or scanned axis lives (registers, lanes, warps) and the
 //!   scratch a reduction or scan needs.
 //! * [`scratch`]: the shared memory each op needs (scratch while it runs, buffers).
+//! * [`probe`]: profiling probes' groups, leaders and shared-memory rings.
 //!
 //! Dependencies: `machine` uses `layout` and `analysis` only; `passes` and `ptx` use
 //! `machine`, never each other (`tests/module_rules.rs` checks it).
 
 pub mod arch;
 pub mod mma;
+pub mod probe;
 pub mod reduce;
 pub mod regs;
 pub mod scratch;

@@ -14,11 +14,17 @@
 //! 3. Records the plan: `smem_offset`/`smem_size` on every user, `smem_total` on the kernel
 //!    (see `trident_ir::discardable`).
 //!
+//! Profiling with real probes adds one more buffer: the rings of the `record` ops (one per
+//! group, `Layout::shared_bytes_per_cta` bytes in all; [`crate::machine::probe`]). It is
+//! live for the whole kernel (the flush at exit reads it), and every `record` op carries
+//! its `smem_offset`/`smem_size`: the records are its users.
+//!
 //! The plan stays valid for the rest of the pipeline because planning comes after every
 //! pass that adds or moves shared-memory users; the only later pass, `gpu-insert-barriers`,
 //! adds `barrier` ops, which use no shared memory and reorder nothing. Emission fails on a
 //! user without an offset ("run the GPU pipeline first") rather than guess.
 
+use crate::machine::probe::ProbeGeometry;
 use crate::machine::scratch::{buffer_bytes, scratch_bytes};
 use crate::machine::wgmma::operand_stays_in_shared;
 use crate::options::GpuOptions;
@@ -210,6 +216,13 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, PlanEr
             }
         }
     }
+    // The probes' rings: one buffer, live from the kernel's start to its exit.
+    let records: Vec<Op> = f.all_ops().into_iter().filter(|&o| matches!(f.ops[o].kind, OpKind::Record { .. })).collect();
+    let mut rings = 0u64;
+    if let (Some(g), Some(&first)) = (ProbeGeometry::of(opts), records.first()) {
+        rings = align(g.shared_bytes_per_cta(), 128);
+        items.push((first, rings, 0, u32::MAX, true, 128));
+    }
     items.sort_by_key(|it| (std::cmp::Reverse(it.1), it.2));
     let mut placed: Vec<(u64, u64, u32, u32)> = vec![];
     let mut total = 0u64;
@@ -234,14 +247,29 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, PlanEr
             buffers += bytes;
         }
     }
+    if let Some(&first) = records.first() {
+        if let Some(off) = plan.offsets.get(&first).copied() {
+            for &r in &records {
+                plan.offsets.insert(r, off);
+                plan.sizes.insert(r, rings as u32);
+            }
+        }
+    }
     let limit = opts.shared_limit() as u64;
     if total > limit {
         let mut diag = Diagnostic::error(format!(
             "kernel `{}` needs {total} bytes of shared memory, more than the {limit} bytes {} allows",
             f.name, opts.target
         ));
-        if buffers > 0 {
-            diag = diag.note(format!("{buffers} bytes are pipeline buffers ({} stages)", opts.num_stages));
+        if buffers > rings {
+            diag = diag.note(format!("{} bytes are pipeline buffers ({} stages)", buffers - rings, opts.num_stages));
+        }
+        if let (Some(g), true) = (ProbeGeometry::of(opts), rings > 0) {
+            diag = diag.note(format!(
+                "{rings} bytes are the profile rings ({} {}s x {} records x 8 bytes): profile with fewer records \
+                 per ring (--buffer-records) or a coarser granularity",
+                g.groups_per_cta, g.granularity, g.capacity
+            ));
         }
         if let Some((op, bytes)) = biggest {
             let d = &f.ops[op];

@@ -222,7 +222,11 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         }
     }
 
-    // 3. Rewrite.
+    // 3. Rewrite. Records in the body (the user's scopes: the automatic regions come after
+    // this pass) must keep every memory op and dot where it was among them, so such a body
+    // is rebuilt in its own order instead of the pipeliner's (see `in_order` below).
+    let mut in_order = false;
+    f.walk_block(body, &mut |o| in_order |= matches!(f.ops[o].kind, OpKind::Record { .. }));
     let loc = d.loc;
     let (lb, ub, step) = (d.operands[0], d.operands[1], d.operands[2]);
     let ivt = f.ty(args[0]).clone();
@@ -305,62 +309,111 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             f.ops[o].results.first().copied().unwrap_or(lb)
         };
         let (iv, rs, ws) = (nargs[0], nargs[nargs.len() - 2], nargs[nargs.len() - 1]);
-        app(f, OpKind::AsyncWait { pending: s - 2 }, &[], None);
-        app(f, OpKind::Barrier, &[], None);
         let mut map1: HashMap<Value, Value> = HashMap::new();
         for (i, &a) in args.iter().enumerate() {
             map1.insert(a, nargs[i]);
         }
-        for (ci, c) in cands.iter().enumerate() {
-            let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, rs], Some(bufs[ci].1.clone()));
-            let ct = f.ty(f.ops[c.convert].results[0]).clone();
-            let v = app(f, OpKind::LocalLoad, &[view], Some(ct));
-            map1.insert(f.ops[c.convert].results[0], v);
-        }
-        // Stage 1 for iteration k (with recomputed stage-0 values).
-        let stage1 = |f: &mut Function, map1: &mut HashMap<Value, Value>| {
-            for &op in &body_ops {
-                if load_set.contains(&op) || cands.iter().any(|c| c.convert == op) {
-                    continue;
-                }
-                if stage0.contains(&op) && !recompute.contains(&op) {
-                    continue;
-                }
-                let c = f.clone_op(op, map1);
-                f.append_op(nb, c);
-            }
-        };
-        // With warpgroup MMA the dots go first: they run asynchronously while stage 0
-        // issues the next copies (into the slot the previous iteration's dots read, which
-        // they finished before this iteration's barrier).
-        let dots_first = opts.target.has_wgmma();
-        if dots_first {
-            stage1(f, &mut map1);
-        }
-        // Stage 0 for iteration k + S - 1.
-        let ahead = app(f, OpKind::Constant(Const::Int(s as i64 - 1)), &[], Some(ivt.clone()));
-        let m = app(f, OpKind::Binary(BinaryOp::Mul), &[ahead, step], Some(ivt.clone()));
-        let ivn = app(f, OpKind::Binary(BinaryOp::Add), &[iv, m], Some(ivt.clone()));
-        let valid = app(f, OpKind::Cmp(CmpPred::Lt), &[ivn, ub], Some(Type::i1()));
         let mut map0: HashMap<Value, Value> = HashMap::new();
-        map0.insert(args[0], ivn);
         for &i in &carried {
             map0.insert(args[i], nargs[i]);
         }
-        for &op in &order0 {
-            if let Some(ci) = cands.iter().position(|c| c.load == op) {
-                let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, ws], Some(bufs[ci].1.clone()));
-                let (ptr, mask) = mapped_ptr_mask(f, op, &map0);
-                let vm = valid_mask(f, &mut app, ptr, mask, valid);
-                app(f, OpKind::AsyncCopy, &[view, ptr, vm], None);
-            } else {
-                let c = f.clone_op(op, &mut map0);
-                f.append_op(nb, c);
+        if in_order {
+            // Records in the body: every op keeps its place among them. A pipelined load's
+            // place gets the iteration's wait (before the first one), its `local_load` of
+            // the current slot, and the prefetch issue of iteration k + S - 1 (the commit
+            // after the last one); stage 0's other ops (pure) sit at their places too. The
+            // iteration k + S - 1 (pure) is computed first.
+            let ahead = app(f, OpKind::Constant(Const::Int(s as i64 - 1)), &[], Some(ivt.clone()));
+            let m = app(f, OpKind::Binary(BinaryOp::Mul), &[ahead, step], Some(ivt.clone()));
+            let ivn = app(f, OpKind::Binary(BinaryOp::Add), &[iv, m], Some(ivt.clone()));
+            map0.insert(args[0], ivn);
+            let valid = app(f, OpKind::Cmp(CmpPred::Lt), &[ivn, ub], Some(Type::i1()));
+            let last_load = body_ops.iter().rposition(|o| load_set.contains(o));
+            let mut waited = false;
+            for (at, &op) in body_ops.iter().enumerate() {
+                if cands.iter().any(|c| c.convert == op) {
+                    continue;
+                }
+                let is_stage0 = stage0.contains(&op);
+                if let Some(ci) = cands.iter().position(|c| c.load == op) {
+                    if !waited {
+                        app(f, OpKind::AsyncWait { pending: s - 2 }, &[], None);
+                        app(f, OpKind::Barrier, &[], None);
+                        waited = true;
+                    }
+                    let c = &cands[ci];
+                    let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, rs], Some(bufs[ci].1.clone()));
+                    let ct = f.ty(f.ops[c.convert].results[0]).clone();
+                    let v = app(f, OpKind::LocalLoad, &[view], Some(ct));
+                    map1.insert(f.ops[c.convert].results[0], v);
+                    let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, ws], Some(bufs[ci].1.clone()));
+                    let (ptr, mask) = mapped_ptr_mask(f, op, &map0);
+                    let vm = valid_mask(f, &mut app, ptr, mask, valid);
+                    app(f, OpKind::AsyncCopy, &[view, ptr, vm], None);
+                    if Some(at) == last_load {
+                        app(f, OpKind::AsyncCommitGroup, &[], None);
+                    }
+                    continue;
+                }
+                if is_stage0 {
+                    let c = f.clone_op(op, &mut map0);
+                    f.append_op(nb, c);
+                }
+                if !is_stage0 || recompute.contains(&op) {
+                    let c = f.clone_op(op, &mut map1);
+                    f.append_op(nb, c);
+                }
             }
-        }
-        app(f, OpKind::AsyncCommitGroup, &[], None);
-        if !dots_first {
-            stage1(f, &mut map1);
+        } else {
+            app(f, OpKind::AsyncWait { pending: s - 2 }, &[], None);
+            app(f, OpKind::Barrier, &[], None);
+            for (ci, c) in cands.iter().enumerate() {
+                let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, rs], Some(bufs[ci].1.clone()));
+                let ct = f.ty(f.ops[c.convert].results[0]).clone();
+                let v = app(f, OpKind::LocalLoad, &[view], Some(ct));
+                map1.insert(f.ops[c.convert].results[0], v);
+            }
+            // Stage 1 for iteration k (with recomputed stage-0 values).
+            let stage1 = |f: &mut Function, map1: &mut HashMap<Value, Value>| {
+                for &op in &body_ops {
+                    if load_set.contains(&op) || cands.iter().any(|c| c.convert == op) {
+                        continue;
+                    }
+                    if stage0.contains(&op) && !recompute.contains(&op) {
+                        continue;
+                    }
+                    let c = f.clone_op(op, map1);
+                    f.append_op(nb, c);
+                }
+            };
+            // With warpgroup MMA the dots go first: they run asynchronously while stage 0
+            // issues the next copies (into the slot the previous iteration's dots read, which
+            // they finished before this iteration's barrier).
+            let dots_first = opts.target.has_wgmma();
+            if dots_first {
+                stage1(f, &mut map1);
+            }
+            // Stage 0 for iteration k + S - 1.
+            let ahead = app(f, OpKind::Constant(Const::Int(s as i64 - 1)), &[], Some(ivt.clone()));
+            let m = app(f, OpKind::Binary(BinaryOp::Mul), &[ahead, step], Some(ivt.clone()));
+            let ivn = app(f, OpKind::Binary(BinaryOp::Add), &[iv, m], Some(ivt.clone()));
+            let valid = app(f, OpKind::Cmp(CmpPred::Lt), &[ivn, ub], Some(Type::i1()));
+            map0.insert(args[0], ivn);
+            for &op in &order0 {
+                if let Some(ci) = cands.iter().position(|c| c.load == op) {
+                    let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, ws], Some(bufs[ci].1.clone()));
+                    let (ptr, mask) = mapped_ptr_mask(f, op, &map0);
+                    let vm = valid_mask(f, &mut app, ptr, mask, valid);
+                    app(f, OpKind::AsyncCopy, &[view, ptr, vm], None);
+                } else {
+                    let c = f.clone_op(op, &mut map0);
+                    f.append_op(nb, c);
+                }
+            }
+            app(f, OpKind::AsyncCommitGroup, &[], None);
+            if !dots_first {
+                stage1(f, &mut map1);
+            }
         }
         // Next slots: s + 1, wrapped to 0 at S (`& (S - 1)` when S is a power of two).
         let one = app(f, OpKind::Constant(Const::Int(1)), &[], Some(i32t.clone()));

@@ -1,6 +1,9 @@
 //! The GPU passes by name, for pipelines written as text: the `// RUN:` lines of the
 //! text-format tests (`tests/filetests/*.tir`) and tools. The compile pipeline itself is
 //! declared in [`crate::pipeline::GpuPipeline::passes`]; this only maps names to passes.
+//! Pipelines may also name the profiling passes the compile pipeline uses
+//! (`profile-strip`, `profile-instrument{loops,dots}`: `trident_profile::passes`) and the
+//! tile passes of `trident-opt`.
 
 use super::{AllocShared, AssignLayouts, InsertBarriers, Pipeline, RemoveConverts, SinkRanges};
 use crate::options::GpuOptions;
@@ -29,10 +32,36 @@ pub fn create_pass(name: &str, opts: &GpuOptions) -> Option<Box<dyn Pass>> {
     })
 }
 
+/// Splits a pipeline at the commas between passes, not those inside a pass's `{...}` options.
+fn split_pipeline(text: &str) -> Result<Vec<&str>, String> {
+    let (mut out, mut depth, mut start) = (vec![], 0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        if depth < 0 {
+            return Err(format!("unbalanced braces in the pipeline `{text}`"));
+        }
+    }
+    out.push(&text[start..]);
+    Ok(out.into_iter().map(str::trim).filter(|s| !s.is_empty()).collect())
+}
+
 /// Appends the passes of a comma-separated pipeline to `pm`: GPU passes by their names here,
-/// tile passes (`inline`, `canonicalize`, ...) by `trident-opt`'s.
+/// the profiling passes by `trident_profile::passes`', tile passes (`inline`,
+/// `canonicalize`, ...) by `trident-opt`'s.
 pub fn add_pipeline(pm: &mut PassManager, pipeline: &str, opts: &GpuOptions) -> Result<(), String> {
-    for name in pipeline.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    for name in split_pipeline(pipeline)? {
+        if let Some(p) = trident_profile::passes::create_pass(name)? {
+            pm.add(p);
+            continue;
+        }
         match create_pass(name, opts) {
             Some(p) => {
                 pm.add(p);
@@ -40,8 +69,9 @@ pub fn add_pipeline(pm: &mut PassManager, pipeline: &str, opts: &GpuOptions) -> 
             None => {
                 pm.add_pipeline(name).map_err(|_| {
                     format!(
-                        "unknown pass `{name}` (GPU passes: {}; tile passes: {})",
+                        "unknown pass `{name}` (GPU passes: {}; profiling passes: {}; tile passes: {})",
                         PASS_NAMES.join(", "),
+                        trident_profile::passes::PASS_NAMES.join(", "),
                         trident_opt::registry::PASS_NAMES.join(", ")
                     )
                 })?;
@@ -61,10 +91,20 @@ mod tests {
         for &n in PASS_NAMES {
             assert_eq!(create_pass(n, &opts).map(|p| p.name()), Some(n));
         }
-        assert_eq!(crate::GpuPipeline::new(&opts).pass_names(), PASS_NAMES);
+        // Unprofiled: records are stripped first, then the GPU passes.
+        let names = crate::GpuPipeline::new(&opts).pass_names();
+        assert_eq!((names[0], &names[1..]), ("profile-strip", PASS_NAMES));
+        // Profiled: scopes kept, the automatic regions added after sink-ranges.
+        let profiled = GpuOptions { profile: Some(crate::ProfileOptions::default()), ..GpuOptions::default() };
+        let names = crate::GpuPipeline::new(&profiled).pass_names();
+        let mut want = PASS_NAMES.to_vec();
+        want.insert(4, "profile-instrument");
+        assert_eq!(names, want);
         let mut pm = PassManager::new();
-        add_pipeline(&mut pm, "inline, gpu-assign-layouts ,gpu-insert-barriers", &opts).unwrap();
-        assert_eq!(pm.pass_names(), ["inline", "gpu-assign-layouts", "gpu-insert-barriers"]);
+        add_pipeline(&mut pm, "inline, gpu-assign-layouts ,profile-instrument{loops,dots}, gpu-insert-barriers", &opts)
+            .unwrap();
+        assert_eq!(pm.pass_names(), ["inline", "gpu-assign-layouts", "profile-instrument", "gpu-insert-barriers"]);
+        assert!(add_pipeline(&mut pm, "profile-instrument{frames}", &opts).unwrap_err().contains("frames"));
         let err = add_pipeline(&mut pm, "gpu-frobnicate", &opts).unwrap_err();
         assert!(err.contains("unknown pass `gpu-frobnicate`") && err.contains("gpu-sink-ranges"), "{err}");
     }

@@ -56,6 +56,8 @@ pub(crate) struct Emitter<'a> {
     pub(crate) true_pred: Option<Reg>,
     /// Results of wgmma dots issued and not waited for yet (see `needs_wgmma_wait`).
     pub(crate) pending_wgmma: Vec<Value>,
+    /// How `record` ops are lowered, when profiling (see `profile`).
+    pub(crate) records: Option<super::profile::RecordLowering>,
     users: Option<HashMap<Value, Vec<Op>>>,
     /// The PTX ISA version the instructions used need (times ten: 80 = 8.0).
     pub ptx_version: u32,
@@ -91,6 +93,7 @@ impl<'a> Emitter<'a> {
             smem_ops: HashMap::new(),
             true_pred: None,
             pending_wgmma: Vec::new(),
+            records: None,
             users: None,
             ptx_version: 80,
         };
@@ -406,14 +409,37 @@ impl<'a> Emitter<'a> {
     pub fn op(&mut self, op: Op) -> Res<()> {
         let saved = self.cur_op;
         self.cur_op = Some(op);
-        if !self.pending_wgmma.is_empty() && self.needs_wgmma_wait(op) {
+        let is_record = matches!(self.f.ops[op].kind, OpKind::Record { .. });
+        let wait = if is_record { self.wait_before_records(op) } else { self.needs_wgmma_wait(op) };
+        if !self.pending_wgmma.is_empty() && wait {
             self.ins("wgmma.wait_group.sync.aligned 0");
             self.pending_wgmma.clear();
         }
-        self.loc(self.f.ops[op].loc);
+        // A probe is not source code: the instructions around it keep their lines.
+        if !is_record {
+            self.loc(self.f.ops[op].loc);
+        }
         let r = self.dispatch(op);
         self.cur_op = saved;
         r
+    }
+
+    /// Whether the warpgroup MMAs in flight are waited for before the record `op`. A record
+    /// forces no wait (a probe must not change what it measures), but when the op after
+    /// the run of records `op` starts needs the wait anyway, the wait goes before the
+    /// records: it is where the kernel waits either way (relative to every other
+    /// instruction), and a region that ends there — a `dot` whose result is used next, a
+    /// loop body before its `yield` — then includes the wait the kernel really makes.
+    fn wait_before_records(&self, op: Op) -> bool {
+        let f = self.f;
+        let Some(block) = f.ops[op].parent else { return false };
+        let ops = &f.blocks[block].ops;
+        let at = ops.iter().position(|&o| o == op).unwrap_or(ops.len());
+        match ops[at..].iter().find(|&&o| !matches!(f.ops[o].kind, OpKind::Record { .. })) {
+            Some(&next) => self.needs_wgmma_wait(next),
+            // The block's end: every block ends in a terminator, which waits.
+            None => true,
+        }
     }
 
     fn dispatch(&mut self, op: Op) -> Res<()> {
@@ -447,6 +473,7 @@ impl<'a> Emitter<'a> {
             If => self.emit_if(op),
             While => self.emit_while(op),
             Yield | Condition | Return => Ok(()),
+            Record { .. } => self.emit_record(op),
             Call { callee } => {
                 Err(self.err(format!("call to `{callee}` was not inlined; the GPU backend needs one function")))
             }
@@ -458,7 +485,8 @@ impl<'a> Emitter<'a> {
     /// Whether the warpgroup MMAs in flight must be waited for before `op`: it reads
     /// their results, ends a block or has regions (the wait is per block), or may write
     /// shared memory other than the pipeline's copies into free slots (the tiles the MMAs
-    /// read must stay as they are until they finish).
+    /// read must stay as they are until they finish). A `record` writes only its ring,
+    /// which no MMA reads: it needs no wait (see `wait_before_records`).
     fn needs_wgmma_wait(&self, op: Op) -> bool {
         let d = &self.f.ops[op];
         if d.operands.iter().any(|v| self.pending_wgmma.contains(v)) || !d.regions.is_empty() {
@@ -467,7 +495,7 @@ impl<'a> Emitter<'a> {
         match d.kind {
             OpKind::Yield | OpKind::Condition | OpKind::Return | OpKind::Barrier => true,
             OpKind::AsyncCopy | OpKind::AsyncCommitGroup | OpKind::AsyncWait { .. } => false,
-            OpKind::Dot { .. } => false,
+            OpKind::Dot { .. } | OpKind::Record { .. } => false,
             _ => d.attrs.int(SMEM_SIZE).is_some_and(|n| n > 0) || d.kind.effect() == trident_ir::Effect::Write,
         }
     }

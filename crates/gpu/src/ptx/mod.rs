@@ -12,10 +12,19 @@
 //! | `f32` | `.f32` | the float |
 //! | `i1`, `i8`, `i16`, `i32`, `u8`, `u16`, `u32`, `f16`, `bf16`, fp8 | `.u32` | the value's bits in the low bits (i1: 0 or 1) |
 //!
+//! **Hidden parameter.** A kernel compiled with real profiling probes
+//! (`GpuOptions::profile`, [`ProbeMode::Probes`]; [`PtxKernel::profile_buffer`]) takes one
+//! more parameter after the IR's, `.param .u64 <kernel>_param_<n>` (`n` = the number of IR
+//! parameters): the global address of the profile buffer, which the launcher allocates
+//! (`ProfileMeta::layout()?.buffer_bytes()` bytes, 8-byte aligned), fills with zeros before
+//! the launch and reads back after it (format: `trident_profile::format`). Markers and
+//! unprofiled kernels have no hidden parameter.
+//!
 //! The CTA is one-dimensional with `32 * num_warps` threads (`.reqntid`); the grid is
 //! up to three-dimensional (`program_id(axis)` is `%ctaid.{x,y,z}`). Shared memory is
 //! dynamic (`.extern .shared global_smem[]`): launch with [`PtxKernel::shared_bytes`]
-//! bytes (above 48 KiB a launcher must raise the function's dynamic shared memory limit).
+//! bytes (above 48 KiB a launcher must raise the function's dynamic shared memory limit);
+//! the profile rings, when there are any, are part of it.
 
 pub mod control;
 pub mod convert;
@@ -26,6 +35,7 @@ pub mod elementwise;
 pub mod emitter;
 pub mod math;
 pub mod memory;
+pub mod profile;
 pub mod reduce;
 pub mod regs;
 pub mod shape;
@@ -33,8 +43,9 @@ pub mod smem_addr;
 pub mod wgmma;
 
 use crate::analysis::AxisAnalysis;
+use crate::machine::probe::ProbeGeometry;
 use crate::machine::Target;
-use crate::options::GpuOptions;
+use crate::options::{GpuOptions, ProbeMode};
 use emitter::Emitter;
 use regs::{class_of, RegClass};
 use std::fmt::Write;
@@ -89,8 +100,13 @@ pub struct PtxKernel {
     pub num_threads: u32,
     /// Dynamic shared memory to launch with, in bytes.
     pub shared_bytes: u32,
+    /// The IR's parameters (the hidden profile buffer is not listed: see
+    /// [`PtxKernel::profile_buffer`]).
     pub params: Vec<AbiParam>,
     pub target: Target,
+    /// Whether the kernel takes the profile buffer's address as a hidden last `.param .u64`
+    /// (compiled with real profiling probes; see the module's ABI notes).
+    pub profile_buffer: bool,
 }
 
 fn abi_of(t: &Type) -> Result<AbiType, String> {
@@ -162,10 +178,22 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
         e.set(p.value, vec![r]);
         params.push(AbiParam { name: p.name.clone(), ty: abi });
     }
+    e.records = profile::RecordLowering::new(f, &m.files, opts.profile.map(|p| p.mode))?;
+    let probes = ProbeGeometry::of(opts);
+    if let Some(geom) = probes {
+        let pname = format!("{entry}_param_{}", f.params.len());
+        let _ = write!(param_text, "{}\t.param .u64 {pname}", if f.params.is_empty() { "" } else { ",\n" });
+        let buffer = e.new_reg(RegClass::B64);
+        let _ = writeln!(loads, "\tld.param.u64 {buffer}, [{pname}];");
+        e.setup_probes(geom, buffer)?;
+    }
+    debug_assert_eq!(probes.is_some(), opts.profile.is_some_and(|p| p.mode == ProbeMode::Probes));
     e.block(f.body)?;
     if !e.pending_wgmma.is_empty() {
         e.ins("wgmma.wait_group.sync.aligned 0");
     }
+    e.probes_exit()?;
+    let entry_reads = e.probes_entry();
     let (pro, body) = e.take_text();
     let threads = 32 * opts.num_warps;
     let mut out = String::new();
@@ -201,10 +229,18 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
         let _ = writeln!(out, "\t.local .align 8 .b8 __printf_buf[{}];", e.printf_buffer);
     }
     // Parameter loads and the prologue go through the same elimination as the body.
-    let code = dce::eliminate(&format!("{loads}{pro}{body}"));
+    let code = dce::eliminate(&format!("{loads}{pro}{entry_reads}{body}"));
     out.push_str(&code);
     out.push_str("\tret;\n}\n");
-    Ok(PtxKernel { ptx: out, entry, num_threads: threads, shared_bytes, params, target: opts.target })
+    Ok(PtxKernel {
+        ptx: out,
+        entry,
+        num_threads: threads,
+        shared_bytes,
+        params,
+        target: opts.target,
+        profile_buffer: probes.is_some(),
+    })
 }
 
 /// A PTX identifier for a kernel name.

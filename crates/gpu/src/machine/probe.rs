@@ -1,0 +1,77 @@
+//! Where profiling probes keep their records on the machine: the groups of a CTA, their
+//! leaders and their rings in shared memory (the device side of
+//! `trident_profile::format`). Shared-memory planning sizes the rings from here, and
+//! emission addresses them from here.
+
+use crate::options::{GpuOptions, ProbeMode, ProfileOptions};
+use trident_profile::format::{Granularity, RECORD_BYTES};
+
+/// The probes' geometry for one kernel compiled with real probes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ProbeGeometry {
+    pub granularity: Granularity,
+    /// Records per ring (a power of two).
+    pub capacity: u32,
+    /// Groups (rings, buffer slots) per CTA.
+    pub groups_per_cta: u32,
+    /// log2 of the threads of one group: `tid >> shift` is the group, and the leader is
+    /// the thread whose low `shift` bits are zero. A group of a whole CTA is shifted past
+    /// every thread id (1024 threads at most).
+    pub group_shift: u32,
+}
+
+impl ProbeGeometry {
+    /// The geometry of `opts`, when it profiles with real probes (markers need none).
+    pub fn of(opts: &GpuOptions) -> Option<ProbeGeometry> {
+        let p: &ProfileOptions = opts.profile.as_ref()?;
+        if p.mode != ProbeMode::Probes {
+            return None;
+        }
+        let group_shift = match p.granularity {
+            Granularity::Warp => 5,
+            Granularity::Warpgroup => 7,
+            Granularity::Cta => 10,
+        };
+        Some(ProbeGeometry {
+            granularity: p.granularity,
+            capacity: p.capacity,
+            groups_per_cta: p.granularity.groups_per_cta(opts.num_warps),
+            group_shift,
+        })
+    }
+
+    /// Bytes of one ring.
+    pub fn ring_bytes(&self) -> u32 {
+        self.capacity * RECORD_BYTES as u32
+    }
+
+    /// Shared memory the rings of one CTA take (`Layout::shared_bytes_per_cta`), as a u64
+    /// so that an absurd capacity cannot overflow before the planner rejects it.
+    pub fn shared_bytes_per_cta(&self) -> u64 {
+        self.groups_per_cta as u64 * self.capacity as u64 * RECORD_BYTES as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rings_per_granularity() {
+        let opts = |granularity, num_warps| GpuOptions {
+            num_warps,
+            profile: Some(ProfileOptions { granularity, capacity: 64, ..ProfileOptions::default() }),
+            ..GpuOptions::default()
+        };
+        let g = ProbeGeometry::of(&opts(Granularity::Warp, 8)).unwrap();
+        assert_eq!((g.groups_per_cta, g.group_shift, g.ring_bytes(), g.shared_bytes_per_cta()), (8, 5, 512, 4096));
+        let g = ProbeGeometry::of(&opts(Granularity::Warpgroup, 8)).unwrap();
+        assert_eq!((g.groups_per_cta, g.shared_bytes_per_cta()), (2, 1024));
+        let g = ProbeGeometry::of(&opts(Granularity::Cta, 2)).unwrap();
+        assert_eq!((g.groups_per_cta, g.group_shift), (1, 10));
+        let mut markers = opts(Granularity::Warp, 4);
+        markers.profile.as_mut().unwrap().mode = ProbeMode::Markers;
+        assert_eq!(ProbeGeometry::of(&markers), None);
+        assert_eq!(ProbeGeometry::of(&GpuOptions::default()), None);
+    }
+}

@@ -1,0 +1,258 @@
+//! Lowering of `record` ops: the device side of `trident_profile::format` (the normative
+//! byte layout is there; this module follows it step by step).
+//!
+//! **Probes** ([`ProbeMode::Probes`]). Each group of threads (warp, warpgroup or CTA) has a
+//! ring of `capacity` 8-byte records in shared memory, where the shared-memory plan put the
+//! rings (`smem_offset` on the records); only the group's *leader* (lane 0 of its first
+//! warp) stores.
+//!
+//! * prologue: the group (`tid >> shift`), the leader and leader-warp predicates, the
+//!   group's ring address, the record count `n = 0`; right before the body, `%globaltimer`
+//!   and `%clock64` (header words 6–7 and 4–5, kept in registers until the exit);
+//! * each record, always the same seven instructions, so every probe costs the same (the
+//!   meta's `record_cost_cycles`, which replay subtracts): the ring address of record `n`
+//!   (`and`, `mad`), the tag (`mov`), `%clock64` (`mov`, `cvt` to its low 32 bits), one
+//!   `st.shared.v2.u32` by the leader, `n += 1`;
+//! * exit (the kernel's one `ret`; structured IR has no other): `%clock64` and
+//!   `%globaltimer`; then the leader's warp copies the ring as it is to its slot of the
+//!   profile buffer (after `bar.warp.sync`, each lane copies records lane, lane + 32, ...),
+//!   and the leader writes header words 1–3 and 8–15, and the magic last. The buffer's
+//!   address is the hidden last kernel parameter (see the ABI in [`super`]).
+//!
+//! **Markers** ([`ProbeMode::Markers`]). Each record is the comment line
+//! `//@trident.mark <tag>`: no instruction, no ring, no parameter; `ptxas` ignores it and
+//! the emulator records the warp's clock there at no cost (its ground truth).
+//!
+//! The tag of a record is `region id | end << 31`, ids from `trident_profile::regions_of`
+//! (the same numbering the compiler's meta lists). Records never force a `wgmma` wait
+//! (see `Emitter::op`), and no `.loc` is emitted for them.
+
+use super::emitter::{Emitter, Res};
+use super::regs::{Reg, RegClass};
+use crate::machine::probe::ProbeGeometry;
+use crate::options::ProbeMode;
+use trident_ir::discardable::SMEM_OFFSET;
+use trident_ir::{Function, Op, OpKind, SourceFile};
+use trident_profile::format::{
+    encode_tag, header_offset, HEADER_BYTES, MAGIC, RECORD_BYTES, W_CAPACITY, W_CLOCK_END_LO, W_CLOCK_START_LO,
+    W_CTA, W_GROUP, W_GTIMER_END_LO, W_GTIMER_START_LO, W_MAGIC, W_RESERVED0, W_SMID, W_TOTAL,
+};
+use trident_profile::{regions_of, RegionTable};
+
+/// How this kernel's records are lowered (present when `GpuOptions::profile` is set).
+pub(crate) struct RecordLowering {
+    regions: RegionTable,
+    /// Registers of real probes; `None` with markers.
+    probes: Option<Probes>,
+}
+
+/// The registers real probes share, set up in the prologue.
+#[derive(Copy, Clone)]
+struct Probes {
+    geom: ProbeGeometry,
+    /// The group's index in its CTA.
+    group: Reg,
+    /// True in the group's leader (the thread that records).
+    leader: Reg,
+    /// True in every lane of the leader's warp (they copy the ring out at the exit).
+    leader_warp: Reg,
+    /// Shared address of the group's ring; `None` when the kernel has no record.
+    ring: Option<Reg>,
+    /// Records made so far (the same in every thread of the CTA).
+    count: Reg,
+    clock_start: Reg,
+    timer_start: Reg,
+    /// The profile buffer (the hidden parameter).
+    buffer: Reg,
+}
+
+/// The records of `f`, for the lowering to number.
+fn records(f: &Function) -> Vec<Op> {
+    f.all_ops().into_iter().filter(|&o| matches!(f.ops[o].kind, OpKind::Record { .. })).collect()
+}
+
+impl RecordLowering {
+    /// Numbers `f`'s regions when profiling (`mode`); real probes are set up afterwards
+    /// ([`Emitter::setup_probes`]). Without profiling, a record is an error: the GPU
+    /// pipeline strips them, so one here means the IR did not come through it.
+    pub(crate) fn new(f: &Function, files: &[SourceFile], mode: Option<ProbeMode>) -> Res<Option<RecordLowering>> {
+        if mode.is_none() {
+            return match records(f).first() {
+                Some(&r) => Err(trident_ir::Diagnostic::error(
+                    "a `record` op needs profiling options to be lowered (GpuOptions::profile); without them the \
+                     GPU pipeline strips records",
+                )
+                .at(f.ops[r].loc, 1)),
+                None => Ok(None),
+            };
+        }
+        Ok(Some(RecordLowering { regions: regions_of(f, files)?, probes: None }))
+    }
+}
+
+impl Emitter<'_> {
+    /// Sets up real probes: the prologue part and the registers every probe uses. `buffer`
+    /// holds the profile buffer's address (the hidden parameter).
+    pub(crate) fn setup_probes(&mut self, geom: ProbeGeometry, buffer: Reg) -> Res<()> {
+        let recs = records(self.f);
+        let ring_offset = match recs.first() {
+            None => None,
+            Some(&r) => match self.f.ops[r].attrs.int(SMEM_OFFSET).map(u32::try_from) {
+                Some(Ok(off)) => Some(off),
+                _ => {
+                    return Err(trident_ir::Diagnostic::error(format!(
+                        "`record` needs its ring's `{SMEM_OFFSET}`: run the GPU pipeline (gpu-alloc-shared) with the \
+                         same profiling options first"
+                    ))
+                    .at(self.f.ops[r].loc, 1))
+                }
+            },
+        };
+        let (group, t, leader, leader_warp, count) = (
+            self.new_reg(RegClass::B32),
+            self.new_reg(RegClass::B32),
+            self.new_reg(RegClass::Pred),
+            self.new_reg(RegClass::Pred),
+            self.new_reg(RegClass::B32),
+        );
+        let tid = self.tid;
+        let shift = geom.group_shift;
+        self.pro_ins(format!("shr.u32 {group}, {tid}, {shift}"));
+        self.pro_ins(format!("and.b32 {t}, {tid}, {}", (1u32 << shift) - 1));
+        self.pro_ins(format!("setp.eq.u32 {leader}, {t}, 0"));
+        self.pro_ins(format!("setp.lt.u32 {leader_warp}, {t}, 32"));
+        let ring = match ring_offset {
+            None => None,
+            Some(off) => {
+                let base = self.smem_base();
+                let ring = self.new_reg(RegClass::B32);
+                self.pro_ins(format!("mad.lo.u32 {ring}, {group}, {}, {base}", geom.ring_bytes()));
+                if off > 0 {
+                    self.pro_ins(format!("add.u32 {ring}, {ring}, {off}"));
+                }
+                Some(ring)
+            }
+        };
+        self.pro_ins(format!("mov.u32 {count}, 0"));
+        let (clock_start, timer_start) = (self.new_reg(RegClass::B64), self.new_reg(RegClass::B64));
+        let lowering = self.records.as_mut().ok_or_else(|| trident_ir::Diagnostic::error("internal: no records"))?;
+        lowering.probes =
+            Some(Probes { geom, group, leader, leader_warp, ring, count, clock_start, timer_start, buffer });
+        Ok(())
+    }
+
+    /// The group's start time, read right before the kernel body (after the prologue).
+    pub(crate) fn probes_entry(&self) -> String {
+        match self.records.as_ref().and_then(|l| l.probes.as_ref()) {
+            Some(p) => format!(
+                "\tmov.u64 {}, %globaltimer;\n\tmov.u64 {}, %clock64;\n",
+                p.timer_start, p.clock_start
+            ),
+            None => String::new(),
+        }
+    }
+
+    /// One `record` op: a probe, or a marker.
+    pub(crate) fn emit_record(&mut self, op: Op) -> Res<()> {
+        let OpKind::Record { end, .. } = &self.f.ops[op].kind else {
+            return Err(self.err("internal: not a record"));
+        };
+        let end = *end;
+        let Some(lowering) = self.records.as_ref() else {
+            return Err(self.err("a `record` op needs profiling options to be lowered (GpuOptions::profile)"));
+        };
+        let id = lowering.regions.id_of(op).ok_or_else(|| self.err("internal: a record without a region id"))?;
+        let tag = encode_tag(id, end).map_err(|e| self.err(e.to_string()))?;
+        let Some(p) = lowering.probes.as_ref() else {
+            self.raw(format!("\t//@trident.mark {tag}\n"));
+            return Ok(());
+        };
+        let (ring, count, leader, cap) = (p.ring, p.count, p.leader, p.geom.capacity);
+        let ring = ring.ok_or_else(|| self.err("internal: a record but no ring"))?;
+        let (addr, tagr, clock, low) = (
+            self.new_reg(RegClass::B32),
+            self.new_reg(RegClass::B32),
+            self.new_reg(RegClass::B64),
+            self.new_reg(RegClass::B32),
+        );
+        self.ins(format!("and.b32 {addr}, {count}, {}", cap - 1));
+        self.ins(format!("mad.lo.u32 {addr}, {addr}, {RECORD_BYTES}, {ring}"));
+        self.ins(format!("mov.b32 {tagr}, {tag}"));
+        self.ins(format!("mov.u64 {clock}, %clock64"));
+        self.ins(format!("cvt.u32.u64 {low}, {clock}"));
+        self.ins(format!("@{leader} st.shared.v2.u32 [{addr}], {{{tagr}, {low}}}"));
+        self.ins(format!("add.u32 {count}, {count}, 1"));
+        Ok(())
+    }
+
+    /// The flush at the kernel's exit (after its last op, before `ret`).
+    pub(crate) fn probes_exit(&mut self) -> Res<()> {
+        let Some(p) = self.records.as_ref().and_then(|l| l.probes.as_ref()) else { return Ok(()) };
+        let Probes { geom, group, leader, leader_warp, ring, count, clock_start, timer_start, buffer } = *p;
+        let b32 = |e: &mut Self| e.new_reg(RegClass::B32);
+        let (clock_end, timer_end) = (self.new_reg(RegClass::B64), self.new_reg(RegClass::B64));
+        self.ins(format!("mov.u64 {clock_end}, %clock64"));
+        self.ins(format!("mov.u64 {timer_end}, %globaltimer"));
+        let done = self.new_label("profile_done");
+        let not_leader_warp = self.new_reg(RegClass::Pred);
+        self.ins(format!("not.pred {not_leader_warp}, {leader_warp}"));
+        self.ins(format!("@{not_leader_warp} bra {done}"));
+        // The ring's records were stored by lane 0; the warp's other lanes read them after this.
+        self.ins("bar.warp.sync -1");
+        // Slot: (CTA linear id * groups + group) * slot bytes into the buffer.
+        let (x, y, z, nx, ny, cta, slot_index) = (b32(self), b32(self), b32(self), b32(self), b32(self), b32(self), b32(self));
+        self.ins(format!("mov.u32 {x}, %ctaid.x"));
+        self.ins(format!("mov.u32 {y}, %ctaid.y"));
+        self.ins(format!("mov.u32 {z}, %ctaid.z"));
+        self.ins(format!("mov.u32 {nx}, %nctaid.x"));
+        self.ins(format!("mov.u32 {ny}, %nctaid.y"));
+        self.ins(format!("mad.lo.u32 {cta}, {z}, {ny}, {y}"));
+        self.ins(format!("mad.lo.u32 {cta}, {cta}, {nx}, {x}"));
+        self.ins(format!("mad.lo.u32 {slot_index}, {cta}, {}, {group}", geom.groups_per_cta));
+        let (offset, slot) = (self.new_reg(RegClass::B64), self.new_reg(RegClass::B64));
+        let slot_bytes = HEADER_BYTES as u32 + geom.ring_bytes();
+        self.ins(format!("mul.wide.u32 {offset}, {slot_index}, {slot_bytes}"));
+        self.ins(format!("add.u64 {slot}, {buffer}, {offset}"));
+        if let Some(ring) = ring {
+            // Lane i copies records i, i + 32, ... (8 bytes each) to the slot's ring.
+            let (at, from, lo, hi) = (b32(self), b32(self), b32(self), b32(self));
+            let (wide, to) = (self.new_reg(RegClass::B64), self.new_reg(RegClass::B64));
+            let past = self.new_reg(RegClass::Pred);
+            let (head, copied) = (self.new_label("profile_ring"), self.new_label("profile_ring_done"));
+            let lane = self.lane;
+            self.ins(format!("shl.b32 {at}, {lane}, 3"));
+            self.label(&head);
+            self.ins(format!("setp.ge.u32 {past}, {at}, {}", geom.ring_bytes()));
+            self.ins(format!("@{past} bra {copied}"));
+            self.ins(format!("add.u32 {from}, {ring}, {at}"));
+            self.ins(format!("ld.shared.v2.u32 {{{lo}, {hi}}}, [{from}]"));
+            self.ins(format!("cvt.u64.u32 {wide}, {at}"));
+            self.ins(format!("add.u64 {to}, {slot}, {wide}"));
+            self.ins(format!("st.global.v2.u32 [{to}+{HEADER_BYTES}], {{{lo}, {hi}}}"));
+            self.ins(format!("add.u32 {at}, {at}, {}", 32 * RECORD_BYTES));
+            self.ins(format!("bra {head}"));
+            self.label(&copied);
+        }
+        // The header, by the leader; the magic last (a torn flush stays visible).
+        let (smid, cap, magic) = (b32(self), b32(self), b32(self));
+        let zero = self.new_reg(RegClass::B64);
+        self.ins(format!("mov.u32 {smid}, %smid"));
+        self.ins(format!("mov.u32 {cap}, {}", geom.capacity));
+        self.ins(format!("mov.u32 {magic}, {MAGIC}"));
+        self.ins(format!("mov.b64 {zero}, 0"));
+        let at = |w: usize| header_offset(w);
+        self.ins(format!("@{leader} st.global.u32 [{slot}+{}], {cta}", at(W_CTA)));
+        self.ins(format!("@{leader} st.global.u32 [{slot}+{}], {group}", at(W_GROUP)));
+        self.ins(format!("@{leader} st.global.u32 [{slot}+{}], {count}", at(W_TOTAL)));
+        self.ins(format!("@{leader} st.global.u64 [{slot}+{}], {clock_start}", at(W_CLOCK_START_LO)));
+        self.ins(format!("@{leader} st.global.u64 [{slot}+{}], {timer_start}", at(W_GTIMER_START_LO)));
+        self.ins(format!("@{leader} st.global.u64 [{slot}+{}], {timer_end}", at(W_GTIMER_END_LO)));
+        self.ins(format!("@{leader} st.global.u64 [{slot}+{}], {clock_end}", at(W_CLOCK_END_LO)));
+        self.ins(format!("@{leader} st.global.v2.u32 [{slot}+{}], {{{smid}, {cap}}}", at(W_SMID)));
+        debug_assert_eq!(at(W_CAPACITY), at(W_SMID) + 4);
+        self.ins(format!("@{leader} st.global.u64 [{slot}+{}], {zero}", at(W_RESERVED0)));
+        self.ins(format!("@{leader} st.global.u32 [{slot}+{}], {magic}", at(W_MAGIC)));
+        self.label(&done);
+        Ok(())
+    }
+}
