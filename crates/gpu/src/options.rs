@@ -93,8 +93,9 @@ impl ProfileOptions {
         if self.regions.is_empty() {
             return Err("profiling with no regions: name some of scopes, kernel, loops, dots, loads".into());
         }
-        validate_capacity(self.capacity)
-            .map_err(|_| format!("the ring capacity must be a power of two from 1 to 65536 records, not {}", self.capacity))
+        validate_capacity(self.capacity).map_err(|_| {
+            format!("the ring capacity must be a power of two from 1 to 65536 records, not {}", self.capacity)
+        })
     }
 
     /// One line for cache keys and listings: `regions=kernel,loops granularity=warp capacity=256 mode=probes`.
@@ -185,7 +186,10 @@ mod tests {
     fn profile_options_from_words() {
         let o = GpuOptions::parse_words("profile=kernel,dots granularity=warpgroup buffer_records=64").unwrap();
         let p = o.profile.unwrap();
-        assert_eq!((p.regions.words(), p.granularity, p.capacity, p.mode), ("kernel,dots".into(), Granularity::Warpgroup, 64, ProbeMode::Probes));
+        assert_eq!(
+            (p.regions.words(), p.granularity, p.capacity, p.mode),
+            ("kernel,dots".into(), Granularity::Warpgroup, 64, ProbeMode::Probes)
+        );
         assert_eq!(p.key_text(), "regions=kernel,dots granularity=warpgroup capacity=64 mode=probes");
         let m = GpuOptions::parse_words("profile_mode=markers").unwrap().profile.unwrap();
         assert_eq!((m.mode, m.regions), (ProbeMode::Markers, ProfileOptions::default().regions));

@@ -217,7 +217,8 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, PlanEr
         }
     }
     // The probes' rings: one buffer, live from the kernel's start to its exit.
-    let records: Vec<Op> = f.all_ops().into_iter().filter(|&o| matches!(f.ops[o].kind, OpKind::Record { .. })).collect();
+    let records: Vec<Op> =
+        f.all_ops().into_iter().filter(|&o| matches!(f.ops[o].kind, OpKind::Record { .. })).collect();
     let mut rings = 0u64;
     if let (Some(g), Some(&first)) = (ProbeGeometry::of(opts), records.first()) {
         rings = align(g.shared_bytes_per_cta(), 128);

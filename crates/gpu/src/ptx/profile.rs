@@ -34,8 +34,8 @@ use crate::options::ProbeMode;
 use trident_ir::discardable::SMEM_OFFSET;
 use trident_ir::{Function, Op, OpKind, SourceFile};
 use trident_profile::format::{
-    encode_tag, header_offset, HEADER_BYTES, MAGIC, RECORD_BYTES, W_CAPACITY, W_CLOCK_END_LO, W_CLOCK_START_LO,
-    W_CTA, W_GROUP, W_GTIMER_END_LO, W_GTIMER_START_LO, W_MAGIC, W_RESERVED0, W_SMID, W_TOTAL,
+    encode_tag, header_offset, HEADER_BYTES, MAGIC, RECORD_BYTES, W_CAPACITY, W_CLOCK_END_LO, W_CLOCK_START_LO, W_CTA,
+    W_GROUP, W_GTIMER_END_LO, W_GTIMER_START_LO, W_MAGIC, W_RESERVED0, W_SMID, W_TOTAL,
 };
 use trident_profile::{regions_of, RegionTable};
 
@@ -144,10 +144,7 @@ impl Emitter<'_> {
     /// The group's start time, read right before the kernel body (after the prologue).
     pub(crate) fn probes_entry(&self) -> String {
         match self.records.as_ref().and_then(|l| l.probes.as_ref()) {
-            Some(p) => format!(
-                "\tmov.u64 {}, %globaltimer;\n\tmov.u64 {}, %clock64;\n",
-                p.timer_start, p.clock_start
-            ),
+            Some(p) => format!("\tmov.u64 {}, %globaltimer;\n\tmov.u64 {}, %clock64;\n", p.timer_start, p.clock_start),
             None => String::new(),
         }
     }
@@ -200,7 +197,8 @@ impl Emitter<'_> {
         // The ring's records were stored by lane 0; the warp's other lanes read them after this.
         self.ins("bar.warp.sync -1");
         // Slot: (CTA linear id * groups + group) * slot bytes into the buffer.
-        let (x, y, z, nx, ny, cta, slot_index) = (b32(self), b32(self), b32(self), b32(self), b32(self), b32(self), b32(self));
+        let (x, y, z, nx, ny, cta, slot_index) =
+            (b32(self), b32(self), b32(self), b32(self), b32(self), b32(self), b32(self));
         self.ins(format!("mov.u32 {x}, %ctaid.x"));
         self.ins(format!("mov.u32 {y}, %ctaid.y"));
         self.ins(format!("mov.u32 {z}, %ctaid.z"));

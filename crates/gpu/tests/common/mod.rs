@@ -282,6 +282,17 @@ pub fn front(file: &str, kernel: &str, args: &[(&str, A)]) -> (Module, String, V
 
 /// Like [`front`], for kernel source given as text.
 pub fn front_text(path: &str, src: &str, kernel: &str, args: &[(&str, A)]) -> (Module, String, Vec<Arg>) {
+    front_text_opts(path, src, kernel, args, &trident_front::CompileOptions::default())
+}
+
+/// [`front_text`] with the front end's options (`profile_scopes`, ...).
+pub fn front_text_opts(
+    path: &str,
+    src: &str,
+    kernel: &str,
+    args: &[(&str, A)],
+    opts: &trident_front::CompileOptions,
+) -> (Module, String, Vec<Arg>) {
     use trident_front::{ArgInfo, ConstValue, ParamBinding};
     let kf = trident_front::parse_file(path, src).unwrap_or_else(|d| panic!("{d}"));
     let infos: Vec<(String, ArgInfo)> = args
@@ -297,11 +308,10 @@ pub fn front_text(path: &str, src: &str, kernel: &str, args: &[(&str, A)]) -> (M
             (k.to_string(), info)
         })
         .collect();
-    let c =
-        trident_front::compile(&kf, kernel, &infos, &trident_front::CompileOptions::default()).unwrap_or_else(|ds| {
-            let files = vec![kf.source_file()];
-            panic!("{}", ds.iter().map(|d| d.render(&files)).collect::<String>())
-        });
+    let c = trident_front::compile(&kf, kernel, &infos, opts).unwrap_or_else(|ds| {
+        let files = vec![kf.source_file()];
+        panic!("{}", ds.iter().map(|d| d.render(&files)).collect::<String>())
+    });
     let mut module = c.module.clone();
     let mut pm = trident_opt::default_tile_pipeline();
     if let Err(errs) = pm.run(&mut module) {
