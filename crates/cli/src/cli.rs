@@ -4,7 +4,7 @@
 //! (`trident_runtime::args::command`: its option table also writes their `--help`);
 //! clap only splits off the subcommand. The other subcommands' options are clap's.
 
-use crate::{bench_cmd, cache_cmd, compile_cmd, demo_cmd, layout_cmd, run_cmd};
+use crate::{bench_cmd, cache_cmd, compile_cmd, demo_cmd, layout_cmd, profile_cmd, run_cmd};
 use clap::{Parser, Subcommand};
 use trident_runtime::args::{flags_help, LineKind};
 
@@ -27,6 +27,13 @@ fn bench_help() -> String {
     format!(
         "Options, besides those of a kernel run (see `trident run --help`):\n{}",
         flags_help(&[LineKind::Bench], &[])
+    )
+}
+
+fn profile_help() -> String {
+    format!(
+        "Options, besides those of a kernel run (see `trident run --help`; --backend is emu or cuda, auto picks the GPU when there is one, else the emulator):\n{}",
+        flags_help(&[LineKind::Profile], &[])
     )
 }
 
@@ -60,6 +67,17 @@ pub enum Command {
     /// Time a kernel: same arguments as `run`, plus --warmup/--reps, --flops/--bytes expressions and --flush-l2.
     #[command(after_help = bench_help())]
     Bench(bench_cmd::BenchArgs),
+    /// Profile regions inside a kernel (KPerfIR / Proton style): same arguments as `run`.
+    ///
+    /// trident profile FILE.py::KERNEL --grid ... NAME=VALUE... [--backend emu|cuda]
+    ///     [--regions scopes,kernel,loops,dots,loads] [--granularity warp|warpgroup|cta]
+    ///     [--buffer-records N] [--trace OUT.json] [--csv OUT.csv] [--save NAME=PATH.npy]
+    ///
+    /// Records read the clock into a ring per group in shared memory, flushed to a buffer
+    /// at kernel exit; the host replays them (cancelling the probes' measured cost) and
+    /// prints a table per region. Outputs are those of an unprofiled run.
+    #[command(after_help = profile_help())]
+    Profile(profile_cmd::ProfileArgs),
     /// Draw a GPU-IR layout: which thread/register (or shared offset) holds each element.
     Layout(layout_cmd::LayoutArgs),
     /// Inspect or empty the compile cache (`TRIDENT_CACHE_DIR`, default ~/.cache/trident): list, clear, stats.
@@ -72,6 +90,7 @@ pub fn dispatch(cli: Cli) -> Result<(), String> {
         Command::Run(a) => run_cmd::run(a),
         Command::Demo(a) => demo_cmd::demo(a),
         Command::Bench(a) => bench_cmd::bench(a),
+        Command::Profile(a) => profile_cmd::profile(a),
         Command::Layout(a) => layout_cmd::layout(a),
         Command::Cache(a) => cache_cmd::cache(a),
     }

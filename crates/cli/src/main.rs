@@ -7,6 +7,9 @@
 //!   `--flops`/`--bytes` arithmetic over the arguments.
 //! * `compile`: clap's options, then `stages::compile_stage`; the CLI prints the text or
 //!   writes the cubin.
+//! * `profile`: the same words as `run` plus the profiling options (the runtime's parser),
+//!   `launch` with `LaunchOptions::profile`; prints the runtime's region table and issues,
+//!   writes the trace and CSV texts it renders.
 //! * `layout`: `layout::draw`. `cache`: `cache::Cache`'s admin calls. `demo`: the
 //!   testkit's catalog run on the backend `launch::resolve_backend` picks.
 
@@ -17,6 +20,7 @@ mod compile_cmd;
 mod demo_cmd;
 mod expr;
 mod layout_cmd;
+mod profile_cmd;
 mod run_cmd;
 
 use clap::Parser;

@@ -27,11 +27,7 @@ fn run_kernel(cmd: &RunCommand) -> Result<(), String> {
     let opts = LaunchOptions::from_command(cmd);
     let out = launch::launch(&prog, kernel, &mut args, &opts).map_err(|e| e.text)?;
     print!("{}", out.printed);
-    for s in &cmd.saves {
-        let arg = args.iter().find(|x| x.name == s.name).expect("RunCommand checked --save names");
-        let t = arg.value.as_tensor().ok_or_else(|| format!("error: --save {}: not a tensor argument", s.name))?;
-        npy::write(&s.path, t).map_err(|e| format!("error: --save {}: {e}", s.name))?;
-    }
+    save_outputs(cmd, &args)?;
     eprintln!(
         "ran {} on {:?}: compile {:.2} ms, run {:.2} ms",
         kernel.name,
@@ -39,6 +35,16 @@ fn run_kernel(cmd: &RunCommand) -> Result<(), String> {
         out.compile_time.as_secs_f64() * 1e3,
         out.run_time.as_secs_f64() * 1e3
     );
+    Ok(())
+}
+
+/// Writes the tensors `--save` names (after a kernel run or profile).
+pub(crate) fn save_outputs(cmd: &RunCommand, args: &[trident_runtime::Arg]) -> Result<(), String> {
+    for s in &cmd.saves {
+        let arg = args.iter().find(|x| x.name == s.name).expect("RunCommand checked --save names");
+        let t = arg.value.as_tensor().ok_or_else(|| format!("error: --save {}: not a tensor argument", s.name))?;
+        npy::write(&s.path, t).map_err(|e| format!("error: --save {}: {e}", s.name))?;
+    }
     Ok(())
 }
 

@@ -147,6 +147,21 @@ fn matmul_probes_keep_outputs_and_count_iterations() {
                 c.iter().filter(|((slot, n), _)| *slot == s && n.starts_with("load@")).map(|(_, &k)| k).sum();
             assert_eq!(waits, trips, "{target} slot {s}: one load region (the wait) per iteration");
         }
+        if target == Target::Sm90a {
+            // Warpgroup MMAs are asynchronous. The probes force no wait: the dot region ends
+            // after the issue (`wgmma.commit_group`); the loop region ends after the wait the
+            // kernel makes anyway before its `yield`.
+            let lines: Vec<&str> =
+                prof.ptx.ptx.lines().map(str::trim).filter(|l| l.ends_with(';') && !l.starts_with("//")).collect();
+            let end_probe = |name: &str| {
+                let tag = p.meta.regions.iter().find(|r| r.name == name).unwrap().id | 1 << 31;
+                let at = lines.iter().position(|l| l.starts_with("mov.b32") && l.ends_with(&format!(", {tag};"))).unwrap();
+                lines[at - 3]
+            };
+            assert!(end_probe(&dot_name).starts_with("wgmma.commit_group"), "{}", end_probe(&dot_name));
+            assert!(end_probe(&loop_name).starts_with("wgmma.wait_group"), "{}", end_probe(&loop_name));
+            assert_eq!(prof.ptx.ptx.matches("wgmma.wait_group").count(), plain.ptx.ptx.matches("wgmma.wait_group").count());
+        }
     }
 }
 

@@ -87,6 +87,9 @@ pub struct GpuCode {
     pub registers: Option<u32>,
     /// Bytes spilled (stores), when `ptxas` reported them.
     pub spills: Option<u32>,
+    /// For a profiled kernel, the compiler's meta (regions, buffer shape; the launch fills
+    /// in the grid and the measured probe cost).
+    pub profile: Option<trident_profile::ProfileMeta>,
     emu: OnceLock<Result<Arc<trident_emu::Module>, String>>,
     /// The module loaded on CUDA device 0, once per loaded kernel.
     pub(crate) cuda: OnceLock<Result<crate::gpu::CudaLoaded, String>>,
@@ -101,7 +104,14 @@ pub(crate) struct Assembled {
 }
 
 impl GpuCode {
-    pub(crate) fn new(ptx: PtxKernel, ttgir: String, num_warps: u32, num_stages: u32, asm: Assembled) -> Self {
+    pub(crate) fn new(
+        ptx: PtxKernel,
+        ttgir: String,
+        num_warps: u32,
+        num_stages: u32,
+        asm: Assembled,
+        profile: Option<trident_profile::ProfileMeta>,
+    ) -> Self {
         GpuCode {
             ptx,
             ttgir,
@@ -110,6 +120,7 @@ impl GpuCode {
             cubin: asm.cubin,
             registers: asm.registers,
             spills: asm.spills,
+            profile,
             emu: OnceLock::new(),
             cuda: OnceLock::new(),
         }
@@ -133,6 +144,7 @@ impl std::fmt::Debug for GpuCode {
             .field("num_stages", &self.num_stages)
             .field("shared_bytes", &self.ptx.shared_bytes)
             .field("cubin_bytes", &self.cubin.as_ref().map(Vec::len))
+            .field("profiled", &self.profile.is_some())
             .finish()
     }
 }

@@ -43,9 +43,10 @@ fn off(name: &str) -> bool {
 }
 
 /// The front end's options for a compilation: Triton's defaults as the environment changes
-/// them (`TRITON_F32_DEFAULT`), with `debug` as the launch asks.
-pub fn compile_options(debug: bool) -> CompileOptions {
-    CompileOptions { debug, ..CompileOptions::from_env() }
+/// them (`TRITON_F32_DEFAULT`), with `debug` and `profile_scopes` (Proton's `pl.scope`s
+/// become `record` ops) as the launch asks.
+pub fn compile_options(debug: bool, profile_scopes: bool) -> CompileOptions {
+    CompileOptions { debug, profile_scopes, ..CompileOptions::from_env() }
 }
 
 /// The architecture the emulator backend compiles for: `TRIDENT_EMU_TARGET`, else sm_80.

@@ -5,6 +5,10 @@
 //! [`CudaRunner`] on device 0 (CUDA events). On CUDA the cubin `ptxas` made is
 //! loaded when there is one; otherwise, or when the driver refuses it (a cubin
 //! from a newer toolkit than the driver), the PTX goes through the driver's JIT.
+//!
+//! A profiled kernel (`PtxKernel::profile_buffer`) gets its zero-filled profile buffer
+//! (`crate::profile::buffer_bytes`) as the hidden last argument on both backends; the
+//! buffer comes back in [`GpuRun::profile`].
 
 use std::time::Duration;
 
@@ -26,6 +30,8 @@ pub struct GpuRun {
     pub kernel_time: Duration,
     /// Every timed repetition (one entry when not benchmarking).
     pub samples: Vec<Duration>,
+    /// The profile buffer after the last launch (profiled kernels only).
+    pub profile: Option<Vec<u8>>,
 }
 
 /// Clock the emulator's modelled cycles are converted at (an H100 SXM's boost clock).
@@ -34,7 +40,8 @@ pub const EMU_CLOCK_GHZ: f64 = 1.98;
 /// Runs compiled GPU code on the emulator (its PTX parsed once per loaded kernel).
 pub fn run_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps: usize) -> Result<GpuRun, RunError> {
     let module = code.emu_module()?;
-    run_emu_module(&module, &code.ptx, args, grid, reps)
+    let profile = crate::profile::buffer_bytes(code, grid)?;
+    run_emu_module(&module, &code.ptx, args, grid, reps, profile)
 }
 
 fn run_emu_module(
@@ -43,6 +50,7 @@ fn run_emu_module(
     args: &[ArgValue],
     grid: [u32; 3],
     reps: usize,
+    profile_bytes: Option<usize>,
 ) -> Result<GpuRun, RunError> {
     let mut samples = vec![];
     let mut last = None;
@@ -57,6 +65,9 @@ fn run_emu_module(
                 (AbiType::Pointer(_), _) => trident_emu::KernelArg::Null,
             })
             .collect();
+        if let Some(n) = profile_bytes {
+            kargs.push(trident_emu::KernelArg::Buffer(HostTensor::zeros(trident_core::DType::U8, &[n])));
+        }
         let cfg = trident_emu::LaunchConfig {
             grid,
             block: [ptx.num_threads, 1, 1],
@@ -68,7 +79,14 @@ fn run_emu_module(
         samples.push(Duration::from_secs_f64(report.cycles as f64 / (EMU_CLOCK_GHZ * 1e9)));
         last = Some((kargs, report));
     }
-    let Some((kargs, report)) = last else { return Err(RunError::msg("internal: no emulator run")) };
+    let Some((mut kargs, report)) = last else { return Err(RunError::msg("internal: no emulator run")) };
+    let profile = match profile_bytes {
+        Some(_) => match kargs.pop() {
+            Some(trident_emu::KernelArg::Buffer(t)) => Some(t.data),
+            _ => return Err(RunError::msg("internal: the profile buffer did not come back")),
+        },
+        None => None,
+    };
     let tensors = kargs
         .into_iter()
         .map(|a| match a {
@@ -77,7 +95,7 @@ fn run_emu_module(
         })
         .collect();
     let kernel_time = samples.last().copied().unwrap_or_default();
-    Ok(GpuRun { tensors, printed: report.printf, kernel_time, samples })
+    Ok(GpuRun { tensors, printed: report.printf, kernel_time, samples, profile })
 }
 
 /// Whether a CUDA driver and at least one device are present.
@@ -140,6 +158,8 @@ pub struct CudaRunner {
     block: [u32; 3],
     shared: u32,
     params: Vec<AbiType>,
+    /// The zero-filled profile buffer of a profiled kernel (its hidden last parameter).
+    profile: Option<trident_cuda::DeviceBuffer>,
 }
 
 impl CudaRunner {
@@ -147,6 +167,14 @@ impl CudaRunner {
     pub fn new(code: &GpuCode, args: &[ArgValue], grid: [u32; 3]) -> Result<CudaRunner, RunError> {
         use trident_cuda::DeviceBuffer;
         let loaded = cuda_load(code)?;
+        let profile = match crate::profile::buffer_bytes(code, grid)? {
+            Some(n) => {
+                let b = DeviceBuffer::alloc(&loaded.dev, n).map_err(cuda_err)?;
+                b.memset(0).map_err(cuda_err)?;
+                Some(b)
+            }
+            None => None,
+        };
         let mut bufs = vec![];
         for v in args {
             bufs.push(match v {
@@ -162,7 +190,16 @@ impl CudaRunner {
             block: [code.ptx.num_threads, 1, 1],
             shared: code.ptx.shared_bytes,
             params: code.ptx.params.iter().map(|p| p.ty.clone()).collect(),
+            profile,
         })
+    }
+
+    /// The profile buffer as the last launch left it (profiled kernels only).
+    pub fn profile_bytes(&self) -> Result<Option<Vec<u8>>, RunError> {
+        let Some(b) = &self.profile else { return Ok(None) };
+        let mut out = vec![0u8; b.len()];
+        b.copy_to_host(&mut out).map_err(cuda_err)?;
+        Ok(Some(out))
     }
 
     /// What this kernel asks for beyond the device's limits (threads per block given its
@@ -186,7 +223,7 @@ impl CudaRunner {
     /// timed launch, outside the timed interval.
     pub fn time(&self, warmup: usize, reps: usize, flush_l2: bool) -> Result<Vec<Duration>, RunError> {
         use trident_cuda::{Event, Param};
-        let params: Vec<Param> = self
+        let mut params: Vec<Param> = self
             .params
             .iter()
             .zip(self.args.iter().zip(&self.bufs))
@@ -204,6 +241,9 @@ impl CudaRunner {
                 }
             })
             .collect();
+        if let Some(b) = &self.profile {
+            params.push(Param::Ptr(b));
+        }
         let dev = &self.loaded.dev;
         let stream = dev.default_stream();
         let prepared =
@@ -274,6 +314,7 @@ pub fn run_cuda_code(
     let runner = CudaRunner::new(code, args, grid)?;
     let samples = runner.time(warmup, reps, flush_l2)?;
     let tensors = runner.download()?;
+    let profile = runner.profile_bytes()?;
     let kernel_time = samples.last().copied().unwrap_or_default();
-    Ok(GpuRun { tensors, printed: String::new(), kernel_time, samples })
+    Ok(GpuRun { tensors, printed: String::new(), kernel_time, samples, profile })
 }

@@ -13,6 +13,12 @@
 //!
 //! Errors are [`RunError`]s whose text is ready for a terminal: kernel errors
 //! with the source line and a caret, launch errors naming the argument.
+//!
+//! **Profiling** ([`LaunchOptions::profile`]): the kernel is compiled with probes (the
+//! options are part of the cache key), the run allocates the zeroed profile buffer and
+//! passes it as the hidden last argument (emulator and CUDA; the interpreter refuses),
+//! and [`LaunchOutcome::profile`] is the decoded [`Profile`] (see [`crate::profile`]).
+//! The kernel's own outputs are those of an unprofiled launch.
 
 use std::ops::Deref;
 use std::sync::Arc;
@@ -29,6 +35,8 @@ use crate::error::RunError;
 use crate::grid_expr::GridExpr;
 use crate::program::KernelProgram;
 use crate::session::Session;
+use trident_gpu::ProfileOptions;
+use trident_profile::Profile;
 
 /// How to compile and run one launch.
 #[derive(Clone, Debug)]
@@ -54,6 +62,10 @@ pub struct LaunchOptions {
     /// CUDA timing: overwrite a buffer larger than the L2 cache before every timed launch, so
     /// inputs come from DRAM as in a real model (what `triton.testing.do_bench` does).
     pub flush_l2: bool,
+    /// Profile the kernel in place (`trident profile`): which regions, per warp, warpgroup
+    /// or CTA, ring capacity; `regions.scopes` keeps the user's `pl.scope`s. Needs the
+    /// emulator or CUDA (`Auto` picks CUDA when there is a device, else the emulator).
+    pub profile: Option<ProfileOptions>,
 }
 
 impl LaunchOptions {
@@ -69,6 +81,7 @@ impl LaunchOptions {
             print_ir_after_all: false,
             session: None,
             flush_l2: false,
+            profile: None,
         }
     }
 
@@ -82,8 +95,30 @@ impl LaunchOptions {
             debug: cmd.debug,
             print_ir_after_all: cmd.print_ir_after_all,
             flush_l2: cmd.bench.flush_l2,
+            profile: cmd.profile.as_ref().map(|p| p.options()),
             ..LaunchOptions::new(cmd.grid)
         }
+    }
+
+    /// The backend these options run on (never `Auto`): [`resolve_backend`]'s choice, except
+    /// that a profiled launch without a GPU runs on the emulator (the interpreter has no clock).
+    pub fn resolved_backend(&self) -> Backend {
+        match (self.backend, &self.profile) {
+            (Backend::Auto, Some(_)) if !crate::gpu::cuda_available() => Backend::Emu,
+            (b, _) => resolve_backend(b),
+        }
+    }
+
+    /// Refuses profiling where it cannot run.
+    fn check_profile(&self) -> Result<(), RunError> {
+        let Some(p) = &self.profile else { return Ok(()) };
+        if self.resolved_backend() == Backend::Interp {
+            return Err(RunError::msg(
+                "error: profiling needs the emulator or a GPU (--backend emu or cuda): the interpreter runs tile IR, \
+                 which has no clock to read",
+            ));
+        }
+        p.validate().map_err(|m| RunError::msg(format!("error: {m}")))
     }
 
     /// The session launches with these options use.
@@ -138,6 +173,9 @@ pub struct LaunchOutcome {
     pub cache: Option<Outcome>,
     /// For an autotuned kernel, the config used and how it was chosen.
     pub tuning: Option<TuningReport>,
+    /// For a profiled launch: the decoded profile buffer (grid and measured probe cost
+    /// filled in), with every issue found in it.
+    pub profile: Option<Profile>,
 }
 
 /// The backend `Auto` picks: the GPU when a CUDA driver and device are found, otherwise the interpreter.
@@ -206,7 +244,7 @@ pub fn bind(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgInfo)>,
 
 /// The code target a backend compiles for (the emulator: `TRIDENT_EMU_TARGET`; CUDA: device 0's architecture).
 fn code_target(backend: Backend, session: &Session) -> Result<CodeTarget, RunError> {
-    Ok(match resolve_backend(backend) {
+    Ok(match backend {
         Backend::Interp | Backend::Auto => CodeTarget::Tile,
         Backend::Emu => CodeTarget::Emu(crate::env::emu_target().map_err(RunError::msg)?),
         Backend::Cuda => CodeTarget::Cuda(session.cuda_target().map_err(RunError::msg)?),
@@ -231,7 +269,8 @@ pub(crate) fn prepare_bound(
     let start = Instant::now();
     let session = opts.session();
     // The environment is read once per launch: the key and the compile see the same values.
-    let options = crate::env::compile_options(opts.debug);
+    let scopes = opts.profile.is_some_and(|p| p.regions.scopes);
+    let options = crate::env::compile_options(opts.debug, scopes);
     let print_ir_after_all = opts.print_ir_after_all || crate::env::dump_ir();
     let ctx = Ctx {
         prog,
@@ -268,7 +307,8 @@ pub fn prepare(
     args: &[Arg],
     opts: &LaunchOptions,
 ) -> Result<Prepared, RunError> {
-    let target = code_target(opts.backend, &opts.session())?;
+    opts.check_profile()?;
+    let target = code_target(opts.resolved_backend(), &opts.session())?;
     prepare_bound(prog, kernel, args, &bind(kernel, args)?, opts, target, true)
 }
 
@@ -306,10 +346,17 @@ pub fn run_compiled_reps(
     warmup: usize,
     reps: usize,
 ) -> Result<LaunchOutcome, RunError> {
-    let backend = resolve_backend(opts.backend);
+    opts.check_profile()?;
+    let backend = opts.resolved_backend();
     let raw = crate::run::run_raw(ck, args, opts, backend, warmup, reps)?;
+    // Decoded before the results are written back: a failure leaves `args` as they were.
+    let profile = match (&raw.profile, &ck.gpu) {
+        (Some(bytes), Some(code)) => Some(crate::profile::decode_launch(code, bytes, raw.grid, backend)?),
+        _ => None,
+    };
     crate::run::write_back(ck, args, raw.tensors);
     Ok(LaunchOutcome {
+        profile,
         backend,
         printed: raw.printed,
         compile_time: Duration::ZERO,

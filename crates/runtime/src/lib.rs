@@ -20,6 +20,8 @@
 //! * [`launch`]: the launch flow — bind, choose the config, compile (once), run.
 //! * [`stages`]: `trident compile` — a kernel compiled down to tile IR, GPU IR, PTX, cubin or SASS.
 //! * [`ptx_run`]: `trident run FILE.ptx` — PTX given by the user, run on the emulator or CUDA.
+//! * [`profile`]: in-kernel profiling — the profile buffer, the measured probe cost
+//!   ([`profile::calibrate`]), decoding a launch's buffer (`trident profile`).
 //! * [`layout`]: `trident layout` — drawings of GPU-IR layouts.
 
 #![warn(missing_docs)]
@@ -36,6 +38,7 @@ pub mod grid_expr;
 pub mod launch;
 pub mod layout;
 pub mod npy;
+pub mod profile;
 pub mod program;
 pub mod ptx_run;
 pub mod rng;

@@ -20,6 +20,8 @@ pub(crate) struct RawRun {
     pub printed: String,
     pub samples: Vec<Duration>,
     pub grid: [u32; 3],
+    /// The profile buffer after the last run, for a profiled kernel.
+    pub profile: Option<Vec<u8>>,
 }
 
 /// The grid of a launch of `ck`: the grid expression evaluated over the
@@ -98,7 +100,7 @@ pub(crate) fn run_raw(
 ) -> Result<RawRun, RunError> {
     let values = runtime_values(ck, args)?;
     let grid = grid_of(ck, args, opts)?;
-    let (tensors, printed, samples) = match backend {
+    let (tensors, printed, samples, profile) = match backend {
         // Tile IR is part of every compiled kernel: the interpreter runs any of them.
         Backend::Interp | Backend::Auto => {
             let module = &ck.module;
@@ -119,18 +121,18 @@ pub(crate) fn run_raw(
                 last = Some((iargs, report.printed));
             }
             let Some((iargs, printed)) = last else { return Err(RunError::msg("internal: no interpreter run")) };
-            (iargs.into_iter().map(|a| a.as_tensor().cloned()).collect(), printed, samples)
+            (iargs.into_iter().map(|a| a.as_tensor().cloned()).collect(), printed, samples, None)
         }
         Backend::Emu => {
             let run = crate::gpu::run_emu_code(gpu_code(ck, backend)?, &values, grid, reps)?;
-            (run.tensors, run.printed, run.samples)
+            (run.tensors, run.printed, run.samples, run.profile)
         }
         Backend::Cuda => {
             let run = crate::gpu::run_cuda_code(gpu_code(ck, backend)?, &values, grid, warmup, reps, opts.flush_l2)?;
-            (run.tensors, run.printed, run.samples)
+            (run.tensors, run.printed, run.samples, run.profile)
         }
     };
-    Ok(RawRun { tensors, printed, samples, grid })
+    Ok(RawRun { tensors, printed, samples, grid, profile })
 }
 
 /// Copies the tensors a backend returned (in IR parameter order) into the named arguments.

@@ -265,6 +265,9 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, PlanEr
         if buffers > rings {
             diag = diag.note(format!("{} bytes are pipeline buffers ({} stages)", buffers - rings, opts.num_stages));
         }
+        // Rings live through the whole kernel, so they add to everything else: when the
+        // kernel fits without them, they are the whole story.
+        let rings_alone = rings > 0 && total - rings <= limit;
         if let (Some(g), true) = (ProbeGeometry::of(opts), rings > 0) {
             diag = diag.note(format!(
                 "{rings} bytes are the profile rings ({} {}s x {} records x 8 bytes): profile with fewer records \
@@ -272,7 +275,9 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, PlanEr
                 g.groups_per_cta, g.granularity, g.capacity
             ));
         }
-        if let Some((op, bytes)) = biggest {
+        if rings_alone {
+            diag = diag.note(format!("without the rings the kernel needs {} bytes", total - rings));
+        } else if let Some((op, bytes)) = biggest {
             let d = &f.ops[op];
             let ty = d.operands.first().map(|&v| f.ty(v).to_string()).unwrap_or_default();
             diag =
@@ -281,7 +286,10 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, PlanEr
                 diag = diag.at(d.loc, 1);
             }
         }
-        let diagnostic = Box::new(diag.note("use smaller blocks or fewer pipeline stages"));
+        if !rings_alone {
+            diag = diag.note("use smaller blocks or fewer pipeline stages");
+        }
+        let diagnostic = Box::new(diag);
         return Err(PlanError::OutOfSharedMemory { needed: total, limit, diagnostic });
     }
     plan.total = total as u32;

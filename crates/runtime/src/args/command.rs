@@ -7,6 +7,8 @@
 //!     [--backend auto|emu|cuda] [--seed N] [--save I=PATH.npy]... VALUE...
 //! trident bench (the words of a kernel run) [--warmup N] [--reps N] [--flops EXPR] [--bytes EXPR]
 //!     [--json] [--flush-l2]
+//! trident profile (the words of a kernel run) [--regions scopes,kernel,loops,dots,loads]
+//!     [--granularity warp|warpgroup|cta] [--buffer-records N] [--trace OUT.json] [--csv OUT.csv]
 //! ```
 //!
 //! Every option is declared once, in [`FLAGS`] (its name, whether it takes a value, what it
@@ -22,6 +24,7 @@ use std::path::PathBuf;
 
 use super::{is_identifier, materialize_all, parse_arg, Arg, ArgError, ArgSpec};
 use crate::grid_expr::GridExpr;
+use crate::profile::{validate_capacity, Granularity, ProbeMode, ProfileOptions, Regions};
 
 /// Which command line an option belongs to.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -32,6 +35,8 @@ pub enum LineKind {
     Ptx,
     /// The options only `trident bench` adds.
     Bench,
+    /// The options only `trident profile` adds.
+    Profile,
 }
 
 /// One command-line option.
@@ -47,7 +52,7 @@ pub struct Flag {
     pub lines: &'static [LineKind],
 }
 
-use LineKind::{Bench as B, Kernel as K, Ptx as P};
+use LineKind::{Bench as B, Kernel as K, Profile as R, Ptx as P};
 
 /// Every option of `trident run` and `trident bench`: the one table.
 pub const FLAGS: &[Flag] = &[
@@ -87,6 +92,26 @@ pub const FLAGS: &[Flag] = &[
         help: "CUDA: overwrite 256 MiB before each timed launch so inputs are not in L2 (as triton.testing.do_bench does)",
         lines: &[B],
     },
+    Flag {
+        name: "regions",
+        value: Some("LIST"),
+        help: "regions to profile, comma-separated: scopes (the kernel's pl.scope), kernel, loops (each iteration), dots, loads (default scopes,kernel,loops)",
+        lines: &[R],
+    },
+    Flag {
+        name: "granularity",
+        value: Some("warp|warpgroup|cta"),
+        help: "which threads share a timeline (their first warp's lane 0 records; default warp)",
+        lines: &[R],
+    },
+    Flag {
+        name: "buffer-records",
+        value: Some("N"),
+        help: "ring capacity per group, a power of two (default 256); older records are dropped, and counted",
+        lines: &[R],
+    },
+    Flag { name: "trace", value: Some("OUT.json"), help: "write a Chrome/Perfetto trace (ui.perfetto.dev, chrome://tracing)", lines: &[R] },
+    Flag { name: "csv", value: Some("OUT.csv"), help: "write the region table as CSV", lines: &[R] },
 ];
 
 /// The options of `lines` that no line of `except` takes, as `--help` lists them, one per line.
@@ -235,7 +260,7 @@ pub fn parse_save(s: &str) -> Result<SaveSpec, ArgError> {
 }
 
 /// Which backend runs the kernel.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Backend {
     /// The best available: the GPU if there is one, else the interpreter.
     #[default]
@@ -284,6 +309,40 @@ impl Default for BenchOptions {
     }
 }
 
+/// `trident profile`'s own options.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProfileFlags {
+    /// `--regions` (default scopes, kernel, loops).
+    pub regions: Regions,
+    /// `--granularity` (default warp).
+    pub granularity: Granularity,
+    /// `--buffer-records`: ring capacity per group (default 256).
+    pub buffer_records: u32,
+    /// `--trace`: where to write the Chrome/Perfetto trace.
+    pub trace: Option<PathBuf>,
+    /// `--csv`: where to write the region table as CSV.
+    pub csv: Option<PathBuf>,
+}
+
+impl Default for ProfileFlags {
+    fn default() -> ProfileFlags {
+        let d = ProfileOptions::default();
+        ProfileFlags { regions: d.regions, granularity: d.granularity, buffer_records: d.capacity, trace: None, csv: None }
+    }
+}
+
+impl ProfileFlags {
+    /// The compile options these flags ask for (real probes).
+    pub fn options(&self) -> ProfileOptions {
+        ProfileOptions {
+            regions: self.regions,
+            granularity: self.granularity,
+            capacity: self.buffer_records,
+            mode: ProbeMode::Probes,
+        }
+    }
+}
+
 /// A kernel run's command line, parsed (arguments not yet materialised).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunCommand {
@@ -313,6 +372,8 @@ pub struct RunCommand {
     pub print_ir_after_all: bool,
     /// `trident bench`'s options (their defaults for `trident run`).
     pub bench: BenchOptions,
+    /// `trident profile`'s options (`None` for `run` and `bench`).
+    pub profile: Option<ProfileFlags>,
     /// The `NAME=VALUE` arguments, in the order given.
     pub args: Vec<ArgSpec>,
 }
@@ -326,6 +387,21 @@ impl RunCommand {
     /// Parses the words after `trident bench`: a kernel run's, and the bench options.
     pub fn parse_bench<S: AsRef<str>>(words: &[S]) -> Result<RunCommand, ArgError> {
         RunCommand::from_scan(scan(words, &[LineKind::Kernel, LineKind::Bench])?)
+    }
+
+    /// Parses the words after `trident profile`: a kernel run's, and the profiling options.
+    /// Profiles need a clock: `--backend interp` is refused here.
+    pub fn parse_profile<S: AsRef<str>>(words: &[S]) -> Result<RunCommand, ArgError> {
+        let s = scan(words, &[LineKind::Kernel, LineKind::Profile])?;
+        let mut cmd = RunCommand::from_scan(s)?;
+        if cmd.backend == Backend::Interp {
+            return Err(ArgError::new(
+                "--backend",
+                "profiling runs on emu or cuda: the interpreter runs tile IR, which has no clock",
+            ));
+        }
+        cmd.profile.get_or_insert_with(ProfileFlags::default);
+        Ok(cmd)
     }
 
     fn from_scan(s: Scanned) -> Result<RunCommand, ArgError> {
@@ -343,6 +419,7 @@ impl RunCommand {
             debug: false,
             print_ir_after_all: false,
             bench: BenchOptions::default(),
+            profile: None,
             args: vec![],
         };
         for (f, value) in s.options {
@@ -377,6 +454,23 @@ impl RunCommand {
                 "bytes" => cmd.bench.bytes = Some(v.to_string()),
                 "json" => cmd.bench.json = true,
                 "flush-l2" => cmd.bench.flush_l2 = true,
+                "regions" => {
+                    let p = cmd.profile.get_or_insert_with(ProfileFlags::default);
+                    p.regions = Regions::parse(v).map_err(|m| ArgError::new(&flag, m))?;
+                }
+                "granularity" => {
+                    let p = cmd.profile.get_or_insert_with(ProfileFlags::default);
+                    p.granularity = trident_gpu::options::parse_granularity(v).map_err(|m| ArgError::new(&flag, m))?;
+                }
+                "buffer-records" => {
+                    let n = parse_u64(&flag, v)?;
+                    let n = u32::try_from(n).ok().filter(|&n| validate_capacity(n).is_ok()).ok_or_else(|| {
+                        ArgError::new(&flag, format!("must be a power of two from 1 to 65536 records, got {v}"))
+                    })?;
+                    cmd.profile.get_or_insert_with(ProfileFlags::default).buffer_records = n;
+                }
+                "trace" => cmd.profile.get_or_insert_with(ProfileFlags::default).trace = Some(PathBuf::from(v)),
+                "csv" => cmd.profile.get_or_insert_with(ProfileFlags::default).csv = Some(PathBuf::from(v)),
                 _ => return Err(ArgError::new(&flag, "unknown option")),
             }
         }
@@ -616,6 +710,33 @@ mod tests {
         assert_eq!(bad("v.ptx --grid 1 --block 1 --save x=o.npy").arg, "--save");
         assert_eq!(bad("v.ptx --grid 1 --block 1 n=3").arg, "n=3");
         assert!(matches!(RunLine::parse(&["k.py::f", "--grid", "1"]).unwrap(), RunLine::Kernel(_)));
+    }
+
+    #[test]
+    fn profile_lines() {
+        let words = "kernels/softmax.py::softmax_kernel --grid 4 --backend emu --regions kernel,loads \
+                     --granularity warpgroup --buffer-records=64 --trace t.json --csv t.csv x=randn:f32:4x33 n_cols=33";
+        let words: Vec<&str> = words.split_whitespace().collect();
+        let cmd = RunCommand::parse_profile(&words).unwrap();
+        let p = cmd.profile.clone().unwrap();
+        assert_eq!((p.regions.words(), p.granularity, p.buffer_records), ("kernel,loads".into(), Granularity::Warpgroup, 64));
+        assert_eq!((&p.trace, &p.csv), (&Some(PathBuf::from("t.json")), &Some(PathBuf::from("t.csv"))));
+        assert_eq!(p.options().capacity, 64);
+        // Defaults: scopes, the kernel and loops, per warp, 256 records.
+        let d = RunCommand::parse_profile(&["k.py::f", "--grid", "1"]).unwrap().profile.unwrap();
+        assert_eq!((d.regions.words(), d.granularity, d.buffer_records), ("scopes,kernel,loops".into(), Granularity::Warp, 256));
+        let bad = |s: &str| RunCommand::parse_profile(&s.split_whitespace().collect::<Vec<_>>()).unwrap_err();
+        assert_eq!(bad("k.py::f --grid 1 --regions frames").arg, "--regions");
+        assert!(bad("k.py::f --grid 1 --regions frames").to_string().contains("unknown region kind `frames`"));
+        assert_eq!(bad("k.py::f --grid 1 --buffer-records 100").arg, "--buffer-records");
+        assert!(bad("k.py::f --grid 1 --buffer-records 100").to_string().contains("power of two"));
+        assert_eq!(bad("k.py::f --grid 1 --buffer-records 0").arg, "--buffer-records");
+        assert_eq!(bad("k.py::f --grid 1 --granularity thread").arg, "--granularity");
+        assert_eq!(bad("k.py::f --grid 1 --backend interp").arg, "--backend");
+        assert_eq!(bad("k.py::f --grid 1 --reps 3").arg, "--reps");
+        // `run` does not take profiling options.
+        assert_eq!(RunCommand::parse(&["k.py::f", "--grid", "1", "--regions", "kernel"]).unwrap_err().arg, "--regions");
+        assert_eq!(RunCommand::parse(&["k.py::f", "--grid", "1"]).unwrap().profile, None);
     }
 
     #[test]

@@ -44,7 +44,8 @@ use crate::rng::{generate, Distribution, SplitMix64};
 pub mod command;
 
 pub use command::{
-    flags_help, parse_grid, parse_save, Backend, BenchOptions, Flag, Grid, LineKind, PtxCommand, PtxSave, RunCommand,
+    flags_help, parse_grid, parse_save, Backend, BenchOptions, Flag, Grid, LineKind, ProfileFlags, PtxCommand, PtxSave,
+    RunCommand,
     RunLine, SaveSpec, FLAGS,
 };
 

@@ -115,6 +115,7 @@ impl Ctx<'_> {
             options: self.options.clone(),
             num_warps,
             num_stages,
+            profile: self.opts.profile.filter(|_| self.target != CodeTarget::Tile),
             print_ir_after_all: self.print_ir_after_all,
             target: self.target,
         }

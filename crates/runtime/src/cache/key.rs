@@ -246,8 +246,11 @@ pub fn version() -> &'static str {
 //   front end looks at ([`signature_text`]);
 // * every constexpr given, from the config or from `@triton.heuristics` ([`constexpr_text`]);
 // * the options: `debug` and `default_dot_precision` (the front end's [`CompileOptions`],
-//   the very value the compile is given), and for GPU targets `num_warps` and `num_stages`
-//   (tile IR does not depend on them, so a tile-IR entry serves every choice of them);
+//   the very value the compile is given), `profile_scopes` when set (scopes become records
+//   in the tile IR), and for GPU targets `num_warps`, `num_stages` and, when profiling,
+//   `profile` (regions, granularity, ring capacity, probe mode; tile IR does not depend on
+//   them, so a tile-IR entry serves every choice of them). Options only written when set
+//   keep the keys of unprofiled compilations what they were;
 // * the value of every environment variable the kernel's files read at module level
 //   (`env:NAME` options; [`env_names_read`]);
 // * the target ([`CodeTarget::name`]).
@@ -277,6 +280,7 @@ pub(crate) fn describe(
     options: &CompileOptions,
     num_warps: u32,
     num_stages: u32,
+    profile: Option<&trident_gpu::ProfileOptions>,
 ) -> Described {
     let find = |name: &str| infos.iter().rev().find(|(n, _)| n == name).map(|(_, a)| a);
     let mut signature = vec![];
@@ -296,9 +300,15 @@ pub(crate) fn describe(
         ("debug".to_string(), options.debug.to_string()),
         ("default_dot_precision".to_string(), options.default_dot_precision.name().to_string()),
     ];
+    if options.profile_scopes {
+        opts.push(("profile_scopes".to_string(), "true".to_string()));
+    }
     if target != CodeTarget::Tile {
         opts.push(("num_warps".to_string(), num_warps.to_string()));
         opts.push(("num_stages".to_string(), num_stages.to_string()));
+        if let Some(p) = profile {
+            opts.push(("profile".to_string(), p.key_text()));
+        }
     }
     Described { target: target.name(), signature, constexprs, options: opts }
 }
@@ -454,8 +464,9 @@ mod tests {
             ("B".to_string(), ArgInfo::Constexpr(ConstValue::Int(64))),
         ];
         let opts = CompileOptions::default();
-        let text =
-            |target, warps, stages, o: &CompileOptions| describe(k, &infos, target, o, warps, stages).spec_text("s");
+        let text = |target, warps, stages, o: &CompileOptions| {
+            describe(k, &infos, target, o, warps, stages, None).spec_text("s")
+        };
         let emu = CodeTarget::Emu(trident_gpu::Target::Sm80);
         // Tile IR does not depend on warps or stages: one entry serves them all.
         assert_eq!(text(CodeTarget::Tile, 4, 1, &opts), text(CodeTarget::Tile, 8, 4, &opts));
@@ -465,7 +476,16 @@ mod tests {
         assert_ne!(text(CodeTarget::Tile, 4, 3, &opts), text(CodeTarget::Tile, 4, 3, &ieee));
         let debug = CompileOptions { debug: true, ..opts.clone() };
         assert_ne!(text(CodeTarget::Tile, 4, 3, &opts), text(CodeTarget::Tile, 4, 3, &debug));
-        let d = describe(k, &infos, emu, &opts, 4, 3);
+        // Profiling: the scopes change the tile IR (every target), the probes the GPU code.
+        let scopes = CompileOptions { profile_scopes: true, ..opts.clone() };
+        assert_ne!(text(CodeTarget::Tile, 4, 3, &opts), text(CodeTarget::Tile, 4, 3, &scopes));
+        let profiled = |p: &trident_gpu::ProfileOptions, target| describe(k, &infos, target, &opts, 4, 3, Some(p)).spec_text("s");
+        let p = trident_gpu::ProfileOptions::default();
+        let small = trident_gpu::ProfileOptions { capacity: 64, ..p };
+        assert_ne!(profiled(&p, emu), text(emu, 4, 3, &opts));
+        assert_ne!(profiled(&p, emu), profiled(&small, emu));
+        assert_eq!(profiled(&p, CodeTarget::Tile), text(CodeTarget::Tile, 4, 3, &opts));
+        let d = describe(k, &infos, emu, &opts, 4, 3, None);
         assert_eq!(cache_key(&prog, "k", &d).id(), cache_key(&prog, "k", &d).id());
         let summary = cache_key(&prog, "k", &d).summary().to_string();
         assert_eq!(

@@ -63,15 +63,20 @@ pub(super) fn build(req: &Request, infos: &[(String, ArgInfo)]) -> Result<Compil
     let gpu = match req.target.gpu() {
         None => None,
         Some(target) => {
-            let gopts =
-                GpuOptions { target, num_warps: req.num_warps, num_stages: req.num_stages, ..GpuOptions::default() };
+            let gopts = GpuOptions {
+                target,
+                num_warps: req.num_warps,
+                num_stages: req.num_stages,
+                profile: req.profile,
+                ..GpuOptions::default()
+            };
             let module = &compiled.module;
             let art = trident_gpu::GpuPipeline::new(&gopts)
                 .print_ir_after_all(req.print_ir_after_all)
                 .run(module, &compiled.kernel)
                 .map_err(|e| gpu_error(e, &module.files))?;
             let ttgir = print_module(&art.gpu_ir, &PrintOptions::with_locs());
-            let ptx = art.ptx;
+            let (ptx, profile) = (art.ptx, art.profile);
             let mut asm = Assembled::default();
             if matches!(req.target, CodeTarget::Cuda(_))
                 && trident_gpu::tools::find(trident_gpu::tools::Tool::Ptxas).is_ok()
@@ -86,7 +91,7 @@ pub(super) fn build(req: &Request, infos: &[(String, ArgInfo)]) -> Result<Compil
                     Err(e) => notes.push(format!("ptxas: {e}; the driver will compile the PTX")),
                 }
             }
-            Some(GpuCode::new(ptx, ttgir, req.num_warps, req.num_stages, asm))
+            Some(GpuCode::new(ptx, ttgir, req.num_warps, req.num_stages, asm, profile))
         }
     };
     Ok(CompiledKernel {

@@ -51,6 +51,12 @@ pub struct GpuMeta {
     pub num_warps: u32,
     /// Software-pipelining stages.
     pub num_stages: u32,
+    /// Whether the PTX takes the profile buffer as a hidden last parameter.
+    #[serde(default)]
+    pub profile_buffer: bool,
+    /// The profile meta of a profiled kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<trident_profile::ProfileMeta>,
 }
 
 impl GpuMeta {
@@ -71,6 +77,8 @@ impl GpuMeta {
                 .collect(),
             num_warps: g.num_warps,
             num_stages: g.num_stages,
+            profile_buffer: p.profile_buffer,
+            profile: g.profile.clone(),
         }
     }
 
@@ -93,6 +101,7 @@ impl GpuMeta {
             shared_bytes: self.shared_bytes,
             params,
             target,
+            profile_buffer: self.profile_buffer,
         })
     }
 }
@@ -157,7 +166,11 @@ pub(super) fn decode(entry: &Entry, prog: &KernelProgram) -> Result<CompiledKern
                 registers: entry.metadata.build.registers,
                 spills: entry.metadata.build.spills,
             };
-            Some(GpuCode::new(g.to_ptx(ptx)?, entry.ttgir.clone().unwrap_or_default(), g.num_warps, g.num_stages, asm))
+            if let Some(meta) = &g.profile {
+                meta.validate().map_err(|e| format!("bad profile meta: {e}"))?;
+            }
+            let ttgir = entry.ttgir.clone().unwrap_or_default();
+            Some(GpuCode::new(g.to_ptx(ptx)?, ttgir, g.num_warps, g.num_stages, asm, g.profile.clone()))
         }
     };
     let target = match (&gpu, entry.metadata.key.target.split_once('-')) {

@@ -24,6 +24,7 @@ mod codec;
 use std::sync::Arc;
 
 use trident_front::{ArgInfo, CompileOptions, KernelInfo};
+use trident_gpu::ProfileOptions;
 
 use crate::cache::key::{cache_key, describe};
 use crate::cache::{MemoKey, Outcome};
@@ -85,6 +86,9 @@ pub(crate) struct Request<'a> {
     pub num_warps: u32,
     /// Software-pipelining depth (GPU targets).
     pub num_stages: u32,
+    /// In-kernel profiling (GPU targets; the user's scopes are the front end's
+    /// `options.profile_scopes`).
+    pub profile: Option<ProfileOptions>,
     /// Print the IR after every pass (the launch's flag or `TRIDENT_DUMP_IR`); bypasses the cache.
     pub print_ir_after_all: bool,
     pub target: CodeTarget,
@@ -117,7 +121,7 @@ pub(crate) fn compile(
         session.count_build();
         return Ok((Arc::new(build::build(req, &infos)?), None));
     };
-    let d = describe(req.kernel, &infos, req.target, &req.options, req.num_warps, req.num_stages);
+    let d = describe(req.kernel, &infos, req.target, &req.options, req.num_warps, req.num_stages, req.profile.as_ref());
     let memo = MemoKey::new(&req.kernel.name, d.spec_text(req.prog.source_id()));
     // A decoding failure (an entry that verifies but cannot be used, e.g.
     // written by an incompatible build) removes the entry and compiles again, once.

@@ -1,0 +1,173 @@
+//! `trident profile` end to end on the emulator: the table, the trace (checked against the
+//! trace-event format by the profile crate's checker), the CSV, `--save`d outputs equal to
+//! an unprofiled run's, dropped records reported, identical traces run to run, and the
+//! errors users see for bad options.
+
+#[path = "../../profile/tests/common/trace_check.rs"]
+mod trace_check;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use trident_runtime::npy;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("trident-cli-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs `trident` with a compile cache of the test's own.
+fn trident(args: &[&str]) -> Output {
+    let cache = dir().join("cache");
+    Command::new(env!("CARGO_BIN_EXE_trident"))
+        .args(args)
+        .current_dir(root())
+        .env("TRIDENT_CACHE_DIR", &cache)
+        .env_remove("TRIDENT_EMU_TARGET")
+        .output()
+        .expect("runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+const SOFTMAX: &[&str] = &[
+    "kernels/softmax.py::softmax_kernel",
+    "--grid",
+    "6",
+    "x=randn:f32:6x1000",
+    "y=empty:f32:6x1000",
+    "x_row_stride=1000",
+    "y_row_stride=1000",
+    "n_cols=1000",
+    "BLOCK=1024",
+    "--seed",
+    "11",
+];
+
+fn matmul(extra: &[&str]) -> Vec<String> {
+    let words = [
+        "kernels/matmul.py::matmul_kernel",
+        "--grid",
+        "4",
+        "--num-warps",
+        "4",
+        "a=randn:f16:64x128",
+        "b=randn:f16:128x64",
+        "c=empty:f16:64x64",
+        "M=64",
+        "N=64",
+        "K=128",
+        "stride_am=128",
+        "stride_ak=1",
+        "stride_bk=64",
+        "stride_bn=1",
+        "stride_cm=64",
+        "stride_cn=1",
+        "BLOCK_M=32",
+        "BLOCK_N=32",
+        "BLOCK_K=32",
+        "GROUP_M=2",
+    ];
+    words.iter().chain(extra).map(|s| s.to_string()).collect()
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn softmax_profile_prints_the_table_writes_trace_and_csv_and_saves_what_run_saves() {
+    let d = dir();
+    let (trace, csv, y_prof, y_run) =
+        (d.join("sm.json"), d.join("sm.csv"), d.join("y-prof.npy"), d.join("y-run.npy"));
+    let mut words = vec!["profile", "--backend", "emu", "--regions", "kernel,loads"];
+    words.extend_from_slice(SOFTMAX);
+    let (t, c, s) =
+        (format!("--trace={}", trace.display()), format!("--csv={}", csv.display()), format!("y={}", y_prof.display()));
+    words.extend_from_slice(&[&t, &c, "--save", &s]);
+    let o = trident(&words);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("kernel softmax_kernel on emu-sm_80: 6 CTAs x 4 warps (24 of 24 slots decoded)"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("kernel ") && l.contains("softmax.py:14") && l.contains(" 24 ")), "{out}");
+    assert!(out.contains("load@softmax.py:18"), "{out}");
+    assert!(out.contains("records dropped by ring wrap: 0; issues: 0 errors"), "{out}");
+    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert_eq!(trace_check::violations(&trace), Vec::<String>::new());
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    assert!(csv.starts_with("region_id,region,kind,source,count"), "{csv}");
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    // The same launch unprofiled writes the same y.
+    let mut words = vec!["run", "--backend", "emu"];
+    words.extend_from_slice(SOFTMAX);
+    let s = format!("y={}", y_run.display());
+    words.extend_from_slice(&["--save", &s]);
+    let o = trident(&words);
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert_eq!(npy::read(&y_prof).unwrap().data, npy::read(&y_run).unwrap().data);
+}
+
+#[test]
+fn matmul_profile_counts_loop_iterations_and_is_the_same_run_to_run() {
+    let d = dir();
+    let traces = [d.join("mm1.json"), d.join("mm2.json")];
+    for t in &traces {
+        let trace = format!("--trace={}", t.display());
+        let words = matmul(&["--backend", "emu", "--regions", "kernel,loops,dots,loads", "--granularity", "warp", &trace]);
+        let o = trident(&[&["profile"], &strs(&words)[..]].concat());
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{err}");
+        // 4 CTAs x 4 warps x 4 iterations of the K loop.
+        let row = |prefix: &str| {
+            let source = |l: &str| l.split_whitespace().nth(1).is_some_and(|s| s.starts_with("matmul.py:"));
+            out.lines().find(|l| l.starts_with(prefix) && source(l)).unwrap_or_else(|| panic!("{prefix}: {out}"))
+        };
+        let count = |l: &str| l.split_whitespace().nth(2).unwrap().to_string();
+        assert_eq!(count(row("loop@matmul.py")), "64", "{out}");
+        assert_eq!(count(row("dot@matmul.py")), "64", "{out}");
+        assert_eq!(count(row("kernel")), "16", "{out}");
+        assert!(out.contains("issues: 0 errors, 0 warnings"), "{out}");
+    }
+    let (a, b) = (std::fs::read(&traces[0]).unwrap(), std::fs::read(&traces[1]).unwrap());
+    assert_eq!(a, b, "two emulator runs gave different traces");
+}
+
+#[test]
+fn a_small_ring_reports_dropped_records() {
+    let words = matmul(&["--backend", "emu", "--regions", "loops", "--buffer-records", "4"]);
+    let o = trident(&[&["profile"], &strs(&words)[..]].concat());
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    // Each warp made 8 records (4 iterations x start and end) into a ring of 4.
+    assert!(out.contains("records dropped by ring wrap: 64"), "{out}");
+    assert!(out.contains("dropped"), "{out}");
+}
+
+#[test]
+fn bad_profiling_options_are_clear_errors() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--regions", "frames"], "unknown region kind `frames`"),
+        (&["--buffer-records", "100"], "must be a power of two from 1 to 65536 records, got 100"),
+        (&["--granularity", "thread"], "unknown granularity `thread`"),
+        (&["--backend", "interp"], "profiling runs on emu or cuda"),
+        (&["--backend", "emu", "--buffer-records", "65536"], "bytes are the profile rings (4 warps x 65536 records x 8 bytes)"),
+    ];
+    for (extra, want) in cases {
+        let words = matmul(extra);
+        let o = trident(&[&["profile"], &strs(&words)[..]].concat());
+        let (_, err) = text(&o);
+        assert!(!o.status.success(), "{extra:?} should fail");
+        assert!(err.contains(want), "{extra:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // `run` does not know the profiling options.
+    let words = matmul(&["--regions", "kernel"]);
+    let o = trident(&[&["run"], &strs(&words)[..]].concat());
+    assert!(text(&o).1.contains("`--regions`: unknown option"), "{}", text(&o).1);
+}
