@@ -21,6 +21,13 @@
 //! Values of stage 0 that stage 1 also needs (masks from the induction variable) are
 //! recomputed in stage 1. Loops that do not fit (stage 0 depending on stage 1, a pipelined
 //! load with a non-zero `other`, a pointer carried out of the loop) are left alone.
+//!
+//! **Records.** A body holding `record` ops (the user's profiling scopes; the automatic
+//! regions are added after this pass) keeps every memory op and dot where it was among
+//! them: the body is rebuilt in its own order, a pipelined load's place getting the wait
+//! (before the first one), the `local_load` of the current slot and the prefetch of
+//! iteration k+S−1 (the commit after the last), the stage-0 pure ops at their places. Only
+//! pure ops move, as records allow. Without records the schedule above is kept exactly.
 
 use crate::analysis::AxisAnalysis;
 use crate::layout::distributed;
