@@ -84,8 +84,7 @@ fn strs(v: &[String]) -> Vec<&str> {
 #[test]
 fn softmax_profile_prints_the_table_writes_trace_and_csv_and_saves_what_run_saves() {
     let d = dir();
-    let (trace, csv, y_prof, y_run) =
-        (d.join("sm.json"), d.join("sm.csv"), d.join("y-prof.npy"), d.join("y-run.npy"));
+    let (trace, csv, y_prof, y_run) = (d.join("sm.json"), d.join("sm.csv"), d.join("y-prof.npy"), d.join("y-run.npy"));
     let mut words = vec!["profile", "--backend", "emu", "--regions", "kernel,loads"];
     words.extend_from_slice(SOFTMAX);
     let (t, c, s) =
@@ -95,7 +94,10 @@ fn softmax_profile_prints_the_table_writes_trace_and_csv_and_saves_what_run_save
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     assert!(out.contains("kernel softmax_kernel on emu-sm_80: 6 CTAs x 4 warps (24 of 24 slots decoded)"), "{out}");
-    assert!(out.lines().any(|l| l.starts_with("kernel ") && l.contains("softmax.py:14") && l.contains(" 24 ")), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("kernel ") && l.contains("softmax.py:14") && l.contains(" 24 ")),
+        "{out}"
+    );
     assert!(out.contains("load@softmax.py:18"), "{out}");
     assert!(out.contains("records dropped by ring wrap: 0; issues: 0 errors"), "{out}");
     let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
@@ -119,7 +121,8 @@ fn matmul_profile_counts_loop_iterations_and_is_the_same_run_to_run() {
     let traces = [d.join("mm1.json"), d.join("mm2.json")];
     for t in &traces {
         let trace = format!("--trace={}", t.display());
-        let words = matmul(&["--backend", "emu", "--regions", "kernel,loops,dots,loads", "--granularity", "warp", &trace]);
+        let words =
+            matmul(&["--backend", "emu", "--regions", "kernel,loops,dots,loads", "--granularity", "warp", &trace]);
         let o = trident(&[&["profile"], &strs(&words)[..]].concat());
         let (out, err) = text(&o);
         assert!(o.status.success(), "{err}");
@@ -156,7 +159,10 @@ fn bad_profiling_options_are_clear_errors() {
         (&["--buffer-records", "100"], "must be a power of two from 1 to 65536 records, got 100"),
         (&["--granularity", "thread"], "unknown granularity `thread`"),
         (&["--backend", "interp"], "profiling runs on emu or cuda"),
-        (&["--backend", "emu", "--buffer-records", "65536"], "bytes are the profile rings (4 warps x 65536 records x 8 bytes)"),
+        (
+            &["--backend", "emu", "--buffer-records", "65536"],
+            "bytes are the profile rings (4 warps x 65536 records x 8 bytes)",
+        ),
     ];
     for (extra, want) in cases {
         let words = matmul(extra);

@@ -155,12 +155,16 @@ fn matmul_probes_keep_outputs_and_count_iterations() {
                 prof.ptx.ptx.lines().map(str::trim).filter(|l| l.ends_with(';') && !l.starts_with("//")).collect();
             let end_probe = |name: &str| {
                 let tag = p.meta.regions.iter().find(|r| r.name == name).unwrap().id | 1 << 31;
-                let at = lines.iter().position(|l| l.starts_with("mov.b32") && l.ends_with(&format!(", {tag};"))).unwrap();
+                let at =
+                    lines.iter().position(|l| l.starts_with("mov.b32") && l.ends_with(&format!(", {tag};"))).unwrap();
                 lines[at - 3]
             };
             assert!(end_probe(&dot_name).starts_with("wgmma.commit_group"), "{}", end_probe(&dot_name));
             assert!(end_probe(&loop_name).starts_with("wgmma.wait_group"), "{}", end_probe(&loop_name));
-            assert_eq!(prof.ptx.ptx.matches("wgmma.wait_group").count(), plain.ptx.ptx.matches("wgmma.wait_group").count());
+            assert_eq!(
+                prof.ptx.ptx.matches("wgmma.wait_group").count(),
+                plain.ptx.ptx.matches("wgmma.wait_group").count()
+            );
         }
     }
 }
@@ -298,6 +302,13 @@ fn a_ring_that_wraps_reports_its_dropped_records() {
     assert_eq!(c.get(&(0, "store".to_string())), Some(&1));
     let table = trident_profile::table::render_table(&p);
     assert!(table.contains("dropped"), "{table}");
+    // A ring of one record (slots only 8-byte aligned): the last record, the store's end.
+    let prof = compile_for(&m, &kernel, Target::Sm80, 1, Some(profile_opts("scopes", Granularity::Warp, 1)));
+    let (_, p, buffer) = run_profiled(&prof, [1, 1, 1], &rt);
+    assert_eq!((p.slots[0].trace.total, p.dropped_records()), (total, (total - 1) as u64));
+    let store = p.meta.regions.iter().find(|r| r.name == "store").unwrap().id;
+    assert_eq!(&buffer[64..68], &(store | 1 << 31).to_le_bytes());
+    assert!(!p.has_errors(), "{:?}", p.issues);
 }
 
 #[test]

@@ -118,6 +118,12 @@ impl LaunchOptions {
                  which has no clock to read",
             ));
         }
+        if p.mode != trident_gpu::ProbeMode::Probes {
+            return Err(RunError::msg(
+                "error: a launch profiles with probes; markers (the emulator's zero-cost ground truth) leave no \
+                 buffer to decode: compile them with trident_gpu and read the emulator's markers",
+            ));
+        }
         p.validate().map_err(|m| RunError::msg(format!("error: {m}")))
     }
 

@@ -126,7 +126,10 @@ fn profiling_options_are_keyed_and_profiled_entries_come_back_from_disk() {
     let warp2 = LaunchOptions { session: Some(s2.clone()), ..warp };
     assert_eq!(run(&s2, warp2), (Some(Outcome::Hit), Some((2, 256))));
     let listed = s.cache().unwrap().list();
-    assert!(listed.iter().any(|e| e.summary.contains("profile=regions=scopes granularity=warp capacity=256")), "{listed:?}");
+    assert!(
+        listed.iter().any(|e| e.summary.contains("profile=regions=scopes granularity=warp capacity=256")),
+        "{listed:?}"
+    );
     assert!(listed.iter().any(|e| e.summary.contains("profile_scopes=true")));
 }
 
@@ -146,4 +149,8 @@ fn the_interpreter_refuses_to_profile() {
     bad.profile.as_mut().unwrap().capacity = 48;
     let e = launch(&prog, prog.kernel(None).unwrap(), &mut a, &bad).unwrap_err();
     assert!(e.text.contains("power of two"), "{e}");
+    let mut markers = profiled(opts(&s, Backend::Emu, "cdiv(n, BLOCK)"), "kernel", Granularity::Warp);
+    markers.profile.as_mut().unwrap().mode = trident_runtime::profile::ProbeMode::Markers;
+    let e = launch(&prog, prog.kernel(None).unwrap(), &mut a, &markers).unwrap_err();
+    assert!(e.text.contains("a launch profiles with probes"), "{e}");
 }

@@ -16,7 +16,7 @@
 //! (`GpuOptions::profile`, [`ProbeMode::Probes`]; [`PtxKernel::profile_buffer`]) takes one
 //! more parameter after the IR's, `.param .u64 <kernel>_param_<n>` (`n` = the number of IR
 //! parameters): the global address of the profile buffer, which the launcher allocates
-//! (`ProfileMeta::layout()?.buffer_bytes()` bytes, 8-byte aligned), fills with zeros before
+//! (`ProfileMeta::layout()?.buffer_bytes()` bytes, 16-byte aligned), fills with zeros before
 //! the launch and reads back after it (format: `trident_profile::format`). Markers and
 //! unprofiled kernels have no hidden parameter.
 //!

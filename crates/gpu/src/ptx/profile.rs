@@ -15,9 +15,11 @@
 //!   `st.shared.v2.u32` by the leader, `n += 1`;
 //! * exit (the kernel's one `ret`; structured IR has no other): `%clock64` and
 //!   `%globaltimer`; then the leader's warp copies the ring as it is to its slot of the
-//!   profile buffer (after `bar.warp.sync`, each lane copies records lane, lane + 32, ...),
-//!   and the leader writes header words 1–3 and 8–15, and the magic last. The buffer's
-//!   address is the hidden last kernel parameter (see the ABI in [`super`]).
+//!   profile buffer (after `bar.warp.sync`, each lane copies records lane, lane + 32, ...;
+//!   only the `min(n, capacity)` entries written), and the leader writes the header (16-byte
+//!   vector stores: slots are 16-byte aligned for rings of two records or more) and the
+//!   magic last. The buffer's address is the hidden last kernel parameter (see the ABI in
+//!   [`super`]; it must be 16-byte aligned).
 //!
 //! **Markers** ([`ProbeMode::Markers`]). Each record is the comment line
 //! `//@trident.mark <tag>`: no instruction, no ring, no parameter; `ptxas` ignores it and
@@ -212,15 +214,19 @@ impl Emitter<'_> {
         self.ins(format!("mul.wide.u32 {offset}, {slot_index}, {slot_bytes}"));
         self.ins(format!("add.u64 {slot}, {buffer}, {offset}"));
         if let Some(ring) = ring {
-            // Lane i copies records i, i + 32, ... (8 bytes each) to the slot's ring.
-            let (at, from, lo, hi) = (b32(self), b32(self), b32(self), b32(self));
+            // Lane i copies records i, i + 32, ... (8 bytes each) to the slot's ring: the
+            // records made, as they are (all `capacity` once the ring wrapped; the buffer
+            // was zeroed and the decoder reads entries 0..n only when n < capacity).
+            let (at, from, lo, hi, made) = (b32(self), b32(self), b32(self), b32(self), b32(self));
             let (wide, to) = (self.new_reg(RegClass::B64), self.new_reg(RegClass::B64));
             let past = self.new_reg(RegClass::Pred);
             let (head, copied) = (self.new_label("profile_ring"), self.new_label("profile_ring_done"));
             let lane = self.lane;
+            self.ins(format!("min.u32 {made}, {count}, {}", geom.capacity));
+            self.ins(format!("shl.b32 {made}, {made}, 3"));
             self.ins(format!("shl.b32 {at}, {lane}, 3"));
             self.label(&head);
-            self.ins(format!("setp.ge.u32 {past}, {at}, {}", geom.ring_bytes()));
+            self.ins(format!("setp.ge.u32 {past}, {at}, {made}"));
             self.ins(format!("@{past} bra {copied}"));
             self.ins(format!("add.u32 {from}, {ring}, {at}"));
             self.ins(format!("ld.shared.v2.u32 {{{lo}, {hi}}}, [{from}]"));
@@ -232,23 +238,39 @@ impl Emitter<'_> {
             self.label(&copied);
         }
         // The header, by the leader; the magic last (a torn flush stays visible).
-        let (smid, cap, magic) = (b32(self), b32(self), b32(self));
-        let zero = self.new_reg(RegClass::B64);
+        let (smid, cap, magic, zero) = (b32(self), b32(self), b32(self), b32(self));
         self.ins(format!("mov.u32 {smid}, %smid"));
         self.ins(format!("mov.u32 {cap}, {}", geom.capacity));
         self.ins(format!("mov.u32 {magic}, {MAGIC}"));
-        self.ins(format!("mov.b64 {zero}, 0"));
+        self.ins(format!("mov.u32 {zero}, 0"));
         let at = |w: usize| header_offset(w);
-        self.ins(format!("@{leader} st.global.u32 [{slot}+{}], {cta}", at(W_CTA)));
-        self.ins(format!("@{leader} st.global.u32 [{slot}+{}], {group}", at(W_GROUP)));
-        self.ins(format!("@{leader} st.global.u32 [{slot}+{}], {count}", at(W_TOTAL)));
-        self.ins(format!("@{leader} st.global.u64 [{slot}+{}], {clock_start}", at(W_CLOCK_START_LO)));
-        self.ins(format!("@{leader} st.global.u64 [{slot}+{}], {timer_start}", at(W_GTIMER_START_LO)));
-        self.ins(format!("@{leader} st.global.u64 [{slot}+{}], {timer_end}", at(W_GTIMER_END_LO)));
-        self.ins(format!("@{leader} st.global.u64 [{slot}+{}], {clock_end}", at(W_CLOCK_END_LO)));
-        self.ins(format!("@{leader} st.global.v2.u32 [{slot}+{}], {{{smid}, {cap}}}", at(W_SMID)));
-        debug_assert_eq!(at(W_CAPACITY), at(W_SMID) + 4);
-        self.ins(format!("@{leader} st.global.u64 [{slot}+{}], {zero}", at(W_RESERVED0)));
+        debug_assert_eq!((at(W_CTA), at(W_GROUP), at(W_TOTAL)), (4, 8, 12));
+        debug_assert_eq!((at(W_GTIMER_START_LO), at(W_CLOCK_END_LO), at(W_CAPACITY)), (24, 40, 52));
+        if slot_bytes % 16 == 0 {
+            // Slots are 16-byte aligned (the buffer is): five vector stores.
+            self.ins(format!("@{leader} st.global.v4.u32 [{slot}], {{{zero}, {cta}, {group}, {count}}}"));
+            self.ins(format!(
+                "@{leader} st.global.v2.u64 [{slot}+{}], {{{clock_start}, {timer_start}}}",
+                at(W_CLOCK_START_LO)
+            ));
+            self.ins(format!(
+                "@{leader} st.global.v2.u64 [{slot}+{}], {{{timer_end}, {clock_end}}}",
+                at(W_GTIMER_END_LO)
+            ));
+            self.ins(format!("@{leader} st.global.v4.u32 [{slot}+{}], {{{smid}, {cap}, {zero}, {zero}}}", at(W_SMID)));
+        } else {
+            // A ring of one record: slots are only 8-byte aligned.
+            self.ins(format!("@{leader} st.global.v2.u32 [{slot}], {{{zero}, {cta}}}"));
+            self.ins(format!("@{leader} st.global.v2.u32 [{slot}+{}], {{{group}, {count}}}", at(W_GROUP)));
+            for (w, r) in [(W_CLOCK_START_LO, clock_start), (W_GTIMER_START_LO, timer_start)] {
+                self.ins(format!("@{leader} st.global.u64 [{slot}+{}], {r}", at(w)));
+            }
+            for (w, r) in [(W_GTIMER_END_LO, timer_end), (W_CLOCK_END_LO, clock_end)] {
+                self.ins(format!("@{leader} st.global.u64 [{slot}+{}], {r}", at(w)));
+            }
+            self.ins(format!("@{leader} st.global.v2.u32 [{slot}+{}], {{{smid}, {cap}}}", at(W_SMID)));
+            self.ins(format!("@{leader} st.global.v2.u32 [{slot}+{}], {{{zero}, {zero}}}", at(W_RESERVED0)));
+        }
         self.ins(format!("@{leader} st.global.u32 [{slot}+{}], {magic}", at(W_MAGIC)));
         self.label(&done);
         Ok(())

@@ -327,7 +327,13 @@ pub struct ProfileFlags {
 impl Default for ProfileFlags {
     fn default() -> ProfileFlags {
         let d = ProfileOptions::default();
-        ProfileFlags { regions: d.regions, granularity: d.granularity, buffer_records: d.capacity, trace: None, csv: None }
+        ProfileFlags {
+            regions: d.regions,
+            granularity: d.granularity,
+            buffer_records: d.capacity,
+            trace: None,
+            csv: None,
+        }
     }
 }
 
@@ -719,12 +725,18 @@ mod tests {
         let words: Vec<&str> = words.split_whitespace().collect();
         let cmd = RunCommand::parse_profile(&words).unwrap();
         let p = cmd.profile.clone().unwrap();
-        assert_eq!((p.regions.words(), p.granularity, p.buffer_records), ("kernel,loads".into(), Granularity::Warpgroup, 64));
+        assert_eq!(
+            (p.regions.words(), p.granularity, p.buffer_records),
+            ("kernel,loads".into(), Granularity::Warpgroup, 64)
+        );
         assert_eq!((&p.trace, &p.csv), (&Some(PathBuf::from("t.json")), &Some(PathBuf::from("t.csv"))));
         assert_eq!(p.options().capacity, 64);
         // Defaults: scopes, the kernel and loops, per warp, 256 records.
         let d = RunCommand::parse_profile(&["k.py::f", "--grid", "1"]).unwrap().profile.unwrap();
-        assert_eq!((d.regions.words(), d.granularity, d.buffer_records), ("scopes,kernel,loops".into(), Granularity::Warp, 256));
+        assert_eq!(
+            (d.regions.words(), d.granularity, d.buffer_records),
+            ("scopes,kernel,loops".into(), Granularity::Warp, 256)
+        );
         let bad = |s: &str| RunCommand::parse_profile(&s.split_whitespace().collect::<Vec<_>>()).unwrap_err();
         assert_eq!(bad("k.py::f --grid 1 --regions frames").arg, "--regions");
         assert!(bad("k.py::f --grid 1 --regions frames").to_string().contains("unknown region kind `frames`"));

@@ -45,8 +45,7 @@ pub mod command;
 
 pub use command::{
     flags_help, parse_grid, parse_save, Backend, BenchOptions, Flag, Grid, LineKind, ProfileFlags, PtxCommand, PtxSave,
-    RunCommand,
-    RunLine, SaveSpec, FLAGS,
+    RunCommand, RunLine, SaveSpec, FLAGS,
 };
 
 /// The value of one kernel argument, ready to launch with.

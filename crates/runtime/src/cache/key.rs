@@ -479,7 +479,8 @@ mod tests {
         // Profiling: the scopes change the tile IR (every target), the probes the GPU code.
         let scopes = CompileOptions { profile_scopes: true, ..opts.clone() };
         assert_ne!(text(CodeTarget::Tile, 4, 3, &opts), text(CodeTarget::Tile, 4, 3, &scopes));
-        let profiled = |p: &trident_gpu::ProfileOptions, target| describe(k, &infos, target, &opts, 4, 3, Some(p)).spec_text("s");
+        let profiled =
+            |p: &trident_gpu::ProfileOptions, target| describe(k, &infos, target, &opts, 4, 3, Some(p)).spec_text("s");
         let p = trident_gpu::ProfileOptions::default();
         let small = trident_gpu::ProfileOptions { capacity: 64, ..p };
         assert_ne!(profiled(&p, emu), text(emu, 4, 3, &opts));

@@ -44,7 +44,12 @@ fn costs() -> &'static Mutex<HashMap<Key, f64>> {
 
 /// Cycles one record costs a group on `backend` for code of `target` with `num_warps` warps
 /// profiled at `granularity` (measured on first use, then remembered).
-pub fn record_cost(backend: Backend, target: Target, num_warps: u32, granularity: Granularity) -> Result<f64, RunError> {
+pub fn record_cost(
+    backend: Backend,
+    target: Target,
+    num_warps: u32,
+    granularity: Granularity,
+) -> Result<f64, RunError> {
     let key = (backend, target, num_warps, granularity);
     if let Some(&c) = costs().lock().ok().and_then(|m| m.get(&key).copied()).as_ref() {
         return Ok(c);
