@@ -62,7 +62,7 @@ fn with_poison(args: &[Arg], outputs: &[usize]) -> Vec<Arg> {
                 let i = tensor;
                 tensor += 1;
                 if outputs.contains(&i) {
-                    Arg::Tensor(poisoned(t.dtype, &t.shape.iter().map(|&d| d as usize).collect::<Vec<_>>()))
+                    Arg::Tensor(poisoned(t.dtype, &t.shape))
                 } else {
                     a.clone()
                 }
@@ -115,9 +115,8 @@ fn matmul_probes_keep_outputs_and_count_iterations() {
     let want = run_interp(&m, &kernel, grid, &rt);
     for target in [Target::Sm80, Target::Sm90a] {
         let plain = compile_for(&m, &kernel, target, 4, None);
-        for t in [Target::Sm90] {
-            compile_for(&m, &kernel, t, 4, Some(profile_opts("kernel,loops,dots,loads", Granularity::Warp, 64)));
-        }
+        // sm_90 (mma.sync on Hopper) is checked by ptxas only: the emulator runs sm_80's code.
+        compile_for(&m, &kernel, Target::Sm90, 4, Some(profile_opts("kernel,loops,dots,loads", Granularity::Warp, 64)));
         let prof =
             compile_for(&m, &kernel, target, 4, Some(profile_opts("kernel,loops,dots,loads", Granularity::Warp, 64)));
         let base = run_emu(&plain.ptx, grid, &with_poison(&rt, &[2]));

@@ -246,7 +246,7 @@ impl Emitter<'_> {
         let at = |w: usize| header_offset(w);
         debug_assert_eq!((at(W_CTA), at(W_GROUP), at(W_TOTAL)), (4, 8, 12));
         debug_assert_eq!((at(W_GTIMER_START_LO), at(W_CLOCK_END_LO), at(W_CAPACITY)), (24, 40, 52));
-        if slot_bytes % 16 == 0 {
+        if slot_bytes.is_multiple_of(16) {
             // Slots are 16-byte aligned (the buffer is): five vector stores.
             self.ins(format!("@{leader} st.global.v4.u32 [{slot}], {{{zero}, {cta}, {group}, {count}}}"));
             self.ins(format!(
