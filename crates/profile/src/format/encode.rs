@@ -1,7 +1,8 @@
 //! The host-side writer of a profile buffer: given what each group recorded, produce
 //! the bytes the device would leave behind, ring wrap included. Tests use it to build
 //! buffers whose true contents are known, and the emulator's ground-truth comparison
-//! uses it to turn a probe-free timeline into a buffer the same decoder reads.
+//! uses it to turn a probe-free timeline into a buffer the same decoder reads
+//! ([`slots_from_marks`]: the markers a kernel compiled with zero-cost markers passed).
 
 use super::{
     encode_tag, header_offset, record_offset, ring_index, FormatError, Layout, MAGIC, W_CAPACITY, W_CLOCK_END_LO,
@@ -49,6 +50,60 @@ fn put_word(slot: &mut [u8], word: usize, value: u32) {
 fn put_u64(slot: &mut [u8], lo_word: usize, value: u64) {
     put_word(slot, lo_word, value as u32);
     put_word(slot, lo_word + 1, (value >> 32) as u32);
+}
+
+/// One zero-cost marker a warp passed: a record of a kernel compiled with markers
+/// (`//@trident.mark <tag>` in its PTX) as the emulator reports it — the CTA's linear id,
+/// the warp in the CTA, the tag (`region id | end << 31`, as in a ring entry) and the
+/// warp's clock there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    pub cta: u32,
+    pub warp: u32,
+    pub tag: u32,
+    pub clock: u64,
+}
+
+/// The slots a probed launch would have written had its probes cost nothing: each group's
+/// records are the marks of its leader warp (the first warp of the group, as with probes),
+/// in the order given (per warp, the order they were passed). The markers' kernel reads no
+/// clock at entry or exit, so a group's start and end clocks are its first and last
+/// mark's; its globaltimer follows its clock at the meta's nominal rate (the emulator's
+/// clocks count from the launch, so CTAs are placed on one timeline). Marks of other warps,
+/// or outside the meta's grid and warps, are ignored.
+pub fn slots_from_marks(meta: &crate::ProfileMeta, marks: &[Mark]) -> Vec<SlotData> {
+    use std::collections::BTreeMap;
+    let ctas = meta.num_ctas().unwrap_or(0);
+    let mut groups: BTreeMap<(u32, u32), Vec<RecordData>> = BTreeMap::new();
+    for m in marks {
+        let group = match meta.granularity {
+            super::Granularity::Warp => m.warp,
+            super::Granularity::Warpgroup => m.warp / super::WARPS_PER_WARPGROUP,
+            super::Granularity::Cta => 0,
+        };
+        if m.cta >= ctas || m.warp >= meta.warps_per_cta || meta.granularity.leader_warp(group) != m.warp {
+            continue;
+        }
+        let (region, is_end) = super::decode_tag(m.tag);
+        groups.entry((m.cta, group)).or_default().push(RecordData { region, is_end, clock: m.clock });
+    }
+    let ns = |clock: u64| (clock as f64 / meta.nominal_clock_ghz) as u64;
+    groups
+        .into_iter()
+        .map(|((cta, group), records)| {
+            let (first, last) = (records[0].clock, records[records.len() - 1].clock);
+            SlotData {
+                cta,
+                group,
+                sm_id: 0,
+                clock_start: first,
+                clock_end: last,
+                globaltimer_start: ns(first),
+                globaltimer_end: ns(last),
+                records,
+            }
+        })
+        .collect()
 }
 
 /// Writes one slot (`out` is exactly `slot_bytes(capacity)` long) the way the device
@@ -152,6 +207,40 @@ mod tests {
             assert_eq!(decode_tag(tag), (3, n % 2 == 1));
             assert_eq!(clock, recs[n].clock as u32);
         }
+    }
+
+    #[test]
+    fn marks_become_the_leaders_slots() {
+        let mut meta = crate::meta::tests::sample(); // 2 CTAs x 4 warps, per warp, ring of 8
+        meta.granularity = crate::Granularity::Warpgroup;
+        meta.groups_per_cta = 1;
+        let mark = |cta, warp, tag, clock| Mark { cta, warp, tag, clock };
+        let end = |id: u32| id | (1 << 31);
+        let marks = [
+            mark(1, 0, 0, 100),
+            mark(1, 1, 0, 105), // not a leader: warpgroup 0 is led by warp 0
+            mark(1, 0, 2, 150),
+            mark(1, 0, end(2), 400),
+            mark(1, 0, end(0), 500),
+            mark(0, 0, 0, 30),
+            mark(0, 0, end(0), 90),
+            mark(7, 0, 0, 1), // no such CTA
+        ];
+        let slots = slots_from_marks(&meta, &marks);
+        assert_eq!(slots.len(), 2);
+        assert_eq!((slots[0].cta, slots[0].clock_start, slots[0].clock_end, slots[0].records.len()), (0, 30, 90, 2));
+        let s = &slots[1];
+        assert_eq!((s.cta, s.group, s.clock_start, s.clock_end), (1, 0, 100, 500));
+        assert_eq!(
+            s.records.iter().map(|r| (r.region, r.is_end)).collect::<Vec<_>>(),
+            [(0, false), (2, false), (2, true), (0, true)]
+        );
+        assert_eq!(s.globaltimer_end, (500.0 / meta.nominal_clock_ghz) as u64);
+        // The decoder reads them like any buffer: no probe, so nothing to replay.
+        let bytes = encode_buffer(&meta.layout().unwrap(), &slots).unwrap();
+        let p = crate::Profile::from_buffer_with_cost(&bytes, &meta, 0.0).unwrap();
+        let dot = p.instances.iter().find(|i| i.slot == 1 && i.region == 2).unwrap();
+        assert_eq!(dot.cycles(), 250.0);
     }
 
     #[test]
