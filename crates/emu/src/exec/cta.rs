@@ -60,6 +60,7 @@ impl Cta {
                     frames: vec![Frame::new(l.func, func.nregs, lanes)],
                     clock: start,
                     now: start,
+                    last_issue: 0,
                     sched: (first_sched + w as usize) % scheds,
                     cp_open_done: 0,
                     cp_done: Default::default(),
@@ -98,16 +99,19 @@ impl Cta {
         self.warps.iter().map(|w| w.clock).max().unwrap_or(self.start)
     }
 
-    /// Runs warp `wi` while its clock stays at or below `limit` (or until it waits at a
-    /// barrier or finishes).
+    /// Runs warp `wi`: its first instruction if it can issue by cycle `first`, the
+    /// following ones while they can issue by `rest` (or until it waits at a barrier or
+    /// finishes).
     pub fn run_warp(
         &mut self,
         l: &Launch,
         sm: &mut SmTiming,
         mem: &MemSystem,
         wi: usize,
-        limit: u64,
+        first: u64,
+        rest: u64,
     ) -> Result<(), EmuError> {
+        let mut limit = first;
         loop {
             let before = self.warps[wi].warp_instrs;
             let stop = {
@@ -124,6 +128,7 @@ impl Cta {
             }
             match stop {
                 Stop::Ran => {
+                    limit = rest;
                     if self.warps[wi].clock > limit {
                         return Ok(());
                     }

@@ -38,34 +38,39 @@ impl Sm {
     /// Runs the resident warps, earliest first, until every one has reached `end`.
     fn run_epoch(&mut self, l: &Launch, mem: &MemSystem, end: u64) {
         loop {
-            // The warp that can issue first, and the clock of the runner-up: the first
-            // may run until it passes the runner-up.
-            let mut best: Option<(u64, usize, usize)> = None;
-            let mut second = u64::MAX;
+            // The warp that can issue first (ties: the one that issued least recently, so
+            // warps with equal clocks take turns), and the runner-up: the first may issue
+            // while it stays ahead of the runner-up.
+            let mut best: Option<(u64, u64, usize, usize)> = None;
+            let mut second = (u64::MAX, u64::MAX, usize::MAX, usize::MAX);
             for (si, slot) in self.slots.iter().enumerate() {
                 let Some(c) = slot else { continue };
                 for (wi, w) in c.warps.iter().enumerate() {
                     if !c.runnable(wi) {
                         continue;
                     }
+                    let key = (w.clock, w.last_issue, si, wi);
                     match best {
-                        Some((k, _, _)) if w.clock >= k => second = second.min(w.clock),
+                        Some(b) if key > b => second = second.min(key),
                         _ => {
-                            if let Some((k, _, _)) = best {
-                                second = second.min(k);
+                            if let Some(b) = best {
+                                second = second.min(b);
                             }
-                            best = Some((w.clock, si, wi));
+                            best = Some(key);
                         }
                     }
                 }
             }
-            let Some((clock, si, wi)) = best else { return };
+            let Some((clock, seq, si, wi)) = best else { return };
             if clock >= end {
                 return;
             }
-            let limit = second.min(end - 1);
+            // Its first instruction may issue at the runner-up's clock if it wins that tie;
+            // once it has issued it is the most recent and loses ties.
+            let rest = second.0.min(end).saturating_sub(1);
+            let first = if (seq, si, wi) < (second.1, second.2, second.3) { second.0.min(end - 1) } else { rest };
             let Some(cta) = self.slots[si].as_mut() else { return };
-            if let Err(e) = cta.run_warp(l, &mut self.timing, mem, wi, limit) {
+            if let Err(e) = cta.run_warp(l, &mut self.timing, mem, wi, first, rest) {
                 self.error = Some((cta.linear, e));
                 return;
             }
@@ -179,6 +184,20 @@ pub fn run(l: &Launch, ncta: u64, region_lens: &[usize], parallel: bool) -> Resu
             finished.append(&mut sm.done);
         }
         t = end;
+    }
+    if std::env::var_os("TRIDENT_EMU_STATS").is_some() {
+        let mut tot = [0u64; 12];
+        for sm in &sms {
+            for (a, b) in tot.iter_mut().zip(sm.timing.stats) {
+                *a += b;
+            }
+        }
+        let n = sms.len() as f64;
+        eprintln!(
+            "per SM: stalls sched {:.0} regs {:.0} unit {:.0}; busy tensor {:.0} (per sub-partition {:.0}) mio {:.0} port {:.0} l1 {:.0} issue {:.0}; waits wgmma {:.0} cp.async {:.0} other {:.0}; end {t}",
+            tot[0] as f64 / n, tot[1] as f64 / n, tot[2] as f64 / n, tot[3] as f64 / n, tot[3] as f64 / n / 4.0,
+            tot[4] as f64 / n, tot[5] as f64 / n, tot[6] as f64 / n, tot[7] as f64 / n, tot[8] as f64 / n, tot[9] as f64 / n, tot[10] as f64 / n
+        );
     }
     finished.sort_unstable_by_key(|c| c.linear);
     Ok(GridRun { ctas: finished, ctas_per_sm: per_sm, dram_bytes: mem.dram_bytes, l2_bytes: mem.l2_bytes })

@@ -60,7 +60,10 @@ pub struct LaunchConfig {
     /// an SM; 0 (the default) means unknown, and then registers do not limit residency.
     pub registers_per_thread: u32,
     /// **Timing only.** Run just the first N CTAs (in launch order) and extrapolate the
-    /// duration to the whole grid (`cycles × grid CTAs / N`); 0 (the default) runs all.
+    /// duration to the whole grid: the grid's CTAs, CTA `i` taking as long as sampled
+    /// CTA `i mod N`, list-scheduled onto the SMs' slots (see `timing::extrapolate`).
+    /// Sample at least one full wave (SMs × CTAs per SM) so the sampled CTAs saw a full
+    /// machine. 0 (the default) runs all.
     /// Outputs of the CTAs not run are not computed: never use it to check results.
     /// The report says so (`LaunchReport::ctas_run`).
     pub timing_sample_ctas: u64,
@@ -264,7 +267,12 @@ pub fn launch(
     if report.cta_cycles.len() as u64 != nrun {
         return Err(EmuError::launch("launch aborted"));
     }
-    let ran = if nrun < ncta { (last_end as u128 * ncta as u128 / nrun as u128) as u64 } else { last_end };
+    let ran = if nrun < ncta {
+        let slots = g.ctas_per_sm as u64 * cfg.machine.sms as u64;
+        crate::timing::extrapolate(&report.cta_cycles, ncta, slots)
+    } else {
+        last_end
+    };
     report.cycles = ran + (cfg.machine.launch_overhead_ns * cfg.machine.clock_ghz) as u64;
     if cfg.print_stdout {
         print!("{}", report.printf);

@@ -15,6 +15,9 @@ use crate::timing::sm::{mma_type_scale, SmTiming};
 
 pub const FULL: u32 = u32::MAX;
 
+/// Collect per-SM stall statistics (diagnostics for calibration).
+const STATS: bool = true;
+
 #[derive(Clone, Debug)]
 pub struct Entry {
     pub pc: u32,
@@ -66,6 +69,8 @@ pub struct Warp {
     /// and the issue cycle of the one executing (what `%clock64` reads).
     pub clock: u64,
     pub now: u64,
+    /// When it last issued, in the SM's issue order (ties go to the least recent).
+    pub last_issue: u64,
     /// The scheduler (SM sub-partition) the warp issues on.
     pub sched: usize,
     /// Completion cycles of the open `cp.async` copies and of each committed group
@@ -362,14 +367,23 @@ impl Ex<'_, '_> {
                 continue;
             }
             let it = &ins.timing;
+            if it.slots == 0 {
+                self.rename(ins, full)?;
+                continue;
+            }
             let t = self.sm.issue_time(self.w.sched, self.w.clock, &frame.ready, it);
             if t > limit {
                 self.w.clock = t;
                 return Ok(Stop::Deferred);
             }
             let mask = self.guard(ins, full).map_err(|e| self.locate(e, ins, full))?;
+            if STATS {
+                let f = &self.w.frames[self.w.frames.len() - 1];
+                self.sm.note_stall(self.w.sched, self.w.clock, &f.ready, it, t);
+            }
             self.w.now = t;
             let mut ready = self.sm.issue(&self.l.costs, self.w.sched, t, it);
+            self.w.last_issue = self.sm.issued;
             self.w.clock = t + it.slots.max(1) as u64;
             self.w.warp_instrs += 1;
             // Lanes predicated off still issue the instruction (like nvprof's thread_inst_executed).
@@ -472,10 +486,42 @@ impl Ex<'_, '_> {
                 }
             }
             if self.w.stall_until > self.w.clock {
+                if STATS {
+                    let k = if ins.kind == Kind::WgmmaWait {
+                        8
+                    } else if ins.kind == Kind::CpAsyncWait {
+                        9
+                    } else {
+                        10
+                    };
+                    self.sm.stats[k] += self.w.stall_until - self.w.clock;
+                }
                 self.w.clock = self.w.stall_until;
             }
             return Ok(Stop::Ran);
         }
+    }
+
+    /// Runs a register rename (a move ptxas removes): no issue slot, and the
+    /// destinations are ready when the sources are.
+    fn rename(&mut self, ins: &Instr, full: u32) -> R<()> {
+        let mask = self.guard(ins, full).map_err(|e| self.locate(e, ins, full))?;
+        self.w.warp_instrs += 1;
+        self.w.lane_instrs += full.count_ones() as u64;
+        let pc = self.frame().stack.last().map_or(0, |e| e.pc);
+        self.advance(pc);
+        if mask == 0 {
+            return Ok(());
+        }
+        self.exec(ins, mask).map_err(|e| self.locate(e, ins, mask))?;
+        let f = self.frame_mut();
+        let ready = ins.timing.srcs.iter().filter_map(|&r| f.ready.get(r as usize)).copied().max().unwrap_or(0);
+        for &d in &ins.timing.dsts {
+            if let Some(r) = f.ready.get_mut(d as usize) {
+                *r = ready;
+            }
+        }
+        Ok(())
     }
 
     /// The timing of what an instruction did once it ran (its accesses, its tensor-core

@@ -46,7 +46,9 @@ pub struct InstrTiming {
     pub pipe: Option<Pipe>,
     pub lat: Option<Lat>,
     /// SASS instructions this PTX instruction stands for (issue slots; > 1 for
-    /// emulated operations like integer division, 64-bit integer arithmetic).
+    /// emulated operations like integer division, 64-bit integer arithmetic; 0 for
+    /// register renames ptxas removes, which then cost nothing and wait for nothing:
+    /// their destinations become ready when their sources are).
     pub slots: u8,
     /// Extra latency of multi-instruction sequences (their internal dependences).
     pub extra_lat: u16,
@@ -177,11 +179,17 @@ pub fn classify(ins: &Instr) -> InstrTiming {
                 // Rounding to an integral value in the same format (FRND) is an XU op.
                 (true, true) if d == s => (Pipe::Sfu, Lat::Conv, 1, 0),
                 (true, true) => (Pipe::Fp32, Lat::Alu, 1, 0),
+                // Widening an integer is free (the high half is a zero or sign register).
+                (false, false) if d.bits() > s.bits() && !ins.m.sat => (Pipe::None, Lat::None, 0, 0),
                 (false, false) => (Pipe::Int, Lat::Alu, 1, 0),
                 _ => (Pipe::Sfu, Lat::Conv, if wide { 2 } else { 1 }, 0),
             }
         }
-        Mov | Cvta => (Pipe::None, Lat::Alu, if wide && ins.kind == Cvta { 2 } else { 1 }, 0),
+        // Register moves and packs are renamed away by ptxas (phi copies of loop-carried
+        // accumulators, for example); reading a special register is an S2R.
+        Mov if !ins.ops.iter().any(|o| matches!(o, Operand::Sreg(_))) => (Pipe::None, Lat::None, 0, 0),
+        Mov => (Pipe::None, Lat::Alu, 1, 0),
+        Cvta => (Pipe::None, Lat::Alu, if wide { 2 } else { 1 }, 0),
         Ld | St => match ins.m.space {
             Some(Space::Param) | Some(Space::Const) if ins.kind == Ld => (Pipe::None, Lat::Param, 1, 0),
             _ => (Pipe::Mio, Lat::Memory, 1, 0),

@@ -38,3 +38,40 @@ pub mod sm;
 /// Cycles per epoch: short against memory latencies, so a bandwidth backlog one SM
 /// creates reaches the others before it matters.
 pub const EPOCH: u64 = 256;
+
+/// The duration of a grid of `ncta` CTAs estimated from the durations of its first
+/// `sampled.len()` CTAs: CTA `i` takes as long as sampled CTA `i % n`, and CTAs are
+/// list-scheduled in launch order onto `slots` CTA slots (SMs × CTAs per SM), each to
+/// the slot that frees first, as the hardware dispatches them.
+pub fn extrapolate(sampled: &[u64], ncta: u64, slots: u64) -> u64 {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    if sampled.is_empty() {
+        return 0;
+    }
+    let slots = slots.clamp(1, ncta.max(1)) as usize;
+    let mut free: BinaryHeap<Reverse<(u64, usize)>> = (0..slots).map(|i| Reverse((0, i))).collect();
+    let mut end = 0;
+    for i in 0..ncta {
+        let c = sampled[(i % sampled.len() as u64) as usize];
+        let Some(Reverse((t, s))) = free.pop() else { break };
+        end = end.max(t + c);
+        free.push(Reverse((t + c, s)));
+    }
+    end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::extrapolate;
+
+    #[test]
+    fn extrapolation_list_schedules_the_sampled_durations() {
+        // Uniform CTAs: whole waves (a partial last wave takes a full CTA time).
+        assert_eq!(extrapolate(&[10, 10], 5, 2), 30);
+        // Uneven ones pack: 1..4 repeating on 2 slots.
+        assert_eq!(extrapolate(&[1, 2, 3, 4], 8, 2), 11);
+        assert_eq!(extrapolate(&[], 8, 2), 0);
+        assert_eq!(extrapolate(&[7], 3, 1), 21);
+    }
+}

@@ -88,7 +88,7 @@ pub fn mma_type_scale(input: crate::ir::Ty) -> (u64, u64) {
 pub struct Done {
     /// Destination registers become readable.
     pub ready: u64,
-    /// The memory system has accepted all of it (for fences and the end of the CTA).
+    /// The memory system has acknowledged its global writes (fences wait for this).
     pub drained: u64,
 }
 
@@ -108,6 +108,11 @@ pub struct SmTiming {
     /// The accesses of the memory instruction executing.
     pub acc: AccessLog,
     fp: Footprint,
+    /// Diagnostics: cycles warps waited before issue, by cause (scheduler, registers,
+    /// unit/queue), and busy cycles of the tensor cores and the memory pipeline.
+    pub stats: [u64; 12],
+    /// Warp-instructions issued so far (orders warps for round-robin ties).
+    pub issued: u64,
 }
 
 impl SmTiming {
@@ -122,6 +127,8 @@ impl SmTiming {
             log: EpochLog::default(),
             acc: AccessLog::default(),
             fp: Footprint::default(),
+            stats: [0; 12],
+            issued: 0,
         }
     }
 
@@ -133,6 +140,24 @@ impl SmTiming {
                 t = t.max(x);
             }
         }
+        self.unit_gate(sched, t, it)
+    }
+
+    /// Diagnostics: splits a wait from `clock` to issue at `t` by cause.
+    pub fn note_stall(&mut self, sched: usize, clock: u64, ready: &[u64], it: &InstrTiming, t: u64) {
+        let s = clock.max(self.sched_free[sched].min(t));
+        let mut d = s;
+        for &r in it.srcs.iter().chain(&it.dsts) {
+            if let Some(&x) = ready.get(r as usize) {
+                d = d.max(x.min(t));
+            }
+        }
+        self.stats[0] += s - clock;
+        self.stats[1] += d - s;
+        self.stats[2] += t - d;
+    }
+
+    fn unit_gate(&self, sched: usize, t: u64, it: &InstrTiming) -> u64 {
         match it.pipe() {
             Pipe::Mio => t.max(self.mio_free.saturating_sub(MIO_QUEUE)).max(self.l1_free.saturating_sub(MIO_QUEUE)),
             p => match Costs::unit(p) {
@@ -148,6 +173,8 @@ impl SmTiming {
     pub fn issue(&mut self, c: &Costs, sched: usize, t: u64, it: &InstrTiming) -> u64 {
         let slots = it.slots.max(1) as u64;
         self.sched_free[sched] = t + slots;
+        self.stats[7] += slots;
+        self.issued += 1;
         if let Some(u) = Costs::unit(it.pipe()) {
             if u < 4 {
                 self.unit_free[sched][u] = t + c.occ[u] as u64 * slots;
@@ -161,6 +188,7 @@ impl SmTiming {
         let start = t.max(self.unit_free[sched][4]);
         let busy = c.tensor_cycles(fma, true, scale);
         self.unit_free[sched][4] = start + busy;
+        self.stats[3] += busy;
         start + busy + c.m.lat_mma as u64
     }
 
@@ -170,10 +198,14 @@ impl SmTiming {
         let start = t.max(self.unit_free[sched][4]);
         let busy = c.tensor_cycles(fma, false, scale);
         self.unit_free[sched][4] = start + busy;
-        // Operands stream from shared memory while the tensor core works.
+        self.stats[3] += busy;
+        // Operands stream from shared memory while the tensor core works. The reads are
+        // booked from issue: booking them at a start far ahead would block the memory
+        // pipeline for every other warp until then.
         let waves = smem_bytes.div_ceil(c.m.shared_bytes_per_clk.max(1) as u64);
-        let mstart = start.max(self.mio_free);
+        let mstart = t.max(self.mio_free);
         self.mio_free = mstart + waves;
+        self.stats[4] += waves;
         (start + busy).max(mstart + waves) + c.m.lat_wgmma as u64
     }
 
@@ -195,6 +227,7 @@ impl SmTiming {
             }
             let start = t.max(self.mio_free);
             self.mio_free = start + waves;
+            self.stats[4] += waves;
             let lat = if atomic { m.lat_shared_atomic } else { m.lat_shared } as u64;
             ready = ready.max(start + waves - 1 + lat);
         }
@@ -203,7 +236,6 @@ impl SmTiming {
             let start = t.max(self.l1_free);
             self.l1_free = start + lines.div_ceil(m.l1_lines_per_clk.max(1) as u64);
             ready = ready.max(start + lines - 1 + m.lat_local as u64);
-            drained = drained.max(ready);
         }
         if !self.fp.global_sectors.is_empty() {
             let start = t.max(self.l1_free);
@@ -212,6 +244,8 @@ impl SmTiming {
             let pstart = (start * c.port_rate).max(self.port_free);
             self.port_free = pstart + bytes;
             let port_end = self.port_free.div_ceil(c.port_rate);
+            self.stats[5] += bytes / c.port_rate;
+            self.stats[6] += (self.fp.global_lines as u64).div_ceil(m.l1_lines_per_clk.max(1) as u64);
             let mut miss = false;
             for &s in &self.fp.global_sectors {
                 let seen = mem.holds(s) || self.log.seen.contains(&s);
@@ -228,7 +262,9 @@ impl SmTiming {
                 (start as f64).max(mem.l2_busy).ceil() as u64 + m.lat_l2_hit as u64
             };
             let arrive = served.max(port_end);
-            drained = drained.max(arrive);
+            if log.store || atomic {
+                drained = drained.max(arrive);
+            }
             if !log.store || atomic {
                 ready = ready.max(arrive);
             }
