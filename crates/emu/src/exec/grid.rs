@@ -185,19 +185,12 @@ pub fn run(l: &Launch, ncta: u64, region_lens: &[usize], parallel: bool) -> Resu
         }
         t = end;
     }
-    if std::env::var_os("TRIDENT_EMU_STATS").is_some() {
-        let mut tot = [0u64; 12];
+    if l.stats {
+        let mut tot = crate::timing::sm::SmStats::default();
         for sm in &sms {
-            for (a, b) in tot.iter_mut().zip(sm.timing.stats) {
-                *a += b;
-            }
+            tot.add(&sm.timing.stats);
         }
-        let n = sms.len() as f64;
-        eprintln!(
-            "per SM: stalls sched {:.0} regs {:.0} unit {:.0}; busy tensor {:.0} (per sub-partition {:.0}) mio {:.0} port {:.0} l1 {:.0} issue {:.0}; waits wgmma {:.0} cp.async {:.0} other {:.0}; end {t}",
-            tot[0] as f64 / n, tot[1] as f64 / n, tot[2] as f64 / n, tot[3] as f64 / n, tot[3] as f64 / n / 4.0,
-            tot[4] as f64 / n, tot[5] as f64 / n, tot[6] as f64 / n, tot[7] as f64 / n, tot[8] as f64 / n, tot[9] as f64 / n, tot[10] as f64 / n
-        );
+        eprintln!("emulator timing, summed over {} SMs (cycles; the launch ended at {t}): {tot:?}", sms.len());
     }
     finished.sort_unstable_by_key(|c| c.linear);
     Ok(GridRun { ctas: finished, ctas_per_sm: per_sm, dram_bytes: mem.dram_bytes, l2_bytes: mem.l2_bytes })

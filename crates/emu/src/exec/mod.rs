@@ -143,6 +143,8 @@ pub(crate) struct Launch<'a> {
     pub max_steps: u64,
     pub costs: Costs,
     pub regs_per_thread: u32,
+    /// `TRIDENT_EMU_STATS` is set: collect and print per-SM stall and utilization totals.
+    pub stats: bool,
 }
 
 /// Largest shared memory a CTA may use (sm_90's limit).
@@ -234,6 +236,7 @@ pub fn launch(
         max_steps: cfg.max_warp_instructions_per_cta,
         costs: Costs::new(&cfg.machine),
         regs_per_thread: cfg.registers_per_thread,
+        stats: std::env::var_os("TRIDENT_EMU_STATS").is_some(),
     };
     let ncta = cfg.grid.iter().map(|&g| g as u64).product::<u64>();
     let nrun = if cfg.timing_sample_ctas > 0 { cfg.timing_sample_ctas.min(ncta) } else { ncta };

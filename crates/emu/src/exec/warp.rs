@@ -15,9 +15,6 @@ use crate::timing::sm::{mma_type_scale, SmTiming};
 
 pub const FULL: u32 = u32::MAX;
 
-/// Collect per-SM stall statistics (diagnostics for calibration).
-const STATS: bool = true;
-
 #[derive(Clone, Debug)]
 pub struct Entry {
     pub pc: u32,
@@ -377,7 +374,7 @@ impl Ex<'_, '_> {
                 return Ok(Stop::Deferred);
             }
             let mask = self.guard(ins, full).map_err(|e| self.locate(e, ins, full))?;
-            if STATS {
+            if self.l.stats {
                 let f = &self.w.frames[self.w.frames.len() - 1];
                 self.sm.note_stall(self.w.sched, self.w.clock, &f.ready, it, t);
             }
@@ -486,15 +483,14 @@ impl Ex<'_, '_> {
                 }
             }
             if self.w.stall_until > self.w.clock {
-                if STATS {
-                    let k = if ins.kind == Kind::WgmmaWait {
-                        8
-                    } else if ins.kind == Kind::CpAsyncWait {
-                        9
-                    } else {
-                        10
-                    };
-                    self.sm.stats[k] += self.w.stall_until - self.w.clock;
+                if self.l.stats {
+                    let d = self.w.stall_until - self.w.clock;
+                    let st = &mut self.sm.stats;
+                    match ins.kind {
+                        Kind::WgmmaWait => st.wait_wgmma += d,
+                        Kind::CpAsyncWait | Kind::CpAsyncWaitAll => st.wait_cp_async += d,
+                        _ => st.wait_other += d,
+                    }
                 }
                 self.w.clock = self.w.stall_until;
             }

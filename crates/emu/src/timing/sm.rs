@@ -84,6 +84,41 @@ pub fn mma_type_scale(input: crate::ir::Ty) -> (u64, u64) {
     }
 }
 
+/// Diagnostics (`TRIDENT_EMU_STATS`): cycles warps waited, by cause, and busy cycles of
+/// the SM's units, summed over the launch.
+#[derive(Clone, Debug, Default)]
+pub struct SmStats {
+    /// Waiting before issue for the scheduler, source registers, or the unit/queue.
+    pub stall_sched: u64,
+    pub stall_regs: u64,
+    pub stall_unit: u64,
+    /// Waiting at `wgmma.wait_group`, `cp.async.wait_group`, fences and sleeps.
+    pub wait_wgmma: u64,
+    pub wait_cp_async: u64,
+    pub wait_other: u64,
+    pub tensor_busy: u64,
+    pub mio_busy: u64,
+    pub port_busy: u64,
+    pub l1_busy: u64,
+    pub issue_slots: u64,
+}
+
+impl SmStats {
+    pub fn add(&mut self, o: &SmStats) {
+        self.stall_sched += o.stall_sched;
+        self.stall_regs += o.stall_regs;
+        self.stall_unit += o.stall_unit;
+        self.wait_wgmma += o.wait_wgmma;
+        self.wait_cp_async += o.wait_cp_async;
+        self.wait_other += o.wait_other;
+        self.tensor_busy += o.tensor_busy;
+        self.mio_busy += o.mio_busy;
+        self.port_busy += o.port_busy;
+        self.l1_busy += o.l1_busy;
+        self.issue_slots += o.issue_slots;
+    }
+}
+
 /// When an instruction's results are available.
 pub struct Done {
     /// Destination registers become readable.
@@ -108,9 +143,7 @@ pub struct SmTiming {
     /// The accesses of the memory instruction executing.
     pub acc: AccessLog,
     fp: Footprint,
-    /// Diagnostics: cycles warps waited before issue, by cause (scheduler, registers,
-    /// unit/queue), and busy cycles of the tensor cores and the memory pipeline.
-    pub stats: [u64; 12],
+    pub stats: SmStats,
     /// Warp-instructions issued so far (orders warps for round-robin ties).
     pub issued: u64,
 }
@@ -127,7 +160,7 @@ impl SmTiming {
             log: EpochLog::default(),
             acc: AccessLog::default(),
             fp: Footprint::default(),
-            stats: [0; 12],
+            stats: SmStats::default(),
             issued: 0,
         }
     }
@@ -152,9 +185,9 @@ impl SmTiming {
                 d = d.max(x.min(t));
             }
         }
-        self.stats[0] += s - clock;
-        self.stats[1] += d - s;
-        self.stats[2] += t - d;
+        self.stats.stall_sched += s - clock;
+        self.stats.stall_regs += d - s;
+        self.stats.stall_unit += t - d;
     }
 
     fn unit_gate(&self, sched: usize, t: u64, it: &InstrTiming) -> u64 {
@@ -173,7 +206,7 @@ impl SmTiming {
     pub fn issue(&mut self, c: &Costs, sched: usize, t: u64, it: &InstrTiming) -> u64 {
         let slots = it.slots.max(1) as u64;
         self.sched_free[sched] = t + slots;
-        self.stats[7] += slots;
+        self.stats.issue_slots += slots;
         self.issued += 1;
         if let Some(u) = Costs::unit(it.pipe()) {
             if u < 4 {
@@ -188,7 +221,7 @@ impl SmTiming {
         let start = t.max(self.unit_free[sched][4]);
         let busy = c.tensor_cycles(fma, true, scale);
         self.unit_free[sched][4] = start + busy;
-        self.stats[3] += busy;
+        self.stats.tensor_busy += busy;
         start + busy + c.m.lat_mma as u64
     }
 
@@ -198,14 +231,14 @@ impl SmTiming {
         let start = t.max(self.unit_free[sched][4]);
         let busy = c.tensor_cycles(fma, false, scale);
         self.unit_free[sched][4] = start + busy;
-        self.stats[3] += busy;
+        self.stats.tensor_busy += busy;
         // Operands stream from shared memory while the tensor core works. The reads are
         // booked from issue: booking them at a start far ahead would block the memory
         // pipeline for every other warp until then.
         let waves = smem_bytes.div_ceil(c.m.shared_bytes_per_clk.max(1) as u64);
         let mstart = t.max(self.mio_free);
         self.mio_free = mstart + waves;
-        self.stats[4] += waves;
+        self.stats.mio_busy += waves;
         (start + busy).max(mstart + waves) + c.m.lat_wgmma as u64
     }
 
@@ -227,7 +260,7 @@ impl SmTiming {
             }
             let start = t.max(self.mio_free);
             self.mio_free = start + waves;
-            self.stats[4] += waves;
+            self.stats.mio_busy += waves;
             let lat = if atomic { m.lat_shared_atomic } else { m.lat_shared } as u64;
             ready = ready.max(start + waves - 1 + lat);
         }
@@ -244,8 +277,8 @@ impl SmTiming {
             let pstart = (start * c.port_rate).max(self.port_free);
             self.port_free = pstart + bytes;
             let port_end = self.port_free.div_ceil(c.port_rate);
-            self.stats[5] += bytes / c.port_rate;
-            self.stats[6] += (self.fp.global_lines as u64).div_ceil(m.l1_lines_per_clk.max(1) as u64);
+            self.stats.port_busy += bytes / c.port_rate;
+            self.stats.l1_busy += (self.fp.global_lines as u64).div_ceil(m.l1_lines_per_clk.max(1) as u64);
             let mut miss = false;
             for &s in &self.fp.global_sectors {
                 let seen = mem.holds(s) || self.log.seen.contains(&s);
