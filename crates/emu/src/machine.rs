@@ -24,8 +24,8 @@ pub struct MachineModel {
     /// Shared memory the driver reserves per resident CTA (1 KiB since sm_80).
     pub shared_reserved_per_cta: u32,
 
-    // Issue: schedulers (SM sub-partitions), each issuing at most one warp-instruction
-    // per cycle, each with its own functional units.
+    // Issue: schedulers (SM sub-partitions, at most 8), each issuing at most one
+    // warp-instruction per cycle, each with its own functional units.
     pub schedulers_per_sm: u32,
     /// Lanes per sub-partition of each unit class: a warp-instruction occupies its
     /// unit for `32 / lanes` cycles.
@@ -202,6 +202,11 @@ impl MachineModel {
             self.regs_per_sm / (per_warp * warps)
         };
         by_threads.min(by_shared).min(by_regs).min(self.max_ctas_per_sm).max(1)
+    }
+
+    /// Schedulers the model uses: `schedulers_per_sm`, clamped to 1..=8.
+    pub(crate) fn schedulers(&self) -> usize {
+        self.schedulers_per_sm.clamp(1, 8) as usize
     }
 
     /// Bytes per cycle a bandwidth in bytes per second amounts to at this clock.

@@ -28,6 +28,10 @@ pub struct Cta {
     pub warps: Vec<Warp>,
     bars: Vec<BarState>,
     pub waiting: Vec<bool>,
+    /// Warps a barrier released since the SM last looked (they can issue again).
+    pub released: Vec<usize>,
+    /// Warps not finished yet.
+    live: usize,
     steps: u64,
 }
 
@@ -38,7 +42,7 @@ impl Cta {
         let module = l.module;
         let func = &module.funcs[l.func as usize];
         let local_size = module.local_size;
-        let scheds = l.costs.m.schedulers_per_sm.max(1) as usize;
+        let scheds = l.costs.m.schedulers();
         let mem = CtaMem {
             ctaid,
             shared: vec![0; l.total_smem as usize],
@@ -82,11 +86,21 @@ impl Cta {
             })
             .collect();
         let n = warps.len();
-        Cta { linear, start, mem, warps, bars: vec![BarState::default(); 16], waiting: vec![false; n], steps: 0 }
+        Cta {
+            linear,
+            start,
+            mem,
+            warps,
+            bars: vec![BarState::default(); 16],
+            waiting: vec![false; n],
+            released: Vec::new(),
+            live: n,
+            steps: 0,
+        }
     }
 
     pub fn all_done(&self) -> bool {
-        self.warps.iter().all(|w| w.done)
+        self.live == 0
     }
 
     /// Whether warp `w` can issue (not finished, not waiting at a barrier).
@@ -133,8 +147,14 @@ impl Cta {
                         return Ok(());
                     }
                 }
-                Stop::Deferred => return Ok(()),
-                Stop::Done => return self.after_exit(l),
+                Stop::Deferred => {
+                    sm.stats.deferred += 1;
+                    return Ok(());
+                }
+                Stop::Done => {
+                    self.live -= 1;
+                    return self.after_exit(l);
+                }
                 Stop::Barrier { id, count, wait, red } => {
                     self.arrive(wi, id, count, wait, red)?;
                     self.release_barriers(l.costs.m.lat_barrier as u64);
@@ -223,7 +243,7 @@ impl Cta {
     /// Releases every barrier whose threads have all arrived: its warps leave together,
     /// `latency` cycles after the last one arrived.
     fn release_barriers(&mut self, latency: u64) {
-        let (warps, waiting, mem) = (&mut self.warps, &mut self.waiting, &mut self.mem);
+        let (warps, waiting, mem, released) = (&mut self.warps, &mut self.waiting, &mut self.mem, &mut self.released);
         for b in self.bars.iter_mut() {
             if b.arrived_threads == 0 || b.arrived_threads < expected(b, warps) {
                 continue;
@@ -232,6 +252,7 @@ impl Cta {
             for &w in &b.waiting {
                 warps[w].clock = t;
                 waiting[w] = false;
+                released.push(w);
             }
             if let Some((_, value)) = b.red {
                 for (w, dst, mask) in &b.red_dst {

@@ -3,11 +3,16 @@
 //! epoch each SM runs its resident CTAs' warps in time order, SMs in parallel; between
 //! epochs the memory system merges what they did and freed slots get new CTAs.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use rayon::prelude::*;
 
 use super::cta::Cta;
+use super::warp::Ex;
 use super::Launch;
 use crate::error::EmuError;
+use crate::timing::class::Pipe;
 use crate::timing::memsys::MemSystem;
 use crate::timing::sm::SmTiming;
 use crate::timing::EPOCH;
@@ -24,59 +29,159 @@ pub struct CtaDone {
     pub marks: Vec<(u32, u32, u64)>,
 }
 
+/// A warp that can issue, packed for cheap comparison: its clock (high 64 bits), then
+/// when it last issued (so warps with equal clocks take turns), then its slot and index.
+type Key = u128;
+const NO_KEY: Key = u128::MAX;
+const LOW: u128 = (1 << 64) - 1;
+
+fn key(clock: u64, last_issue: u64, slot: usize, warp: usize) -> Key {
+    (clock as u128) << 64
+        | ((last_issue & ((1 << 48) - 1)) as u128) << 16
+        | ((slot & 0xff) << 8 | (warp & 0xff)) as u128
+}
+
+fn clock_of(k: Key) -> u64 {
+    (k >> 64) as u64
+}
+
 struct Sm {
     idx: u32,
     timing: SmTiming,
     slots: Vec<Option<Cta>>,
     /// When each slot last became free.
     free_at: Vec<u64>,
+    /// Runnable warps (not waiting at a barrier, not done) queued by scheduler and by
+    /// the unit their next instruction needs, and each queue's best warp with its
+    /// clock raised to when its scheduler and unit are free. So the warp picked can
+    /// issue, and a warp held up by a busy unit does not hold up the others.
+    ready: Vec<BinaryHeap<Reverse<Key>>>,
+    tops: Vec<Key>,
+    /// Bit q: queue q is not empty.
+    busy: u64,
     done: Vec<CtaDone>,
     error: Option<(u32, EmuError)>,
 }
 
+/// Queues per scheduler, one per unit class (see `queue_of`).
+const QUEUES: usize = 7;
+
+fn queue_of(p: Pipe) -> usize {
+    match p {
+        Pipe::None => 0,
+        Pipe::Fp32 => 1,
+        Pipe::Int => 2,
+        Pipe::Fp64 => 3,
+        Pipe::Sfu => 4,
+        Pipe::Tensor => 5,
+        Pipe::Mio => 6,
+    }
+}
+
 impl Sm {
+    /// Queues a runnable warp at the cycle its next instruction's sources are ready.
+    fn push(&mut self, l: &Launch, slot: usize, wi: usize) {
+        if let Some(c) = &self.slots[slot] {
+            let w = &c.warps[wi];
+            let (t, pipe) = Ex::next_ready(w, l.module);
+            let q = w.sched * QUEUES + queue_of(pipe);
+            self.ready[q].push(Reverse(key(t, w.last_issue, slot, wi)));
+            self.retop(q);
+        }
+    }
+
+    fn retop(&mut self, q: usize) {
+        let s = q / QUEUES;
+        let free = match q % QUEUES {
+            u @ 1..=5 => self.timing.sched_free[s].max(self.timing.unit_free[s][u - 1]),
+            _ => self.timing.sched_free[s],
+        };
+        match self.ready[q].peek() {
+            Some(r) => {
+                self.busy |= 1 << q;
+                self.tops[q] = if clock_of(r.0) < free { (free as u128) << 64 | (r.0 & LOW) } else { r.0 };
+            }
+            None => {
+                self.busy &= !(1 << q);
+                self.tops[q] = NO_KEY;
+            }
+        }
+    }
+
+    /// After a warp of scheduler `s` ran: its scheduler and units moved on.
+    fn retop_sched(&mut self, s: usize) {
+        let mut qs = self.busy >> (s * QUEUES) & ((1 << QUEUES) - 1);
+        while qs != 0 {
+            let q = qs.trailing_zeros() as usize;
+            qs &= qs - 1;
+            self.retop(s * QUEUES + q);
+        }
+    }
+
+    fn place(&mut self, l: &Launch, slot: usize, cta: Cta) {
+        let n = cta.warps.len();
+        self.slots[slot] = Some(cta);
+        for wi in 0..n {
+            self.push(l, slot, wi);
+        }
+    }
+
     /// Runs the resident warps, earliest first, until every one has reached `end`.
     fn run_epoch(&mut self, l: &Launch, mem: &MemSystem, end: u64) {
         loop {
-            // The warp that can issue first (ties: the one that issued least recently, so
-            // warps with equal clocks take turns), and the runner-up: the first may issue
-            // while it stays ahead of the runner-up.
-            let mut best: Option<(u64, u64, usize, usize)> = None;
-            let mut second = (u64::MAX, u64::MAX, usize::MAX, usize::MAX);
-            for (si, slot) in self.slots.iter().enumerate() {
-                let Some(c) = slot else { continue };
-                for (wi, w) in c.warps.iter().enumerate() {
-                    if !c.runnable(wi) {
-                        continue;
-                    }
-                    let key = (w.clock, w.last_issue, si, wi);
-                    match best {
-                        Some(b) if key > b => second = second.min(key),
-                        _ => {
-                            if let Some(b) = best {
-                                second = second.min(b);
-                            }
-                            best = Some(key);
-                        }
-                    }
+            // The warp that can issue first, and the runner-up (the best of the other
+            // schedulers, or the next of its own).
+            let (mut best, mut bs) = (NO_KEY, 0);
+            let mut second = NO_KEY;
+            let mut qs = self.busy;
+            while qs != 0 {
+                let q = qs.trailing_zeros() as usize;
+                qs &= qs - 1;
+                let k = self.tops[q];
+                if k < best {
+                    second = second.min(best);
+                    (best, bs) = (k, q);
+                } else {
+                    second = second.min(k);
                 }
             }
-            let Some((clock, seq, si, wi)) = best else { return };
-            if clock >= end {
+            let clock = clock_of(best);
+            if best == NO_KEY || clock >= end {
                 return;
             }
-            // Its first instruction may issue at the runner-up's clock if it wins that tie;
-            // once it has issued it is the most recent and loses ties.
-            let rest = second.0.min(end).saturating_sub(1);
-            let first = if (seq, si, wi) < (second.1, second.2, second.3) { second.0.min(end - 1) } else { rest };
-            let Some(cta) = self.slots[si].as_mut() else { return };
-            if let Err(e) = cta.run_warp(l, &mut self.timing, mem, wi, first, rest) {
+            self.ready[bs].pop();
+            self.timing.stats.turns += 1;
+            self.retop(bs);
+            second = second.min(self.tops[bs]);
+            let sched = bs / QUEUES;
+            // It may issue while it stays ahead of the runner-up: its first instruction
+            // also at the runner-up's clock if it wins that tie; once it has issued it is
+            // the most recent and loses ties.
+            let rest = clock_of(second).min(end).saturating_sub(1);
+            let first = if best & LOW < second & LOW { clock_of(second).min(end - 1) } else { rest };
+            let (si, wi) = ((best as usize >> 8) & 0xff, best as usize & 0xff);
+            let Some(cta) = self.slots[si].as_mut() else { continue };
+            if let Err(e) = cta.run_warp(l, &mut self.timing, mem, wi, first.max(clock), rest) {
                 self.error = Some((cta.linear, e));
                 return;
             }
-            if cta.all_done() {
-                let end = cta.finish_time();
+            let again = cta.runnable(wi);
+            let released: Vec<usize> =
+                if cta.released.is_empty() { Vec::new() } else { std::mem::take(&mut cta.released) };
+            let all_done = cta.all_done();
+            // Its issues moved its scheduler and units on.
+            self.retop_sched(sched);
+            if again {
+                self.push(l, si, wi);
+            }
+            for r in released {
+                if r != wi && self.slots[si].as_ref().is_some_and(|c| c.runnable(r)) {
+                    self.push(l, si, r);
+                }
+            }
+            if all_done {
                 let Some(c) = self.slots[si].take() else { return };
+                let end = c.finish_time();
                 self.free_at[si] = end;
                 self.done.push(CtaDone {
                     linear: c.linear,
@@ -94,11 +199,7 @@ impl Sm {
 
     /// The earliest clock of a runnable warp.
     fn next_event(&self) -> Option<u64> {
-        self.slots
-            .iter()
-            .flatten()
-            .flat_map(|c| c.warps.iter().enumerate().filter(|(wi, _)| c.runnable(*wi)).map(|(_, w)| w.clock))
-            .min()
+        self.tops.iter().copied().min().filter(|&k| k != NO_KEY).map(clock_of)
     }
 }
 
@@ -116,12 +217,17 @@ pub fn run(l: &Launch, ncta: u64, region_lens: &[usize], parallel: bool) -> Resu
     let m = &l.costs.m;
     let per_sm = m.ctas_per_sm(l.nthreads, l.total_smem, l.regs_per_thread);
     let nsm = m.sms.max(1);
+    // Queue bits of all schedulers (at most 8) fit one u64.
+    let scheds = m.schedulers();
     let mut sms: Vec<Sm> = (0..nsm)
         .map(|i| Sm {
             idx: i,
             timing: SmTiming::new(m),
             slots: (0..per_sm).map(|_| None).collect(),
             free_at: vec![0; per_sm as usize],
+            ready: (0..scheds * QUEUES).map(|_| BinaryHeap::new()).collect(),
+            tops: vec![NO_KEY; scheds * QUEUES],
+            busy: 0,
             done: Vec::new(),
             error: None,
         })
@@ -132,7 +238,6 @@ pub fn run(l: &Launch, ncta: u64, region_lens: &[usize], parallel: bool) -> Resu
     let mut finished: Vec<CtaDone> = Vec::with_capacity(ncta.min(1 << 20) as usize);
     let gx = l.grid[0] as u64;
     let gy = l.grid[1] as u64;
-    let scheds = m.schedulers_per_sm.max(1) as usize;
     loop {
         // Dispatch: free slots in the order they freed (ties: slot, then SM, so the first
         // wave goes round-robin over the SMs), CTAs in launch order.
@@ -155,7 +260,8 @@ pub fn run(l: &Launch, ncta: u64, region_lens: &[usize], parallel: bool) -> Resu
                 // Warps of the CTA in slot i fill the schedulers after those of slot i - 1.
                 let first_sched = (i * l.nwarps as usize) % scheds;
                 let sm = &mut sms[s];
-                sm.slots[i] = Some(Cta::new(l, ctaid, next as u32, sm.idx, start, first_sched));
+                let cta = Cta::new(l, ctaid, next as u32, sm.idx, start, first_sched);
+                sm.place(l, i, cta);
                 next += 1;
             }
         }

@@ -9,7 +9,7 @@ use super::race::RaceShadow;
 use super::Launch;
 use crate::error::{EmuError, ErrorKind};
 use crate::ir::{AddrBase, BoolOp, Instr, Kind, Operand, Sreg, NO_PC};
-use crate::timing::class::Lat;
+use crate::timing::class::{Lat, Pipe};
 use crate::timing::memsys::MemSystem;
 use crate::timing::sm::{mma_type_scale, SmTiming};
 
@@ -489,6 +489,8 @@ impl Ex<'_, '_> {
                     match ins.kind {
                         Kind::WgmmaWait => st.wait_wgmma += d,
                         Kind::CpAsyncWait | Kind::CpAsyncWaitAll => st.wait_cp_async += d,
+                        // A full memory-pipeline queue holds the warp after issue.
+                        _ if memory => st.stall_unit += d,
                         _ => st.wait_other += d,
                     }
                 }
@@ -496,6 +498,31 @@ impl Ex<'_, '_> {
             }
             return Ok(Stop::Ran);
         }
+    }
+
+    /// The earliest cycle its next instruction can issue as far as the warp itself
+    /// knows (its clock and the instruction's source registers), and the unit it needs;
+    /// its clock and no unit if the next step is not a plain instruction.
+    pub fn next_ready(w: &Warp, module: &crate::parse::Module) -> (u64, Pipe) {
+        let Some(f) = w.frames.last() else { return (w.clock, Pipe::None) };
+        let Some(top) = f.stack.last() else { return (w.clock, Pipe::None) };
+        let Some(func) = module.funcs.get(f.func as usize) else { return (w.clock, Pipe::None) };
+        // Markers are transparent: look past them, as if they were not there.
+        let mut pc = top.pc;
+        while pc != top.reconv && func.instrs.get(pc as usize).is_some_and(|i| i.kind == Kind::Mark) {
+            pc += 1;
+        }
+        let Some(ins) = func.instrs.get(pc as usize) else { return (w.clock, Pipe::None) };
+        if top.mask == 0 || pc == top.reconv || ins.timing.slots == 0 {
+            return (w.clock, Pipe::None);
+        }
+        let mut t = w.clock;
+        for &r in ins.timing.srcs.iter().chain(&ins.timing.dsts) {
+            if let Some(&x) = f.ready.get(r as usize) {
+                t = t.max(x);
+            }
+        }
+        (t, ins.timing.pipe())
     }
 
     /// Runs a register rename (a move ptxas removes): no issue slot, and the
@@ -529,6 +556,7 @@ impl Ex<'_, '_> {
             let atomic = ins.timing.lat() == Lat::Atomic;
             let d = self.sm.memory(costs, t, self.mem, atomic);
             self.w.drained = self.w.drained.max(d.drained);
+            self.w.stall_until = self.w.stall_until.max(d.accepted);
             if ins.kind == Kind::CpAsync {
                 self.w.cp_open_done = self.w.cp_open_done.max(d.ready);
             }

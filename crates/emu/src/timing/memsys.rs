@@ -13,49 +13,24 @@
 //! epoch adds its unique DRAM bytes to the DRAM server and all L2 traffic to the L2
 //! server; a request issued at `t` is served after `max(t, busy)`.
 
-use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use super::access::SECTOR;
 use crate::memory::{GLOBAL_BASE, REGION_SHIFT};
-
-/// A cheap deterministic hasher for sector keys.
-#[derive(Default)]
-pub struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
-pub type KeySet = HashSet<u64, BuildHasherDefault<KeyHasher>>;
 
 const DIRTY: u32 = 1 << 31;
 const STAMP: u32 = DIRTY - 1;
 const SECTORS_PER_REGION_SHIFT: u32 = REGION_SHIFT - 5;
 
-/// One SM's record of an epoch: the sectors it touched, in order, and its L2 traffic.
+/// One SM's record of an epoch: the sectors it touched (and whether it stored to them),
+/// in order, and its L2 traffic.
 #[derive(Default)]
 pub struct EpochLog {
     pub touched: Vec<(u64, bool)>,
-    /// Sectors this SM touched during the epoch (they hit for its later accesses).
-    pub seen: KeySet,
     pub l2_bytes: u64,
 }
 
 impl EpochLog {
     pub fn clear(&mut self) {
         self.touched.clear();
-        self.seen.clear();
         self.l2_bytes = 0;
     }
 }

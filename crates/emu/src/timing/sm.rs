@@ -24,14 +24,14 @@ pub struct Costs {
     port_rate: u64,
 }
 
-/// How far ahead of issue a memory pipeline may be booked before issue stalls (its
-/// queue depth, in cycles of work).
-const MIO_QUEUE: u64 = 32;
+/// How far ahead of issue a memory pipeline may be booked before the issuing warp
+/// stalls (its queue depth, in cycles of work).
+pub const MIO_QUEUE: u64 = 32;
 
 impl Costs {
     pub fn new(m: &MachineModel) -> Costs {
         let occ = |lanes: u32| 32u32.div_ceil(lanes.max(1));
-        let subs = m.schedulers_per_sm.max(1);
+        let subs = m.schedulers() as u32;
         Costs {
             occ: [occ(m.fp32_lanes), occ(m.int_lanes), occ(m.fp64_lanes), occ(m.sfu_lanes)],
             tensor_rate: (m.tensor_fma_per_clk / subs).max(1),
@@ -101,6 +101,9 @@ pub struct SmStats {
     pub port_busy: u64,
     pub l1_busy: u64,
     pub issue_slots: u64,
+    /// Times a warp was picked to run, and times it then could not issue.
+    pub turns: u64,
+    pub deferred: u64,
 }
 
 impl SmStats {
@@ -116,6 +119,8 @@ impl SmStats {
         self.port_busy += o.port_busy;
         self.l1_busy += o.l1_busy;
         self.issue_slots += o.issue_slots;
+        self.turns += o.turns;
+        self.deferred += o.deferred;
     }
 }
 
@@ -125,6 +130,9 @@ pub struct Done {
     pub ready: u64,
     /// The memory system has acknowledged its global writes (fences wait for this).
     pub drained: u64,
+    /// The SM's memory pipeline accepted it: the warp cannot issue again before (the
+    /// pipeline's queue holds [`MIO_QUEUE`] cycles of work).
+    pub accepted: u64,
 }
 
 /// The resources of one SM.
@@ -150,7 +158,7 @@ pub struct SmTiming {
 
 impl SmTiming {
     pub fn new(m: &MachineModel) -> SmTiming {
-        let s = m.schedulers_per_sm.max(1) as usize;
+        let s = m.schedulers();
         SmTiming {
             sched_free: vec![0; s],
             unit_free: vec![[0; 5]; s],
@@ -192,7 +200,6 @@ impl SmTiming {
 
     fn unit_gate(&self, sched: usize, t: u64, it: &InstrTiming) -> u64 {
         match it.pipe() {
-            Pipe::Mio => t.max(self.mio_free.saturating_sub(MIO_QUEUE)).max(self.l1_free.saturating_sub(MIO_QUEUE)),
             p => match Costs::unit(p) {
                 Some(u) => t.max(self.unit_free[sched][u]),
                 None => t,
@@ -252,6 +259,7 @@ impl SmTiming {
         let m = &c.m;
         let mut ready = t + 1;
         let mut drained = t + 1;
+        let mut accepted = t + 1;
         if self.fp.shared_wavefronts > 0 {
             let mut waves = self.fp.shared_wavefronts as u64;
             if atomic {
@@ -261,6 +269,7 @@ impl SmTiming {
             let start = t.max(self.mio_free);
             self.mio_free = start + waves;
             self.stats.mio_busy += waves;
+            accepted = accepted.max(start.saturating_sub(MIO_QUEUE));
             let lat = if atomic { m.lat_shared_atomic } else { m.lat_shared } as u64;
             ready = ready.max(start + waves - 1 + lat);
         }
@@ -268,11 +277,13 @@ impl SmTiming {
             let lines = self.fp.local_lines as u64;
             let start = t.max(self.l1_free);
             self.l1_free = start + lines.div_ceil(m.l1_lines_per_clk.max(1) as u64);
+            accepted = accepted.max(start.saturating_sub(MIO_QUEUE));
             ready = ready.max(start + lines - 1 + m.lat_local as u64);
         }
         if !self.fp.global_sectors.is_empty() {
             let start = t.max(self.l1_free);
             self.l1_free = start + (self.fp.global_lines as u64).div_ceil(m.l1_lines_per_clk.max(1) as u64);
+            accepted = accepted.max(start.saturating_sub(MIO_QUEUE));
             let bytes = self.fp.global_sectors.len() as u64 * SECTOR;
             let pstart = (start * c.port_rate).max(self.port_free);
             self.port_free = pstart + bytes;
@@ -281,11 +292,9 @@ impl SmTiming {
             self.stats.l1_busy += (self.fp.global_lines as u64).div_ceil(m.l1_lines_per_clk.max(1) as u64);
             let mut miss = false;
             for &s in &self.fp.global_sectors {
-                let seen = mem.holds(s) || self.log.seen.contains(&s);
-                if !seen {
-                    miss = true;
-                    self.log.seen.insert(s);
-                }
+                // A sector first touched in this epoch counts as a miss again until the
+                // epoch ends (it is in flight: the latency of a hit under a miss).
+                miss |= !mem.holds(s);
                 self.log.touched.push((s, log.store && !atomic));
             }
             self.log.l2_bytes += bytes * if atomic { 2 } else { 1 };
@@ -305,7 +314,7 @@ impl SmTiming {
         if self.fp.param {
             ready = ready.max(t + m.lat_param as u64);
         }
-        Done { ready, drained }
+        Done { ready, drained, accepted }
     }
 }
 
