@@ -216,8 +216,12 @@ impl SmTiming {
         self.stats.issue_slots += slots;
         self.issued += 1;
         if let Some(u) = Costs::unit(it.pipe()) {
+            // A sequence (integer division, 64-bit arithmetic) keeps its unit busy for
+            // each of its instructions; an SFU sequence (division, `.rn` reciprocal and
+            // square root, ex2 with scaling) has one MUFU and FP32 instructions around it.
+            let ops = if it.pipe() == Pipe::Sfu { 1 } else { slots };
             if u < 4 {
-                self.unit_free[sched][u] = t + c.occ[u] as u64 * slots;
+                self.unit_free[sched][u] = t + c.occ[u] as u64 * ops;
             }
         }
         t + slots - 1 + c.latency(it.lat()) + it.extra_lat as u64
