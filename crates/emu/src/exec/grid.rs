@@ -278,7 +278,11 @@ pub fn run(l: &Launch, ncta: u64, region_lens: &[usize], parallel: bool) -> Resu
             sm.timing.log.clear();
         }
         if parallel {
-            sms.par_iter_mut().for_each(|sm| sm.run_epoch(l, &mem, end));
+            // One task per SM with work in this epoch, so idle SMs do not unbalance the
+            // host threads.
+            let mut active: Vec<&mut Sm> =
+                sms.iter_mut().filter(|sm| sm.next_event().is_some_and(|c| c < end)).collect();
+            active.par_iter_mut().with_max_len(1).for_each(|sm| sm.run_epoch(l, &mem, end));
         } else {
             sms.iter_mut().for_each(|sm| sm.run_epoch(l, &mem, end));
         }
