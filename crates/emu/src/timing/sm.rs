@@ -198,12 +198,12 @@ impl SmTiming {
         self.stats.stall_unit += t - d;
     }
 
+    /// Pipelined units accept a warp-instruction once the previous one has moved on
+    /// (the memory pipeline queues instead: see `memory`).
     fn unit_gate(&self, sched: usize, t: u64, it: &InstrTiming) -> u64 {
-        match it.pipe() {
-            p => match Costs::unit(p) {
-                Some(u) => t.max(self.unit_free[sched][u]),
-                None => t,
-            },
+        match Costs::unit(it.pipe()) {
+            Some(u) => t.max(self.unit_free[sched][u]),
+            None => t,
         }
     }
 
