@@ -412,6 +412,8 @@ pub enum Kind {
     Ret,
     Exit,
     Trap,
+    /// A `//@trident.mark N` comment: records the warp's clock, costs nothing.
+    Mark,
 }
 
 /// One decoded instruction.
@@ -429,8 +431,8 @@ pub struct Instr {
     /// Reconvergence point of a branch: the immediate post-dominator's first instruction,
     /// or `NO_PC` when the paths only meet at exit.
     pub reconv: u32,
-    /// Modelled issue cost in cycles (see `clock`).
-    pub cost: u32,
+    /// What the timing model needs to know about it (see `timing::class`).
+    pub timing: crate::timing::class::InstrTiming,
 }
 
 /// "No instruction": reconvergence only at exit.

@@ -15,7 +15,8 @@
 //! * Tensor-core instructions (`ldmatrix`, `stmatrix`, `mma.sync`) follow the
 //!   fragment layouts documented in the PTX ISA.
 //! * `%clock`/`%clock64` read a modelled, deterministic per-warp clock, and every
-//!   launch reports a modelled duration in cycles ([`clock`]).
+//!   launch reports a modelled duration in cycles on a [`MachineModel`] ([`timing`]);
+//!   `//@trident.mark N` comments record the clock at zero cost ([`Marker`]).
 //!
 //! ```no_run
 //! use trident_emu::{launch, KernelArg, LaunchConfig, Module};
@@ -34,16 +35,18 @@
 #![allow(clippy::needless_range_loop)]
 
 mod cfg;
-pub mod clock;
 mod error;
 mod exec;
 mod fp;
 mod ir;
+mod machine;
 mod memory;
 mod parse;
+pub mod timing;
 
 pub use error::{EmuError, ErrorKind};
-pub use exec::{launch, KernelArg, LaunchConfig, LaunchReport};
+pub use exec::{launch, KernelArg, LaunchConfig, LaunchReport, Marker};
 pub use ir::Ty;
+pub use machine::MachineModel;
 pub use memory::buffer_base;
 pub use parse::{Module, ParamType};

@@ -75,6 +75,12 @@ impl GlobalMem {
         }
     }
 
+    /// Byte length of every region slot (0 for empty ones), for the timing model's L2.
+    pub fn region_lens(&self) -> Vec<usize> {
+        let last = self.regions.iter().rposition(|r| r.is_some()).map_or(0, |i| i + 1);
+        self.regions[..last].iter().map(|r| r.as_ref().map_or(0, |r| r.data.len())).collect()
+    }
+
     pub fn region_bytes(&self, idx: usize) -> Option<Vec<u8>> {
         let r = self.regions.get(idx)?.as_ref()?;
         Some(r.data.iter().map(|b| b.load(Ordering::Relaxed)).collect())

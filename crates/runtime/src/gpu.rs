@@ -34,9 +34,6 @@ pub struct GpuRun {
     pub profile: Option<Vec<u8>>,
 }
 
-/// Clock the emulator's modelled cycles are converted at (an H100 SXM's boost clock).
-pub const EMU_CLOCK_GHZ: f64 = 1.98;
-
 /// Runs compiled GPU code on the emulator (its PTX parsed once per loaded kernel).
 pub fn run_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps: usize) -> Result<GpuRun, RunError> {
     let module = code.emu_module()?;
@@ -76,7 +73,7 @@ fn run_emu_module(
         };
         let report = trident_emu::launch(module, &ptx.entry, &cfg, &mut kargs)
             .map_err(|e| RunError::msg(format!("emulator: {e}")))?;
-        samples.push(Duration::from_secs_f64(report.cycles as f64 / (EMU_CLOCK_GHZ * 1e9)));
+        samples.push(Duration::from_secs_f64(report.cycles as f64 / (report.clock_ghz * 1e9)));
         last = Some((kargs, report));
     }
     let Some((mut kargs, report)) = last else { return Err(RunError::msg("internal: no emulator run")) };

@@ -15,19 +15,19 @@ use trident_runtime::launch::launch;
 use trident_runtime::session::Session;
 use trident_runtime::KernelProgram;
 
-/// Configs whose modelled costs differ clearly (one block of 1 warp for
-/// 2048 elements is ~20x slower than 128 elements on 4 warps), with the
-/// fastest neither first nor last.
+/// Configs whose modelled costs differ (on the H100 model, 65536 elements take 2.8 µs in
+/// 128 blocks of 512 on one warp each and 3.4 µs in 8 blocks of 8192: with so few blocks
+/// each warp's loads are serialised), with the fastest neither first nor last and no ties.
 const TUNED_VADD: &str = r#"import triton
 import triton.language as tl
 
 
 @triton.autotune(
     configs=[
-        triton.Config({"BLOCK": 1024}, num_warps=1),
-        triton.Config({"BLOCK": 128}, num_warps=4),
         triton.Config({"BLOCK": 2048}, num_warps=1),
         triton.Config({"BLOCK": 512}, num_warps=1),
+        triton.Config({"BLOCK": 8192}, num_warps=1),
+        triton.Config({"BLOCK": 4096}, num_warps=1),
     ],
     key=["n"],
 )
@@ -57,7 +57,7 @@ fn modelled_times(prog: &KernelProgram, seed: u64) -> Vec<(i64, u32, f64)> {
     let s = Arc::new(Session::uncached().quiet(true));
     let k = prog.kernel(None).unwrap();
     let mut out = vec![];
-    for (block, warps) in [(1024, 1), (128, 4), (2048, 1), (512, 1)] {
+    for (block, warps) in [(2048, 1), (512, 1), (8192, 1), (4096, 1)] {
         let mut a = vadd_args(seed);
         a.extend(args(&[&format!("BLOCK={block}")], seed));
         let mut o = opts(&s, Backend::Emu, GRID);
@@ -79,7 +79,9 @@ fn tuning_picks_the_config_the_modelled_clock_says_is_fastest_and_reuses_it() {
     let times = modelled_times(&prog, seed);
     let fastest = times.iter().min_by(|a, b| a.2.total_cmp(&b.2)).unwrap();
     let slowest = times.iter().map(|t| t.2).fold(0.0, f64::max);
-    assert!(slowest > 4.0 * fastest.2, "the configs' modelled costs should differ clearly: {times:?}");
+    assert!(slowest > 1.1 * fastest.2, "the configs' modelled costs should differ: {times:?}");
+    let ties = times.iter().filter(|t| t.2 == fastest.2).count();
+    assert_eq!(ties, 1, "one config must be fastest: {times:?}");
 
     let s = session(dir.path());
     let mut a = vadd_args(seed + 1);
@@ -146,7 +148,7 @@ fn given_constexprs_skip_tuning_and_the_interpreter_takes_the_first_config() {
     let out = launch(&prog, k, &mut a, &opts(&s, Backend::Interp, GRID)).unwrap();
     check_vadd(&a, seed);
     let t = out.tuning.unwrap();
-    assert_eq!((t.decided_by, t.bench_runs, block_of(&t.config)), (Decision::FirstConfig, 0, 1024));
+    assert_eq!((t.decided_by, t.bench_runs, block_of(&t.config)), (Decision::FirstConfig, 0, 2048));
     assert!(s.cache().unwrap().list().len() == 2);
     assert_eq!(std::fs::read_dir(dir.path().join("autotune")).unwrap().count(), 0, "nothing tuned");
 }

@@ -1,24 +1,14 @@
-//! One CTA: its warps, shared memory and barriers. Warps run in time slices, round
-//! robin, in a fixed order (so a CTA's run is deterministic); a warp that reaches
-//! `bar.sync` waits until the barrier's expected thread count has arrived.
+//! One resident CTA: its warps, shared memory and barriers. The SM it runs on (see
+//! `grid`) decides which warp goes next; a warp that reaches `bar.sync` waits until
+//! the barrier's expected thread count has arrived.
 
 use super::race::RaceShadow;
 use super::warp::{BarRed, CtaMem, Ex, Frame, RedOp, Stop, Warp, FULL};
 use super::Launch;
-use crate::clock::SCHEDULERS_PER_SM;
 use crate::error::{EmuError, ErrorKind};
 use crate::ir::Operand;
-
-pub struct CtaResult {
-    pub cycles: u64,
-    pub lane_instrs: u64,
-    pub warp_instrs: u64,
-    pub printf: String,
-}
-
-/// Instructions a warp runs before the next warp gets a turn. Small enough that warps
-/// spinning on a flag another warp sets still make progress.
-const SLICE: u64 = 2048;
+use crate::timing::memsys::MemSystem;
+use crate::timing::sm::SmTiming;
 
 #[derive(Default, Clone)]
 struct BarState {
@@ -30,153 +20,239 @@ struct BarState {
     red_dst: Vec<(usize, Operand, u32)>,
 }
 
-pub fn run_cta(l: &Launch, ctaid: [u32; 3], linear: u32) -> Result<CtaResult, EmuError> {
-    let module = l.module;
-    let func = &module.funcs[l.func as usize];
-    let local_size = module.local_size;
-    let mut mem = CtaMem {
-        ctaid,
-        linear,
-        shared: vec![0; l.total_smem as usize],
-        local: vec![0; local_size as usize * l.nthreads as usize],
-        local_size,
-        race: if l.check_races && l.total_smem > 0 { Some(RaceShadow::new(l.total_smem as usize)) } else { None },
-        printf: String::new(),
-    };
-    let mut warps: Vec<Warp> = (0..l.nwarps)
-        .map(|w| {
-            let n = (l.nthreads - w * 32).min(32);
-            let lanes = if n == 32 { FULL } else { (1u32 << n) - 1 };
-            Warp {
-                id: w,
-                lanes,
-                exited: !lanes,
-                frames: vec![Frame::new(l.func, func.nregs, lanes)],
-                clock: 0,
-                done: false,
-                cp_open: Vec::new(),
-                cp_groups: Default::default(),
-                wg_open: Vec::new(),
-                wg_groups: Default::default(),
-                wg_fenced: false,
-                wg_dirty: Vec::new(),
-                wg_shadow: Default::default(),
-                warp_instrs: 0,
-                lane_instrs: 0,
-            }
-        })
-        .collect();
-    let mut bars: Vec<BarState> = vec![BarState::default(); 16];
-    let mut waiting = vec![false; warps.len()];
-    let mut total_steps = 0u64;
-    loop {
-        let mut ran = false;
-        for wi in 0..warps.len() {
-            if warps[wi].done || waiting[wi] {
-                continue;
-            }
-            ran = true;
-            let before = warps[wi].warp_instrs;
+pub struct Cta {
+    pub linear: u32,
+    /// Cycle its first instruction could issue.
+    pub start: u64,
+    pub mem: CtaMem,
+    pub warps: Vec<Warp>,
+    bars: Vec<BarState>,
+    pub waiting: Vec<bool>,
+    /// Warps a barrier released since the SM last looked (they can issue again).
+    pub released: Vec<usize>,
+    /// Warps not finished yet.
+    live: usize,
+    steps: u64,
+}
+
+impl Cta {
+    /// A CTA on SM `sm` whose warps start at `start`; its warp `w` issues on scheduler
+    /// `(first_sched + w) % schedulers`.
+    pub fn new(l: &Launch, ctaid: [u32; 3], linear: u32, sm: u32, start: u64, first_sched: usize) -> Cta {
+        let module = l.module;
+        let func = &module.funcs[l.func as usize];
+        let local_size = module.local_size;
+        let scheds = l.costs.m.schedulers();
+        let mem = CtaMem {
+            ctaid,
+            shared: vec![0; l.total_smem as usize],
+            local: vec![0; local_size as usize * l.nthreads as usize],
+            local_size,
+            race: if l.check_races && l.total_smem > 0 { Some(RaceShadow::new(l.total_smem as usize)) } else { None },
+            printf: String::new(),
+            sm,
+            marks: Vec::new(),
+        };
+        let warps: Vec<Warp> = (0..l.nwarps)
+            .map(|w| {
+                let n = (l.nthreads - w * 32).min(32);
+                let lanes = if n == 32 { FULL } else { (1u32 << n) - 1 };
+                Warp {
+                    id: w,
+                    lanes,
+                    exited: !lanes,
+                    frames: vec![Frame::new(l.func, func.nregs, lanes)],
+                    clock: start,
+                    now: start,
+                    last_issue: 0,
+                    sched: (first_sched + w as usize) % scheds,
+                    cp_open_done: 0,
+                    cp_done: Default::default(),
+                    wg_open_done: 0,
+                    wg_done: Default::default(),
+                    drained: 0,
+                    stall_until: 0,
+                    done: false,
+                    cp_open: Vec::new(),
+                    cp_groups: Default::default(),
+                    wg_open: Vec::new(),
+                    wg_groups: Default::default(),
+                    wg_fenced: false,
+                    wg_dirty: Vec::new(),
+                    wg_shadow: Default::default(),
+                    warp_instrs: 0,
+                    lane_instrs: 0,
+                }
+            })
+            .collect();
+        let n = warps.len();
+        Cta {
+            linear,
+            start,
+            mem,
+            warps,
+            bars: vec![BarState::default(); 16],
+            waiting: vec![false; n],
+            released: Vec::new(),
+            live: n,
+            steps: 0,
+        }
+    }
+
+    pub fn all_done(&self) -> bool {
+        self.live == 0
+    }
+
+    /// Whether warp `w` can issue (not finished, not waiting at a barrier).
+    pub fn runnable(&self, w: usize) -> bool {
+        !self.warps[w].done && !self.waiting[w]
+    }
+
+    /// When the last warp finished.
+    pub fn finish_time(&self) -> u64 {
+        self.warps.iter().map(|w| w.clock).max().unwrap_or(self.start)
+    }
+
+    /// Runs warp `wi`: its first instruction if it can issue by cycle `first`, the
+    /// following ones while they can issue by `rest` (or until it waits at a barrier or
+    /// finishes).
+    pub fn run_warp(
+        &mut self,
+        l: &Launch,
+        sm: &mut SmTiming,
+        mem: &MemSystem,
+        wi: usize,
+        first: u64,
+        rest: u64,
+    ) -> Result<(), EmuError> {
+        let mut limit = first;
+        loop {
+            let before = self.warps[wi].warp_instrs;
             let stop = {
-                let mut ex = Ex { l, m: &mut mem, w: &mut warps[wi] };
-                ex.run(SLICE)?
+                let mut ex = Ex { l, m: &mut self.mem, w: &mut self.warps[wi], sm: &mut *sm, mem };
+                ex.step(limit)?
             };
-            total_steps += warps[wi].warp_instrs - before;
-            if total_steps > l.max_steps {
+            self.steps += self.warps[wi].warp_instrs - before;
+            if self.steps > l.max_steps {
                 return Err(EmuError::new(
                     ErrorKind::Runtime,
                     format!("CTA ran more than {} warp instructions (an endless loop?)", l.max_steps),
                 )
-                .at_thread(ctaid, [0, 0, 0]));
+                .at_thread(self.mem.ctaid, [0, 0, 0]));
             }
-            if let Stop::Barrier { id, count, wait, red } = stop {
-                let b = &mut bars[id as usize];
-                if let Some(BarRed { op, partial, dst, mask }) = red {
-                    let acc = match (b.red, op) {
-                        (None, _) => partial,
-                        (Some((o, _)), _) if o != op => {
-                            return Err(EmuError::new(
-                                ErrorKind::Runtime,
-                                format!("barrier {id} used with different bar.red operations"),
-                            )
-                            .at_thread(ctaid, [warps[wi].id * 32, 0, 0]))
-                        }
-                        (Some((_, a)), RedOp::Popc) => a + partial,
-                        (Some((_, a)), RedOp::And) => a & partial,
-                        (Some((_, a)), RedOp::Or) => a | partial,
-                    };
-                    b.red = Some((op, acc));
-                    b.red_dst.push((wi, dst, mask));
+            match stop {
+                Stop::Ran => {
+                    limit = rest;
+                    if self.warps[wi].clock > limit {
+                        return Ok(());
+                    }
                 }
-                if b.count.is_some() && count.is_some() && b.count != count {
-                    return Err(EmuError::new(
-                        ErrorKind::Runtime,
-                        format!("barrier {id} used with different thread counts ({:?} and {:?})", b.count, count),
-                    )
-                    .at_thread(ctaid, [warps[wi].id * 32, 0, 0]));
+                Stop::Deferred => {
+                    sm.stats.deferred += 1;
+                    return Ok(());
                 }
-                b.count = b.count.or(count);
-                b.arrived_threads += (warps[wi].lanes & !warps[wi].exited).count_ones().max(1);
-                if wait {
-                    b.waiting.push(wi);
-                    waiting[wi] = true;
+                Stop::Done => {
+                    self.live -= 1;
+                    return self.after_exit(l);
+                }
+                Stop::Barrier { id, count, wait, red } => {
+                    self.arrive(wi, id, count, wait, red)?;
+                    self.release_barriers(l.costs.m.lat_barrier as u64);
+                    if !self.all_done() && (0..self.warps.len()).all(|w| !self.runnable(w)) {
+                        return Err(self.deadlock());
+                    }
+                    return Ok(());
                 }
             }
-            release_barriers(&mut bars, &mut warps, &mut waiting, &mut mem);
-        }
-        if warps.iter().all(|w| w.done) {
-            break;
-        }
-        if !ran {
-            // Everyone left is waiting and nothing can release them.
-            let stuck: Vec<String> = bars
-                .iter()
-                .enumerate()
-                .filter(|(_, b)| !b.waiting.is_empty())
-                .map(|(i, b)| {
-                    let ws: Vec<String> = b.waiting.iter().map(|w| w.to_string()).collect();
-                    format!(
-                        "barrier {i}: warps [{}] wait, {} of {} threads arrived",
-                        ws.join(","),
-                        b.arrived_threads,
-                        expected(b, &warps)
-                    )
-                })
-                .collect();
-            return Err(EmuError::new(
-                ErrorKind::Deadlock,
-                format!("deadlock: a barrier can never complete ({})", stuck.join("; ")),
-            )
-            .at_thread(ctaid, [0, 0, 0]));
         }
     }
-    // A CTA's time: its slowest warp, or the issue bandwidth of the SM's schedulers.
-    let longest = warps.iter().map(|w| w.clock).max().unwrap_or(0);
-    let total: u64 = warps.iter().map(|w| w.clock).sum();
-    Ok(CtaResult {
-        cycles: longest.max(total.div_ceil(SCHEDULERS_PER_SM)),
-        lane_instrs: warps.iter().map(|w| w.lane_instrs).sum(),
-        warp_instrs: warps.iter().map(|w| w.warp_instrs).sum(),
-        printf: mem.printf,
-    })
-}
 
-/// Threads a barrier waits for: its count, or every thread that has not exited.
-fn expected(b: &BarState, warps: &[Warp]) -> u32 {
-    b.count.unwrap_or_else(|| warps.iter().filter(|w| !w.done).map(|w| (w.lanes & !w.exited).count_ones().max(1)).sum())
-}
-
-fn release_barriers(bars: &mut [BarState], warps: &mut [Warp], waiting: &mut [bool], mem: &mut CtaMem) {
-    for b in bars.iter_mut() {
-        if b.arrived_threads == 0 {
-            continue;
+    fn arrive(
+        &mut self,
+        wi: usize,
+        id: u32,
+        count: Option<u32>,
+        wait: bool,
+        red: Option<BarRed>,
+    ) -> Result<(), EmuError> {
+        let ctaid = self.mem.ctaid;
+        let b = &mut self.bars[id as usize];
+        if let Some(BarRed { op, partial, dst, mask }) = red {
+            let acc = match (b.red, op) {
+                (None, _) => partial,
+                (Some((o, _)), _) if o != op => {
+                    return Err(EmuError::new(
+                        ErrorKind::Runtime,
+                        format!("barrier {id} used with different bar.red operations"),
+                    )
+                    .at_thread(ctaid, [self.warps[wi].id * 32, 0, 0]))
+                }
+                (Some((_, a)), RedOp::Popc) => a + partial,
+                (Some((_, a)), RedOp::And) => a & partial,
+                (Some((_, a)), RedOp::Or) => a | partial,
+            };
+            b.red = Some((op, acc));
+            b.red_dst.push((wi, dst, mask));
         }
-        if b.arrived_threads >= expected(b, warps) {
-            // Released warps leave together, at the time the last one arrived.
-            let t = b.waiting.iter().map(|&w| warps[w].clock).max().unwrap_or(0);
+        if b.count.is_some() && count.is_some() && b.count != count {
+            return Err(EmuError::new(
+                ErrorKind::Runtime,
+                format!("barrier {id} used with different thread counts ({:?} and {:?})", b.count, count),
+            )
+            .at_thread(ctaid, [self.warps[wi].id * 32, 0, 0]));
+        }
+        b.count = b.count.or(count);
+        b.arrived_threads += (self.warps[wi].lanes & !self.warps[wi].exited).count_ones().max(1);
+        if wait {
+            b.waiting.push(wi);
+            self.waiting[wi] = true;
+        }
+        Ok(())
+    }
+
+    /// Warps that exited can complete a barrier others wait at (it waits for every
+    /// thread that has not exited).
+    fn after_exit(&mut self, l: &Launch) -> Result<(), EmuError> {
+        self.release_barriers(l.costs.m.lat_barrier as u64);
+        if !self.all_done() && (0..self.warps.len()).all(|w| !self.runnable(w)) {
+            return Err(self.deadlock());
+        }
+        Ok(())
+    }
+
+    fn deadlock(&self) -> EmuError {
+        let stuck: Vec<String> = self
+            .bars
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| !b.waiting.is_empty())
+            .map(|(i, b)| {
+                let ws: Vec<String> = b.waiting.iter().map(|w| w.to_string()).collect();
+                format!(
+                    "barrier {i}: warps [{}] wait, {} of {} threads arrived",
+                    ws.join(","),
+                    b.arrived_threads,
+                    expected(b, &self.warps)
+                )
+            })
+            .collect();
+        EmuError::new(ErrorKind::Deadlock, format!("deadlock: a barrier can never complete ({})", stuck.join("; ")))
+            .at_thread(self.mem.ctaid, [0, 0, 0])
+    }
+
+    /// Releases every barrier whose threads have all arrived: its warps leave together,
+    /// `latency` cycles after the last one arrived.
+    fn release_barriers(&mut self, latency: u64) {
+        let (warps, waiting, mem, released) = (&mut self.warps, &mut self.waiting, &mut self.mem, &mut self.released);
+        for b in self.bars.iter_mut() {
+            if b.arrived_threads == 0 || b.arrived_threads < expected(b, warps) {
+                continue;
+            }
+            let t = b.waiting.iter().map(|&w| warps[w].clock).max().unwrap_or(0) + latency;
             for &w in &b.waiting {
                 warps[w].clock = t;
                 waiting[w] = false;
+                released.push(w);
             }
             if let Some((_, value)) = b.red {
                 for (w, dst, mask) in &b.red_dst {
@@ -188,6 +264,9 @@ fn release_barriers(bars: &mut [BarState], warps: &mut [Warp], waiting: &mut [bo
                                 }
                             }
                         }
+                        if let Some(slot) = f.ready.get_mut(*r as usize) {
+                            *slot = t;
+                        }
                     }
                 }
             }
@@ -197,4 +276,9 @@ fn release_barriers(bars: &mut [BarState], warps: &mut [Warp], waiting: &mut [bo
             }
         }
     }
+}
+
+/// Threads a barrier waits for: its count, or every thread that has not exited.
+fn expected(b: &BarState, warps: &[Warp]) -> u32 {
+    b.count.unwrap_or_else(|| warps.iter().filter(|w| !w.done).map(|w| (w.lanes & !w.exited).count_ones().max(1)).sum())
 }

@@ -7,6 +7,7 @@ use crate::error::{EmuError, ErrorKind};
 use crate::fp::{self, Small};
 use crate::ir::{AtomOp, Instr, Kind, Operand, Space, Ty};
 use crate::memory::{check_align, classify_generic, Place};
+use crate::timing::access::Where;
 
 fn mem_err(msg: String) -> EmuError {
     EmuError::new(ErrorKind::Memory, msg)
@@ -75,7 +76,9 @@ impl Ex<'_, '_> {
     /// Reads `out.len()` bytes at `addr` in `space` for `lane`.
     pub fn read_mem(&mut self, space: Space, addr: u64, out: &mut [u8], lane: u32, line: u32) -> R<()> {
         check_align(addr, out.len() as u64).map_err(mem_err)?;
-        match self.place(space, addr) {
+        let place = self.place(space, addr);
+        self.log_access(place, out.len());
+        match place {
             Place::Shared(off) => {
                 let at = self.shared_check(off, out.len(), None, line)?;
                 out.copy_from_slice(&self.m.shared[at..at + out.len()]);
@@ -102,7 +105,9 @@ impl Ex<'_, '_> {
 
     pub fn write_mem(&mut self, space: Space, addr: u64, src: &[u8], lane: u32, line: u32) -> R<()> {
         check_align(addr, src.len() as u64).map_err(mem_err)?;
-        match self.place(space, addr) {
+        let place = self.place(space, addr);
+        self.log_access(place, src.len());
+        match place {
             Place::Shared(off) => {
                 let at = self.shared_check(off, src.len(), Some(src), line)?;
                 self.m.shared[at..at + src.len()].copy_from_slice(src);
@@ -117,15 +122,33 @@ impl Ex<'_, '_> {
         Ok(())
     }
 
+    /// Records an access of the instruction being executed for the timing model.
+    pub fn log_access(&mut self, place: Place, len: usize) {
+        if self.sm.acc.enabled {
+            let (w, a) = match place {
+                Place::Shared(o) => (Where::Shared, o),
+                Place::Local(o) => (Where::Local, o),
+                Place::Param(o) => (Where::Param, o),
+                Place::Global(a) => (Where::Global, a),
+            };
+            self.sm.acc.push(w, a, len);
+        }
+    }
+
     /// Applies finished `cp.async` groups: all but the newest `keep` committed groups
-    /// (and, with `open`, the not yet committed copies too).
+    /// (and, with `open`, the not yet committed copies too). The warp waits until they
+    /// have landed.
     pub fn complete_copies(&mut self, keep: usize, open: bool) -> R<()> {
         while self.w.cp_groups.len() > keep {
             let Some(g) = self.w.cp_groups.pop_front() else { break };
+            let done = self.w.cp_done.pop_front().unwrap_or(0);
+            self.w.stall_until = self.w.stall_until.max(done);
             self.apply_copies(g)?;
         }
         if open {
             let g = std::mem::take(&mut self.w.cp_open);
+            let done = std::mem::take(&mut self.w.cp_open_done);
+            self.w.stall_until = self.w.stall_until.max(done);
             self.apply_copies(g)?;
         }
         Ok(())
@@ -247,7 +270,10 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                     ));
                 }
                 c.dst = dst_off as u32;
+                // The copy's shared-memory write and (unless zero-filled) its global read.
+                ex.log_access(Place::Shared(dst_off), cp);
                 if src_size > 0 {
+                    ex.log_access(Place::Global(src), cp);
                     check_align(src, cp as u64).map_err(|m| ex.fail_at(mem_err(m), lane))?;
                     ex.l.global.read(src, &mut c.bytes[..src_size]).map_err(|m| ex.fail_at(mem_err(m), lane))?;
                 }
@@ -258,6 +284,8 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
         Kind::CpAsyncCommit => {
             let g = std::mem::take(&mut ex.w.cp_open);
             ex.w.cp_groups.push_back(g);
+            let done = std::mem::take(&mut ex.w.cp_open_done);
+            ex.w.cp_done.push_back(done);
             Ok(())
         }
         Kind::CpAsyncWait => {
@@ -359,7 +387,9 @@ fn atomic(ex: &mut Ex, ins: &Instr, mask: u32, space: Space) -> R<()> {
         let l = lane as usize;
         let a = ex.addr(addr_op, lane)?;
         check_align(a, size as u64).map_err(|m| ex.fail_at(mem_err(m), lane))?;
-        let old = match ex.place(space, a) {
+        let place = ex.place(space, a);
+        ex.log_access(place, size);
+        let old = match place {
             Place::Param(_) => return Err(unsupported(ins, "atomics on parameters")),
             Place::Global(ga) => {
                 ex.l.global

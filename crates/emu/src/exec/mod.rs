@@ -7,6 +7,7 @@ mod compare;
 mod convert;
 mod cta;
 mod float;
+mod grid;
 mod int;
 mod memory_ops;
 mod printf;
@@ -16,15 +17,13 @@ mod validate;
 mod warp;
 mod wgmma;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
-use rayon::prelude::*;
 use trident_core::HostTensor;
 
-use crate::clock;
 use crate::error::EmuError;
+use crate::machine::MachineModel;
 use crate::memory::{buffer_base, GlobalMem, MAX_BUFFERS, MODULE_REGION0};
 use crate::parse::Module;
+use crate::timing::sm::Costs;
 pub(crate) use validate::validate;
 
 /// One kernel argument.
@@ -55,6 +54,19 @@ pub struct LaunchConfig {
     pub print_stdout: bool,
     /// A CTA stops with an error after this many warp-instructions (guards against hangs).
     pub max_warp_instructions_per_cta: u64,
+    /// The GPU the timing model imitates (default: H100 SXM).
+    pub machine: MachineModel,
+    /// Registers per thread as `ptxas` allocates them, which limit how many CTAs fit on
+    /// an SM; 0 (the default) means unknown, and then registers do not limit residency.
+    pub registers_per_thread: u32,
+    /// **Timing only.** Run just the first N CTAs (in launch order) and extrapolate the
+    /// duration to the whole grid: the grid's CTAs, CTA `i` taking as long as sampled
+    /// CTA `i mod N`, list-scheduled onto the SMs' slots (see `timing::extrapolate`).
+    /// Sample at least one full wave (SMs × CTAs per SM) so the sampled CTAs saw a full
+    /// machine. 0 (the default) runs all.
+    /// Outputs of the CTAs not run are not computed: never use it to check results.
+    /// The report says so (`LaunchReport::ctas_run`).
+    pub timing_sample_ctas: u64,
 }
 
 impl Default for LaunchConfig {
@@ -67,17 +79,46 @@ impl Default for LaunchConfig {
             parallel: true,
             print_stdout: false,
             max_warp_instructions_per_cta: 1 << 30,
+            machine: MachineModel::default(),
+            registers_per_thread: 0,
+            timing_sample_ctas: 0,
         }
     }
+}
+
+/// A `//@trident.mark` a warp passed: which, where and when.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Marker {
+    /// The CTA's linear index (x fastest) and its `%ctaid`.
+    pub cta: u32,
+    pub ctaid: [u32; 3],
+    pub warp: u32,
+    pub id: u32,
+    /// The warp's modelled clock there (cycles since the launch started, as `%clock64`
+    /// reads them): when its next instruction could issue at the earliest.
+    pub clock: u64,
 }
 
 /// What a successful launch reports.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LaunchReport {
-    /// Modelled kernel duration in cycles (see the `clock` module docs).
+    /// Modelled kernel duration in cycles, as CUDA events would time it: from launch to
+    /// the last CTA's end plus the machine's launch overhead (see `crate::timing`).
+    /// With `timing_sample_ctas` it is extrapolated to the whole grid.
     pub cycles: u64,
-    /// Modelled cycles of each CTA, in linear CTA order.
+    /// The clock cycles are counted at: seconds = cycles / (clock_ghz · 1e9).
+    pub clock_ghz: f64,
+    /// Modelled cycles of each CTA that ran (start to end), in linear CTA order.
     pub cta_cycles: Vec<u64>,
+    /// CTAs run; less than the grid only with `LaunchConfig::timing_sample_ctas`.
+    pub ctas_run: u64,
+    /// CTAs resident per SM at once.
+    pub ctas_per_sm: u32,
+    /// Markers passed, ordered by CTA, then warp, then program order.
+    pub markers: Vec<Marker>,
+    /// Modelled DRAM and L2 traffic, bytes.
+    pub dram_bytes: u64,
+    pub l2_bytes: u64,
     /// Sum over executed warp instructions of the number of active lanes.
     pub lane_instructions: u64,
     /// Warp instructions issued.
@@ -100,7 +141,10 @@ pub(crate) struct Launch<'a> {
     pub total_smem: u32,
     pub check_races: bool,
     pub max_steps: u64,
-    pub abort: AtomicBool,
+    pub costs: Costs,
+    pub regs_per_thread: u32,
+    /// `TRIDENT_EMU_STATS` is set: collect and print per-SM stall and utilization totals.
+    pub stats: bool,
 }
 
 /// Largest shared memory a CTA may use (sm_90's limit).
@@ -190,37 +234,49 @@ pub fn launch(
         total_smem: total_smem as u32,
         check_races: cfg.check_races,
         max_steps: cfg.max_warp_instructions_per_cta,
-        abort: AtomicBool::new(false),
+        costs: Costs::new(&cfg.machine),
+        regs_per_thread: cfg.registers_per_thread,
+        stats: std::env::var_os("TRIDENT_EMU_STATS").is_some(),
     };
     let ncta = cfg.grid.iter().map(|&g| g as u64).product::<u64>();
-    let run_one = |linear: u64| -> Option<Result<cta::CtaResult, EmuError>> {
-        if launch.abort.load(Ordering::Relaxed) {
-            return None;
-        }
-        let gx = cfg.grid[0] as u64;
-        let gy = cfg.grid[1] as u64;
-        let ctaid = [(linear % gx) as u32, ((linear / gx) % gy) as u32, (linear / (gx * gy)) as u32];
-        let r = cta::run_cta(&launch, ctaid, linear as u32);
-        if r.is_err() {
-            launch.abort.store(true, Ordering::Relaxed);
-        }
-        Some(r)
+    let nrun = if cfg.timing_sample_ctas > 0 { cfg.timing_sample_ctas.min(ncta) } else { ncta };
+    let g = grid::run(&launch, nrun, &launch.global.region_lens(), cfg.parallel)?;
+    let mut report = LaunchReport {
+        clock_ghz: cfg.machine.clock_ghz,
+        ctas_run: nrun,
+        ctas_per_sm: g.ctas_per_sm,
+        dram_bytes: g.dram_bytes,
+        l2_bytes: g.l2_bytes,
+        ..LaunchReport::default()
     };
-    let results: Vec<Option<Result<cta::CtaResult, EmuError>>> =
-        if cfg.parallel { (0..ncta).into_par_iter().map(run_one).collect() } else { (0..ncta).map(run_one).collect() };
-    let mut report = LaunchReport::default();
-    for r in results.into_iter().flatten() {
-        let r = r?;
-        report.cta_cycles.push(r.cycles);
-        report.lane_instructions += r.lane_instrs;
-        report.warp_instructions += r.warp_instrs;
-        report.printf.push_str(&r.printf);
+    let mut last_end = 0u64;
+    for c in g.ctas {
+        report.cta_cycles.push(c.end - c.start);
+        last_end = last_end.max(c.end);
+        report.lane_instructions += c.lane_instrs;
+        report.warp_instructions += c.warp_instrs;
+        report.printf.push_str(&c.printf);
+        let mut marks = c.marks;
+        // Stable: program order within each warp is kept.
+        marks.sort_by_key(|m| m.0);
+        report.markers.extend(marks.into_iter().map(|(warp, id, clock)| Marker {
+            cta: c.linear,
+            ctaid: c.ctaid,
+            warp,
+            id,
+            clock,
+        }));
     }
-    if report.cta_cycles.len() as u64 != ncta {
+    if report.cta_cycles.len() as u64 != nrun {
         return Err(EmuError::launch("launch aborted"));
     }
-    let slots = clock::NUM_SMS * clock::ctas_per_sm(launch.nthreads, launch.total_smem);
-    report.cycles = clock::kernel_cycles(&report.cta_cycles, slots);
+    let ran = if nrun < ncta {
+        let slots = g.ctas_per_sm as u64 * cfg.machine.sms as u64;
+        crate::timing::extrapolate(&report.cta_cycles, ncta, slots)
+    } else {
+        last_end
+    };
+    report.cycles = ran + (cfg.machine.launch_overhead_ns * cfg.machine.clock_ghz) as u64;
     if cfg.print_stdout {
         print!("{}", report.printf);
     }

@@ -9,6 +9,9 @@ use super::race::RaceShadow;
 use super::Launch;
 use crate::error::{EmuError, ErrorKind};
 use crate::ir::{AddrBase, BoolOp, Instr, Kind, Operand, Sreg, NO_PC};
+use crate::timing::class::{Lat, Pipe};
+use crate::timing::memsys::MemSystem;
+use crate::timing::sm::{mma_type_scale, SmTiming};
 
 pub const FULL: u32 = u32::MAX;
 
@@ -22,6 +25,8 @@ pub struct Entry {
 pub struct Frame {
     pub func: u32,
     pub regs: Vec<u64>,
+    /// Scoreboard: the cycle from which each register's latest value can be read.
+    pub ready: Vec<u64>,
     pub stack: Vec<Entry>,
     /// Lanes that made the call; return values are copied back for them.
     pub call_mask: u32,
@@ -34,6 +39,7 @@ impl Frame {
         Frame {
             func,
             regs: vec![0; nregs as usize * 32],
+            ready: vec![0; nregs as usize],
             stack: vec![Entry { pc: 0, mask, reconv: NO_PC }],
             call_mask: mask,
             ret_copy: Vec::new(),
@@ -56,7 +62,24 @@ pub struct Warp {
     pub lanes: u32,
     pub exited: u32,
     pub frames: Vec<Frame>,
+    /// Timing (see `crate::timing`): the earliest cycle the next instruction can issue,
+    /// and the issue cycle of the one executing (what `%clock64` reads).
     pub clock: u64,
+    pub now: u64,
+    /// When it last issued, in the SM's issue order (ties go to the least recent).
+    pub last_issue: u64,
+    /// The scheduler (SM sub-partition) the warp issues on.
+    pub sched: usize,
+    /// Completion cycles of the open `cp.async` copies and of each committed group
+    /// (parallel to `cp_groups`); the same for warpgroup MMAs.
+    pub cp_open_done: u64,
+    pub cp_done: VecDeque<u64>,
+    pub wg_open_done: u64,
+    pub wg_done: VecDeque<u64>,
+    /// When every memory access the warp issued has been accepted.
+    pub drained: u64,
+    /// A wait (`*.wait_group`, fence, nanosleep) holds the warp until this cycle.
+    pub stall_until: u64,
     pub done: bool,
     pub cp_open: Vec<PendingCopy>,
     pub cp_groups: VecDeque<Vec<PendingCopy>>,
@@ -75,18 +98,23 @@ pub struct Warp {
 /// Per-CTA memory and outputs.
 pub struct CtaMem {
     pub ctaid: [u32; 3],
-    pub linear: u32,
     pub shared: Vec<u8>,
     pub local: Vec<u8>,
     pub local_size: u32,
     pub race: Option<RaceShadow>,
     pub printf: String,
+    /// The SM the CTA runs on (`%smid`).
+    pub sm: u32,
+    /// Markers passed: (warp, id, clock), in execution order per warp.
+    pub marks: Vec<(u32, u32, u64)>,
 }
 
-/// Why a warp stopped running.
+/// What one step of a warp did.
 pub enum Stop {
-    /// Its time slice ran out.
-    Yield,
+    /// It issued an instruction.
+    Ran,
+    /// Its next instruction cannot issue by the given limit (its clock now says when).
+    Deferred,
     /// It reached `bar.sync`/`bar.arrive`/`bar.red`.
     Barrier {
         id: u32,
@@ -102,6 +130,9 @@ pub struct Ex<'a, 'b> {
     pub l: &'a Launch<'b>,
     pub m: &'a mut CtaMem,
     pub w: &'a mut Warp,
+    /// The SM's resources and the memory system as of this epoch.
+    pub sm: &'a mut SmTiming,
+    pub mem: &'a MemSystem,
 }
 
 pub type R<T> = Result<T, EmuError>;
@@ -162,13 +193,13 @@ impl Ex<'_, '_> {
             Sreg::LaneId => lane as u64,
             Sreg::WarpId => self.w.id as u64,
             Sreg::NWarpId => self.l.nwarps as u64,
-            Sreg::SmId => (self.m.linear % crate::clock::NUM_SMS) as u64,
-            Sreg::NSmId => crate::clock::NUM_SMS as u64,
+            Sreg::SmId => self.m.sm as u64,
+            Sreg::NSmId => self.l.costs.m.sms as u64,
             Sreg::GridId => 0,
-            Sreg::Clock => self.w.clock & 0xffff_ffff,
-            Sreg::Clock64 => self.w.clock,
-            // Nanoseconds at a modelled 1 GHz.
-            Sreg::GlobalTimer => self.w.clock,
+            Sreg::Clock => self.w.now & 0xffff_ffff,
+            Sreg::Clock64 => self.w.now,
+            // Modelled nanoseconds since the launch started, at the machine's clock.
+            Sreg::GlobalTimer => (self.w.now as f64 / self.l.costs.m.clock_ghz) as u64,
             Sreg::DynSmem => self.l.dyn_smem as u64,
             Sreg::TotalSmem => self.l.total_smem as u64,
             Sreg::LaneMaskEq => 1u64 << lane,
@@ -289,14 +320,11 @@ impl Ex<'_, '_> {
         }
     }
 
-    /// Runs up to `budget` instructions.
-    pub fn run(&mut self, budget: u64) -> R<Stop> {
+    /// Issues the warp's next instruction if it can issue by cycle `limit` (markers and
+    /// reconvergence bookkeeping on the way cost nothing).
+    pub fn step(&mut self, limit: u64) -> R<Stop> {
         let module = self.l.module;
-        let mut steps = 0u64;
         loop {
-            if steps >= budget {
-                return Ok(Stop::Yield);
-            }
             let Some(frame) = self.w.frames.last_mut() else {
                 self.finish()?;
                 return Ok(Stop::Done);
@@ -327,12 +355,40 @@ impl Ex<'_, '_> {
             let pc = top.pc;
             let full = top.mask;
             let ins = &func.instrs[pc as usize];
+            if ins.kind == Kind::Mark {
+                // Zero cost: no issue slot, no dependence; the warp's clock as it stands.
+                if let Some(Operand::Imm(id)) = ins.ops.first() {
+                    self.m.marks.push((self.w.id, *id as u32, self.w.clock));
+                }
+                top.pc = pc + 1;
+                continue;
+            }
+            let it = &ins.timing;
+            if it.slots == 0 {
+                self.rename(ins, full)?;
+                continue;
+            }
+            let t = self.sm.issue_time(self.w.sched, self.w.clock, &frame.ready, it);
+            if t > limit {
+                self.w.clock = t;
+                return Ok(Stop::Deferred);
+            }
             let mask = self.guard(ins, full).map_err(|e| self.locate(e, ins, full))?;
-            steps += 1;
-            self.w.clock += ins.cost as u64;
+            if self.l.stats {
+                let f = &self.w.frames[self.w.frames.len() - 1];
+                self.sm.note_stall(self.w.sched, self.w.clock, &f.ready, it, t);
+            }
+            self.w.now = t;
+            let mut ready = self.sm.issue(&self.l.costs, self.w.sched, t, it);
+            self.w.last_issue = self.sm.issued;
+            self.w.clock = t + it.slots.max(1) as u64;
             self.w.warp_instrs += 1;
             // Lanes predicated off still issue the instruction (like nvprof's thread_inst_executed).
             self.w.lane_instrs += full.count_ones() as u64;
+            let memory = matches!(it.lat(), Lat::Memory | Lat::Atomic) && mask != 0;
+            if memory {
+                self.sm.acc.start(matches!(ins.kind, Kind::St | Kind::Red | Kind::Stmatrix));
+            }
             match ins.kind {
                 Kind::Bra => {
                     let target = match ins.ops.first() {
@@ -340,7 +396,7 @@ impl Ex<'_, '_> {
                         _ => return Err(self.locate(bad_operand("branch without a label"), ins, full)),
                     };
                     let frame = self.frame_mut();
-                    let Some(top) = frame.stack.last_mut() else { continue };
+                    let Some(top) = frame.stack.last_mut() else { return Ok(Stop::Ran) };
                     if mask == full {
                         top.pc = target;
                     } else if mask == 0 {
@@ -415,6 +471,125 @@ impl Ex<'_, '_> {
                     }
                 }
             }
+            if mask != 0 {
+                ready = self.timing_after(ins, t, ready, memory);
+                if ready > t + 1 || !it.dsts.is_empty() {
+                    let f = self.frame_mut();
+                    for &d in &it.dsts {
+                        if let Some(r) = f.ready.get_mut(d as usize) {
+                            *r = ready;
+                        }
+                    }
+                }
+            }
+            if self.w.stall_until > self.w.clock {
+                if self.l.stats {
+                    let d = self.w.stall_until - self.w.clock;
+                    let st = &mut self.sm.stats;
+                    match ins.kind {
+                        Kind::WgmmaWait => st.wait_wgmma += d,
+                        Kind::CpAsyncWait | Kind::CpAsyncWaitAll => st.wait_cp_async += d,
+                        // A full memory-pipeline queue holds the warp after issue.
+                        _ if memory => st.stall_unit += d,
+                        _ => st.wait_other += d,
+                    }
+                }
+                self.w.clock = self.w.stall_until;
+            }
+            return Ok(Stop::Ran);
+        }
+    }
+
+    /// The earliest cycle its next instruction can issue as far as the warp itself
+    /// knows (its clock and the instruction's source registers), and the unit it needs;
+    /// its clock and no unit if the next step is not a plain instruction.
+    pub fn next_ready(w: &Warp, module: &crate::parse::Module) -> (u64, Pipe) {
+        let Some(f) = w.frames.last() else { return (w.clock, Pipe::None) };
+        let Some(top) = f.stack.last() else { return (w.clock, Pipe::None) };
+        let Some(func) = module.funcs.get(f.func as usize) else { return (w.clock, Pipe::None) };
+        // Markers are transparent: look past them, as if they were not there.
+        let mut pc = top.pc;
+        while pc != top.reconv && func.instrs.get(pc as usize).is_some_and(|i| i.kind == Kind::Mark) {
+            pc += 1;
+        }
+        let Some(ins) = func.instrs.get(pc as usize) else { return (w.clock, Pipe::None) };
+        if top.mask == 0 || pc == top.reconv || ins.timing.slots == 0 {
+            return (w.clock, Pipe::None);
+        }
+        let mut t = w.clock;
+        for &r in ins.timing.srcs.iter().chain(&ins.timing.dsts) {
+            if let Some(&x) = f.ready.get(r as usize) {
+                t = t.max(x);
+            }
+        }
+        (t, ins.timing.pipe())
+    }
+
+    /// Runs a register rename (a move ptxas removes): no issue slot, and the
+    /// destinations are ready when the sources are.
+    fn rename(&mut self, ins: &Instr, full: u32) -> R<()> {
+        let mask = self.guard(ins, full).map_err(|e| self.locate(e, ins, full))?;
+        self.w.warp_instrs += 1;
+        self.w.lane_instrs += full.count_ones() as u64;
+        let pc = self.frame().stack.last().map_or(0, |e| e.pc);
+        self.advance(pc);
+        if mask == 0 {
+            return Ok(());
+        }
+        self.exec(ins, mask).map_err(|e| self.locate(e, ins, mask))?;
+        let f = self.frame_mut();
+        let ready = ins.timing.srcs.iter().filter_map(|&r| f.ready.get(r as usize)).copied().max().unwrap_or(0);
+        for &d in &ins.timing.dsts {
+            if let Some(r) = f.ready.get_mut(d as usize) {
+                *r = ready;
+            }
+        }
+        Ok(())
+    }
+
+    /// The timing of what an instruction did once it ran (its accesses, its tensor-core
+    /// work); returns when its destination registers are ready.
+    fn timing_after(&mut self, ins: &Instr, t: u64, ready: u64, memory: bool) -> u64 {
+        let costs = &self.l.costs;
+        let sched = self.w.sched;
+        if memory {
+            let atomic = ins.timing.lat() == Lat::Atomic;
+            let d = self.sm.memory(costs, t, self.mem, atomic);
+            self.w.drained = self.w.drained.max(d.drained);
+            self.w.stall_until = self.w.stall_until.max(d.accepted);
+            if ins.kind == Kind::CpAsync {
+                self.w.cp_open_done = self.w.cp_open_done.max(d.ready);
+            }
+            return d.ready;
+        }
+        match ins.kind {
+            Kind::Mma => {
+                let (m, n, k) = ins.m.shape;
+                let input = ins.tys.get(1).copied().unwrap_or(crate::ir::Ty::F16);
+                self.sm.mma(costs, sched, t, m as u64 * n as u64 * k as u64, mma_type_scale(input))
+            }
+            Kind::Wgmma => {
+                // One warp's quarter of the warpgroup's m64nNk16: 16 rows of D.
+                let (_, n, k) = ins.m.shape;
+                let input = ins.tys.get(1).copied().unwrap_or(crate::ir::Ty::F16);
+                let bytes = input.bytes().max(1) as u64;
+                let a_smem = !matches!(ins.ops.get(1), Some(Operand::Vec(_)));
+                // Operands read from shared memory, shared by the warpgroup's four warps.
+                let smem = (n as u64 * k as u64 + if a_smem { 64 * k as u64 } else { 0 }) * bytes / 4;
+                let done = self.sm.wgmma(costs, sched, t, 16 * n as u64 * k as u64, mma_type_scale(input), smem);
+                self.w.wg_open_done = self.w.wg_open_done.max(done);
+                ready
+            }
+            Kind::Nanosleep => {
+                let ns = ins.ops.first().and_then(|o| self.src1(o, 0).ok()).unwrap_or(0).min(1_000_000);
+                self.w.stall_until = t + (ns as f64 * costs.m.clock_ghz) as u64;
+                ready
+            }
+            Kind::Fence => {
+                self.w.stall_until = self.w.drained;
+                ready
+            }
+            _ => ready,
         }
     }
 
@@ -461,6 +636,9 @@ impl Ex<'_, '_> {
     /// The warp finished: outstanding asynchronous copies land.
     fn finish(&mut self) -> R<()> {
         self.w.done = true;
+        let w = &mut *self.w;
+        let pending = w.cp_done.iter().chain(&w.wg_done).copied().max().unwrap_or(0);
+        w.clock = w.clock.max(pending).max(w.cp_open_done).max(w.wg_open_done).max(w.drained);
         self.complete_wgmma(0)?;
         self.complete_copies(usize::MAX, true)
     }
@@ -550,7 +728,7 @@ impl Ex<'_, '_> {
             Ldmatrix | Stmatrix | Mma => super::tensor::exec(self, ins, mask),
             Wgmma | WgmmaFence | WgmmaCommit | WgmmaWait => super::wgmma::exec(self, ins, mask),
             Shfl | Vote | Match | Activemask | Redux => super::collective::exec(self, ins, mask),
-            Fence | Prefetch | BarWarp | Nanosleep | Trap => Ok(()),
+            Fence | Prefetch | BarWarp | Nanosleep | Trap | Mark => Ok(()),
             Bar => Ok(()),
             Bra | Call | Ret | Exit => Ok(()),
         }

@@ -144,6 +144,9 @@ impl Ex<'_, '_> {
     pub fn complete_wgmma(&mut self, keep: usize) -> R<()> {
         while self.w.wg_groups.len() > keep {
             let Some(mut g) = self.w.wg_groups.pop_front() else { break };
+            // The warp waits until the group's MMAs have completed.
+            let done = self.w.wg_done.pop_front().unwrap_or(0);
+            self.w.stall_until = self.w.stall_until.max(done);
             // Run in issue order; the ones not run yet still count as pending.
             while !g.is_empty() {
                 let p = g.remove(0);
@@ -259,6 +262,8 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
         Kind::WgmmaCommit => {
             let g = std::mem::take(&mut ex.w.wg_open);
             ex.w.wg_groups.push_back(g);
+            let done = std::mem::take(&mut ex.w.wg_open_done);
+            ex.w.wg_done.push_back(done);
             Ok(())
         }
         Kind::WgmmaWait => {

@@ -243,6 +243,24 @@ pub fn decode(
     raw: &[RawOp],
     line: u32,
 ) -> Result<Instr, EmuError> {
+    if opcode == super::raw::MARK_OPCODE {
+        let id = match raw.first() {
+            Some(RawOp::Num { text, .. }) => text.parse::<u32>().map_err(|_| perr("marker id must be a u32"))?,
+            _ => return Err(perr("marker without an id")),
+        };
+        let mut ins = Instr {
+            kind: Kind::Mark,
+            guard: None,
+            tys: vec![],
+            m: Mods::default(),
+            ops: vec![Operand::Imm(id as u64)],
+            line,
+            reconv: NO_PC,
+            timing: Default::default(),
+        };
+        ins.timing = crate::timing::class::classify(&ins);
+        return Ok(ins);
+    }
     let parts: Vec<&str> = opcode.split('.').collect();
     let base = parts[0];
     let mut m = Mods { vec: 1, ..Mods::default() };
@@ -581,11 +599,11 @@ fn finish(
         None => None,
         Some((g, neg)) => Some((ctx.reg(g).ok_or_else(|| perr(format!("unknown predicate `{g}`")))?, *neg)),
     };
-    let mut ins = Instr { kind, guard, tys, m, ops, line, reconv: NO_PC, cost: 0 };
+    let mut ins = Instr { kind, guard, tys, m, ops, line, reconv: NO_PC, timing: Default::default() };
     super::super::exec::validate(&ins).map_err(|e| match e.kind {
         ErrorKind::Unsupported => e,
         _ => e,
     })?;
-    ins.cost = crate::clock::cost(&ins);
+    ins.timing = crate::timing::class::classify(&ins);
     Ok(ins)
 }

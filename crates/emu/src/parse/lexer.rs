@@ -11,6 +11,8 @@ pub enum Tok {
     Num(String),
     Str(String),
     Punct(char),
+    /// A `//@trident.mark N` comment: a zero-cost marker (see the crate README).
+    Mark(u32),
 }
 
 #[derive(Clone, Debug)]
@@ -37,6 +39,23 @@ const LINE_DIRECTIVES: &[&str] = &[
     ".globl",
 ];
 
+/// Prefix of a marker comment; `ptxas` ignores it like any comment.
+pub const MARK: &str = "//@trident.mark";
+
+/// The id of a marker comment after its prefix: blanks, a decimal u32, optional blanks.
+fn parse_mark(rest: &str) -> Option<u32> {
+    let blank = |c: char| c == ' ' || c == '\t';
+    let rest = rest.trim_end_matches(['\r']);
+    if !rest.starts_with(blank) {
+        return None;
+    }
+    let digits = rest.trim_matches(blank);
+    if digits.is_empty() || !digits.bytes().all(|d| d.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 fn is_ident_start(c: u8) -> bool {
     c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c == b'%' || c == b'.'
 }
@@ -59,8 +78,16 @@ pub fn lex(text: &str) -> Result<Vec<Token>, EmuError> {
         } else if c.is_ascii_whitespace() {
             i += 1;
         } else if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            let start = i;
             while i < b.len() && b[i] != b'\n' {
                 i += 1;
+            }
+            let comment = &text[start..i];
+            if let Some(rest) = comment.strip_prefix(MARK) {
+                let id = parse_mark(rest).ok_or_else(|| {
+                    EmuError::parse(line, &line_text(line), format!("malformed marker: `{MARK} <u32 id>` expected"))
+                })?;
+                out.push(Token { tok: Tok::Mark(id), line });
             }
         } else if c == b'/' && b.get(i + 1) == Some(&b'*') {
             let start = line;

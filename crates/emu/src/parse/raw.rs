@@ -125,6 +125,7 @@ impl<'a> Cursor<'a> {
             Some(Tok::Ident(s)) | Some(Tok::Num(s)) => format!("`{s}`"),
             Some(Tok::Str(s)) => format!("\"{s}\""),
             Some(Tok::Punct(c)) => format!("`{c}`"),
+            Some(Tok::Mark(id)) => format!("marker {id}"),
         }
     }
 
@@ -181,6 +182,8 @@ pub fn parse_module(c: &mut Cursor) -> Result<RawModule, EmuError> {
                 c.pos += 1;
             }
             Tok::Ident(s) if s == ".pragma" => c.skip_to_semicolon(),
+            // A marker outside a function body marks nothing.
+            Tok::Mark(_) => c.pos += 1,
             Tok::Ident(s) if s == ".extern" => {
                 c.pos += 1;
                 match c.peek() {
@@ -341,6 +344,9 @@ fn parse_var(c: &mut Cursor, in_list: bool) -> Result<Vec<RawVar>, EmuError> {
     }
 }
 
+/// The opcode a marker comment becomes (not valid PTX, so no instruction can spell it).
+pub const MARK_OPCODE: &str = "//@trident.mark";
+
 fn flatten(items: Vec<RawOp>) -> Vec<RawOp> {
     let mut out = Vec::new();
     for i in items {
@@ -368,6 +374,15 @@ fn parse_body(c: &mut Cursor) -> Result<Vec<RawStmt>, EmuError> {
                 depth -= 1;
             }
             Some(Tok::Punct(';')) => c.pos += 1,
+            Some(Tok::Mark(id)) => {
+                c.pos += 1;
+                out.push(RawStmt::Instr {
+                    guard: None,
+                    opcode: MARK_OPCODE.into(),
+                    ops: vec![RawOp::Num { text: id.to_string(), neg: false }],
+                    line,
+                });
+            }
             Some(Tok::Ident(s)) if s == ".pragma" => c.skip_to_semicolon(),
             Some(Tok::Ident(s)) if s == ".reg" || space_of(s).is_some() => {
                 out.extend(parse_var(c, false)?.into_iter().map(RawStmt::Var));
