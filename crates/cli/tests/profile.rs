@@ -142,6 +142,22 @@ fn matmul_profile_counts_loop_iterations_and_is_the_same_run_to_run() {
 }
 
 #[test]
+fn markers_show_the_unprobed_timeline() {
+    let mut words = vec!["profile", "--backend", "emu", "--regions", "kernel,loads", "--markers"];
+    words.extend_from_slice(SOFTMAX);
+    let o = trident(&words);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("replay cost 0 cycles/record"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("load@softmax.py:18") && l.contains(" 24 ")), "{out}");
+    // Markers are the emulator's.
+    let mut words = vec!["profile", "--backend", "cuda", "--markers"];
+    words.extend_from_slice(SOFTMAX);
+    let o = trident(&words);
+    assert!(!o.status.success() && text(&o).1.contains("emulator only"), "{}", text(&o).1);
+}
+
+#[test]
 fn a_small_ring_reports_dropped_records() {
     let words = matmul(&["--backend", "emu", "--regions", "loops", "--buffer-records", "4"]);
     let o = trident(&[&["profile"], &strs(&words)[..]].concat());

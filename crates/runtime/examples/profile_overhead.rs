@@ -1,15 +1,30 @@
-//! The probes' overhead on the emulator: each bundled kernel launched plain and profiled
-//! (several region sets, per warp), outputs compared byte for byte, modelled cycles and the
-//! overhead (profiled / plain − 1) printed, with the probes per warp and the measured
-//! per-record cost. The emulator's timing model is what these numbers are worth.
+//! The probes' overhead and error on the emulator: each bundled kernel launched plain,
+//! profiled with probes and profiled with zero-cost markers (the true timeline of the
+//! unprobed kernel), for several region sets per warp; outputs compared byte for byte.
+//! Printed: modelled times, the overhead (probed / plain − 1), records per warp, the
+//! measured per-record cost, and the error of the replayed probes against the markers:
+//! per region, |mean replayed cycles − mean true cycles| / mean true cycles, the worst
+//! region's. The emulator's timing model is what these numbers are worth.
 //!
 //! `cargo run --release -p trident-runtime --example profile_overhead [-- REGIONS...]`
+//! (`DETAIL=1`: every region's true and replayed mean cycles).
 
+use std::collections::BTreeMap;
 use trident_runtime::args::RunCommand;
-use trident_runtime::gpu::EMU_CLOCK_GHZ;
-use trident_runtime::launch::{launch, LaunchOptions};
-use trident_runtime::profile::Regions;
+use trident_runtime::launch::{launch, LaunchOptions, LaunchOutcome};
+use trident_runtime::profile::{ProbeMode, Profile, ProfileOptions, Regions};
 use trident_runtime::KernelProgram;
+
+/// Mean cycles per region name (closed instances).
+fn means(p: &Profile) -> BTreeMap<String, f64> {
+    let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    for i in p.instances.iter().filter(|i| !i.open) {
+        let e = sums.entry(p.meta.region(i.region).map_or(String::new(), |r| r.name.clone())).or_default();
+        e.0 += i.cycles();
+        e.1 += 1;
+    }
+    sums.into_iter().map(|(k, (s, n))| (k, s / n as f64)).collect()
+}
 
 const KERNELS: &[(&str, &str)] = &[
     (
@@ -49,37 +64,54 @@ fn main() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     std::env::set_current_dir(root).expect("the repository root");
     println!(
-        "{:<26} {:<26} {:>12} {:>12} {:>9} {:>13} {:>10}",
-        "kernel", "regions", "plain cyc", "profiled cyc", "overhead", "records/warp", "cost cyc"
+        "{:<24} {:<24} {:>9} {:>9} {:>9} {:>9} {:>8} {:>6} {:>10}",
+        "kernel", "regions", "plain us", "probed us", "overhead", "marked us", "rec/warp", "cost", "max error"
     );
+    let us = |o: &LaunchOutcome| o.run_time.as_secs_f64() * 1e6;
     for (name, line) in KERNELS {
         let words: Vec<&str> = line.split_whitespace().collect();
         let mut cmd = RunCommand::parse(&words).unwrap_or_else(|e| panic!("{name}: {e}"));
         cmd.backend = trident_runtime::Backend::Emu;
         let prog = KernelProgram::load(&cmd.file).unwrap_or_else(|e| panic!("{e}"));
         let kernel = prog.kernel(cmd.kernel.as_deref()).unwrap_or_else(|e| panic!("{e}"));
-        let cycles =
-            |o: &trident_runtime::launch::LaunchOutcome| (o.run_time.as_secs_f64() * EMU_CLOCK_GHZ * 1e9).round();
         let mut plain_args = cmd.materialize().unwrap();
         let plain = launch(&prog, kernel, &mut plain_args, &LaunchOptions::from_command(&cmd))
             .unwrap_or_else(|e| panic!("{e}"));
         for set in &sets {
-            let mut args = cmd.materialize().unwrap();
-            let mut opts = LaunchOptions::from_command(&cmd);
             let regions = Regions::parse(set).unwrap_or_else(|e| panic!("{e}"));
-            opts.profile = Some(trident_runtime::profile::ProfileOptions { regions, ..Default::default() });
-            let out = launch(&prog, kernel, &mut args, &opts).unwrap_or_else(|e| panic!("{name} {set}: {e}"));
-            for (a, b) in args.iter().zip(&plain_args) {
-                assert_eq!(a.value, b.value, "{name} {set}: `{}` differs from the unprofiled launch", a.name);
-            }
-            let p = out.profile.as_ref().expect("a profile");
+            let run = |mode| {
+                let mut args = cmd.materialize().unwrap();
+                let mut opts = LaunchOptions::from_command(&cmd);
+                opts.profile = Some(ProfileOptions { regions, mode, ..Default::default() });
+                let out = launch(&prog, kernel, &mut args, &opts).unwrap_or_else(|e| panic!("{name} {set}: {e}"));
+                for (a, b) in args.iter().zip(&plain_args) {
+                    assert_eq!(a.value, b.value, "{name} {set}: `{}` differs from the unprofiled launch", a.name);
+                }
+                out
+            };
+            let (probed, marked) = (run(ProbeMode::Probes), run(ProbeMode::Markers));
+            let (p, truth) = (probed.profile.as_ref().unwrap(), marked.profile.as_ref().unwrap());
             let records = p.slots.iter().map(|s| s.trace.total as f64).sum::<f64>() / p.slots.len() as f64;
-            let (c0, c1) = (cycles(&plain), cycles(&out));
+            let (got, want) = (means(p), means(truth));
+            let worst = want
+                .iter()
+                .filter(|(_, &t)| t > 0.0)
+                .map(|(k, &t)| (got.get(k).copied().unwrap_or(f64::NAN) - t).abs() / t)
+                .fold(0.0f64, f64::max);
             println!(
-                "{name:<26} {set:<26} {c0:>12} {c1:>12} {:>8.1}% {records:>13.1} {:>10}",
-                (c1 / c0 - 1.0) * 100.0,
-                p.record_cost
+                "{name:<24} {set:<24} {:>9.2} {:>9.2} {:>8.1}% {:>9.2} {records:>8.1} {:>6} {:>9.1}%",
+                us(&plain),
+                us(&probed),
+                (us(&probed) / us(&plain) - 1.0) * 100.0,
+                us(&marked),
+                p.record_cost,
+                worst * 100.0
             );
+            if std::env::var_os("DETAIL").is_some() {
+                for (k, t) in &want {
+                    println!("    {k:<40} true {t:>10.1}  replayed {:>10.1}", got.get(k).copied().unwrap_or(f64::NAN));
+                }
+            }
         }
     }
 }

@@ -8,7 +8,8 @@
 //!
 //! A profiled kernel (`PtxKernel::profile_buffer`) gets its zero-filled profile buffer
 //! (`crate::profile::buffer_bytes`) as the hidden last argument on both backends; the
-//! buffer comes back in [`GpuRun::profile`].
+//! buffer comes back in [`GpuRun::profile`] — as do, on the emulator, the markers a kernel
+//! compiled with zero-cost markers passed.
 
 use std::time::Duration;
 
@@ -18,7 +19,9 @@ use trident_gpu::{AbiType, PtxKernel, Target};
 use crate::args::ArgValue;
 use crate::compiled::GpuCode;
 use crate::error::RunError;
+use crate::profile::Collected;
 use crate::scalar::scalar_bits;
+use trident_profile::format::encode::Mark;
 
 /// A run on a GPU-code backend: tensors after the launch (IR parameter order) and timing.
 pub struct GpuRun {
@@ -30,15 +33,20 @@ pub struct GpuRun {
     pub kernel_time: Duration,
     /// Every timed repetition (one entry when not benchmarking).
     pub samples: Vec<Duration>,
-    /// The profile buffer after the last launch (profiled kernels only).
-    pub profile: Option<Vec<u8>>,
+    /// What a profiled kernel collected in the last launch: its profile buffer, or on the
+    /// emulator the zero-cost markers of a kernel compiled with markers.
+    pub profile: Option<Collected>,
+    /// The emulator's modelled clock (its cycles per ns); `None` on CUDA.
+    pub clock_ghz: Option<f64>,
 }
 
 /// Runs compiled GPU code on the emulator (its PTX parsed once per loaded kernel).
 pub fn run_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps: usize) -> Result<GpuRun, RunError> {
     let module = code.emu_module()?;
     let profile = crate::profile::buffer_bytes(code, grid)?;
-    run_emu_module(&module, &code.ptx, args, grid, reps, profile)
+    // A kernel with a meta and no buffer was compiled with markers: the emulator reports them.
+    let marks = code.profile.is_some() && profile.is_none();
+    run_emu_module(&module, &code.ptx, args, grid, reps, profile, marks)
 }
 
 fn run_emu_module(
@@ -48,6 +56,7 @@ fn run_emu_module(
     grid: [u32; 3],
     reps: usize,
     profile_bytes: Option<usize>,
+    marks: bool,
 ) -> Result<GpuRun, RunError> {
     let mut samples = vec![];
     let mut last = None;
@@ -79,9 +88,12 @@ fn run_emu_module(
     let Some((mut kargs, report)) = last else { return Err(RunError::msg("internal: no emulator run")) };
     let profile = match profile_bytes {
         Some(_) => match kargs.pop() {
-            Some(trident_emu::KernelArg::Buffer(t)) => Some(t.data),
+            Some(trident_emu::KernelArg::Buffer(t)) => Some(Collected::Buffer(t.data)),
             _ => return Err(RunError::msg("internal: the profile buffer did not come back")),
         },
+        None if marks => Some(Collected::Marks(
+            report.markers.iter().map(|m| Mark { cta: m.cta, warp: m.warp, tag: m.id, clock: m.clock }).collect(),
+        )),
         None => None,
     };
     let tensors = kargs
@@ -92,7 +104,7 @@ fn run_emu_module(
         })
         .collect();
     let kernel_time = samples.last().copied().unwrap_or_default();
-    Ok(GpuRun { tensors, printed: report.printf, kernel_time, samples, profile })
+    Ok(GpuRun { tensors, printed: report.printf, kernel_time, samples, profile, clock_ghz: Some(report.clock_ghz) })
 }
 
 /// Whether a CUDA driver and at least one device are present.
@@ -311,7 +323,7 @@ pub fn run_cuda_code(
     let runner = CudaRunner::new(code, args, grid)?;
     let samples = runner.time(warmup, reps, flush_l2)?;
     let tensors = runner.download()?;
-    let profile = runner.profile_bytes()?;
+    let profile = runner.profile_bytes()?.map(Collected::Buffer);
     let kernel_time = samples.last().copied().unwrap_or_default();
-    Ok(GpuRun { tensors, printed: String::new(), kernel_time, samples, profile })
+    Ok(GpuRun { tensors, printed: String::new(), kernel_time, samples, profile, clock_ghz: None })
 }

@@ -65,6 +65,8 @@ pub struct LaunchOptions {
     /// Profile the kernel in place (`trident profile`): which regions, per warp, warpgroup
     /// or CTA, ring capacity; `regions.scopes` keeps the user's `pl.scope`s. Needs the
     /// emulator or CUDA (`Auto` picks CUDA when there is a device, else the emulator).
+    /// `ProbeMode::Markers` (emulator only) profiles the unprobed kernel with zero-cost
+    /// markers instead: the true timeline, to check the probes against.
     pub profile: Option<ProfileOptions>,
 }
 
@@ -118,10 +120,9 @@ impl LaunchOptions {
                  which has no clock to read",
             ));
         }
-        if p.mode != trident_gpu::ProbeMode::Probes {
+        if p.mode == trident_gpu::ProbeMode::Markers && self.resolved_backend() != Backend::Emu {
             return Err(RunError::msg(
-                "error: a launch profiles with probes; markers (the emulator's zero-cost ground truth) leave no \
-                 buffer to decode: compile them with trident_gpu and read the emulator's markers",
+                "error: zero-cost markers are read by the emulator only (--backend emu): on a GPU they are comments",
             ));
         }
         p.validate().map_err(|m| RunError::msg(format!("error: {m}")))
@@ -357,7 +358,9 @@ pub fn run_compiled_reps(
     let raw = crate::run::run_raw(ck, args, opts, backend, warmup, reps)?;
     // Decoded before the results are written back: a failure leaves `args` as they were.
     let profile = match (&raw.profile, &ck.gpu) {
-        (Some(bytes), Some(code)) => Some(crate::profile::decode_launch(code, bytes, raw.grid, backend)?),
+        (Some(collected), Some(code)) => {
+            Some(crate::profile::decode_launch(code, collected, raw.grid, backend, raw.clock_ghz)?)
+        }
         _ => None,
     };
     crate::run::write_back(ck, args, raw.tensors);

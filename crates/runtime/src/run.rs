@@ -20,8 +20,10 @@ pub(crate) struct RawRun {
     pub printed: String,
     pub samples: Vec<Duration>,
     pub grid: [u32; 3],
-    /// The profile buffer after the last run, for a profiled kernel.
-    pub profile: Option<Vec<u8>>,
+    /// What a profiled kernel collected in the last run.
+    pub profile: Option<crate::profile::Collected>,
+    /// The emulator's modelled clock, GHz (`None` elsewhere).
+    pub clock_ghz: Option<f64>,
 }
 
 /// The grid of a launch of `ck`: the grid expression evaluated over the
@@ -100,7 +102,7 @@ pub(crate) fn run_raw(
 ) -> Result<RawRun, RunError> {
     let values = runtime_values(ck, args)?;
     let grid = grid_of(ck, args, opts)?;
-    let (tensors, printed, samples, profile) = match backend {
+    let (tensors, printed, samples, profile, clock_ghz) = match backend {
         // Tile IR is part of every compiled kernel: the interpreter runs any of them.
         Backend::Interp | Backend::Auto => {
             let module = &ck.module;
@@ -121,18 +123,18 @@ pub(crate) fn run_raw(
                 last = Some((iargs, report.printed));
             }
             let Some((iargs, printed)) = last else { return Err(RunError::msg("internal: no interpreter run")) };
-            (iargs.into_iter().map(|a| a.as_tensor().cloned()).collect(), printed, samples, None)
+            (iargs.into_iter().map(|a| a.as_tensor().cloned()).collect(), printed, samples, None, None)
         }
         Backend::Emu => {
             let run = crate::gpu::run_emu_code(gpu_code(ck, backend)?, &values, grid, reps)?;
-            (run.tensors, run.printed, run.samples, run.profile)
+            (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz)
         }
         Backend::Cuda => {
             let run = crate::gpu::run_cuda_code(gpu_code(ck, backend)?, &values, grid, warmup, reps, opts.flush_l2)?;
-            (run.tensors, run.printed, run.samples, run.profile)
+            (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz)
         }
     };
-    Ok(RawRun { tensors, printed, samples, grid, profile })
+    Ok(RawRun { tensors, printed, samples, grid, profile, clock_ghz })
 }
 
 /// Copies the tensors a backend returned (in IR parameter order) into the named arguments.

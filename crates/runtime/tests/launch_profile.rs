@@ -10,7 +10,7 @@ use common::*;
 use trident_runtime::args::{Arg, ArgValue, Backend};
 use trident_runtime::cache::Outcome;
 use trident_runtime::launch::{launch, LaunchOptions};
-use trident_runtime::profile::{calibrate, Granularity, ProfileOptions, Regions, Severity};
+use trident_runtime::profile::{calibrate, Granularity, ProbeMode, ProfileOptions, Regions, Severity};
 
 const SCOPED: &str = r#"import triton
 import triton.language as tl
@@ -101,6 +101,45 @@ fn cuda_profiles_leave_outputs_alone() {
 }
 
 #[test]
+fn markers_give_the_true_timeline_on_the_emulator() {
+    let dir = TempDir::new("profile-markers");
+    let s = session(dir.path());
+    let prog = program("scoped.py", SCOPED);
+    let kernel = prog.kernel(None).unwrap();
+    let seed = seed();
+    let run = |mode| {
+        let mut a = words(seed);
+        poison(&mut a);
+        let mut o = profiled(opts(&s, Backend::Emu, "cdiv(n, BLOCK)"), "scopes,kernel,loops", Granularity::Warp);
+        o.profile.as_mut().unwrap().mode = mode;
+        let out = launch(&prog, kernel, &mut a, &o).unwrap_or_else(|e| panic!("{e}"));
+        (tensor(&a, "y").data.clone(), out.profile.unwrap())
+    };
+    let (y_probed, probed) = run(ProbeMode::Probes);
+    let (y_marked, truth) = run(ProbeMode::Markers);
+    assert_eq!(y_marked, y_probed);
+    assert_eq!(truth.record_cost, 0.0);
+    assert!(!truth.has_errors(), "{:?}", truth.issues);
+    assert_eq!(truth.slots.len(), probed.slots.len());
+    let counts = |p: &trident_runtime::profile::Profile| {
+        let mut c: Vec<(String, usize)> = p
+            .meta
+            .regions
+            .iter()
+            .map(|r| (r.name.clone(), p.instances.iter().filter(|i| i.region == r.id).count()))
+            .collect();
+        c.sort();
+        c
+    };
+    assert_eq!(counts(&truth), counts(&probed));
+    // Markers are read by the emulator only.
+    let mut o = profiled(opts(&s, Backend::Cuda, "cdiv(n, BLOCK)"), "kernel", Granularity::Warp);
+    o.profile.as_mut().unwrap().mode = ProbeMode::Markers;
+    let e = launch(&prog, kernel, &mut words(seed), &o).unwrap_err();
+    assert!(e.text.contains("emulator only"), "{e}");
+}
+
+#[test]
 fn profiling_options_are_keyed_and_profiled_entries_come_back_from_disk() {
     let dir = TempDir::new("profile-cache");
     let prog = program("scoped.py", SCOPED);
@@ -149,8 +188,4 @@ fn the_interpreter_refuses_to_profile() {
     bad.profile.as_mut().unwrap().capacity = 48;
     let e = launch(&prog, prog.kernel(None).unwrap(), &mut a, &bad).unwrap_err();
     assert!(e.text.contains("power of two"), "{e}");
-    let mut markers = profiled(opts(&s, Backend::Emu, "cdiv(n, BLOCK)"), "kernel", Granularity::Warp);
-    markers.profile.as_mut().unwrap().mode = trident_runtime::profile::ProbeMode::Markers;
-    let e = launch(&prog, prog.kernel(None).unwrap(), &mut a, &markers).unwrap_err();
-    assert!(e.text.contains("a launch profiles with probes"), "{e}");
 }

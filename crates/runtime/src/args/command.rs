@@ -8,7 +8,7 @@
 //! trident bench (the words of a kernel run) [--warmup N] [--reps N] [--flops EXPR] [--bytes EXPR]
 //!     [--json] [--flush-l2]
 //! trident profile (the words of a kernel run) [--regions scopes,kernel,loops,dots,loads]
-//!     [--granularity warp|warpgroup|cta] [--buffer-records N] [--trace OUT.json] [--csv OUT.csv]
+//!     [--granularity warp|warpgroup|cta] [--buffer-records N] [--markers] [--trace OUT.json] [--csv OUT.csv]
 //! ```
 //!
 //! Every option is declared once, in [`FLAGS`] (its name, whether it takes a value, what it
@@ -108,6 +108,12 @@ pub const FLAGS: &[Flag] = &[
         name: "buffer-records",
         value: Some("N"),
         help: "ring capacity per group, a power of two (default 256); older records are dropped, and counted",
+        lines: &[R],
+    },
+    Flag {
+        name: "markers",
+        value: None,
+        help: "emulator only: zero-cost markers instead of probes, the unprobed kernel's true timeline to check probes against",
         lines: &[R],
     },
     Flag { name: "trace", value: Some("OUT.json"), help: "write a Chrome/Perfetto trace (ui.perfetto.dev, chrome://tracing)", lines: &[R] },
@@ -322,6 +328,8 @@ pub struct ProfileFlags {
     pub trace: Option<PathBuf>,
     /// `--csv`: where to write the region table as CSV.
     pub csv: Option<PathBuf>,
+    /// `--markers`: zero-cost markers (emulator) instead of probes.
+    pub markers: bool,
 }
 
 impl Default for ProfileFlags {
@@ -333,18 +341,19 @@ impl Default for ProfileFlags {
             buffer_records: d.capacity,
             trace: None,
             csv: None,
+            markers: false,
         }
     }
 }
 
 impl ProfileFlags {
-    /// The compile options these flags ask for (real probes).
+    /// The compile options these flags ask for.
     pub fn options(&self) -> ProfileOptions {
         ProfileOptions {
             regions: self.regions,
             granularity: self.granularity,
             capacity: self.buffer_records,
-            mode: ProbeMode::Probes,
+            mode: if self.markers { ProbeMode::Markers } else { ProbeMode::Probes },
         }
     }
 }
@@ -477,6 +486,7 @@ impl RunCommand {
                 }
                 "trace" => cmd.profile.get_or_insert_with(ProfileFlags::default).trace = Some(PathBuf::from(v)),
                 "csv" => cmd.profile.get_or_insert_with(ProfileFlags::default).csv = Some(PathBuf::from(v)),
+                "markers" => cmd.profile.get_or_insert_with(ProfileFlags::default).markers = true,
                 _ => return Err(ArgError::new(&flag, "unknown option")),
             }
         }
@@ -730,7 +740,9 @@ mod tests {
             ("kernel,loads".into(), Granularity::Warpgroup, 64)
         );
         assert_eq!((&p.trace, &p.csv), (&Some(PathBuf::from("t.json")), &Some(PathBuf::from("t.csv"))));
-        assert_eq!(p.options().capacity, 64);
+        assert_eq!((p.options().capacity, p.options().mode), (64, ProbeMode::Probes));
+        let m = RunCommand::parse_profile(&["k.py::f", "--grid", "1", "--markers"]).unwrap().profile.unwrap();
+        assert_eq!(m.options().mode, ProbeMode::Markers);
         // Defaults: scopes, the kernel and loops, per warp, 256 records.
         let d = RunCommand::parse_profile(&["k.py::f", "--grid", "1"]).unwrap().profile.unwrap();
         assert_eq!(

@@ -7,7 +7,10 @@
 //! allocated by the backend runners in [`crate::gpu`] and read back after the launch.
 //! [`decode_launch`] completes the compiler's meta and decodes (`trident_profile` does the
 //! rest: pairing, replay, clock rate, outputs). The probe cost replay subtracts is
-//! measured, not assumed: [`calibrate`].
+//! measured, not assumed: [`calibrate`]. A kernel compiled with zero-cost markers
+//! (`ProbeMode::Markers`, emulator only) has no buffer: the emulator's markers are turned
+//! into the buffer free probes would have written (`slots_from_marks`), the ground truth the
+//! probes are checked against.
 //!
 //! The vocabulary of profiles is re-exported here so that the CLI (which depends on this
 //! crate only) can print tables and write traces.
@@ -22,10 +25,21 @@ pub use trident_profile::{table, trace, Issue, Profile, ProfileMeta, Severity};
 use crate::args::Backend;
 use crate::compiled::GpuCode;
 use crate::error::RunError;
+use trident_profile::format::encode::{encode_buffer, slots_from_marks, Mark};
+use trident_profile::format::MAX_CAPACITY;
+
+/// What a profiled launch collected.
+#[derive(Clone, Debug)]
+pub enum Collected {
+    /// The profile buffer the probes wrote.
+    Buffer(Vec<u8>),
+    /// The zero-cost markers the emulator saw (a kernel compiled with markers).
+    Marks(Vec<Mark>),
+}
 
 /// The meta of profiled code with the launch's grid, or `None` for unprofiled code.
 fn launch_meta(code: &GpuCode, grid: [u32; 3]) -> Result<Option<ProfileMeta>, RunError> {
-    if !code.ptx.profile_buffer {
+    if code.profile.is_none() && !code.ptx.profile_buffer {
         return Ok(None);
     }
     let Some(meta) = &code.profile else {
@@ -43,28 +57,55 @@ fn launch_meta(code: &GpuCode, grid: [u32; 3]) -> Result<Option<ProfileMeta>, Ru
 /// Bytes of the profile buffer a launch of `code` on `grid` needs (`None`: not profiled).
 /// A grid whose buffer could not exist is an error naming the sizes.
 pub fn buffer_bytes(code: &GpuCode, grid: [u32; 3]) -> Result<Option<usize>, RunError> {
+    if !code.ptx.profile_buffer {
+        return Ok(None);
+    }
     let Some(meta) = launch_meta(code, grid)? else { return Ok(None) };
     let layout = meta.layout().map_err(|e| RunError::msg(format!("error: profiling `{}`: {e}", code.ptx.entry)))?;
     Ok(Some(layout.buffer_bytes()))
 }
 
-/// Decodes the profile buffer of a launch of `code` on `grid` by `backend`: the meta gets
-/// the grid, the target as the launch ran it (`emu-sm_80`, `cuda-sm_90a`), the emulator's
-/// clock facts, and the probe cost [`calibrate::record_cost`] measured on that backend.
-pub fn decode_launch(code: &GpuCode, bytes: &[u8], grid: [u32; 3], backend: Backend) -> Result<Profile, RunError> {
+/// Decodes what a launch of `code` on `grid` by `backend` collected: the meta gets the
+/// grid, the target as the launch ran it (`emu-sm_80`, `cuda-sm_90a`), on the emulator its
+/// clock (`clock_ghz`: `%globaltimer` counts its modelled ns), and the probe cost
+/// [`calibrate::record_cost`] measured on that backend — none for markers, which cost
+/// nothing.
+pub fn decode_launch(
+    code: &GpuCode,
+    collected: &Collected,
+    grid: [u32; 3],
+    backend: Backend,
+    clock_ghz: Option<f64>,
+) -> Result<Profile, RunError> {
     let Some(mut meta) = launch_meta(code, grid)? else {
-        return Err(RunError::msg("internal: a profile buffer from an unprofiled kernel"));
+        return Err(RunError::msg("internal: profile data from an unprofiled kernel"));
     };
     let target = code.ptx.target;
     match backend {
         Backend::Emu => {
             meta.target = format!("emu-{}", target.arch());
-            // The emulator's `%globaltimer` advances with its modelled clock, one tick per ns.
             meta.globaltimer_resolution_ns = 1;
-            meta.nominal_clock_ghz = crate::gpu::EMU_CLOCK_GHZ;
+            if let Some(ghz) = clock_ghz.filter(|g| g.is_finite() && *g > 0.0) {
+                meta.nominal_clock_ghz = ghz;
+            }
         }
         _ => meta.target = format!("cuda-{}", target.arch()),
     }
-    meta.record_cost_cycles = calibrate::record_cost(backend, target, code.num_warps, meta.granularity)?;
-    Profile::from_buffer(bytes, &meta).map_err(|e| RunError::msg(format!("error: the profile buffer: {e}")))
+    let bad = |e: String| RunError::msg(format!("error: the profile of `{}`: {e}", code.ptx.entry));
+    match collected {
+        Collected::Buffer(bytes) => {
+            meta.record_cost_cycles = calibrate::record_cost(backend, target, code.num_warps, meta.granularity)?;
+            Profile::from_buffer(bytes, &meta).map_err(|e| bad(e.to_string()))
+        }
+        Collected::Marks(marks) => {
+            meta.record_cost_cycles = 0.0;
+            let slots = slots_from_marks(&meta, marks);
+            // Free probes need no ring: every mark is kept (up to the format's largest ring).
+            let most = slots.iter().map(|s| s.records.len()).max().unwrap_or(1).max(1);
+            meta.capacity = (most as u32).next_power_of_two().min(MAX_CAPACITY);
+            let layout = meta.layout().map_err(|e| bad(e.to_string()))?;
+            let bytes = encode_buffer(&layout, &slots).map_err(|e| bad(e.to_string()))?;
+            Profile::from_buffer_with_cost(&bytes, &meta, 0.0).map_err(|e| bad(e.to_string()))
+        }
+    }
 }
