@@ -15,6 +15,7 @@
 pub mod canonicalize;
 pub mod cse;
 pub mod dce;
+pub mod filetest;
 pub mod fold;
 pub mod inline;
 pub mod licm;
