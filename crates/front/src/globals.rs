@@ -14,6 +14,10 @@ pub(crate) enum Global {
     Jit(usize),
     /// A `@triton.jit` function of another file of the project: (dependency, function index).
     DepJit(u32, usize),
+    /// A `@triton.jit` function of the kernel's own file, named from another file: only a live
+    /// function's helpers do that (a helper in another module that calls back into the kernel's
+    /// module); parsed files never import from the file that imports them.
+    UserJit(usize),
     /// Another Python file of the project, imported as a module (dependency index).
     DepModule(u32),
     /// A plain module-level `def` of another file of the project: (dependency, where it is).

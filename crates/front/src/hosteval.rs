@@ -329,7 +329,7 @@ impl<'a> HostEval<'a> {
             Some(Global::HostDef(_, Some(path))) if self.module.is_some() => Ok(HostValue::PyDef(None, path.clone())),
             Some(Global::DepDef(d, path)) if self.deps.is_some() => Ok(HostValue::PyDef(Some(*d), path.clone())),
             Some(Global::DepDef(..)) => Err(self.unknown(e, format!("`{n}` is a function of another file"))),
-            Some(Global::Jit(_)) | Some(Global::DepJit(..)) | Some(Global::HostDef(..)) => {
+            Some(Global::Jit(_)) | Some(Global::DepJit(..)) | Some(Global::UserJit(_)) | Some(Global::HostDef(..)) => {
                 Err(self.unknown(e, format!("`{n}` is a function, not a value")))
             }
             Some(Global::Ambiguous(why, _)) => Err(self.unknown(e, why.clone())),

@@ -15,9 +15,15 @@ use trident_ir::{Diagnostic, Elem, Loc, SourceFile};
 #[derive(Debug)]
 pub(crate) struct FileShared {
     pub path: String,
+    /// What was parsed: syntax-node ranges index into it. For a live function (`crate::live`), the
+    /// function sources at their lines of the real file, then a comment recording every resolved
+    /// global, so that whatever hashes the text (cache keys, source ids) covers those values too.
     pub text: String,
     pub lines: LineIndex,
     pub globals: Globals,
+    /// The text diagnostics are rendered against, when it is not `text`: a live function's
+    /// whole source file. Its lines agree with `text` wherever a function is.
+    pub shown: Option<String>,
 }
 
 impl FileShared {
@@ -47,6 +53,9 @@ pub struct KernelFile {
     /// was parsed from a path on disk: `from .utils import triton_tanh`,
     /// `from fla.ops.utils.op import exp`. Empty for a dependency itself (the kernel file holds them all).
     pub(crate) deps: Vec<KernelFile>,
+    /// For a live function (`crate::live`): the index of that function in `fns` (the others are
+    /// helpers of the same source file).
+    pub(crate) live_root: Option<usize>,
 }
 
 impl std::fmt::Debug for KernelFile {
@@ -70,13 +79,22 @@ impl KernelFile {
         &self.shared.path
     }
 
+    /// The text that was parsed. For a live function, the function sources at their lines and a
+    /// record of its globals' values (see [`crate::live`]): what cache keys hash.
     pub fn text(&self) -> &str {
         &self.shared.text
     }
 
-    /// The file as a [`SourceFile`], for rendering diagnostics.
+    /// The file as a [`SourceFile`], for rendering diagnostics (for a live function, its whole
+    /// source file when Python had it).
     pub fn source_file(&self) -> SourceFile {
-        SourceFile { path: self.shared.path.clone(), text: self.shared.text.clone() }
+        let text = self.shared.shown.as_ref().unwrap_or(&self.shared.text);
+        SourceFile { path: self.shared.path.clone(), text: text.clone() }
+    }
+
+    /// The function a live description was made of (see [`crate::live`]); `None` for a parsed file.
+    pub fn live_kernel(&self) -> Option<&KernelInfo> {
+        self.fns.get(self.live_root?)
     }
 
     /// The other files of the project this file imports from (see [`KernelFile::source_files`]).

@@ -24,8 +24,10 @@
 //! 3. `kernel`, `globals`, `hosteval` — the model of a parsed file: kernel descriptions, what
 //!    module-level names are bound to, and the evaluator of host-side Python. They use one
 //!    another (a binding can hold a host value; the evaluator calls into imported files).
-//! 4. `scan` — `parse_file`: walks a file's module-level statements to fill that model; the
-//!    parsed prelude.
+//! 4. `scan`, `live` — the two ways to fill that model: `parse_file` walks a file's
+//!    module-level statements (and holds the parsed prelude); `live::parse_live` takes a live
+//!    Python function whose globals Python has already resolved (`live::LiveFunction`, the JSON
+//!    that `trident._live.describe` writes).
 //! 5. `lower` — compiles one kernel to tile IR.
 //!
 //! The crate root sits on top (`compile` is the only way into `lower`). Its own data types
@@ -36,12 +38,14 @@ mod globals;
 mod hosteval;
 mod kernel;
 mod language;
+pub mod live;
 mod lower;
 mod scan;
 mod source;
 mod value;
 
 pub use kernel::{Autotune, Config, Heuristic, KernelFile, KernelInfo, ParamInfo};
+pub use live::{parse_live, LiveFunction, LiveValue};
 pub use scan::parse_file;
 pub use value::ConstValue;
 

@@ -73,9 +73,15 @@ struct Loader {
 
 fn empty_file(path: &str) -> KernelFile {
     let lines = LineIndex::new("");
-    let shared = Arc::new(FileShared { path: path.to_string(), text: String::new(), lines, globals: Globals::new() });
+    let shared = Arc::new(FileShared {
+        path: path.to_string(),
+        text: String::new(),
+        lines,
+        globals: Globals::new(),
+        shown: None,
+    });
     let module = ruff_python_parser::parse_module("").map(|p| p.into_syntax()).unwrap_or_else(|_| unreachable!());
-    KernelFile { shared, module, fns: vec![], deps: vec![] }
+    KernelFile { shared, module, fns: vec![], deps: vec![], live_root: None }
 }
 
 /// Parses and scans one file; `file_index` is its index among the compilation's source files.
@@ -98,7 +104,13 @@ fn scan_file(
     let mut path_stack = vec![];
     sc.suite(&module.body, &mut path_stack, &mut globals);
     let fns = sc.fns;
-    let shared = Arc::new(FileShared { path: path.to_string(), text: text.to_string(), lines: lines.clone(), globals });
+    let shared = Arc::new(FileShared {
+        path: path.to_string(),
+        text: text.to_string(),
+        lines: lines.clone(),
+        globals,
+        shown: None,
+    });
     let fns = fns
         .into_iter()
         .map(|mut k| {
@@ -106,7 +118,7 @@ fn scan_file(
             k
         })
         .collect();
-    Ok(KernelFile { shared, module, fns, deps: vec![] })
+    Ok(KernelFile { shared, module, fns, deps: vec![], live_root: None })
 }
 
 /// A binding of dependency `dep`, as seen from a file that imports it.
@@ -539,21 +551,7 @@ impl Scanner<'_, '_> {
         if is_triton("jit") {
             opts.is_jit = true;
             if let Some(c) = call {
-                for k in c.arguments.keywords.iter() {
-                    let Some(name) = &k.arg else { continue };
-                    let v = HostEval::new(env, self.src)
-                        .with_module(self.root, self.text)
-                        .eval(&k.value)
-                        .ok()
-                        .and_then(|v| v.into_const());
-                    match (name.id.as_str(), v) {
-                        ("do_not_specialize", Some(ConstValue::Tuple(v))) => opts.dns = v,
-                        ("do_not_specialize_on_alignment", Some(ConstValue::Tuple(v))) => opts.dns_align = v,
-                        ("debug", Some(c)) => opts.debug = c.truthy(),
-                        ("noinline", Some(c)) => opts.noinline = c.truthy().unwrap_or(false),
-                        _ => {}
-                    }
-                }
+                self.jit_keywords(opts, c, env);
             }
         } else if is_triton("autotune") {
             if let Some(c) = call {
@@ -564,6 +562,25 @@ impl Scanner<'_, '_> {
                 if let Some(arg) = c.arguments.args.first() {
                     opts.heuristics.extend(self.heuristics(arg, env));
                 }
+            }
+        }
+    }
+
+    /// The keywords of a `@triton.jit(...)` call that change how the function compiles.
+    fn jit_keywords(&self, opts: &mut JitOpts, c: &ast::ExprCall, env: &Globals) {
+        for k in c.arguments.keywords.iter() {
+            let Some(name) = &k.arg else { continue };
+            let v = HostEval::new(env, self.src)
+                .with_module(self.root, self.text)
+                .eval(&k.value)
+                .ok()
+                .and_then(|v| v.into_const());
+            match (name.id.as_str(), v) {
+                ("do_not_specialize", Some(ConstValue::Tuple(v))) => opts.dns = v,
+                ("do_not_specialize_on_alignment", Some(ConstValue::Tuple(v))) => opts.dns_align = v,
+                ("debug", Some(c)) => opts.debug = c.truthy(),
+                ("noinline", Some(c)) => opts.noinline = c.truthy().unwrap_or(false),
+                _ => {}
             }
         }
     }
@@ -760,6 +777,36 @@ impl Scanner<'_, '_> {
         }
         out
     }
+}
+
+/// The description of a live function's `def` (see `crate::live`): its parameters as
+/// [`parse_file`] records them, with the keywords of a `jit(...)` decorator in its source.
+///
+/// Python has already applied the decorators, so none is required and `@autotune` and
+/// `@heuristics` are left to the caller (the Python side runs them itself). A decorator call
+/// is read as `jit(...)` by its callee's last name (`triton.jit`, `trident.jit`, `jit`): the
+/// description lists only the names the function's code uses, which may not include the
+/// decorator's module.
+pub(crate) fn live_def_info(
+    src: SrcRef,
+    text: &str,
+    root: &[Stmt],
+    env: &Globals,
+    f: &ast::StmtFunctionDef,
+    path: &[(u32, u32)],
+) -> KernelInfo {
+    let mut loader = Loader::default();
+    let sc = Scanner { src, text, root, fns: vec![], plain_defs: Default::default(), dir: None, loader: &mut loader };
+    let mut opts = JitOpts { is_jit: true, ..JitOpts::default() };
+    for d in f.decorator_list.iter().rev() {
+        if let Expr::Call(c) = &d.expression {
+            let callee = dotted(&c.func);
+            if callee.as_deref().and_then(|p| p.rsplit('.').next()) == Some("jit") {
+                sc.jit_keywords(&mut opts, c, env);
+            }
+        }
+    }
+    sc.jit_info(f, path, env, opts)
 }
 
 /// The type an annotation pins, if any: `tl.int64`, `"i64"`, `"*fp16"`, `tl.pointer_type(tl.float16)`.

@@ -64,6 +64,22 @@ impl Mod {
         })
     }
 
+    /// The module's canonical import path (the first of [`Mod::from_path`]'s spellings, which
+    /// reads it back as this module): how a live function's description names it.
+    pub(crate) fn path(self) -> &'static str {
+        match self {
+            Mod::Triton => "triton",
+            Mod::Language => "triton.language",
+            Mod::Math => "triton.language.math",
+            Mod::Extra => "triton.language.extra",
+            Mod::ExtraVendor => "triton.language.extra.cuda",
+            Mod::Libdevice => "triton.language.extra.libdevice",
+            Mod::PyMath => "math",
+            Mod::Profiler => "triton.profiler",
+            Mod::ProfilerLanguage => "triton.profiler.language",
+        }
+    }
+
     /// How users spell the module, for messages.
     pub(crate) fn display(self) -> &'static str {
         match self {

@@ -192,6 +192,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
             Global::Attr(m, a) => self.module_attr(*m, a, r),
             Global::Jit(i) => Ok(Val::Jit(super::FnRef { file, idx: *i })),
             Global::DepJit(d, i) => Ok(Val::Jit(super::FnRef { file: FileId::Dep(*d), idx: *i })),
+            Global::UserJit(i) => Ok(Val::Jit(super::FnRef { file: FileId::User, idx: *i })),
             Global::DepModule(d) => Ok(Val::PyModule(FileId::Dep(*d))),
             Global::Value(HostValue::Module(m)) => Ok(Val::Module(*m)),
             Global::Value(HostValue::Func(m, a)) => self.module_attr(*m, a, r),
