@@ -1,11 +1,13 @@
 //! A loaded kernel file: [`KernelProgram`] (its `@triton.jit` functions, the files it
-//! imports, and the id that names its sources in the memo and autotuning records).
+//! imports, and the id that names its sources in the memo and autotuning records) — read
+//! from a file, or made from a live Python function ([`KernelProgram::from_live`]).
 //!
 //! Near the bottom of the crate: it imports only [`crate::error`].
 
 use std::path::Path;
 use std::sync::OnceLock;
 
+use trident_front::live::LiveFunction;
 use trident_front::{KernelFile, KernelInfo};
 use trident_ir::SourceFile;
 
@@ -34,6 +36,26 @@ impl KernelProgram {
         Ok(KernelProgram { file, source_id: OnceLock::new() })
     }
 
+    /// A program made of a live Python function, as `trident._live.describe(fn)` describes it:
+    /// its source and the values Python resolved its globals to (see `trident_front::live`).
+    /// Its kernel ([`KernelProgram::kernel`] with `None`) is that function, compiled without the
+    /// decorators in its source (the caller runs `@autotune`/`@heuristics` itself); helpers
+    /// from other modules compile from their own sources, diagnostics point at the real file
+    /// and line, and the cache key covers the sources and the globals' values, since the
+    /// file's text (`KernelFile::text`) records them.
+    pub fn from_live(live: LiveFunction) -> Result<KernelProgram, RunError> {
+        let file = trident_front::parse_live(&live).map_err(|e| RunError::from_diags(&[e.diagnostic], &e.files))?;
+        Ok(KernelProgram { file, source_id: OnceLock::new() })
+    }
+
+    /// [`KernelProgram::from_live`] from the description's JSON. Malformed JSON, or a description
+    /// without its required fields, is an error; a malformed global is an error only where the
+    /// kernel uses it, naming it.
+    pub fn from_live_json(json: &str) -> Result<KernelProgram, RunError> {
+        let live = LiveFunction::from_json(json).map_err(|e| RunError::from_diags(&[e.diagnostic], &e.files))?;
+        KernelProgram::from_live(live)
+    }
+
     /// Every file diagnostics may point into, in `Loc::file` order: the kernel
     /// file, Trident's prelude, then the project files it imports.
     pub fn source_files(&self) -> Vec<SourceFile> {
@@ -57,9 +79,13 @@ impl KernelProgram {
         })
     }
 
-    /// The kernel called `name`, or — when `name` is `None` — the file's only kernel.
+    /// The kernel called `name`, or — when `name` is `None` — the file's only kernel (a live
+    /// program's: the function it was made of).
     /// A kernel is a `@triton.jit` function that no other `@triton.jit` function calls.
     pub fn kernel(&self, name: Option<&str>) -> Result<&KernelInfo, RunError> {
+        if let (None, Some(k)) = (name, self.file.live_kernel()) {
+            return Ok(k);
+        }
         let all = self.file.kernels();
         if let Some(n) = name {
             return self.file.kernel(n).ok_or_else(|| {
