@@ -106,6 +106,12 @@ pub fn run_opts_at(
     opts: &CompileOptions,
 ) -> (HashMap<String, HostTensor>, String) {
     let c = compile_at(path, src, kernel, args, opts);
+    run_compiled(&c, args, grid)
+}
+
+/// Runs a compiled kernel over `grid` on the interpreter; returns every tensor argument after the
+/// launch, by name, and what `device_print` printed.
+pub fn run_compiled(c: &Compiled, args: &[(&str, A)], grid: [u32; 3]) -> (HashMap<String, HostTensor>, String) {
     let f = c.module.func(&c.kernel).expect("kernel function");
     let mut iargs = vec![];
     let mut names = vec![];
