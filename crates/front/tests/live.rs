@@ -126,7 +126,8 @@ fn bundled_kernels_compile_to_identical_tile_ir() {
         parse_file(&path, &text).unwrap()
     };
     let c = |v: i64| A::C(ConstValue::int(v));
-    let cases: Vec<(&str, &str, Vec<(&str, A)>)> = vec![
+    type Case = (&'static str, &'static str, Vec<(&'static str, A)>);
+    let cases: Vec<Case> = vec![
         (
             "vector_add.py",
             "add_kernel",

@@ -44,7 +44,7 @@ impl KernelProgram {
     /// and line, and the cache key covers the sources and the globals' values, since the
     /// file's text (`KernelFile::text`) records them.
     pub fn from_live(live: LiveFunction) -> Result<KernelProgram, RunError> {
-        let file = trident_front::parse_live(&live).map_err(|e| RunError::from_diags(&[e.diagnostic], &e.files))?;
+        let file = trident_front::parse_live(&live).map_err(|e| RunError::from_diags(&[*e.diagnostic], &e.files))?;
         Ok(KernelProgram { file, source_id: OnceLock::new() })
     }
 
@@ -52,7 +52,7 @@ impl KernelProgram {
     /// without its required fields, is an error; a malformed global is an error only where the
     /// kernel uses it, naming it.
     pub fn from_live_json(json: &str) -> Result<KernelProgram, RunError> {
-        let live = LiveFunction::from_json(json).map_err(|e| RunError::from_diags(&[e.diagnostic], &e.files))?;
+        let live = LiveFunction::from_json(json).map_err(|e| RunError::from_diags(&[*e.diagnostic], &e.files))?;
         KernelProgram::from_live(live)
     }
 

@@ -185,13 +185,13 @@ fn lenient_values<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Li
 /// point into (render with [`LiveError::render`]).
 #[derive(Clone, Debug)]
 pub struct LiveError {
-    pub diagnostic: Diagnostic,
+    pub diagnostic: Box<Diagnostic>,
     pub files: Vec<SourceFile>,
 }
 
 impl LiveError {
     fn msg(text: impl Into<String>) -> LiveError {
-        LiveError { diagnostic: Diagnostic::error(text), files: vec![] }
+        LiveError { diagnostic: Box::new(Diagnostic::error(text)), files: vec![] }
     }
 
     /// The diagnostic with its source line and caret.
@@ -551,7 +551,9 @@ impl<'a> Builder<'a> {
             let src = SrcRef { file: index(gi), lines: &lines };
             let module = ruff_python_parser::parse_module(&text)
                 .map_err(|e| LiveError {
-                    diagnostic: src.error(e.location, format!("syntax error: {}", e.error)).label("invalid syntax"),
+                    diagnostic: Box::new(
+                        src.error(e.location, format!("syntax error: {}", e.error)).label("invalid syntax"),
+                    ),
                     files: files.clone(),
                 })?
                 .into_syntax();
@@ -566,7 +568,10 @@ impl<'a> Builder<'a> {
             for &i in &g.members {
                 let m = &members[i];
                 let (def, path) = find_def(&module.body, &shared.lines, m).ok_or_else(|| LiveError {
-                    diagnostic: Diagnostic::error(format!("the source of `{}` holds no function definition", m.f.name)),
+                    diagnostic: Box::new(Diagnostic::error(format!(
+                        "the source of `{}` holds no function definition",
+                        m.f.name
+                    ))),
                     files: files.clone(),
                 })?;
                 let src = shared.src(index(gi));
