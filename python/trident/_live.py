@@ -304,8 +304,8 @@ class _Describer:
     def value(self, v, attr_names, depth) -> dict:
         if v is None:
             return {"kind": "none"}
-        if isinstance(v, bool):
-            return {"kind": "bool", "value": v}
+        if isinstance(v, bool) or (type(v).__module__ == "numpy" and type(v).__name__ in ("bool_", "bool")):
+            return {"kind": "bool", "value": bool(v)}
         if isinstance(v, numbers.Integral):
             return {"kind": "int", "value": str(int(v))}
         if isinstance(v, float):
