@@ -355,3 +355,34 @@ fn isinstance_of_pointer_type() {
     r.result.unwrap();
     assert_eq!(r.tensors[1].to_f64_vec(), [1.0, 1.0, 0.0, 0.0]);
 }
+
+/// Triton's `test_if[if_exp_dynamic_void]`: a conditional expression on a runtime condition
+/// whose sides are both calls without a value (`tl.store(..) if c else tl.store(..)`) is an `if`
+/// statement (it used to fail: "expected a tensor or a number, got constant `None`").
+const VOID_IF_EXPR: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def void_if_expr(XTrue, XFalse, Ret):
+    pid = tl.program_id(0)
+    tl.store(Ret + pid, tl.load(XTrue)) if pid % 2 == 0 else tl.store(Ret + pid, tl.load(XFalse))
+"#;
+
+#[test]
+fn conditional_expression_with_void_sides() {
+    let r = run(
+        "void_if.py",
+        VOID_IF_EXPR,
+        "void_if_expr",
+        vec![
+            ("XTrue", A::T(HostTensor::from_f64(DType::F32, &[1], &[3.5]))),
+            ("XFalse", A::T(HostTensor::from_f64(DType::F32, &[1], &[-1.25]))),
+            ("Ret", A::T(poison(DType::F32, &[4]))),
+        ],
+        [4, 1, 1],
+        false,
+    );
+    r.result.unwrap();
+    assert_eq!(r.tensors[2].to_f64_vec(), [3.5, -1.25, 3.5, -1.25]);
+}
