@@ -30,7 +30,9 @@ fn tensor_descriptor_static_checks() {
         assert!(err.contains(want), "{args} {d}: {err}");
     }
     // The same shapes within the rules compile.
-    for (args, d) in [("[128, 1], [1, 4]", DType::I32), ("[128, 1], [8, 8]", DType::I16), ("[8, 1], [8, 4]", DType::I32)] {
+    for (args, d) in
+        [("[128, 1], [1, 4]", DType::I32), ("[128, 1], [8, 8]", DType::I16), ("[8, 1], [8, 4]", DType::I32)]
+    {
         let src = format!(
             "{HDR}@triton.jit\ndef k(ptr):\n    desc = tl.make_tensor_descriptor(ptr, [128, 128], {args})\n    desc.load([0, 0])\n"
         );

@@ -171,7 +171,9 @@ fn exp_at_the_limits_is_within_its_bound_and_flushes_as_triton() {
     let mut rng = Rng(seed());
     let mut xs: Vec<f64> = vec![0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 1e-30, -1e-30];
     // The inputs whose exp lies closest to an f32 rounding boundary (exhaustive search).
-    for b in [0x337fffffu32, 0x33800000, 0x383a3ef1, 0x3d1a274e, 0x4001b249, 0x40315b33, 0x4288942b, 0xbae0e25c, 0xc16912cd] {
+    for b in
+        [0x337fffffu32, 0x33800000, 0x383a3ef1, 0x3d1a274e, 0x4001b249, 0x40315b33, 0x4288942b, 0xbae0e25c, 0xc16912cd]
+    {
         xs.push(f32::from_bits(b) as f64);
     }
     // Largest finite result, smallest normal result, smallest nonzero (subnormal) result.
@@ -181,8 +183,8 @@ fn exp_at_the_limits_is_within_its_bound_and_flushes_as_triton() {
     while xs.len() < N {
         let u = rng.unit() * 2.0 - 1.0;
         xs.push(match xs.len() % 3 {
-            0 => 88.0 + 0.8 * u.abs(),  // near overflow
-            1 => -95.0 + 9.0 * u,       // normal/subnormal results
+            0 => 88.0 + 0.8 * u.abs(),   // near overflow
+            1 => -95.0 + 9.0 * u,        // normal/subnormal results
             _ => -104.0 + 1.0 * u.abs(), // smallest subnormals and zero
         } as f32 as f64);
     }
@@ -208,7 +210,11 @@ fn exp_at_the_limits_is_within_its_bound_and_flushes_as_triton() {
             ulps(got, want) <= 66.0 || (got.to_bits() == 0 && want < f32::MIN_POSITIVE as f64 * 1.0001)
         };
         if !ok {
-            failures.push(format!("exp({xi:e} = {:#010x}) = {got:e}, correctly rounded {:e}", xi.to_bits(), want as f32));
+            failures.push(format!(
+                "exp({xi:e} = {:#010x}) = {got:e}, correctly rounded {:e}",
+                xi.to_bits(),
+                want as f32
+            ));
         }
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures[..failures.len().min(20)].join("\n"));

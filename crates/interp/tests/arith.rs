@@ -337,10 +337,10 @@ fn exp_f32_is_correctly_rounded() {
     while xs.len() < 4096 {
         let u = rng.f();
         xs.push(match xs.len() % 4 {
-            0 => (u * 96.5 - 7.5) as f32,          // [-104, 89]
-            1 => (u * 4.0) as f32,                 // [-4, 4]
+            0 => (u * 96.5 - 7.5) as f32,                         // [-104, 89]
+            1 => (u * 4.0) as f32,                                // [-4, 4]
             2 => (u * 2f64.powi(-(rng.below(30) as i32))) as f32, // near 0
-            _ => f32::from_bits(rng.next() as u32), // any bit pattern (NaN, huge, tiny)
+            _ => f32::from_bits(rng.next() as u32),               // any bit pattern (NaN, huge, tiny)
         });
     }
     let got = un(DType::F32, UnaryOp::Exp, &xs.iter().map(|&x| x as f64).collect::<Vec<_>>());
@@ -349,7 +349,10 @@ fn exp_f32_is_correctly_rounded() {
         let Some(want) = cr_exp_f32(x) else { continue };
         checked += 1;
         let g = g as f32;
-        assert!(g.to_bits() == want.to_bits() || g.is_nan() && want.is_nan(), "exp({x:e}) = {g:e}, correctly rounded {want:e}; seed {seed}");
+        assert!(
+            g.to_bits() == want.to_bits() || g.is_nan() && want.is_nan(),
+            "exp({x:e}) = {g:e}, correctly rounded {want:e}; seed {seed}"
+        );
     }
     assert!(checked > 4000, "{checked}");
     // Either side of each limit (results computed at 300 bits).
