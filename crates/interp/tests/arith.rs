@@ -282,10 +282,10 @@ fn math_functions_are_correctly_rounded_from_f64() {
     let mut rng = Rng::from_time();
     let seed = rng.seed();
     let x = rng.tensor(DType::F16, &[128], 4.0);
-    // exp as the GPU computes it: exp2 of the f32 product x * log2(e), rounded once.
-    let exp_model = |v: f64| ((v as f32 * std::f32::consts::LOG2_E) as f64).exp2();
+    // f16 exp is the correctly rounded f32 exp rounded to f16 (computed in f32, as numpy and the GPU).
+    let exp_via_f32 = |v: f64| cr_exp_f32(v as f32).unwrap_or(v.exp() as f32) as f64;
     for (op, f) in [
-        (UnaryOp::Exp, &exp_model as &dyn Fn(f64) -> f64),
+        (UnaryOp::Exp, &exp_via_f32 as &dyn Fn(f64) -> f64),
         (UnaryOp::Sin, &f64::sin),
         (UnaryOp::Tanh, &f64::tanh),
         (UnaryOp::Sqrt, &|v: f64| v.abs().sqrt()),
@@ -298,7 +298,99 @@ fn math_functions_are_correctly_rounded_from_f64() {
     }
     // erf(0.5) = 0.5204998778130465..., rounded to f32.
     assert_eq!(un(DType::F32, UnaryOp::Erf, &[0.5])[0], 0.520_499_877_813_046_5_f64 as f32 as f64);
-    // Large arguments show the f32 product's rounding: exp(30) differs from the correctly rounded value.
-    let x = 29.7f32 as f64;
-    assert_eq!(un(DType::F32, UnaryOp::Exp, &[x])[0], exp_model(x) as f32 as f64);
+}
+
+/// `rn32(exp(x))` from the system's f64 `exp` (an implementation independent of the
+/// interpreter's), or `None` where that f64 value lies within 8 f64 ulps of an f32 rounding
+/// boundary and the f64 result cannot settle the rounding.
+fn cr_exp_f32(x: f32) -> Option<f32> {
+    let y = (x as f64).exp();
+    let f = y as f32;
+    if f as f64 == y || x.is_nan() {
+        return Some(f);
+    }
+    let boundary = if f.is_infinite() {
+        2f64.powi(128) - 2f64.powi(103)
+    } else if (f as f64) < y {
+        (f as f64 + f.next_up() as f64) / 2.0
+    } else {
+        (f as f64 + f.next_down() as f64) / 2.0
+    };
+    let ulp = f64::from_bits(y.to_bits() + 1) - y;
+    ((y - boundary).abs() > 8.0 * ulp).then_some(f)
+}
+
+/// Triton's interpreter computes `exp` with numpy, correctly rounded; the interpreter used to
+/// model the GPU's fast `exp2(f32(x * log2 e))`, one or more ulps off (up to 60 for large |x|).
+/// Fresh random inputs over the whole range (overflow to inf above 88.72, subnormal results
+/// below -87.34, zero below -103.97), near 0 and at the rounding boundaries around those limits,
+/// against the correctly rounded value; plus the inputs hardest to round.
+#[test]
+fn exp_f32_is_correctly_rounded() {
+    let mut rng = Rng::from_time();
+    let seed = rng.seed();
+    let mut xs: Vec<f32> = vec![0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::MIN_POSITIVE, -1e-30];
+    // The limits: largest finite result, smallest normal result, smallest nonzero result.
+    for b in [0x42b1_7217u32, 0xc2ae_ac4f, 0xc2cf_f1b4] {
+        xs.extend((b - 40..b + 40).map(f32::from_bits));
+    }
+    while xs.len() < 4096 {
+        let u = rng.f();
+        xs.push(match xs.len() % 4 {
+            0 => (u * 96.5 - 7.5) as f32,                         // [-104, 89]
+            1 => (u * 4.0) as f32,                                // [-4, 4]
+            2 => (u * 2f64.powi(-(rng.below(30) as i32))) as f32, // near 0
+            _ => f32::from_bits(rng.next() as u32),               // any bit pattern (NaN, huge, tiny)
+        });
+    }
+    let got = un(DType::F32, UnaryOp::Exp, &xs.iter().map(|&x| x as f64).collect::<Vec<_>>());
+    let mut checked = 0;
+    for (&x, &g) in xs.iter().zip(&got) {
+        let Some(want) = cr_exp_f32(x) else { continue };
+        checked += 1;
+        let g = g as f32;
+        assert!(
+            g.to_bits() == want.to_bits() || g.is_nan() && want.is_nan(),
+            "exp({x:e}) = {g:e}, correctly rounded {want:e}; seed {seed}"
+        );
+    }
+    assert!(checked > 4000, "{checked}");
+    // Either side of each limit (results computed at 300 bits).
+    let at = |b: u32| (un(DType::F32, UnaryOp::Exp, &[f32::from_bits(b) as f64])[0] as f32).to_bits();
+    assert_eq!(at(0x42b1_7217), 0x7f7f_ff84); // 3.4027985e38
+    assert_eq!(at(0x42b1_7218), 0x7f80_0000); // inf
+    assert_eq!(at(0xc2ae_ac4f), 0x0080_0026); // normal
+    assert_eq!(at(0xc2ae_ac50), 0x007f_ffe6); // subnormal
+    assert_eq!(at(0xc2cf_f1b4), 0x0000_0001); // 2^-149
+    assert_eq!(at(0xc2cf_f1b5), 0);
+    // The f32 inputs whose exp lies closest to an f32 rounding boundary (f64 alone leaves them
+    // within 8 f64 ulps of it, found by an exhaustive search over all 2^32 inputs), with the
+    // correctly rounded results computed at 300 bits.
+    const HARD: [(u32, u32); 21] = [
+        (0x337fffff, 0x3f800000),
+        (0x33800000, 0x3f800001),
+        (0x343fffff, 0x3f800002),
+        (0x34dffffd, 0x3f800004),
+        (0x356ffff9, 0x3f800008),
+        (0x35f7fff1, 0x3f800010),
+        (0x367bffe1, 0x3f800020),
+        (0x36fdffc1, 0x3f800040),
+        (0x377eff81, 0x3f800080),
+        (0x383a3ef1, 0x3f800175),
+        (0x38e69cc1, 0x3f80039a),
+        (0x39c6be5b, 0x3f800c6d),
+        (0x39e5bb1d, 0x3f800e5d),
+        (0x3d1a274e, 0x3f84e8ba),
+        (0x4001b249, 0x40f2cd14),
+        (0x40315b33, 0x417fa47d),
+        (0x4288942b, 0x70b7a4c5),
+        (0xb3000000, 0x3f800000),
+        (0xbae0e25c, 0x3f7f8fa7),
+        (0xbbf0edf1, 0x3f7e1fe9),
+        (0xc16912cd, 0x34fd331b),
+    ];
+    let hx: Vec<f64> = HARD.iter().map(|&(x, _)| f32::from_bits(x) as f64).collect();
+    for (g, &(x, want)) in un(DType::F32, UnaryOp::Exp, &hx).iter().zip(&HARD) {
+        assert_eq!((*g as f32).to_bits(), want, "exp({:e})", f32::from_bits(x));
+    }
 }

@@ -304,3 +304,85 @@ fn debug_barrier_is_kept_and_runs() {
         assert_eq!(r.tensors[1].get_f64(i), 3.0 * x.get_f64(63 - i), "[{i}], seed {seed}");
     }
 }
+
+/// Triton's `test_short_circuiting`: `isinstance(x.dtype, tl.pointer_type)` holds for a pointer
+/// argument (it used to evaluate False, so the store never happened), and the `and` chain stops
+/// before `x.dtype` is touched for a scalar.
+const SHORT_CIRCUIT: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def short_circuiting_kernel(x):
+    if (x is not None) and hasattr(x, "dtype") and isinstance(
+            x.dtype, tl.pointer_type) and (x.dtype.element_ty == tl.int32) and (tl.load(x) > 42):
+        tl.store(x, 42)
+
+@triton.jit
+def dtype_classes(x, out):
+    tl.store(out + 0, isinstance(x.dtype, tl.pointer_type))
+    tl.store(out + 1, isinstance(x.dtype, tl.dtype))
+    tl.store(out + 2, isinstance(x.dtype.element_ty, tl.pointer_type))
+    tl.store(out + 3, isinstance(tl.load(x).dtype, tl.pointer_type))
+"#;
+
+#[test]
+fn isinstance_of_pointer_type() {
+    for (dt, v, want) in [
+        (DType::I32, 100000.0, 42.0),
+        (DType::I32, 37.0, 37.0),
+        (DType::I32, -76893.0, -76893.0),
+        (DType::I64, 100000.0, 100000.0),
+        (DType::F32, 84.0, 84.0),
+    ] {
+        let x = HostTensor::from_f64(dt, &[1], &[v]);
+        let r = run("sc.py", SHORT_CIRCUIT, "short_circuiting_kernel", vec![("x", A::T(x))], [1, 1, 1], false);
+        r.result.unwrap();
+        assert_eq!(r.tensors[0].get_f64(0), want, "{dt} {v}");
+    }
+    for scalar in [1, 2] {
+        let r = run("sc.py", SHORT_CIRCUIT, "short_circuiting_kernel", vec![("x", A::I(scalar))], [1, 1, 1], false);
+        r.result.unwrap();
+    }
+    let r = run(
+        "sc.py",
+        SHORT_CIRCUIT,
+        "dtype_classes",
+        vec![("x", A::T(HostTensor::zeros(DType::F32, &[1]))), ("out", A::T(poison(DType::I32, &[4])))],
+        [1, 1, 1],
+        false,
+    );
+    r.result.unwrap();
+    assert_eq!(r.tensors[1].to_f64_vec(), [1.0, 1.0, 0.0, 0.0]);
+}
+
+/// Triton's `test_if[if_exp_dynamic_void]`: a conditional expression on a runtime condition
+/// whose sides are both calls without a value (`tl.store(..) if c else tl.store(..)`) is an `if`
+/// statement (it used to fail: "expected a tensor or a number, got constant `None`").
+const VOID_IF_EXPR: &str = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def void_if_expr(XTrue, XFalse, Ret):
+    pid = tl.program_id(0)
+    tl.store(Ret + pid, tl.load(XTrue)) if pid % 2 == 0 else tl.store(Ret + pid, tl.load(XFalse))
+"#;
+
+#[test]
+fn conditional_expression_with_void_sides() {
+    let r = run(
+        "void_if.py",
+        VOID_IF_EXPR,
+        "void_if_expr",
+        vec![
+            ("XTrue", A::T(HostTensor::from_f64(DType::F32, &[1], &[3.5]))),
+            ("XFalse", A::T(HostTensor::from_f64(DType::F32, &[1], &[-1.25]))),
+            ("Ret", A::T(poison(DType::F32, &[4]))),
+        ],
+        [4, 1, 1],
+        false,
+    );
+    r.result.unwrap();
+    assert_eq!(r.tensors[2].to_f64_vec(), [3.5, -1.25, 3.5, -1.25]);
+}

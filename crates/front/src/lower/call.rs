@@ -357,6 +357,10 @@ impl<'c, 'a> FnLowering<'c, 'a> {
                         Val::Builtin(_, n) if n == "tensor" => matches!(v, Val::T(_)),
                         Val::Builtin(_, n) if n == "constexpr" => v.as_const().is_some(),
                         Val::Builtin(_, n) if n == "dtype" => matches!(v, Val::C(ConstValue::DType(_))),
+                        // `tl.pointer_type` is the class of pointer dtypes (a subclass of `tl.dtype`).
+                        Val::Builtin(_, n) if n == "pointer_type" => {
+                            matches!(v, Val::C(ConstValue::DType(trident_ir::Elem::Ptr { .. })))
+                        }
                         Val::PyFn("int") => matches!(v, Val::C(ConstValue::Int(_)) | Val::C(ConstValue::Bool(_))),
                         Val::PyFn("float") => matches!(v, Val::C(ConstValue::Float(_))),
                         Val::PyFn("bool") => matches!(v, Val::C(ConstValue::Bool(_))),

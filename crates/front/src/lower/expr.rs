@@ -557,9 +557,29 @@ impl<'c, 'a> FnLowering<'c, 'a> {
                 let then_b = self.f.new_block(&[]);
                 let else_b = self.f.new_block(&[]);
                 self.block = then_b;
-                let a = self.expr(&i.body).and_then(|v| self.tensor_of(&v, i.body.range()));
+                let va = self.expr(&i.body);
                 self.block = else_b;
-                let b = self.expr(&i.orelse).and_then(|v| self.tensor_of(&v, i.orelse.range()));
+                let vb = self.expr(&i.orelse);
+                self.block = outer;
+                let (va, vb) = (va?, vb?);
+                let loc = self.cur_loc();
+                if va.is_none() && vb.is_none() {
+                    // `tl.store(..) if c else tl.store(..)`: both sides are evaluated for their
+                    // effects only; an `if` without results, the expression's value is None.
+                    for b in [then_b, else_b] {
+                        let y = self.f.new_op(OpKind::Yield, &[], &[], loc);
+                        self.f.append_op(b, y);
+                    }
+                    let op = self.f.new_op(OpKind::If, &[cond], &[], loc);
+                    self.f.add_region(op, then_b);
+                    self.f.add_region(op, else_b);
+                    self.f.append_op(self.block, op);
+                    return Ok(Val::none());
+                }
+                self.block = then_b;
+                let a = self.tensor_of(&va, i.body.range());
+                self.block = else_b;
+                let b = self.tensor_of(&vb, i.orelse.range());
                 self.block = outer;
                 let (a, b) = (a?, b?);
                 if self.ty(a) != self.ty(b) {
@@ -573,7 +593,6 @@ impl<'c, 'a> FnLowering<'c, 'a> {
                     ));
                 }
                 let ty = self.ty(a).clone();
-                let loc = self.cur_loc();
                 let y1 = self.f.new_op(OpKind::Yield, &[a], &[], loc);
                 self.f.append_op(then_b, y1);
                 let y2 = self.f.new_op(OpKind::Yield, &[b], &[], loc);

@@ -112,6 +112,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         let base = self.base_ptr(&b.val(0), b.range(0), "tl.make_tensor_descriptor")?;
         let block = const_shape(self, &b.val(3), b.range(3))?;
         let n = block.len();
+        self.check_descriptor_static(&base, &block, &b.val(2), b.range(3), b.range(2))?;
         let shape = self.int_fields(&b.val(1), n, DType::I64, b.range(1), "shape values")?;
         let strides = self.int_fields(&b.val(2), n, DType::I64, b.range(2), "strides")?;
         let nan = self.padding_arg(&b.val(4), b.range(4), &base, true)?.unwrap_or(false);
@@ -125,6 +126,51 @@ impl<'c, 'a> FnLowering<'c, 'a> {
             order,
             descriptor: Some(nan),
         })))
+    }
+
+    /// Triton's static checks of a tensor descriptor (TMA's rules): the block's last dimension
+    /// spans at least 16 bytes, a constant last stride is 1, constant other strides are multiples
+    /// of 16 bytes.
+    fn check_descriptor_static(
+        &self,
+        base: &Val,
+        block: &[u32],
+        strides: &Val,
+        block_r: TextRange,
+        strides_r: TextRange,
+    ) -> R<()> {
+        let Val::T(p) = base else { return Ok(()) };
+        let Some(elem_size) = self.elem(*p).pointee().map(|d| (d.bits() as u64).div_ceil(8)) else { return Ok(()) };
+        let last = block.last().copied().unwrap_or(1) as u64;
+        if last * elem_size < 16 {
+            return Err(self.err(
+                block_r,
+                format!(
+                    "Descriptor block shape must have at least 16 bytes in the last dimension, but got {last} * {elem_size} = {} bytes",
+                    last * elem_size
+                ),
+            ));
+        }
+        let strides = items(strides);
+        let konst = |v: &Val| match v {
+            Val::C(c) => c.as_int(),
+            _ => None,
+        };
+        if let Some(s) = strides.last().and_then(konst).filter(|&s| s != 1) {
+            return Err(self.err(strides_r, format!("Tensor descriptor last dim must be 1 but got {s}")));
+        }
+        for s in strides.iter().rev().skip(1).filter_map(konst) {
+            if (s * elem_size as i128) % 16 != 0 {
+                return Err(self.err(
+                    strides_r,
+                    format!(
+                        "Tensor descriptor strides must be 16-byte aligned, but got a stride of {s} * {elem_size} = {} bytes",
+                        s * elem_size as i128
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// `padding_option`: `Some(true)` for "nan", `Some(false)` for "zero", `None` when not given.
