@@ -82,7 +82,11 @@ fn main() {
             let run = |mode| {
                 let mut args = cmd.materialize().unwrap();
                 let mut opts = LaunchOptions::from_command(&cmd);
-                opts.profile = Some(ProfileOptions { regions, mode, ..Default::default() });
+                let mut po = ProfileOptions { regions, mode, ..Default::default() };
+                if let Some(c) = std::env::var("CAPACITY").ok().and_then(|c| c.parse().ok()) {
+                    po.capacity = c;
+                }
+                opts.profile = Some(po);
                 let out = launch(&prog, kernel, &mut args, &opts).unwrap_or_else(|e| panic!("{name} {set}: {e}"));
                 for (a, b) in args.iter().zip(&plain_args) {
                     assert_eq!(a.value, b.value, "{name} {set}: `{}` differs from the unprofiled launch", a.name);

@@ -289,7 +289,7 @@ pub fn run(l: &Launch, ncta: u64, region_lens: &[usize], parallel: bool) -> Resu
         if let Some(e) = sms.iter_mut().filter_map(|s| s.error.take()).min_by_key(|(linear, _)| *linear) {
             return Err(e.1);
         }
-        mem.end_epoch(t, sms.iter().map(|s| &s.timing.log));
+        mem.end_epoch(t, end, sms.iter().map(|s| &s.timing.log));
         for sm in sms.iter_mut() {
             finished.append(&mut sm.done);
         }

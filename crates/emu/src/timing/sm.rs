@@ -294,24 +294,45 @@ impl SmTiming {
             let port_end = self.port_free.div_ceil(c.port_rate);
             self.stats.port_busy += bytes / c.port_rate;
             self.stats.l1_busy += (self.fp.global_lines as u64).div_ceil(m.l1_lines_per_clk.max(1) as u64);
+            // Loads (and atomics) need the data: a sector not in L2 comes from DRAM, one
+            // whose fill is still in flight (an earlier miss of this SM in this epoch, or
+            // of any SM before) comes with that fill. Stores are acknowledged by the L2,
+            // which allocates the sector without waiting for DRAM.
+            let reads = !log.store || atomic;
             let mut miss = false;
+            let mut merged = 0u64;
             for &s in &self.fp.global_sectors {
-                // A sector first touched in this epoch counts as a miss again until the
-                // epoch ends (it is in flight: the latency of a hit under a miss).
-                miss |= !mem.holds(s);
+                let known =
+                    if reads { self.log.missed.get(&s).copied().or_else(|| mem.lookup(s)) } else { mem.lookup(s) };
+                match known {
+                    None => miss = true,
+                    Some(a) => merged = merged.max(a),
+                }
                 self.log.touched.push((s, log.store && !atomic));
             }
             self.log.l2_bytes += bytes * if atomic { 2 } else { 1 };
-            let served = if miss {
+            let served = if miss && reads {
                 (start as f64).max(mem.dram_busy).ceil() as u64 + m.lat_dram as u64
             } else {
-                (start as f64).max(mem.l2_busy).ceil() as u64 + m.lat_l2_hit as u64
+                let hit = (start as f64).max(mem.l2_busy).ceil() as u64 + m.lat_l2_hit as u64;
+                if reads {
+                    hit.max(merged)
+                } else {
+                    hit
+                }
             };
             let arrive = served.max(port_end);
+            if miss && reads {
+                for &s in &self.fp.global_sectors {
+                    if !self.log.missed.contains_key(&s) && mem.lookup(s).is_none() {
+                        self.log.note_miss(s, arrive);
+                    }
+                }
+            }
             if log.store || atomic {
                 drained = drained.max(arrive);
             }
-            if !log.store || atomic {
+            if reads {
                 ready = ready.max(arrive);
             }
         }
