@@ -362,8 +362,11 @@ pub enum OpKind {
     ///   another block (LICM hoists only pure ops; no pass moves an op with an effect);
     /// * no op with a memory effect (loads, stores, atomics, prints, asserts, calls,
     ///   shared-memory ops) is reordered with it: passes keep the relative order of ops
-    ///   with effects, and a pass that moves a load (a future pipeliner, LICM of loads)
-    ///   must treat a record as the write it is declared to be;
+    ///   with effects, and a pass that moves a load (LICM of loads, say) must treat a
+    ///   record as the write it is declared to be. The software pipeliner keeps each
+    ///   load's wait and read where the load was; the prefetch it creates for a later
+    ///   iteration is a new op, placed where the unscoped schedule puts it, so records do
+    ///   not change the schedule they measure (trident-gpu's `passes/pipeline.rs`);
     /// * pure ops (`dot` included: its `Effect` is `Pure`) are placed by their data
     ///   dependences exactly as without records: LICM may hoist a loop-invariant pure op
     ///   out of a body that holds records, CSE may merge pure ops of two regions,

@@ -18,16 +18,26 @@
 //! async_wait 0
 //! ```
 //!
+//! With warpgroup MMA (sm_90a) the prefetch goes right after the body's first `dot`
+//! instead (stage 1 up to it, the prefetch, the rest of stage 1): the dot runs
+//! asynchronously while the copies issue, and what follows it (attention's softmax and
+//! second dot) no longer delays the copies to the end of the iteration, where they had
+//! little time to land (attention on the emulator's H100 model: 21.9 → 16.8 µs,
+//! `bench/PROFILE.md`).
+//!
 //! Values of stage 0 that stage 1 also needs (masks from the induction variable) are
 //! recomputed in stage 1. Loops that do not fit (stage 0 depending on stage 1, a pipelined
 //! load with a non-zero `other`, a pointer carried out of the loop) are left alone.
 //!
 //! **Records.** A body holding `record` ops (the user's profiling scopes; the automatic
-//! regions are added after this pass) keeps every memory op and dot where it was among
-//! them: the body is rebuilt in its own order, a pipelined load's place getting the wait
-//! (before the first one), the `local_load` of the current slot and the prefetch of
-//! iteration k+S−1 (the commit after the last), the stage-0 pure ops at their places. Only
-//! pure ops move, as records allow. Without records the schedule above is kept exactly.
+//! regions are added after this pass) keeps every load and dot where it was among them:
+//! the body is rebuilt in its own order, a pipelined load's place getting the wait
+//! (before the first one) and the `local_load` of the current slot. The prefetch of
+//! iteration k+S−1 goes where the schedule above puts it (after the wait and reads at the
+//! first load's place, or after the first dot), so a scoped kernel runs the unscoped
+//! kernel's schedule and its profile describes that kernel; the prefetch's issue counts
+//! in the region that holds its place. Without records the schedule above is kept
+//! exactly.
 
 use crate::analysis::AxisAnalysis;
 use crate::layout::distributed;
@@ -324,83 +334,9 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         for &i in &carried {
             map0.insert(args[i], nargs[i]);
         }
-        if in_order {
-            // Records in the body: every op keeps its place among them. A pipelined load's
-            // place gets the iteration's wait (before the first one), its `local_load` of
-            // the current slot, and the prefetch issue of iteration k + S - 1 (the commit
-            // after the last one); stage 0's other ops (pure) sit at their places too. The
-            // iteration k + S - 1 (pure) is computed first.
-            let ahead = app(f, OpKind::Constant(Const::Int(s as i64 - 1)), &[], Some(ivt.clone()));
-            let m = app(f, OpKind::Binary(BinaryOp::Mul), &[ahead, step], Some(ivt.clone()));
-            let ivn = app(f, OpKind::Binary(BinaryOp::Add), &[iv, m], Some(ivt.clone()));
-            map0.insert(args[0], ivn);
-            let valid = app(f, OpKind::Cmp(CmpPred::Lt), &[ivn, ub], Some(Type::i1()));
-            let last_load = body_ops.iter().rposition(|o| load_set.contains(o));
-            let mut waited = false;
-            for (at, &op) in body_ops.iter().enumerate() {
-                if cands.iter().any(|c| c.convert == op) {
-                    continue;
-                }
-                let is_stage0 = stage0.contains(&op);
-                if let Some(ci) = cands.iter().position(|c| c.load == op) {
-                    if !waited {
-                        app(f, OpKind::AsyncWait { pending: s - 2 }, &[], None);
-                        app(f, OpKind::Barrier, &[], None);
-                        waited = true;
-                    }
-                    let c = &cands[ci];
-                    let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, rs], Some(bufs[ci].1.clone()));
-                    let ct = f.ty(f.ops[c.convert].results[0]).clone();
-                    let v = app(f, OpKind::LocalLoad, &[view], Some(ct));
-                    map1.insert(f.ops[c.convert].results[0], v);
-                    let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, ws], Some(bufs[ci].1.clone()));
-                    let (ptr, mask) = mapped_ptr_mask(f, op, &map0);
-                    let vm = valid_mask(f, &mut app, ptr, mask, valid);
-                    app(f, OpKind::AsyncCopy, &[view, ptr, vm], None);
-                    if Some(at) == last_load {
-                        app(f, OpKind::AsyncCommitGroup, &[], None);
-                    }
-                    continue;
-                }
-                if is_stage0 {
-                    let c = f.clone_op(op, &mut map0);
-                    f.append_op(nb, c);
-                }
-                if !is_stage0 || recompute.contains(&op) {
-                    let c = f.clone_op(op, &mut map1);
-                    f.append_op(nb, c);
-                }
-            }
-        } else {
-            app(f, OpKind::AsyncWait { pending: s - 2 }, &[], None);
-            app(f, OpKind::Barrier, &[], None);
-            for (ci, c) in cands.iter().enumerate() {
-                let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, rs], Some(bufs[ci].1.clone()));
-                let ct = f.ty(f.ops[c.convert].results[0]).clone();
-                let v = app(f, OpKind::LocalLoad, &[view], Some(ct));
-                map1.insert(f.ops[c.convert].results[0], v);
-            }
-            // Stage 1 for iteration k (with recomputed stage-0 values).
-            let stage1 = |f: &mut Function, map1: &mut HashMap<Value, Value>| {
-                for &op in &body_ops {
-                    if load_set.contains(&op) || cands.iter().any(|c| c.convert == op) {
-                        continue;
-                    }
-                    if stage0.contains(&op) && !recompute.contains(&op) {
-                        continue;
-                    }
-                    let c = f.clone_op(op, map1);
-                    f.append_op(nb, c);
-                }
-            };
-            // With warpgroup MMA the dots go first: they run asynchronously while stage 0
-            // issues the next copies (into the slot the previous iteration's dots read, which
-            // they finished before this iteration's barrier).
-            let dots_first = opts.target.has_wgmma();
-            if dots_first {
-                stage1(f, &mut map1);
-            }
-            // Stage 0 for iteration k + S - 1.
+        // Stage 0 of iteration k + S - 1: the copies into slot w (read by the previous
+        // iteration, whose readers all passed this iteration's barrier), then the commit.
+        let prefetch = |f: &mut Function, app: &mut Inserter<'_>, map0: &mut HashMap<Value, Value>| {
             let ahead = app(f, OpKind::Constant(Const::Int(s as i64 - 1)), &[], Some(ivt.clone()));
             let m = app(f, OpKind::Binary(BinaryOp::Mul), &[ahead, step], Some(ivt.clone()));
             let ivn = app(f, OpKind::Binary(BinaryOp::Add), &[iv, m], Some(ivt.clone()));
@@ -409,19 +345,82 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             for &op in &order0 {
                 if let Some(ci) = cands.iter().position(|c| c.load == op) {
                     let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, ws], Some(bufs[ci].1.clone()));
-                    let (ptr, mask) = mapped_ptr_mask(f, op, &map0);
-                    let vm = valid_mask(f, &mut app, ptr, mask, valid);
+                    let (ptr, mask) = mapped_ptr_mask(f, op, map0);
+                    let vm = valid_mask(f, app, ptr, mask, valid);
                     app(f, OpKind::AsyncCopy, &[view, ptr, vm], None);
                 } else {
-                    let c = f.clone_op(op, &mut map0);
+                    let c = f.clone_op(op, map0);
                     f.append_op(nb, c);
                 }
             }
             app(f, OpKind::AsyncCommitGroup, &[], None);
-            if !dots_first {
-                stage1(f, &mut map1);
+        };
+        // The wait for slot r and its reads: at the top, or (records in the body) at the
+        // first pipelined load's place, each read at its load's place.
+        let wait = |f: &mut Function, app: &mut Inserter<'_>| {
+            app(f, OpKind::AsyncWait { pending: s - 2 }, &[], None);
+            app(f, OpKind::Barrier, &[], None);
+        };
+        let read = |f: &mut Function, app: &mut Inserter<'_>, map1: &mut HashMap<Value, Value>, ci: usize| {
+            let c = &cands[ci];
+            let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, rs], Some(bufs[ci].1.clone()));
+            let ct = f.ty(f.ops[c.convert].results[0]).clone();
+            let v = app(f, OpKind::LocalLoad, &[view], Some(ct));
+            map1.insert(f.ops[c.convert].results[0], v);
+        };
+        // Where the prefetch goes: right after the wait, or with warpgroup MMA right after
+        // the first dot (which then runs asynchronously while the copies issue; its wait
+        // comes at its result's first use). Everything after the first dot — in attention
+        // the softmax and the second dot — comes after the copies, which so are in flight
+        // for as much of the iteration as possible.
+        let first_dot = body_ops.iter().position(|&o| matches!(f.ops[o].kind, OpKind::Dot { .. }));
+        let first_load = body_ops.iter().position(|o| cands.iter().any(|c| c.load == *o));
+        let prefetch_after = match (first_dot, first_load) {
+            (Some(d), Some(l)) if opts.target.has_wgmma() && d > l => Some(d),
+            _ => None,
+        };
+        if !in_order {
+            wait(f, &mut app);
+            for ci in 0..cands.len() {
+                read(f, &mut app, &mut map1, ci);
+            }
+            if prefetch_after.is_none() {
+                prefetch(f, &mut app, &mut map0);
             }
         }
+        // Stage 1 for iteration k (with recomputed stage-0 values), in the body's order.
+        // Records in the body (the user's scopes) keep every op where it was among them,
+        // the loads' waits and reads included; the prefetch is placed as without records,
+        // so a scoped kernel runs the unscoped kernel's schedule (it counts in the region
+        // that holds its place).
+        let mut fetched = !in_order && prefetch_after.is_none();
+        for (at, &op) in body_ops.iter().enumerate() {
+            if cands.iter().any(|c| c.convert == op) {
+                continue;
+            }
+            if let Some(ci) = cands.iter().position(|c| c.load == op) {
+                if in_order {
+                    if Some(at) == first_load {
+                        wait(f, &mut app);
+                    }
+                    read(f, &mut app, &mut map1, ci);
+                    if Some(at) == first_load && prefetch_after.is_none() {
+                        prefetch(f, &mut app, &mut map0);
+                        fetched = true;
+                    }
+                }
+                continue;
+            }
+            if !stage0.contains(&op) || recompute.contains(&op) {
+                let c = f.clone_op(op, &mut map1);
+                f.append_op(nb, c);
+            }
+            if !fetched && Some(at) == prefetch_after {
+                prefetch(f, &mut app, &mut map0);
+                fetched = true;
+            }
+        }
+        debug_assert!(fetched, "the prefetch was placed");
         // Next slots: s + 1, wrapped to 0 at S (`& (S - 1)` when S is a power of two).
         let one = app(f, OpKind::Constant(Const::Int(1)), &[], Some(i32t.clone()));
         let next = |f: &mut Function, slot: Value| -> Value {
