@@ -386,3 +386,59 @@ fn conditional_expression_with_void_sides() {
     r.result.unwrap();
     assert_eq!(r.tensors[2].to_f64_vec(), [3.5, -1.25, 3.5, -1.25]);
 }
+
+const ATTN_SCOPED: &str = include_str!("../../../bench/profile/attn_fwd_scoped.py");
+
+/// Profiling scopes compiled in (`CompileOptions::profile_scopes`) are record ops the
+/// interpreter runs as nothing: the scoped attention of the profiler's case study gives
+/// bit-identical outputs with and without them, optimised by the default tile pipeline.
+#[test]
+fn profiling_scopes_leave_the_interpreters_results_alone() {
+    use common::front::compile_source_with;
+    use trident_front::CompileOptions;
+    let mut rng = Rng::from_time();
+    let seed = rng.seed();
+    let (z, h, n, d) = (1usize, 2usize, 80usize, 32usize);
+    let q = rng.tensor(DType::F16, &[z, h, n, d], 1.0);
+    let k = rng.tensor(DType::F16, &[z, h, n, d], 1.0);
+    let v = rng.tensor(DType::F16, &[z, h, n, d], 1.0);
+    let (bm, bn) = (32i64, 16i64);
+    let mut outs = vec![];
+    for scopes in [false, true] {
+        let mut args: Vec<(&str, A)> = vec![
+            ("q", A::T(q.clone())),
+            ("k", A::T(k.clone())),
+            ("v", A::T(v.clone())),
+            ("o", A::T(poison(DType::F16, &[z, h, n, d]))),
+            ("sm_scale", A::F(0.17)),
+        ];
+        let strides = [(h * n * d) as i64, (n * d) as i64, d as i64, 1];
+        let names = [
+            ["stride_qz", "stride_qh", "stride_qm", "stride_qd"],
+            ["stride_kz", "stride_kh", "stride_kn", "stride_kd"],
+            ["stride_vz", "stride_vh", "stride_vn", "stride_vd"],
+            ["stride_oz", "stride_oh", "stride_om", "stride_od"],
+        ];
+        for tensor in names {
+            for (name, &st) in tensor.into_iter().zip(&strides) {
+                args.push((name, A::I(st)));
+            }
+        }
+        args.push(("H", A::I(h as i64)));
+        args.push(("N_CTX", A::I(n as i64)));
+        args.push(("BLOCK_M", A::C(bm)));
+        args.push(("BLOCK_N", A::C(bn)));
+        args.push(("HEAD_DIM", A::C(d as i64)));
+        args.push(("IS_CAUSAL", A::C(1)));
+        let opts = CompileOptions { profile_scopes: scopes, ..Default::default() };
+        let mut c = compile_source_with("attn_fwd_scoped.py", ATTN_SCOPED, "attn_fwd_scoped", args, &opts, true);
+        let text = c.module.to_string();
+        assert_eq!(text.contains("record ["), scopes, "records only when the scopes are compiled in");
+        let grid = [(n as u32).div_ceil(bm as u32), (z * h) as u32, 1];
+        launch(&c.module, &c.kernel, grid, &mut c.args, &InterpOptions::default())
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        outs.push(c.args[c.tensor_slots[3]].as_tensor().unwrap().clone());
+    }
+    assert_eq!(outs[0].data, outs[1].data, "seed {seed}: scopes changed the interpreter's results");
+    assert!(outs[0].to_f64_vec().iter().all(|x| x.is_finite()), "seed {seed}: every output written");
+}

@@ -18,12 +18,11 @@
 //! async_wait 0
 //! ```
 //!
-//! With warpgroup MMA (sm_90a) the prefetch goes right after the body's first `dot`
-//! instead (stage 1 up to it, the prefetch, the rest of stage 1): the dot runs
-//! asynchronously while the copies issue, and what follows it (attention's softmax and
-//! second dot) no longer delays the copies to the end of the iteration, where they had
-//! little time to land (attention on the emulator's H100 model: 21.9 → 16.8 µs,
-//! `bench/PROFILE.md`).
+//! With warpgroup MMA (sm_90a) the prefetch goes after stage 1 instead: the dots run
+//! asynchronously while the copies issue. (Right after the first dot was tried: on the
+//! emulator's H100 model it made attention with one 4-warp CTA per SM 23% faster and the
+//! 8-warp benchmark configuration 12% slower — the copies' issue then delays the softmax;
+//! `bench/PROFILE.md`. Left as it is until a GPU decides.)
 //!
 //! Values of stage 0 that stage 1 also needs (masks from the induction variable) are
 //! recomputed in stage 1. Loops that do not fit (stage 0 depending on stage 1, a pipelined
@@ -34,7 +33,7 @@
 //! the body is rebuilt in its own order, a pipelined load's place getting the wait
 //! (before the first one) and the `local_load` of the current slot. The prefetch of
 //! iteration k+S−1 goes where the schedule above puts it (after the wait and reads at the
-//! first load's place, or after the first dot), so a scoped kernel runs the unscoped
+//! first load's place, or at the end of the body), so a scoped kernel runs the unscoped
 //! kernel's schedule and its profile describes that kernel; the prefetch's issue counts
 //! in the region that holds its place. Without records the schedule above is kept
 //! exactly.
@@ -368,23 +367,18 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             let v = app(f, OpKind::LocalLoad, &[view], Some(ct));
             map1.insert(f.ops[c.convert].results[0], v);
         };
-        // Where the prefetch goes: right after the wait, or with warpgroup MMA right after
-        // the first dot (which then runs asynchronously while the copies issue; its wait
-        // comes at its result's first use). Everything after the first dot — in attention
-        // the softmax and the second dot — comes after the copies, which so are in flight
-        // for as much of the iteration as possible.
-        let first_dot = body_ops.iter().position(|&o| matches!(f.ops[o].kind, OpKind::Dot { .. }));
+        // Where the prefetch goes: right after the wait and reads, or with warpgroup MMA
+        // after stage 1 (the dots run asynchronously while the copies issue, into the
+        // slot the previous iteration's dots read, which they finished before this
+        // iteration's barrier).
         let first_load = body_ops.iter().position(|o| cands.iter().any(|c| c.load == *o));
-        let prefetch_after = match (first_dot, first_load) {
-            (Some(d), Some(l)) if opts.target.has_wgmma() && d > l => Some(d),
-            _ => None,
-        };
+        let at_end = opts.target.has_wgmma();
         if !in_order {
             wait(f, &mut app);
             for ci in 0..cands.len() {
                 read(f, &mut app, &mut map1, ci);
             }
-            if prefetch_after.is_none() {
+            if !at_end {
                 prefetch(f, &mut app, &mut map0);
             }
         }
@@ -393,7 +387,7 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         // the loads' waits and reads included; the prefetch is placed as without records,
         // so a scoped kernel runs the unscoped kernel's schedule (it counts in the region
         // that holds its place).
-        let mut fetched = !in_order && prefetch_after.is_none();
+        let mut fetched = !in_order && !at_end;
         for (at, &op) in body_ops.iter().enumerate() {
             if cands.iter().any(|c| c.convert == op) {
                 continue;
@@ -404,7 +398,7 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
                         wait(f, &mut app);
                     }
                     read(f, &mut app, &mut map1, ci);
-                    if Some(at) == first_load && prefetch_after.is_none() {
+                    if Some(at) == first_load && !at_end {
                         prefetch(f, &mut app, &mut map0);
                         fetched = true;
                     }
@@ -415,12 +409,10 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
                 let c = f.clone_op(op, &mut map1);
                 f.append_op(nb, c);
             }
-            if !fetched && Some(at) == prefetch_after {
-                prefetch(f, &mut app, &mut map0);
-                fetched = true;
-            }
         }
-        debug_assert!(fetched, "the prefetch was placed");
+        if !fetched {
+            prefetch(f, &mut app, &mut map0);
+        }
         // Next slots: s + 1, wrapped to 0 at S (`& (S - 1)` when S is a power of two).
         let one = app(f, OpKind::Constant(Const::Int(1)), &[], Some(i32t.clone()));
         let next = |f: &mut Function, slot: Value| -> Value {

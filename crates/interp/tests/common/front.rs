@@ -6,10 +6,11 @@ use trident_front::{compile, parse_file, ArgInfo, CompileOptions, ConstValue, Pa
 use trident_interp::InterpArg;
 use trident_ir::{Elem, Module};
 
-/// A Python argument: a tensor, an int, or a constexpr int.
+/// A Python argument: a tensor, an int, a float, or a constexpr int.
 pub enum A {
     T(HostTensor),
     I(i64),
+    F(f64),
     C(i64),
 }
 
@@ -29,6 +30,18 @@ pub fn compile_source(
     debug: bool,
     optimize: bool,
 ) -> Compiled {
+    compile_source_with(path, src, kernel, args, &CompileOptions { debug, ..Default::default() }, optimize)
+}
+
+/// As [`compile_source`], with the front end's options given.
+pub fn compile_source_with(
+    path: &str,
+    src: &str,
+    kernel: &str,
+    args: Vec<(&str, A)>,
+    opts: &CompileOptions,
+    optimize: bool,
+) -> Compiled {
     let file = parse_file(path, src).unwrap_or_else(|d| panic!("{d:?}"));
     let infos: Vec<(String, ArgInfo)> = args
         .iter()
@@ -36,13 +49,13 @@ pub fn compile_source(
             let info = match a {
                 A::T(t) => ArgInfo::Pointer { dtype: t.dtype, aligned16: true },
                 A::I(v) => ArgInfo::Int(*v),
+                A::F(v) => ArgInfo::Float(*v),
                 A::C(v) => ArgInfo::Constexpr(ConstValue::int(*v)),
             };
             (n.to_string(), info)
         })
         .collect();
-    let opts = CompileOptions { debug, ..Default::default() };
-    let mut c = compile(&file, kernel, &infos, &opts).unwrap_or_else(|d| panic!("{}", d[0].render(&[])));
+    let mut c = compile(&file, kernel, &infos, opts).unwrap_or_else(|d| panic!("{}", d[0].render(&[])));
     if optimize {
         trident_opt::default_tile_pipeline().run(&mut c.module).unwrap_or_else(|d| panic!("{}", d[0].render(&[])));
     }
@@ -59,6 +72,7 @@ pub fn compile_source(
             }
             (A::I(v), Elem::Num(DType::I64)) => InterpArg::i64(v),
             (A::I(v), _) => InterpArg::i32(v as i32),
+            (A::F(v), _) => InterpArg::f32(v as f32),
             (A::C(_), _) => unreachable!("constexprs are not runtime parameters"),
         });
     }
