@@ -203,7 +203,7 @@ fn const_of(arg: &Arg) -> Result<ConstValue, RunError> {
         ArgValue::DType(d) => ConstValue::dtype(*d),
         ArgValue::None => ConstValue::None,
         ArgValue::Tensor(_) => {
-            return Err(RunError::msg(format!(
+            return Err(RunError::argument(format!(
                 "`{}` is a tl.constexpr parameter: give a scalar, not a tensor",
                 arg.name
             )))
@@ -218,7 +218,7 @@ pub fn bind(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgInfo)>,
     for a in args {
         let Some(p) = kernel.param(&a.name) else {
             let names: Vec<&str> = kernel.params.iter().map(|p| p.name.as_str()).collect();
-            return Err(RunError::msg(format!(
+            return Err(RunError::argument(format!(
                 "unknown argument `{}` for kernel `{}` (its parameters: {})",
                 a.name,
                 kernel.name,
@@ -237,7 +237,7 @@ pub fn bind(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgInfo)>,
                 // Triton makes a dtype or None given to any parameter a compile-time value.
                 ArgValue::DType(_) | ArgValue::None => ArgInfo::Constexpr(const_of(a)?),
                 ArgValue::Str(_) => {
-                    return Err(RunError::msg(format!(
+                    return Err(RunError::argument(format!(
                         "`{}` is not a tl.constexpr parameter: a string can only be given to one",
                         a.name
                     )))

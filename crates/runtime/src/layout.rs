@@ -24,7 +24,7 @@ pub fn draw(shape: &str, layouts: &[String]) -> Result<String, RunError> {
     let defs: String = layouts.iter().enumerate().map(|(i, l)| format!("  #L{i} = {l}\n")).collect();
     let text = format!("kernel @layouts() {{\n{defs}  return\n}}\n");
     let m = trident_ir::parse::parse_module(&text)
-        .map_err(|d| RunError { text: d.render(&[SourceFile { path: "<layout>".into(), text: text.clone() }]) })?;
+        .map_err(|d| RunError::other(d.render(&[SourceFile { path: "<layout>".into(), text: text.clone() }])))?;
     let f = m.funcs.first().ok_or_else(|| RunError::msg("internal: the layout table did not parse as a function"))?;
     let id = LayoutId::from_u32(layouts.len() as u32 - 1);
     let err = |e: String| RunError::msg(e);

@@ -48,7 +48,7 @@ pub mod session;
 pub mod stages;
 
 pub use args::{Arg, ArgError, ArgSpec, ArgValue, Backend, Grid, RunCommand, SaveSpec, TensorKind, ValueSpec};
-pub use error::RunError;
+pub use error::{ErrorKind, RunError};
 pub use program::KernelProgram;
 /// Vocabulary shared with the crates below, re-exported so that users of the runtime
 /// (the CLI, the testkit) name host tensors and dtypes without depending on trident-core.

@@ -116,7 +116,7 @@ pub(crate) fn run_raw(
                 let mut iargs: Vec<trident_interp::InterpArg> =
                     values.iter().zip(&func.params).map(|(v, p)| interp_arg(v, func.ty(p.value))).collect();
                 let report = trident_interp::launch(module, &ck.kernel, grid, &mut iargs, &iopts)
-                    .map_err(|e| RunError { text: e.render(module) })?;
+                    .map_err(|e| RunError::other(e.render(module)))?;
                 if i >= warmup {
                     samples.push(report.elapsed);
                 }

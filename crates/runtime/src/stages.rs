@@ -180,7 +180,7 @@ pub fn compile_stage(
     if opts.stage == Stage::Ptx {
         return Ok(StageOutput::Text(ptx.ptx));
     }
-    let tool_error = |e: trident_gpu::tools::ToolError| RunError { text: format!("error: {e} {TOOL_HINT}") };
+    let tool_error = |e: trident_gpu::tools::ToolError| RunError::other(format!("error: {e} {TOOL_HINT}"));
     let out = trident_gpu::tools::ptxas(&ptx.ptx, target.arch()).map_err(tool_error)?;
     if opts.stage == Stage::Sass {
         return Ok(StageOutput::Text(trident_gpu::tools::nvdisasm(&out.cubin, &["-c"]).map_err(tool_error)?));

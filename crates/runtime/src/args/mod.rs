@@ -130,7 +130,7 @@ impl std::error::Error for ArgError {}
 impl From<ArgError> for RunError {
     /// A bad command-line word, as `trident run` reports it: `error: argument `x`: ...`.
     fn from(e: ArgError) -> RunError {
-        RunError::msg(e.to_string())
+        RunError::argument(e.to_string())
     }
 }
 

@@ -1,0 +1,240 @@
+//! `trident._native`: the native half of the Python package.
+//!
+//! Python describes a live kernel function (`trident._live.describe`: source, resolved
+//! globals, helpers) and hands the JSON here; [`Program`] compiles it with the runtime
+//! and launches it on host buffers. Everything Python-facing — argument binding, grids,
+//! numpy/torch conversion, exception classes — is in the Python package (`python/trident`);
+//! this module stays small and data-oriented:
+//!
+//! * a tensor arrives as `("tensor", dtype, address, nbytes, alias_group, owner, writable)`:
+//!   the byte span `[address, address + nbytes)` holding every element the array can
+//!   reach from its first one (strided views included), kept alive by `owner` for the
+//!   call. It is copied in, the kernel runs on the copy (without the GIL), and it is copied
+//!   back only if the kernel changed it — and never when the launch fails. (Addresses, not
+//!   the buffer protocol: that is in Python's limited API only from 3.11, and the wheel is
+//!   abi3 for 3.9+.) Arguments whose
+//!   spans overlap share an `alias_group`; if two of a group changed, nothing is written
+//!   back and an error says so (each argument runs on its own copy on the CPU backends).
+//! * scalars arrive as `("int", v)`, `("float", v)`, `("bool", v)`, `("str", s)`,
+//!   `("dtype", name)`, `("none",)`.
+//! * errors are raised as `NativeError(kind, text)`, `kind` one of `compile`, `argument`,
+//!   `launch`; the package turns them into `CompilationError`, `TypeError`-like
+//!   `ArgumentError` and `LaunchError`.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use trident_runtime::args::{Arg, ArgValue, Backend, Grid};
+use trident_runtime::launch::{launch, LaunchOptions};
+use trident_runtime::{DType, ErrorKind, HostTensor, KernelProgram, RunError};
+
+create_exception!(_native, NativeError, PyException, "An error from Trident's runtime: args are (kind, text).");
+
+fn native_err(kind: &str, text: impl Into<String>) -> PyErr {
+    NativeError::new_err((kind.to_string(), text.into()))
+}
+
+fn run_err(e: RunError) -> PyErr {
+    let kind = match e.kind {
+        ErrorKind::Compile => "compile",
+        ErrorKind::Argument => "argument",
+        ErrorKind::Other => "launch",
+    };
+    native_err(kind, e.text.trim_end())
+}
+
+/// A kernel source compiled from a live function's description.
+#[pyclass(frozen, module = "trident._native")]
+struct Program {
+    prog: KernelProgram,
+}
+
+/// A tensor argument's host memory: `nbytes` bytes at `address`, which the Python
+/// package guarantees writable and alive (it holds `_owner`) for the call.
+struct Held<'py> {
+    index: usize,
+    address: usize,
+    nbytes: usize,
+    group: i64,
+    writable: bool,
+    _owner: Bound<'py, PyAny>,
+}
+
+impl Held<'_> {
+    fn read(&self) -> Vec<u8> {
+        if self.nbytes == 0 {
+            return Vec::new();
+        }
+        // SAFETY: the package passes the span of a live, writable array it holds a
+        // reference to (`_owner`, alive for 'py), and we hold the GIL, so nothing frees or
+        // resizes it meanwhile.
+        unsafe { std::slice::from_raw_parts(self.address as *const u8, self.nbytes) }.to_vec()
+    }
+
+    fn write(&self, bytes: &[u8]) {
+        assert_eq!(bytes.len(), self.nbytes, "a tensor came back with another size");
+        if self.nbytes == 0 {
+            return;
+        }
+        // SAFETY: as in `read`; the array is writable (checked by the package).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.address as *mut u8, self.nbytes) }
+    }
+}
+
+#[pymethods]
+impl Program {
+    /// Compiles nothing yet: parses the description and the kernel source in it.
+    #[new]
+    fn new(description_json: &str) -> PyResult<Program> {
+        KernelProgram::from_live_json(description_json).map(|prog| Program { prog }).map_err(run_err)
+    }
+
+    /// `(name, is_constexpr)` of each parameter of `kernel`, in order.
+    fn params(&self, kernel: Option<&str>) -> PyResult<Vec<(String, bool)>> {
+        let k = self.prog.kernel(kernel).map_err(run_err)?;
+        Ok(k.params.iter().map(|p| (p.name.clone(), p.is_constexpr)).collect())
+    }
+
+    /// Compiles (through the compile cache) and runs `kernel` on `args`, a list of
+    /// `(name, value)` (values as in the module docs). Returns a dict: `backend`,
+    /// `compile_s`, `run_s`, `cache` (`memo`, `disk`, `miss` or None), `printed`.
+    #[pyo3(signature = (kernel, grid, args, backend="interp", num_warps=None, num_stages=None, debug=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn launch<'py>(
+        &self,
+        py: Python<'py>,
+        kernel: Option<&str>,
+        grid: (u32, u32, u32),
+        args: Vec<(String, Bound<'py, PyTuple>)>,
+        backend: &str,
+        num_warps: Option<u32>,
+        num_stages: Option<u32>,
+        debug: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let k = self.prog.kernel(kernel).map_err(run_err)?;
+        let backend = match Backend::parse(backend) {
+            Some(b @ (Backend::Interp | Backend::Emu | Backend::Cuda)) => b,
+            _ => return Err(native_err("argument", format!("unknown backend `{backend}`: interp, emu or cuda"))),
+        };
+        if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
+            return Err(native_err("argument", format!("the grid must be positive in every dimension, not {grid:?}")));
+        }
+        let mut held: Vec<Held<'py>> = Vec::new();
+        let mut launch_args = Vec::with_capacity(args.len());
+        for (i, (name, v)) in args.iter().enumerate() {
+            let value = arg_value(name, v, i, &mut held)?;
+            launch_args.push(Arg { name: name.clone(), text: name.clone(), value });
+        }
+        let mut opts = LaunchOptions::new(Grid { x: grid.0, y: grid.1, z: grid.2 });
+        opts.backend = backend;
+        opts.num_warps = num_warps;
+        opts.num_stages = num_stages;
+        opts.debug = debug;
+        let originals: Vec<Vec<u8>> = held.iter().map(|h| tensor_bytes(&launch_args[h.index]).to_vec()).collect();
+        // The kernel runs without the GIL: other Python threads go on meanwhile.
+        let prog = &self.prog;
+        let outcome = py.detach(|| launch(prog, k, &mut launch_args, &opts)).map_err(run_err)?;
+        // Which buffers changed; two changed members of one alias group cannot both be
+        // written back.
+        let changed: Vec<bool> =
+            held.iter().zip(&originals).map(|(h, o)| tensor_bytes(&launch_args[h.index]) != o.as_slice()).collect();
+        for (h, &c) in held.iter().zip(&changed) {
+            if c && !h.writable {
+                return Err(native_err(
+                    "launch",
+                    format!(
+                        "the kernel wrote to argument `{}`, a read-only array; nothing was written back",
+                        launch_args[h.index].name
+                    ),
+                ));
+            }
+        }
+        for (a, ha) in held.iter().enumerate() {
+            for (b, hb) in held.iter().enumerate().skip(a + 1) {
+                if ha.group >= 0 && ha.group == hb.group && changed[a] && changed[b] {
+                    return Err(native_err(
+                        "launch",
+                        format!(
+                            "arguments `{}` and `{}` share memory and the kernel wrote to both; on the CPU backends \
+                             every argument runs on its own copy, so the result would depend on which is copied back \
+                             last. Nothing was written back.",
+                            launch_args[ha.index].name, launch_args[hb.index].name
+                        ),
+                    ));
+                }
+            }
+        }
+        for (h, &c) in held.iter().zip(&changed) {
+            if c {
+                h.write(tensor_bytes(&launch_args[h.index]));
+            }
+        }
+        let d = PyDict::new(py);
+        d.set_item("backend", format!("{:?}", outcome.backend).to_lowercase())?;
+        d.set_item("compile_s", outcome.compile_time.as_secs_f64())?;
+        d.set_item("run_s", outcome.run_time.as_secs_f64())?;
+        d.set_item("cache", outcome.cache.map(|c| format!("{c:?}").to_lowercase()))?;
+        d.set_item("printed", outcome.printed)?;
+        Ok(d)
+    }
+}
+
+fn tensor_bytes(a: &Arg) -> &[u8] {
+    match &a.value {
+        ArgValue::Tensor(t) => &t.data,
+        _ => &[],
+    }
+}
+
+/// One `(tag, ...)` value to the runtime's argument value; tensors are copied in and
+/// their buffers kept in `held` for the copy back.
+fn arg_value<'py>(name: &str, v: &Bound<'py, PyTuple>, index: usize, held: &mut Vec<Held<'py>>) -> PyResult<ArgValue> {
+    let bad = |m: String| native_err("argument", format!("argument `{name}`: {m}"));
+    let tag: String = v.get_item(0)?.extract()?;
+    let item = |i: usize| v.get_item(i);
+    Ok(match tag.as_str() {
+        "tensor" => {
+            let dtype: String = item(1)?.extract()?;
+            let dt = DType::parse(&dtype).ok_or_else(|| bad(format!("unknown dtype `{dtype}`")))?;
+            let address: usize = item(2)?.extract()?;
+            let nbytes: usize = item(3)?.extract()?;
+            let group: i64 = item(4)?.extract()?;
+            let size = dt.size_bytes().max(1);
+            if !nbytes.is_multiple_of(size) || (address == 0 && nbytes > 0) {
+                return Err(bad(format!("internal: a span of {nbytes} bytes at {address:#x} for {dtype} elements")));
+            }
+            let writable: bool = item(6)?.extract()?;
+            let h = Held { index, address, nbytes, group, writable, _owner: item(5)? };
+            let bytes = h.read();
+            let n = bytes.len() / size;
+            held.push(h);
+            ArgValue::Tensor(HostTensor { dtype: dt, shape: vec![n], data: bytes })
+        }
+        "int" => ArgValue::Int(item(1)?.extract()?),
+        "float" => ArgValue::Float(item(1)?.extract()?),
+        "bool" => ArgValue::Bool(item(1)?.extract()?),
+        "str" => ArgValue::Str(item(1)?.extract()?),
+        "dtype" => {
+            let s: String = item(1)?.extract()?;
+            ArgValue::DType(DType::parse(&s).ok_or_else(|| bad(format!("unknown dtype `{s}`")))?)
+        }
+        "none" => ArgValue::None,
+        other => return Err(bad(format!("internal: unknown value tag `{other}`"))),
+    })
+}
+
+/// The dtype names the runtime knows, for the package's checks.
+#[pyfunction]
+fn dtype_size(name: &str) -> Option<usize> {
+    DType::parse(name).map(|d| d.size_bytes())
+}
+
+#[pymodule]
+#[pyo3(name = "_native")]
+fn trident_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Program>()?;
+    m.add("NativeError", m.py().get_type::<NativeError>())?;
+    m.add_function(wrap_pyfunction!(dtype_size, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,143 @@
+"""Python values to the native launcher's tagged values (see ``crates/python/src/lib.rs``).
+
+Host arrays — numpy arrays, CPU torch tensors, anything with ``__array_interface__``,
+``__array__`` or ``__dlpack__`` — go as the byte span of their memory that the kernel can
+reach from their first element; the launcher copies it in, runs, and copies back only what
+the kernel changed. Arguments whose spans overlap are one alias group.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+from ._errors import ArgumentError
+from .language import _core as _tl
+
+_NUMPY_NAMES = {
+    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "f16", "float32": "f32", "float64": "f64",
+}
+_TORCH_NAMES = {
+    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+    "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
+}
+
+
+def _np():
+    import numpy
+    return numpy
+
+
+def _torch_tensor(v):
+    t = type(v)
+    return t.__module__.split(".")[0] == "torch" and t.__name__ in ("Tensor", "Parameter")
+
+
+def host_array(name, v):
+    """``(array, trident dtype name)`` for a host array argument, else None."""
+    if _torch_tensor(v):
+        if v.device.type != "cpu":
+            raise ArgumentError(
+                f"argument `{name}`: a tensor on `{v.device}`; the Python package runs host arrays "
+                "(interpreter, emulator) so far — pass `.cpu()` tensors (CUDA tensors: not yet)")
+        dt = str(v.dtype).replace("torch.", "")
+        if dt not in _TORCH_NAMES:
+            raise ArgumentError(f"argument `{name}`: torch dtype `{v.dtype}` is not supported")
+        t = v.detach()
+        if dt in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+            import torch
+            # numpy has no such dtype: the same bytes as integers (still the tensor's memory).
+            t = t.view(torch.int16 if dt == "bfloat16" else torch.uint8)
+        return t.numpy(), _TORCH_NAMES[dt]
+    np = _np()
+    if isinstance(v, np.ndarray):
+        arr = v
+    elif hasattr(v, "__array_interface__") or hasattr(v, "__array__"):
+        arr = np.asarray(v)
+    elif hasattr(v, "__dlpack__"):
+        arr = np.from_dlpack(v)
+    else:
+        return None
+    if isinstance(arr, np.generic) or arr.ndim == 0 and not isinstance(v, np.ndarray):
+        return None  # a numpy scalar: a scalar argument
+    name_ = arr.dtype.name
+    if name_ not in _NUMPY_NAMES:
+        raise ArgumentError(f"argument `{name}`: numpy dtype `{arr.dtype}` is not supported by Triton kernels")
+    return arr, _NUMPY_NAMES[name_]
+
+
+def span(name, arr):
+    """``(address, nbytes)`` of the memory ``arr`` reaches from its first element."""
+    if arr.size == 0:
+        return arr.__array_interface__["data"][0], 0
+    if any(s < 0 for s in arr.strides):
+        raise ArgumentError(
+            f"argument `{name}`: negative strides (a reversed view) are not supported; pass a copy")
+    nbytes = sum((n - 1) * s for n, s in zip(arr.shape, arr.strides)) + arr.itemsize
+    return arr.__array_interface__["data"][0], nbytes
+
+
+def scalar(name, v):
+    """The tagged value of a non-array argument."""
+    if isinstance(v, _tl.constexpr):
+        v = v.value
+    if v is None:
+        return ("none",)
+    if isinstance(v, bool) or type(v).__name__ in ("bool_", "bool") and type(v).__module__ == "numpy":
+        return ("bool", bool(v))
+    if isinstance(v, numbers.Integral):
+        v = int(v)
+        if not -(1 << 63) <= v < (1 << 63):
+            raise ArgumentError(f"argument `{name}`: {v} does not fit in 64 bits")
+        return ("int", v)
+    if isinstance(v, numbers.Real):
+        return ("float", float(v))
+    if isinstance(v, str):
+        return ("str", v)
+    if isinstance(v, _tl.dtype):
+        return ("dtype", v.name)
+    mod = type(v).__module__.split(".")[0]
+    if mod == "torch" and type(v).__name__ == "dtype":
+        dt = str(v).replace("torch.", "")
+        if dt in _TORCH_NAMES:
+            return ("dtype", _TORCH_NAMES[dt])
+    if mod == "numpy" and type(v).__name__.startswith("dtype"):
+        if v.name in _NUMPY_NAMES:
+            return ("dtype", _NUMPY_NAMES[v.name])
+    raise ArgumentError(
+        f"argument `{name}`: a `{type(v).__name__}` is not a kernel argument (tensors, ints, floats, "
+        "bools, strings for constexprs, dtypes and None are)")
+
+
+def convert(values: dict):
+    """The native launcher's ``[(name, tagged value)]`` for bound arguments (name -> value)."""
+    out = []
+    spans = []  # (address, end, index in out)
+    for name, v in values.items():
+        arr = host_array(name, v)
+        if arr is None:
+            out.append((name, scalar(name, v)))
+            continue
+        a, dt = arr
+        addr, nbytes = span(name, a)
+        spans.append((addr, addr + nbytes, len(out)))
+        out.append([name, ["tensor", dt, addr, nbytes, -1, a, bool(a.flags.writeable)]])
+    # Alias groups: clusters of overlapping spans (a sweep over the spans sorted by start).
+    spans.sort()
+    clusters, end = [], -1
+    for lo, hi, i in spans:
+        if hi == lo:
+            continue
+        if clusters and lo < end:
+            clusters[-1].append(i)
+            end = max(end, hi)
+        else:
+            clusters.append([i])
+            end = hi
+    for g, members in enumerate(c for c in clusters if len(c) > 1):
+        for i in members:
+            out[i][1][4] = g
+    return [(n, tuple(v)) for n, v in out]

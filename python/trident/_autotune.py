@@ -1,0 +1,169 @@
+"""``@autotune`` and ``@heuristics``, run in Python as Triton runs them.
+
+The compiler receives the plain kernel (``trident._live`` describes the function without its
+decorators); choosing a config happens here, so ``prune_configs_by`` (``early_config_prune``,
+``perf_model``, ``top_k``), ``pre_hook``/``post_hook``, ``reset_to_zero`` and ``restore_value``
+are real Python calls.
+
+Choosing among several configs times each on the launch's arguments (copies of them, so the
+caller's arrays are untouched): on the emulator by its modelled time, on the interpreter by
+wall time only when ``TRIDENT_AUTOTUNE_INTERP=1`` (interpreter time says little about GPU
+time), otherwise the interpreter takes the first config — what the CLI does too.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import _args
+from ._errors import ArgumentError
+from ._jit import KernelInterface, backend
+
+
+class Config:
+    """One point of a tuning space: meta-parameter values and launch options."""
+
+    def __init__(self, kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None, pre_hook=None,
+                 num_buffers_warp_spec=0, num_consumer_groups=0, reg_dec_producer=0, reg_inc_consumer=0):
+        self.kwargs = dict(kwargs)
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+        self.num_ctas = num_ctas
+        self.maxnreg = maxnreg
+        self.pre_hook = pre_hook
+
+    def all_kwargs(self):
+        out = dict(self.kwargs)
+        out.update(num_warps=self.num_warps, num_stages=self.num_stages)
+        return out
+
+    def __repr__(self):
+        parts = [f"{k}: {v}" for k, v in self.kwargs.items()]
+        parts += [f"num_warps: {self.num_warps}", f"num_stages: {self.num_stages}"]
+        return ", ".join(parts)
+
+
+def _base(fn):
+    """The JITFunction under decorators."""
+    while not hasattr(fn, "arg_names") or not hasattr(fn, "program"):
+        fn = fn.fn
+    return fn
+
+
+class Heuristics(KernelInterface):
+    """Meta-parameters computed from the other arguments before each launch."""
+
+    def __init__(self, fn, values):
+        self.fn = fn
+        self.values = dict(values)
+        self.__name__ = getattr(fn, "__name__", "kernel")
+
+    def run(self, *args, grid, **kwargs):
+        base = _base(self.fn)
+        named = dict(zip(base.arg_names, args))
+        named.update(kwargs)
+        for name, f in self.values.items():
+            kwargs[name] = f(named)
+            named[name] = kwargs[name]
+        return self.fn.run(*args, grid=grid, **kwargs)
+
+
+def heuristics(values):
+    """``@heuristics({"BLOCK": lambda args: ...})``."""
+    return lambda fn: Heuristics(fn, values)
+
+
+class Autotuner(KernelInterface):
+    """Chooses a config per value of ``key`` and launches with it."""
+
+    def __init__(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None,
+                 pre_hook=None, post_hook=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None,
+                 cache_results=False):
+        self.fn = fn
+        self.configs = list(configs) or [Config({})]
+        self.keys = list(key)
+        self.prune_configs_by = prune_configs_by or {}
+        self.reset_to_zero = list(reset_to_zero or [])
+        self.restore_value = list(restore_value or [])
+        self.pre_hook = pre_hook
+        self.post_hook = post_hook
+        self.cache = {}
+        self.best_config = None
+        self.__name__ = getattr(fn, "__name__", "kernel")
+
+    def _key(self, named):
+        out = []
+        for k in self.keys:
+            v = named.get(k)
+            arr = None
+            try:
+                arr = _args.host_array(k, v)
+            except ArgumentError:
+                pass
+            out.append(("tensor", arr[1]) if arr is not None else v)
+        return tuple(out)
+
+    def prune(self, named, kwargs):
+        configs = self.configs
+        early = self.prune_configs_by.get("early_config_prune")
+        if early is not None:
+            configs = list(early(configs, named, **kwargs))
+        model = self.prune_configs_by.get("perf_model")
+        top_k = self.prune_configs_by.get("top_k")
+        if model is not None and len(configs) > 1:
+            est = sorted(configs, key=lambda c: model(**named, **kwargs, **c.all_kwargs()))
+            k = top_k if isinstance(top_k, int) else max(1, int(len(est) * (top_k or 1.0)))
+            configs = est[:k]
+        if not configs:
+            raise ArgumentError(f"{self.__name__}: every autotune config was pruned")
+        return configs
+
+    def _bench(self, config, args, kwargs, launch_backend):
+        """The run time of one config, on copies of the array arguments."""
+        import numpy as np
+        copies = [np.array(a, copy=True) if _args.host_array("_", a) is not None else a for a in args]
+        kw = {k: (np.array(v, copy=True) if _args.host_array(k, v) is not None else v)
+              for k, v in kwargs.items()}
+        base = _base(self.fn)
+        named = dict(zip(base.arg_names, copies))
+        named.update(kw)
+        for name in self.reset_to_zero:
+            if name in named and hasattr(named[name], "fill"):
+                named[name].fill(0)
+        if config.pre_hook:
+            config.pre_hook(named)
+        report = self.fn.run(*copies, grid=self._grid, **kw, **config.all_kwargs(), backend=launch_backend)
+        return float("inf") if report is None else report["run_s"]
+
+    def run(self, *args, grid, **kwargs):
+        base = _base(self.fn)
+        named = dict(zip(base.arg_names, args))
+        named.update(kwargs)
+        key = self._key(named)
+        launch_backend = kwargs.pop("backend", None) or backend()
+        if key not in self.cache:
+            configs = self.prune(named, kwargs)
+            timed = len(configs) > 1 and (launch_backend != "interp" or os.environ.get("TRIDENT_AUTOTUNE_INTERP") == "1")
+            if timed:
+                self._grid = grid
+                times = [self._bench(c, args, kwargs, launch_backend) for c in configs]
+                self.cache[key] = configs[min(range(len(configs)), key=times.__getitem__)]
+            else:
+                self.cache[key] = configs[0]
+        config = self.best_config = self.cache[key]
+        full = dict(named, **config.all_kwargs())
+        if config.pre_hook:
+            config.pre_hook(full)
+        if self.pre_hook:
+            self.pre_hook(full)
+        ret = self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs(), backend=launch_backend)
+        if self.post_hook:
+            self.post_hook(full, None)
+        return ret
+
+
+def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None, pre_hook=None,
+             post_hook=None, warmup=None, rep=None, use_cuda_graph=False, do_bench=None, cache_results=False):
+    """``@autotune(configs=[Config(...)], key=["n"])``."""
+    return lambda fn: Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value, pre_hook,
+                                post_hook, warmup, rep, use_cuda_graph, do_bench, cache_results)

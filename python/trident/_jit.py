@@ -1,0 +1,156 @@
+"""``@trident.jit``: a kernel made of a live Python function, launched as ``kernel[grid](...)``."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import os
+import sys
+import threading
+
+from . import _args, _live
+from ._errors import ArgumentError, from_native
+
+# Launch keywords Triton takes besides the kernel's own parameters. `num_ctas`, `maxnreg`
+# and the rest are accepted and ignored on the CPU backends.
+_LAUNCH_KEYWORDS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
+                    "launch_cooperative_grid", "backend", "debug")
+
+_default_backend = None
+
+
+def set_backend(name):
+    """The backend later launches use: ``"interp"`` (Trident's tile-IR interpreter, the
+    default), ``"emu"`` (the PTX emulator) or None (back to ``TRIDENT_BACKEND`` / interp)."""
+    global _default_backend
+    if name not in (None, "interp", "emu", "cuda"):
+        raise ValueError(f"unknown backend {name!r}: 'interp', 'emu' or 'cuda'")
+    _default_backend = name
+
+
+def backend():
+    """The backend a launch without ``backend=`` uses."""
+    b = _default_backend or os.environ.get("TRIDENT_BACKEND") or "interp"
+    if b not in ("interp", "emu", "cuda"):
+        raise ValueError(f"TRIDENT_BACKEND={b!r}: expected interp, emu or cuda")
+    return b
+
+
+def _native():
+    from . import _native as n  # imported late: the pure-Python parts work without the build
+    return n
+
+
+def grid3(name, grid, meta):
+    """A grid (tuple or callable of the meta-parameters) as three positive ints, or None for
+    an empty grid (nothing to launch, as in Triton)."""
+    g = grid(meta) if callable(grid) else grid
+    if isinstance(g, int) or hasattr(g, "__index__"):
+        g = (g,)
+    try:
+        g = tuple(int(x) for x in g)
+    except TypeError:
+        raise ArgumentError(f"{name}: the grid must be a tuple of 1 to 3 ints or a callable "
+                            f"returning one, not {g!r}") from None
+    if not 1 <= len(g) <= 3:
+        raise ArgumentError(f"{name}: the grid has {len(g)} dimensions; 1 to 3 are allowed")
+    if any(x < 0 for x in g):
+        raise ArgumentError(f"{name}: negative grid {g}")
+    if any(x == 0 for x in g):
+        return None
+    if any(x >= 1 << 31 for x in g):
+        raise ArgumentError(f"{name}: grid {g} exceeds 2^31 - 1 programs in a dimension")
+    return g + (1,) * (3 - len(g))
+
+
+class KernelInterface:
+    """``kernel[grid](*args, **kwargs)``, as Triton spells a launch."""
+
+    def __getitem__(self, grid):
+        return functools.partial(self.run, grid=grid)
+
+
+class JITFunction(KernelInterface):
+    """A kernel: the Python function (``fn``) and what Trident compiled of it."""
+
+    def __init__(self, fn, *, do_not_specialize=(), do_not_specialize_on_alignment=(),
+                 debug=None, noinline=None, repr=None, launch_metadata=None):
+        if not inspect.isfunction(fn):
+            raise TypeError(f"@jit needs a Python function, not {type(fn).__name__}")
+        self.fn = fn
+        self.do_not_specialize = list(do_not_specialize)
+        self.do_not_specialize_on_alignment = list(do_not_specialize_on_alignment)
+        self.debug = debug
+        self.noinline = noinline
+        self.signature = inspect.signature(fn)
+        self.arg_names = list(self.signature.parameters)
+        self._program = None
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, fn)
+
+    def __repr__(self):
+        return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"`{self.__name__}` is a @jit function: launch it as "
+                           f"`{self.__name__}[grid](...)`, or call it from another @jit function")
+
+    def program(self):
+        """The native program compiled from this function's live description (made once)."""
+        if self._program is None:
+            with self._lock:
+                if self._program is None:
+                    description = _live.describe(self)
+                    n = _native()
+                    try:
+                        self._program = n.Program(json.dumps(description))
+                    except n.NativeError as e:
+                        raise from_native(e) from None
+        return self._program
+
+    def bind(self, args, kwargs):
+        """Arguments by parameter name, defaults applied (launch keywords removed first)."""
+        try:
+            b = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise ArgumentError(f"{self.__name__}: {e}") from None
+        b.apply_defaults()
+        return dict(b.arguments)
+
+    def run(self, *args, grid, warmup=False, **kwargs):
+        launch = {k: kwargs.pop(k) for k in _LAUNCH_KEYWORDS if k in kwargs}
+        values = self.bind(args, kwargs)
+        return self.launch(values, grid, launch)
+
+    def launch(self, values, grid, launch):
+        """Launches on bound arguments; returns the native launcher's report (a dict:
+        ``backend``, ``compile_s``, ``run_s``, ``cache``, ``printed``), or None for an empty grid."""
+        g = grid3(self.__name__, grid, values)
+        if g is None:
+            return None
+        program = self.program()
+        args = _args.convert(values)
+        n = _native()
+        debug = launch.get("debug", self.debug)
+        try:
+            report = program.launch(None, g, args, launch.get("backend") or backend(),
+                                    launch.get("num_warps"), launch.get("num_stages"), bool(debug))
+        except n.NativeError as e:
+            raise from_native(e) from None
+        if report["printed"]:
+            sys.stdout.write(report["printed"])
+            sys.stdout.flush()
+        return report
+
+
+def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specialize=(),
+        do_not_specialize_on_alignment=(), debug=None, noinline=None):
+    """Makes a kernel of a Python function, as ``triton.jit``: ``@jit``, ``@jit(...)`` or ``jit(fn)``."""
+
+    def decorate(f):
+        return JITFunction(f, do_not_specialize=do_not_specialize,
+                           do_not_specialize_on_alignment=do_not_specialize_on_alignment,
+                           debug=debug, noinline=noinline, repr=repr, launch_metadata=launch_metadata)
+
+    return decorate if fn is None else decorate(fn)

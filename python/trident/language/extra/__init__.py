@@ -1,0 +1,3 @@
+"""``triton.language.extra``: ``libdevice`` and the backends' extras."""
+
+from . import libdevice  # noqa: F401

@@ -1,0 +1,5 @@
+"""``triton.language.math``: math functions, known to the compiler by name."""
+
+from ._core import module_getattr as _module_getattr
+
+__getattr__ = _module_getattr(__name__)
