@@ -104,9 +104,8 @@ def scalar(name, v):
         dt = str(v).replace("torch.", "")
         if dt in _TORCH_NAMES:
             return ("dtype", _TORCH_NAMES[dt])
-    if mod == "numpy" and type(v).__name__.startswith("dtype"):
-        if v.name in _NUMPY_NAMES:
-            return ("dtype", _NUMPY_NAMES[v.name])
+    if mod == "numpy" and isinstance(v, _np().dtype) and v.name in _NUMPY_NAMES:
+        return ("dtype", _NUMPY_NAMES[v.name])
     raise ArgumentError(
         f"argument `{name}`: a `{type(v).__name__}` is not a kernel argument (tensors, ints, floats, "
         "bools, strings for constexprs, dtypes and None are)")

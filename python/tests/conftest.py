@@ -1,0 +1,29 @@
+"""Shared fixtures of the package's tests: a fresh random generator per test (its seed printed
+on failure), both CPU backends, and a private compile cache."""
+
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("TRIDENT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture
+def rng(request):
+    np = pytest.importorskip("numpy")
+    seed = int.from_bytes(os.urandom(4), "little")
+    request.node.user_properties.append(("seed", seed))
+    print(f"seed {seed}")
+    return np.random.default_rng(seed)
+
+
+@pytest.fixture(params=["interp", "emu"])
+def backend(request):
+    return request.param

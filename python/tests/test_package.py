@@ -1,0 +1,244 @@
+"""``import trident``: kernels launched from Python on host arrays, on the interpreter and the
+PTX emulator — results against numpy on fresh random inputs, outputs poisoned before each
+launch, and every error case with the caller's arrays checked untouched."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+np = pytest.importorskip("numpy")
+trident = pytest.importorskip("trident")
+pytest.importorskip("trident._native")
+
+import kernels_for_tests as K  # noqa: E402
+
+
+def poisoned(shape, dtype=np.float32):
+    return np.full(shape, np.nan, dtype)
+
+
+def test_vector_add(rng, backend):
+    n = 1000
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    out = poisoned(n)
+    report = K.add[(trident.cdiv(n, 256),)](x, y, out, n, BLOCK=256, backend=backend)
+    assert report["backend"] == backend
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_grid_callable_and_keyword_arguments(rng, backend):
+    n = 777
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    out = poisoned(n)
+    seen = {}
+
+    def grid(meta):
+        seen.update(meta)
+        return (trident.cdiv(meta["n"], meta["BLOCK"]),)
+
+    K.add[grid](x=x, y=y, out=out, n=n, BLOCK=64, backend=backend)
+    np.testing.assert_array_equal(out, x + y)
+    assert seen["BLOCK"] == 64 and seen["n"] == n and seen["x"] is x
+
+
+def test_strided_views_helpers_and_module_constants(rng, backend):
+    base = rng.standard_normal((8, 40)).astype(np.float32)
+    x = base[:, 3:33:2]  # a non-contiguous view, not starting at the buffer's start
+    assert not x.flags.c_contiguous
+    out = poisoned((8, 15))
+    K.scale_rows[(8,)](x, out, x.strides[0] // 4, x.strides[1] // 4, out.strides[0] // 4, 15, BLOCK=16,
+                       backend=backend)
+    np.testing.assert_array_equal(out, 2 * x)
+    before = base.copy()
+    assert np.array_equal(base, before), "the input is left alone"
+
+
+def test_transposed_input(rng):
+    a = rng.standard_normal((16, 8)).astype(np.float32)
+    x = a.T  # (8, 16), strides (4, 32)
+    out = poisoned((8, 16))
+    K.scale_rows[(8,)](x, out, x.strides[0] // 4, x.strides[1] // 4, 16, 16, BLOCK=16)
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+def test_softmax_against_numpy(rng, backend):
+    x = rng.standard_normal((33, 100)).astype(np.float32)
+    y = poisoned(x.shape)
+    K.softmax[(33,)](x, y, 100, 100, BLOCK=128, backend=backend)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype,tl_name", [("float16", "float16"), ("int32", "int32"), ("float64", "float64")])
+def test_dtype_arguments(rng, dtype, tl_name):
+    n = 300
+    x = (rng.standard_normal(n) * 100).astype(np.float32)
+    out = np.zeros(n, dtype)
+    K.cast[(2,)](x, out, n, OUT_DTYPE=getattr(trident.language, tl_name), BLOCK=256)
+    expect = x.astype(np.int32) if dtype == "int32" else x.astype(dtype)
+    np.testing.assert_array_equal(out, expect)
+    # numpy's dtype object works as a constexpr too.
+    out2 = np.zeros(n, dtype)
+    K.cast[(2,)](x, out2, n, OUT_DTYPE=np.dtype(dtype), BLOCK=256)
+    np.testing.assert_array_equal(out2, expect)
+
+
+def test_in_place_and_string_constexpr(rng, backend):
+    n = 500
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    y0 = y.copy()
+    K.axpy[(4,)](0.5, x, y, n, ACT="relu", BLOCK=128, backend=backend)
+    np.testing.assert_allclose(y, np.maximum(np.float32(0.5) * x + y0, 0), rtol=1e-6)
+
+
+def test_the_same_array_as_input_and_output(rng):
+    n = 256
+    x = rng.standard_normal(n).astype(np.float32)
+    x0 = x.copy()
+    K.add[(1,)](x, x, x, n, BLOCK=256)
+    np.testing.assert_array_equal(x, x0 + x0)
+
+
+def test_an_empty_grid_launches_nothing():
+    out = poisoned(4)
+    assert K.add[(0,)](out, out, out, 4, BLOCK=4) is None
+    assert np.isnan(out).all()
+
+
+# --- errors: each leaves the caller's arrays as they were -------------------------------------
+
+def test_missing_and_unknown_arguments_are_type_errors():
+    x = np.ones(4, np.float32)
+    with pytest.raises(TypeError, match="BLOCK"):
+        K.add[(1,)](x, x, x, 4)
+    with pytest.raises(trident.ArgumentError, match="nope"):
+        K.add[(1,)](x, x, x, 4, BLOCK=4, nope=1)
+
+
+def test_unsupported_values_name_the_argument():
+    x = np.ones(4, np.float32)
+    with pytest.raises(trident.ArgumentError, match="argument `y`.*complex"):
+        K.add[(1,)](x, np.ones(4, np.complex64), x, 4, BLOCK=4)
+    with pytest.raises(trident.ArgumentError, match="argument `n`.*object"):
+        K.add[(1,)](x, x, x, object(), BLOCK=4)
+    with pytest.raises(trident.ArgumentError, match="negative strides"):
+        K.add[(1,)](x[::-1], x, x, 4, BLOCK=4)
+    with pytest.raises(trident.ArgumentError, match="grid"):
+        K.add[(1, 2, 3, 4)](x, x, x, 4, BLOCK=4)
+
+
+def test_compile_errors_show_the_line_and_a_caret():
+    @trident.jit
+    def broken(x, BLOCK: tl_constexpr):  # noqa: F821 - resolved below
+        v = tl.load(x + tl.arange(0, BLOCK))
+        tl.store(x + tl.arange(0, BLOCK), v + not_defined_anywhere)  # noqa: F821
+
+    x = np.ones(16, np.float32)
+    with pytest.raises(trident.CompilationError) as e:
+        broken[(1,)](x, BLOCK=16)
+    text = str(e.value)
+    assert "not_defined_anywhere" in text and "^" in text and "test_package.py" in text, text
+    assert (x == 1).all()
+
+
+tl = trident.language
+tl_constexpr = tl.constexpr
+
+
+def test_out_of_bounds_is_a_launch_error_and_outputs_stay(backend):
+    x = np.arange(8, dtype=np.float32)
+    out = poisoned(64)
+    with pytest.raises(trident.LaunchError, match="out-of-bounds"):
+        K.unmasked[(1,)](x, out, BLOCK=64, backend=backend)
+    assert np.isnan(out).all(), "nothing written back on error"
+
+
+def test_two_aliased_outputs_written_is_an_error(rng):
+    buf = rng.standard_normal(64).astype(np.float32)
+    before = buf.copy()
+
+    @trident.jit
+    def write_both(a, b, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(a + offs, tl.load(a + offs) + 1.0)
+        tl.store(b + offs, tl.load(b + offs) + 2.0)
+
+    with pytest.raises(trident.LaunchError, match="share memory"):
+        write_both[(1,)](buf[:32], buf[16:48], BLOCK=32)
+    np.testing.assert_array_equal(buf, before)
+
+
+def test_read_only_arrays_may_be_read_not_written(rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    x.setflags(write=False)
+    out = poisoned(64)
+    K.add[(1,)](x, x, out, 64, BLOCK=64)
+    np.testing.assert_array_equal(out, x + x)
+    with pytest.raises(trident.LaunchError, match="read-only"):
+        K.add[(1,)](out, out, x, 64, BLOCK=64)
+
+
+# --- autotune, heuristics -----------------------------------------------------------------------
+
+def test_heuristics_and_autotune_with_pruning(rng, backend):
+    calls = []
+
+    def prune(configs, named, **kwargs):
+        calls.append(sorted(named))
+        return [c for c in configs if c.kwargs["BLOCK"] <= 256]
+
+    @trident.autotune(configs=[trident.Config({"BLOCK": b}, num_warps=4) for b in (512, 128, 256)],
+                      key=["n"], prune_configs_by={"early_config_prune": prune})
+    @trident.heuristics({"EVEN": lambda a: a["n"] % 128 == 0})
+    @trident.jit
+    def tuned(x, out, n, EVEN: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        if EVEN:
+            tl.store(out + offs, tl.load(x + offs) * 3.0)
+        else:
+            tl.store(out + offs, tl.load(x + offs, mask=offs < n) * 3.0, mask=offs < n)
+
+    for n in (1000, 1024):
+        x = rng.standard_normal(n).astype(np.float32)
+        out = poisoned(n)
+        tuned[lambda m: (trident.cdiv(m["n"], m["BLOCK"]),)](x, out, n, backend=backend)
+        np.testing.assert_array_equal(out, x * np.float32(3.0))
+        assert tuned.best_config.kwargs["BLOCK"] in (128, 256)
+    assert len(calls) == 2 and "x" in calls[0], "prune_configs_by ran once per key"
+
+
+# --- unchanged Triton programs --------------------------------------------------------------------
+
+def test_python_dash_m_trident_runs_an_unchanged_triton_program(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent('''
+        import numpy as np
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def mul(x, out, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(out + offs, tl.load(x + offs, mask=offs < n) * 2, mask=offs < n)
+
+        x = np.arange(100, dtype=np.float32)
+        out = np.zeros(100, np.float32)
+        mul[(triton.cdiv(100, 32),)](x, out, 100, BLOCK=32)
+        assert (out == 2 * x).all(), out
+        print("ok", triton.__name__, triton.next_power_of_2(100))
+    '''))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    r = subprocess.run([sys.executable, "-m", "trident", str(prog)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["ok", "trident", "128"], r.stdout
+
+
+def test_calling_a_kernel_directly_is_an_error():
+    with pytest.raises(RuntimeError, match=r"add\[grid\]"):
+        K.add(1, 2, 3)
