@@ -242,3 +242,15 @@ def test_python_dash_m_trident_runs_an_unchanged_triton_program(tmp_path):
 def test_calling_a_kernel_directly_is_an_error():
     with pytest.raises(RuntimeError, match=r"add\[grid\]"):
         K.add(1, 2, 3)
+
+
+def test_warmup_gives_the_stages_without_running(rng):
+    x = rng.standard_normal(64).astype(np.float32)
+    out = poisoned(64)
+    ck = K.add.warmup(x, x, out, 64, BLOCK=64, grid=(1,))
+    assert "tt.func" in ck.asm["ttir"] or "kernel @add" in ck.asm["ttir"], ck.asm["ttir"][:200]
+    assert "#L0 = blocked" in ck.asm["ttgir"]
+    ptx = ck.asm["ptx"]
+    assert ".entry add" in ptx and ".target sm_80" in ptx
+    assert np.isnan(out).all(), "warmup runs nothing"
+    assert "ptx" in ck.asm and ck.metadata.name == "add"

@@ -123,6 +123,13 @@ class JITFunction(KernelInterface):
         values = self.bind(args, kwargs)
         return self.launch(values, grid, launch)
 
+    def warmup(self, *args, grid=None, arch="sm_80", **kwargs):
+        """Compiles for these arguments without running (arrays are only read for their
+        dtypes): a :class:`CompiledKernel` whose ``asm`` holds the stages."""
+        launch = {k: kwargs.pop(k) for k in _LAUNCH_KEYWORDS if k in kwargs}
+        values = self.bind(args, kwargs)
+        return CompiledKernel(self, _args.convert(values), launch, arch)
+
     def launch(self, values, grid, launch):
         """Launches on bound arguments; returns the native launcher's report (a dict:
         ``backend``, ``compile_s``, ``run_s``, ``cache``, ``printed``), or None for an empty grid."""
@@ -142,6 +149,68 @@ class JITFunction(KernelInterface):
             sys.stdout.write(report["printed"])
             sys.stdout.flush()
         return report
+
+
+class _Stages(dict):
+    """``CompiledKernel.asm``: each stage compiled when first asked for."""
+
+    def __init__(self, make):
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, stage):
+        if stage not in ("ttir", "ttgir", "ptx", "cubin", "sass"):
+            raise KeyError(stage)
+        value = self._make(stage)
+        self[stage] = value
+        return value
+
+    def __contains__(self, stage):
+        return stage in ("ttir", "ttgir", "ptx", "cubin", "sass")
+
+    def keys(self):
+        return ["ttir", "ttgir", "ptx", "cubin", "sass"]
+
+
+class CompiledKernel:
+    """What ``kernel.warmup(...)`` returns, as Triton's ``CompiledKernel``: ``asm`` (``ttir``,
+    ``ttgir``, ``ptx``, ``cubin``, ``sass``, each compiled on first access; the last two need
+    ``ptxas``/``nvdisasm``), ``metadata`` and, from the cubin, ``n_regs``/``n_spills``."""
+
+    def __init__(self, jit, args, launch, arch):
+        self.name = jit.__name__
+        self._program = jit.program()
+        self._args = args
+        self._launch = launch
+        self._arch = arch
+        self._meta = {}
+        self.asm = _Stages(self._stage)
+
+    def _stage(self, stage):
+        n = _native()
+        try:
+            out, meta = self._program.stage(None, self._args, stage, self._arch, self._launch.get("num_warps"),
+                                            self._launch.get("num_stages"), bool(self._launch.get("debug")))
+        except n.NativeError as e:
+            raise from_native(e) from None
+        self._meta.update({k: v for k, v in meta.items() if v is not None})
+        return out
+
+    @property
+    def metadata(self):
+        import types
+        self.asm["ptx"]
+        return types.SimpleNamespace(name=self.name, target=self._arch, **self._meta)
+
+    @property
+    def n_regs(self):
+        self.asm["cubin"]
+        return self._meta.get("registers")
+
+    @property
+    def n_spills(self):
+        self.asm["cubin"]
+        return self._meta.get("spill_stores")
 
 
 def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specialize=(),

@@ -178,6 +178,64 @@ impl Program {
         d.set_item("printed", outcome.printed)?;
         Ok(d)
     }
+
+    /// Compiles `kernel` for `args` (as for `launch`; nothing runs, no array is written) down
+    /// to `stage`: `ttir`, `ttgir`, `ptx` (text), `cubin` (bytes, with `ptxas`) or `sass`;
+    /// returns `(output, metadata)`, metadata a dict (`num_warps`, `num_stages` of the GPU
+    /// stages' config; for a cubin `registers`, `spill_stores`, `spill_loads`,
+    /// `shared_bytes`, `num_threads`).
+    #[pyo3(signature = (kernel, args, stage, arch="sm_80", num_warps=None, num_stages=None, debug=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn stage<'py>(
+        &self,
+        py: Python<'py>,
+        kernel: Option<&str>,
+        args: Vec<(String, Bound<'py, PyTuple>)>,
+        stage: &str,
+        arch: &str,
+        num_warps: Option<u32>,
+        num_stages: Option<u32>,
+        debug: bool,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
+        use trident_runtime::stages::{compile_stage_args, Stage, StageOptions, StageOutput};
+        let k = self.prog.kernel(kernel).map_err(run_err)?;
+        let st = match stage {
+            "ttir" => Stage::Ttir,
+            "ttgir" => Stage::Ttgir,
+            "ptx" => Stage::Ptx,
+            "cubin" => Stage::Cubin,
+            "sass" => Stage::Sass,
+            _ => {
+                return Err(native_err("argument", format!("unknown stage `{stage}`: ttir, ttgir, ptx, cubin or sass")))
+            }
+        };
+        let mut held = Vec::new();
+        let mut values = Vec::with_capacity(args.len());
+        for (i, (name, v)) in args.iter().enumerate() {
+            let value = arg_value(name, v, i, &mut held)?;
+            values.push(Arg { name: name.clone(), text: name.clone(), value });
+        }
+        let opts = StageOptions { arch: arch.to_string(), num_warps, num_stages, debug, ..StageOptions::new(st) };
+        let prog = &self.prog;
+        let out = py.detach(|| compile_stage_args(prog, k, &values, Vec::new(), &opts)).map_err(run_err)?;
+        let meta = PyDict::new(py);
+        meta.set_item("num_warps", num_warps)?;
+        meta.set_item("num_stages", num_stages)?;
+        let obj = match out {
+            StageOutput::Text(t) => t.into_pyobject(py)?.into_any(),
+            StageOutput::Cubin(c) => {
+                if let Some(u) = c.usage.iter().find(|u| u.function == c.kernel).or(c.usage.first()) {
+                    meta.set_item("registers", u.registers)?;
+                    meta.set_item("spill_stores", u.spill_stores)?;
+                    meta.set_item("spill_loads", u.spill_loads)?;
+                }
+                meta.set_item("shared_bytes", c.shared_bytes)?;
+                meta.set_item("num_threads", c.num_threads)?;
+                pyo3::types::PyBytes::new(py, &c.bytes).into_any()
+            }
+        };
+        Ok((obj, meta))
+    }
 }
 
 fn tensor_bytes(a: &Arg) -> &[u8] {

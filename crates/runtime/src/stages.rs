@@ -149,16 +149,29 @@ pub fn compile_stage(
         }
         values.push(parse_and_materialize(text, 0)?);
     }
+    compile_stage_args(prog, kernel, &values, typed, opts)
+}
+
+/// [`compile_stage`] for argument values (as a launch has them) and, for runtime
+/// parameters given by type only, `typed` (the front end's view of them): the Python
+/// package's ahead-of-time compile (`kernel.warmup(...)`).
+pub fn compile_stage_args(
+    prog: &KernelProgram,
+    kernel: &KernelInfo,
+    values: &[Arg],
+    typed: Vec<(String, ArgInfo)>,
+    opts: &StageOptions,
+) -> Result<StageOutput, RunError> {
     let mut lopts = LaunchOptions::new(parse_grid("1")?);
     lopts.num_warps = opts.num_warps;
     lopts.num_stages = opts.num_stages;
     lopts.debug = opts.debug;
     lopts.print_ir_after_all = opts.print_ir_after_all;
     lopts.session = opts.session.clone();
-    let mut bound = bind(kernel, &values)?;
+    let mut bound = bind(kernel, values)?;
     bound.extend(typed);
     // No backend to time configs on: the first config (after pinned values).
-    let prepared = prepare_bound(prog, kernel, &values, &bound, &lopts, CodeTarget::Tile, false)?;
+    let prepared = prepare_bound(prog, kernel, values, &bound, &lopts, CodeTarget::Tile, false)?;
     if opts.stage == Stage::Ttir {
         return Ok(StageOutput::Text(print_ir(&prepared.module, opts.locs)));
     }
