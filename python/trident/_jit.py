@@ -37,14 +37,23 @@ def backend():
     return b
 
 
+_native_module = None
+
+
 def _native():
-    from . import _native as n  # imported late: the pure-Python parts work without the build
-    return n
+    """``trident._native``, imported on first use: the pure-Python parts work without the build."""
+    global _native_module
+    if _native_module is None:
+        from . import _native as n
+        _native_module = n
+    return _native_module
 
 
 def grid3(name, grid, meta):
     """A grid (tuple or callable of the meta-parameters) as three positive ints, or None for
     an empty grid (nothing to launch, as in Triton)."""
+    if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] < 1 << 31:
+        return (grid[0], 1, 1)  # the common case, checked quickly
     g = grid(meta) if callable(grid) else grid
     if isinstance(g, int) or hasattr(g, "__index__"):
         g = (g,)
@@ -85,6 +94,12 @@ class JITFunction(KernelInterface):
         self.noinline = noinline
         self.signature = inspect.signature(fn)
         self.arg_names = list(self.signature.parameters)
+        params = self.signature.parameters.values()
+        # The fast binder's view of the signature (plain positional-or-keyword parameters);
+        # anything else (*args, keyword-only, positional-only) binds through inspect.
+        self._simple = all(p.kind == p.POSITIONAL_OR_KEYWORD for p in params)
+        self._defaults = {p.name: p.default for p in params if p.default is not p.empty}
+        self._names = frozenset(self.arg_names)
         self._program = None
         self._lock = threading.Lock()
         functools.update_wrapper(self, fn)
@@ -111,6 +126,22 @@ class JITFunction(KernelInterface):
 
     def bind(self, args, kwargs):
         """Arguments by parameter name, defaults applied (launch keywords removed first)."""
+        names = self.arg_names
+        if self._simple and len(args) <= len(names) and self._names.issuperset(kwargs):
+            out = dict(zip(names, args))
+            if not any(k in out for k in kwargs):
+                out.update(kwargs)
+                if len(out) < len(names):
+                    for n in names:
+                        if n not in out:
+                            if n not in self._defaults:
+                                break
+                            out[n] = self._defaults[n]
+                    else:
+                        return {n: out[n] for n in names}
+                else:
+                    return {n: out[n] for n in names}
+        # Anything unusual (and every error): inspect's binder and its messages.
         try:
             b = self.signature.bind(*args, **kwargs)
         except TypeError as e:
@@ -119,7 +150,7 @@ class JITFunction(KernelInterface):
         return dict(b.arguments)
 
     def run(self, *args, grid, warmup=False, **kwargs):
-        launch = {k: kwargs.pop(k) for k in _LAUNCH_KEYWORDS if k in kwargs}
+        launch = {k: kwargs.pop(k) for k in _LAUNCH_KEYWORDS if k in kwargs} if kwargs else {}
         values = self.bind(args, kwargs)
         return self.launch(values, grid, launch)
 
@@ -136,7 +167,7 @@ class JITFunction(KernelInterface):
         g = grid3(self.__name__, grid, values)
         if g is None:
             return None
-        program = self.program()
+        program = self._program or self.program()
         args = _args.convert(values)
         n = _native()
         debug = launch.get("debug", self.debug)
