@@ -236,7 +236,7 @@ def test_python_dash_m_trident_runs_an_unchanged_triton_program(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     r = subprocess.run([sys.executable, "-m", "trident", str(prog)], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["ok", "trident", "128"], r.stdout
+    assert r.stdout.split() == ["ok", "triton", "128"], r.stdout
 
 
 def test_calling_a_kernel_directly_is_an_error():

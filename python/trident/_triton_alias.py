@@ -8,6 +8,7 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+import types
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -21,10 +22,28 @@ class _AliasLoader(importlib.abc.Loader):
         pass
 
 
+# The Triton version `triton.__version__` reports under the alias: the language level Trident
+# implements (programs compare it to pick code paths, as Liger-Kernel does).
+TRITON_VERSION = "3.6.0"
+
+
+def _triton_root():
+    """``triton`` itself: Trident's top-level names, with Triton's ``__version__``."""
+    import trident
+    m = types.ModuleType("triton", "Trident standing in for Triton (`python -m trident`).")
+    m.__dict__.update({k: v for k, v in vars(trident).items() if not k.startswith("__")})
+    m.__version__ = TRITON_VERSION
+    m.__path__ = []
+    m.__getattr__ = lambda name: getattr(trident, name)
+    return m
+
+
 class _TritonFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path, target=None):
         if fullname != "triton" and not fullname.startswith("triton."):
             return None
+        if fullname == "triton":
+            return importlib.util.spec_from_loader(fullname, _AliasLoader(_triton_root()))
         alt = "trident" + fullname[len("triton"):]
         try:
             module = importlib.import_module(alt)

@@ -153,8 +153,10 @@ def module_getattr(module: str):
 
 
 def stub_module(name: str, doc: str) -> types.ModuleType:
-    """A submodule of ``trident.language`` whose every public attribute is a stub."""
+    """A module whose every public attribute is a stub; a package (empty ``__path__``), so
+    its submodules import as stub modules too (``import triton.backends.compiler``)."""
     m = types.ModuleType(name, doc)
     m.__getattr__ = module_getattr(name)
+    m.__path__ = []
     sys.modules[name] = m
     return m
