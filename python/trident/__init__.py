@@ -22,7 +22,10 @@ from . import language  # noqa: F401
 from . import testing  # noqa: F401
 from ._autotune import Autotuner, Config, Heuristics, autotune, heuristics  # noqa: F401
 from ._errors import ArgumentError, CompilationError, LaunchError, TridentError  # noqa: F401
-from ._jit import JITFunction, KernelInterface, backend, jit, set_backend  # noqa: F401
+from ._jit import JITFunction, KernelInterface, TensorWrapper, backend, jit, reinterpret, set_backend  # noqa: F401
+from . import runtime  # noqa: F401,E402
+
+TritonError = TridentError  # Triton's name for the base class
 
 __version__ = "0.1.0"
 

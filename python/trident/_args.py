@@ -18,6 +18,12 @@ _NUMPY_NAMES = {
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
     "float16": "f16", "float32": "f32", "float64": "f64",
 }
+# Triton's dtype names (``tl.dtype.name``) to Trident's.
+_TL_NAMES = {
+    "int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "fp8e4nv": "f8e4m3", "fp8e5": "f8e5m2", "fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64",
+}
 _TORCH_NAMES = {
     "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
@@ -38,6 +44,14 @@ def _torch_tensor(v):
 
 def host_array(name, v):
     """``(array, trident dtype name)`` for a host array argument, else None."""
+    if type(v).__name__ == "TensorWrapper" and hasattr(v, "base") and isinstance(v.dtype, _tl.dtype):
+        inner = host_array(name, v.base)
+        if inner is None:
+            raise ArgumentError(f"argument `{name}`: a TensorWrapper over a `{type(v.base).__name__}`")
+        dt = _TL_NAMES.get(v.dtype.name)
+        if dt is None:
+            raise ArgumentError(f"argument `{name}`: cannot reinterpret as `{v.dtype}`")
+        return inner[0], dt
     if _torch_tensor(v):
         if v.device.type != "cpu":
             raise ArgumentError(

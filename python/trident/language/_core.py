@@ -32,6 +32,12 @@ class constexpr:  # noqa: N801 - Triton's name
 class dtype:  # noqa: N801 - Triton's name
     """A Triton element type; ``name`` is Triton's (``fp16``, ``bf16``, ``int32``)."""
 
+    SINT_TYPES = ("int8", "int16", "int32", "int64")
+    UINT_TYPES = ("int1", "uint8", "uint16", "uint32", "uint64")
+    FP_TYPES = ("fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32", "fp64")
+    STANDARD_FP_TYPES = ("fp16", "bf16", "fp32", "fp64")
+    OTHER_TYPES = ("void",)
+
     def __init__(self, name: str):
         self.name = name
 
