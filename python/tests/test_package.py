@@ -275,3 +275,15 @@ def test_kernels_made_by_exec_of_patched_source(rng, backend):
     out = poisoned(n)
     sub[(2,)](x, y, out, n, BLOCK=256, backend=backend)
     np.testing.assert_array_equal(out, x - y)
+
+
+def test_errors_carry_their_text_as_cause_too():
+    x = np.ones(4, np.float32)
+
+    @trident.jit
+    def bad_axis(x):
+        tl.program_id(7)
+
+    with pytest.raises(trident.CompilationError) as e:
+        bad_axis[(1,)](x)
+    assert "program_id" in str(e.value) and str(e.value.__cause__) == str(e.value)

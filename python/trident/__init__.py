@@ -27,6 +27,10 @@ from . import runtime  # noqa: F401,E402
 
 TritonError = TridentError  # Triton's name for the base class
 
+
+def set_allocator(alloc_fn):
+    """Triton's scratch-memory allocator hook: the CPU backends allocate their own."""
+
 __version__ = "0.1.0"
 
 

@@ -20,7 +20,12 @@ class LaunchError(TridentError, RuntimeError):
 
 
 def from_native(err):
-    """The package's exception for a ``_native.NativeError(kind, text)``."""
+    """The package's exception for a ``_native.NativeError(kind, text)``. Its ``__cause__`` holds
+    the same text, as Triton's errors carry their cause (tests read ``str(e.__cause__)``); the
+    native error itself is suppressed from tracebacks."""
     kind, text = err.args if len(err.args) == 2 else ("launch", str(err))
     cls = {"compile": CompilationError, "argument": ArgumentError}.get(kind, LaunchError)
-    return cls(text)
+    out = cls(text)
+    out.__cause__ = TridentError(text)
+    out.__suppress_context__ = True
+    return out

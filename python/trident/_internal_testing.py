@@ -96,8 +96,9 @@ def to_triton(x, device, dst_type=None):
         return reinterpret(torch.tensor(signed, device=device), getattr(tl, t))
     if dst_type == "bfloat16":
         return torch.tensor(x, device=device).to(torch.bfloat16)
-    if dst_type is not None and dst_type.startswith("float8"):
-        return torch.tensor(x, device=device).to(getattr(torch, dst_type))
+    if dst_type is not None and "float8" in dst_type:
+        # `x` holds the fp8 bits; the kernel sees them typed as Triton's fp8 type.
+        return reinterpret(torch.tensor(x, device=device), getattr(tl, dst_type))
     return torch.tensor(x, device=device)
 
 

@@ -158,7 +158,7 @@ class JITFunction(KernelInterface):
                     try:
                         self._program = n.Program(json.dumps(description))
                     except n.NativeError as e:
-                        raise from_native(e) from None
+                        raise from_native(e)  # its __cause__ carries the text
         return self._program
 
     def bind(self, args, kwargs):
@@ -212,7 +212,7 @@ class JITFunction(KernelInterface):
             report = program.launch(None, g, args, launch.get("backend") or backend(),
                                     launch.get("num_warps"), launch.get("num_stages"), bool(debug))
         except n.NativeError as e:
-            raise from_native(e) from None
+            raise from_native(e)  # its __cause__ carries the text
         if report["printed"]:
             sys.stdout.write(report["printed"])
             sys.stdout.flush()
@@ -260,7 +260,7 @@ class CompiledKernel:
             out, meta = self._program.stage(None, self._args, stage, self._arch, self._launch.get("num_warps"),
                                             self._launch.get("num_stages"), bool(self._launch.get("debug")))
         except n.NativeError as e:
-            raise from_native(e) from None
+            raise from_native(e)  # its __cause__ carries the text
         self._meta.update({k: v for k, v in meta.items() if v is not None})
         return out
 

@@ -56,6 +56,49 @@ class dtype:  # noqa: N801 - Triton's name
     def primitive_bitwidth(self):
         return _BITS[self.name]
 
+    @property
+    def int_bitwidth(self):
+        return _BITS[self.name]
+
+    @property
+    def fp_mantissa_width(self):
+        return _FP[self.name][0]
+
+    @property
+    def exponent_bias(self):
+        return _FP[self.name][1]
+
+    @property
+    def scalar(self):
+        return self
+
+    def is_fp8(self):
+        return self.name.startswith("fp8")
+
+    def is_fp16(self):
+        return self.name == "fp16"
+
+    def is_bf16(self):
+        return self.name == "bf16"
+
+    def is_fp32(self):
+        return self.name == "fp32"
+
+    def is_fp64(self):
+        return self.name == "fp64"
+
+    def is_bool(self):
+        return self.name == "int1"
+
+    def is_int_signed(self):
+        return self.name in self.SINT_TYPES
+
+    def is_int_unsigned(self):
+        return self.name.startswith("uint")
+
+    def is_block(self):
+        return False
+
     def is_floating(self):
         return self.name.startswith(("fp", "bf"))
 
@@ -102,6 +145,11 @@ _BITS = {
     "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64,
     "fp8e4nv": 8, "fp8e5": 8, "fp8e4b15": 8, "fp8e4b8": 8, "fp8e5b16": 8,
     "fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64, "void": 0,
+}
+# Floating types: (mantissa bits, exponent bias).
+_FP = {
+    "fp8e4b15": (3, 15), "fp8e4nv": (3, 7), "fp8e4b8": (3, 8), "fp8e5": (2, 15), "fp8e5b16": (2, 16),
+    "fp16": (10, 15), "bf16": (7, 127), "fp32": (23, 127), "fp64": (52, 1023),
 }
 _PRETTY = {
     "int1": "int1", "fp8e4nv": "float8e4nv", "fp8e5": "float8e5", "fp16": "float16",

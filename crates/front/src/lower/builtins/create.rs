@@ -12,7 +12,14 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         let b = self.bind(&args, &["axis"])?;
         let axis = const_int(self, &b.val(0), b.range(0), "axis")?;
         if !(0..=2).contains(&axis) {
-            return Err(self.err(b.range(0), format!("{}: axis must be 0, 1 or 2, got {axis}", args.name)));
+            return Err(self.err(
+                b.range(0),
+                format!(
+                    "{}: {} axis must be 0, 1, or 2 but got {axis}",
+                    args.name,
+                    if is_pid { "program_id" } else { "num_programs" }
+                ),
+            ));
         }
         let kind =
             if is_pid { OpKind::ProgramId { axis: axis as u8 } } else { OpKind::NumPrograms { axis: axis as u8 } };

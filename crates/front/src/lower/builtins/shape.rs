@@ -157,7 +157,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         sorted.sort();
         sorted.dedup();
         if sorted.len() != norm.len() {
-            return Err(self.err(b.range(1), format!("expand_dims received duplicate axes {norm:?}")));
+            return Err(self.err(b.range(1), format!("expand_dims: duplicate axes, normalized axes = {norm:?}")));
         }
         let mut v = x;
         for a in sorted {
