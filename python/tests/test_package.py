@@ -287,3 +287,20 @@ def test_errors_carry_their_text_as_cause_too():
     with pytest.raises(trident.CompilationError) as e:
         bad_axis[(1,)](x)
     assert "program_id" in str(e.value) and str(e.value.__cause__) == str(e.value)
+
+
+def test_the_names_tritons_test_suite_imports():
+    """What Triton's test_core.py needs of `triton` besides kernels (its helpers module, error
+    classes, dtype properties), as `python -m trident` provides them."""
+    from trident import _internal_testing as it
+    from trident.runtime.errors import InterpreterError
+
+    assert it.is_interpreter() and not it.is_cuda() and not it.is_hip_cdna3()
+    x = it.numpy_random((3, 50), "int16", rs=np.random.RandomState(1))
+    assert x.dtype == np.int16 and x.shape == (3, 50) and (x != 0).all(), "never zero: it divides"
+    f = it.numpy_random(64, "bfloat16")
+    assert f.dtype == np.float32
+    assert InterpreterError is trident.LaunchError and trident.TritonError is trident.TridentError
+    assert tl.float16.fp_mantissa_width == 10 and tl.bfloat16.exponent_bias == 127
+    assert tl.dtype("int8") == tl.int8 and "int8" in tl.dtype.SINT_TYPES
+    assert it.str_to_triton_dtype("float32") is tl.float32
