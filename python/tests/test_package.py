@@ -299,7 +299,8 @@ def test_the_names_tritons_test_suite_imports():
     x = it.numpy_random((3, 50), "int16", rs=np.random.RandomState(1))
     assert x.dtype == np.int16 and x.shape == (3, 50) and (x != 0).all(), "never zero: it divides"
     f = it.numpy_random(64, "bfloat16")
-    assert f.dtype == np.float32
+    assert f.dtype == np.float32 and (f.view(np.uint32) & 0xFFFF == 0).all(), "bf16-exact"
+    assert it.numpy_random(8, "float8e5").dtype == np.int8
     assert InterpreterError is trident.LaunchError and trident.TritonError is trident.TridentError
     assert tl.float16.fp_mantissa_width == 10 and tl.bfloat16.exponent_bias == 127
     assert tl.dtype("int8") == tl.int8 and "int8" in tl.dtype.SINT_TYPES

@@ -63,8 +63,10 @@ def random_float(*, warmup_value=0.5, **kwargs):
 
 
 def numpy_random(shape, dtype_str, rs=None, low=None, high=None):
-    """Random values of ``dtype_str``: integers over the type's range (never 0, so they divide),
-    floats standard normal; ``low``/``high`` narrow the range."""
+    """Random values of ``dtype_str``, as Triton's tests expect them: integers over the type's
+    range (never 0, so they divide; ``low``/``high`` narrow it), floats standard normal,
+    bfloat16 values exactly representable (float32 with the low 16 bits cleared), fp8 types as
+    int8 bit patterns of small positive numbers (20..39), bools from the sign of a normal."""
     if isinstance(shape, int):
         shape = (shape,)
     rs = rs if rs is not None else np.random.RandomState(seed=17)
@@ -75,13 +77,15 @@ def numpy_random(shape, dtype_str, rs=None, low=None, high=None):
         x = rs.randint(lo, hi, shape, dtype=dtype_str)
         x[x == 0] = 1
         return x
+    if "float8" in dtype_str:
+        return rs.randint(20, 40, shape, dtype=np.int8)
+    if dtype_str in float_dtypes:
+        return rs.normal(0, 1, shape).astype(dtype_str)
+    if dtype_str == "bfloat16":
+        bits = rs.normal(0, 1, shape).astype(np.float32).view(np.uint32) & np.uint32(0xFFFF0000)
+        return bits.view(np.float32)
     if dtype_str in ("bool", "int1", "bool_"):
-        return rs.randint(0, 2, shape).astype(bool)
-    if dtype_str in float_dtypes + ["bfloat16"] or dtype_str.startswith("float8"):
-        x = rs.normal(0, 1, shape)
-        if low is not None or high is not None:
-            x = np.clip(x, low if low is not None else -np.inf, high if high is not None else np.inf)
-        return x.astype("float32" if dtype_str == "bfloat16" or dtype_str.startswith("float8") else dtype_str)
+        return rs.normal(0, 1, shape) > 0.0
     raise ValueError(f"numpy_random: unsupported dtype {dtype_str!r}")
 
 

@@ -106,7 +106,7 @@ pub(crate) fn computation_type(
     }
     if div_or_mod && is_signed(a) != is_signed(b) {
         return Err(format!(
-            "cannot use /, // or % with {} and {}: they have different signedness; cast them to the same signedness",
+            "Cannot use /, // or % with {} and {} because they have different signedness; cast them to the same signedness",
             dtype_name(a),
             dtype_name(b)
         ));
