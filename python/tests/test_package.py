@@ -305,3 +305,19 @@ def test_the_names_tritons_test_suite_imports():
     assert tl.float16.fp_mantissa_width == 10 and tl.bfloat16.exponent_bias == 127
     assert tl.dtype("int8") == tl.int8 and "int8" in tl.dtype.SINT_TYPES
     assert it.str_to_triton_dtype("float32") is tl.float32
+
+
+def test_constexpr_tuples(rng, backend):
+    @trident.jit
+    def reshape_copy(z, x, SHAPE: tl.constexpr):
+        offs = tl.arange(0, 32)
+        v = tl.reshape(tl.load(x + offs), SHAPE)
+        r = tl.arange(0, SHAPE[0])[:, None] * SHAPE[1] + tl.arange(0, SHAPE[1])[None, :]
+        tl.store(z + r, v)
+
+    x = rng.standard_normal(32).astype(np.float32)
+    z = poisoned(32)
+    reshape_copy[(1,)](z, x, (4, 8), backend=backend)
+    np.testing.assert_array_equal(z, x)
+    with pytest.raises(trident.ArgumentError, match="tuples are supported for tl.constexpr parameters only"):
+        K.add[(1,)](x, x, z, (1, 2), BLOCK=32)

@@ -116,6 +116,9 @@ def scalar(name, v):
         return ("float", float(v))
     if isinstance(v, str):
         return ("str", v)
+    if isinstance(v, (tuple, list)):
+        # Compile-time tuples (a `tl.constexpr` shape); the runtime refuses them elsewhere.
+        return ("tuple", [scalar(name, x) for x in v])
     if isinstance(v, _tl.dtype):
         return ("dtype", v.name)
     mod = type(v).__module__.split(".")[0]

@@ -105,7 +105,9 @@ impl P<'_> {
             Some(ArgValue::Float(v)) => Ok(*v),
             Some(ArgValue::Bool(b)) => Ok(*b as u8 as f64),
             Some(ArgValue::Tensor(_)) => Err(format!("`{t}` is a tensor: use numel({t}) or nbytes({t})")),
-            Some(ArgValue::Str(_) | ArgValue::DType(_) | ArgValue::None) => Err(format!("`{t}` is not a number")),
+            Some(ArgValue::Str(_) | ArgValue::DType(_) | ArgValue::None | ArgValue::Tuple(_)) => {
+                Err(format!("`{t}` is not a number"))
+            }
             None => Err(format!("unknown name `{t}`")),
         }
     }

@@ -16,7 +16,7 @@
 //!   spans overlap share an `alias_group`; if two of a group changed, nothing is written
 //!   back and an error says so (each argument runs on its own copy on the CPU backends).
 //! * scalars arrive as `("int", v)`, `("float", v)`, `("bool", v)`, `("str", s)`,
-//!   `("dtype", name)`, `("none",)`.
+//!   `("dtype", name)`, `("none",)`, `("tuple", [values])` (compile-time tuples).
 //! * errors are raised as `NativeError(kind, text)`, `kind` one of `compile`, `argument`,
 //!   `launch`; the package turns them into `CompilationError`, `TypeError`-like
 //!   `ArgumentError` and `LaunchError`.
@@ -278,6 +278,18 @@ fn arg_value<'py>(name: &str, v: &Bound<'py, PyTuple>, index: usize, held: &mut 
             ArgValue::DType(DType::parse(&s).ok_or_else(|| bad(format!("unknown dtype `{s}`")))?)
         }
         "none" => ArgValue::None,
+        "tuple" => {
+            let items: Vec<Bound<'py, PyTuple>> = item(1)?.extract()?;
+            let mut values = Vec::with_capacity(items.len());
+            for t in &items {
+                let tag: String = t.get_item(0)?.extract()?;
+                if tag == "tensor" {
+                    return Err(bad("tuples of tensors are not supported yet".into()));
+                }
+                values.push(arg_value(name, t, index, held)?);
+            }
+            ArgValue::Tuple(values)
+        }
         other => return Err(bad(format!("internal: unknown value tag `{other}`"))),
     })
 }

@@ -202,6 +202,12 @@ fn const_of(arg: &Arg) -> Result<ConstValue, RunError> {
         ArgValue::Str(s) => ConstValue::Str(s.clone()),
         ArgValue::DType(d) => ConstValue::dtype(*d),
         ArgValue::None => ConstValue::None,
+        ArgValue::Tuple(items) => ConstValue::Tuple(
+            items
+                .iter()
+                .map(|v| const_of(&Arg { name: arg.name.clone(), text: arg.text.clone(), value: v.clone() }))
+                .collect::<Result<_, _>>()?,
+        ),
         ArgValue::Tensor(_) => {
             return Err(RunError::argument(format!(
                 "`{}` is a tl.constexpr parameter: give a scalar, not a tensor",
@@ -236,6 +242,12 @@ pub fn bind(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgInfo)>,
                 ArgValue::Bool(v) => ArgInfo::Bool(*v),
                 // Triton makes a dtype or None given to any parameter a compile-time value.
                 ArgValue::DType(_) | ArgValue::None => ArgInfo::Constexpr(const_of(a)?),
+                ArgValue::Tuple(_) => {
+                    return Err(RunError::argument(format!(
+                        "`{}` is a tuple: tuples are supported for tl.constexpr parameters only",
+                        a.name
+                    )))
+                }
                 ArgValue::Str(_) => {
                     return Err(RunError::argument(format!(
                         "`{}` is not a tl.constexpr parameter: a string can only be given to one",

@@ -65,6 +65,9 @@ pub enum ArgValue {
     DType(DType),
     /// `None`: a compile-time value for any parameter (e.g. an absent bias pointer), as in Triton.
     None,
+    /// A tuple of compile-time values (`(2, 8)` for a `tl.constexpr` shape): from the Python
+    /// package; `tl.constexpr` parameters only.
+    Tuple(Vec<ArgValue>),
 }
 
 impl ArgValue {

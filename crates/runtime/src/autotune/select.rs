@@ -292,6 +292,10 @@ fn value_text(v: &ArgValue) -> String {
         ArgValue::Str(s) => format!("{s:?}"),
         ArgValue::DType(d) => d.name().to_string(),
         ArgValue::None => "None".to_string(),
+        ArgValue::Tuple(items) => {
+            let parts: Vec<String> = items.iter().map(value_text).collect();
+            format!("({})", parts.join(", "))
+        }
         ArgValue::Tensor(t) => {
             let dims: Vec<String> = t.shape.iter().map(|d| d.to_string()).collect();
             format!("{}[{}]", t.dtype.name(), dims.join("x"))
