@@ -305,6 +305,7 @@ def test_the_names_tritons_test_suite_imports():
     assert tl.float16.fp_mantissa_width == 10 and tl.bfloat16.exponent_bias == 127
     assert tl.dtype("int8") == tl.int8 and "int8" in tl.dtype.SINT_TYPES
     assert it.str_to_triton_dtype("float32") is tl.float32
+    assert it.str_to_triton_dtype("float8_e5m2") is tl.float8e5 and it.str_to_triton_dtype("bool") is tl.int1
 
 
 def test_constexpr_tuples(rng, backend):

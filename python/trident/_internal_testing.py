@@ -106,8 +106,15 @@ def to_triton(x, device, dst_type=None):
     return torch.tensor(x, device=device)
 
 
+_TORCH_STYLE = {"float8_e4m3fn": "float8e4nv", "float8_e5m2": "float8e5", "bool": "int1", "bool_": "int1"}
+
+
 def str_to_triton_dtype(x):
-    return getattr(tl, x)
+    """A dtype by numpy's, torch's or Triton's name (``float32``, ``float8_e5m2``, ``bool``)."""
+    v = getattr(tl, _TORCH_STYLE.get(x, x), None)
+    if not isinstance(v, tl.dtype):
+        raise ValueError(f"str_to_triton_dtype: unknown dtype {x!r}")
+    return v
 
 
 def torch_dtype_name(dtype):
