@@ -61,6 +61,8 @@ pub struct Profile {
     /// By slot, then by start.
     pub instances: Vec<Instance>,
     pub issues: Vec<Issue>,
+    /// The issues decoding found (before replay and pairing), for [`Profile::with_cost`].
+    decode_issues: Vec<Issue>,
 }
 
 impl Profile {
@@ -87,6 +89,7 @@ impl Profile {
             return Err(DecodeError::RecordCost(cost));
         }
         let Decoded { slots: traces, mut issues } = decoded;
+        let decode_issues = issues.clone();
         let (clock, fallback) = clock_rate(&traces, meta);
         if let Some(reason) = fallback {
             issues.push(Issue::new(None, IssueKind::NominalClock { ghz: clock.ghz, reason }));
@@ -117,7 +120,15 @@ impl Profile {
         place_on_timeline(&mut slots, &clock, meta, &mut issues);
         // Issues in buffer order, whole-buffer ones first, so reports read top to bottom.
         issues.sort_by_key(|i| i.slot.map(|s| s.index));
-        Ok(Profile { meta: meta.clone(), record_cost: cost, clock, slots, instances, issues })
+        Ok(Profile { meta: meta.clone(), record_cost: cost, clock, slots, instances, issues, decode_issues })
+    }
+
+    /// The same launch replayed with another per-record cost (see
+    /// `trident_runtime::profile::in_kernel_cost` for one measured in the kernel itself).
+    pub fn with_cost(&self, cost: f64) -> Result<Profile, DecodeError> {
+        let decoded =
+            Decoded { slots: self.slots.iter().map(|s| s.trace.clone()).collect(), issues: self.decode_issues.clone() };
+        Profile::from_decoded(decoded, &self.meta, cost)
     }
 
     pub fn cycles_to_ns(&self, cycles: f64) -> f64 {

@@ -14,7 +14,8 @@
 //! `cargo run --release -p trident-runtime --example profile_overhead [-- REGIONS...]`
 //! (`TRIDENT_EMU_TARGET=sm_90a` for the Hopper code; `DETAIL=1`: every region's true and
 //! replayed mean cycles; `CAPACITY=N`: ring capacity; `ONLY=word`: kernels whose name
-//! holds it).
+//! holds it); `COST=inkernel`: replay with the probe cost measured in the kernel itself
+//! (`ProbeCost::InKernel`) instead of the calibration kernel's.
 
 use std::collections::BTreeMap;
 use trident_runtime::args::RunCommand;
@@ -121,6 +122,9 @@ fn main() {
                     po.capacity = c;
                 }
                 opts.profile = Some(po);
+                if std::env::var("COST").is_ok_and(|c| c == "inkernel") {
+                    opts.profile_cost = trident_runtime::profile::ProbeCost::InKernel;
+                }
                 let out = launch(&prog, kernel, &mut args, &opts).unwrap_or_else(|e| panic!("{name} {set}: {e}"));
                 for (a, b) in args.iter().zip(&plain_args) {
                     assert_eq!(a.value, b.value, "{name} {set}: `{}` differs from the unprofiled launch", a.name);

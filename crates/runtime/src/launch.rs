@@ -68,6 +68,10 @@ pub struct LaunchOptions {
     /// `ProbeMode::Markers` (emulator only) profiles the unprobed kernel with zero-cost
     /// markers instead: the true timeline, to check the probes against.
     pub profile: Option<ProfileOptions>,
+    /// How a profiled launch's replay learns the probes' cost (probes only): the
+    /// calibration kernel's, or measured in this kernel by a second launch on copies of
+    /// the arguments ([`crate::profile::ProbeCost`]).
+    pub profile_cost: crate::profile::ProbeCost,
 }
 
 impl LaunchOptions {
@@ -84,6 +88,7 @@ impl LaunchOptions {
             session: None,
             flush_l2: false,
             profile: None,
+            profile_cost: crate::profile::ProbeCost::Calibrated,
         }
     }
 
@@ -98,6 +103,7 @@ impl LaunchOptions {
             print_ir_after_all: cmd.print_ir_after_all,
             flush_l2: cmd.bench.flush_l2,
             profile: cmd.profile.as_ref().map(|p| p.options()),
+            profile_cost: cmd.profile.as_ref().map_or(crate::profile::ProbeCost::Calibrated, |p| p.probe_cost),
             ..LaunchOptions::new(cmd.grid)
         }
     }
@@ -340,10 +346,29 @@ pub fn launch(
     opts: &LaunchOptions,
 ) -> Result<LaunchOutcome, RunError> {
     let prepared = prepare(prog, kernel, args, opts)?;
+    let in_kernel = opts.profile_cost == crate::profile::ProbeCost::InKernel
+        && opts.profile.is_some_and(|p| p.mode == trident_gpu::ProbeMode::Probes);
+    // The second launch of an in-kernel cost runs on the arguments as they were.
+    let original = in_kernel.then(|| args.to_vec());
     let mut out = run_compiled(&prepared, args, opts)?;
     out.compile_time = prepared.compile_time;
     out.cache = prepared.cache;
     out.tuning = prepared.tuning;
+    if let (Some(mut copy), Some(p), true) = (original, opts.profile, out.profile.is_some()) {
+        let full = out.profile.take().expect("checked above");
+        let regions = crate::profile::Regions { kernel: true, ..Default::default() };
+        let base_opts = LaunchOptions {
+            profile: Some(ProfileOptions { regions, ..p }),
+            profile_cost: crate::profile::ProbeCost::Calibrated,
+            ..opts.clone()
+        };
+        let base = launch(prog, kernel, &mut copy, &base_opts)?;
+        let cost = base.profile.as_ref().and_then(|b| crate::profile::in_kernel_cost(&full, b));
+        out.profile = Some(match cost {
+            Some(c) => full.with_cost(c).map_err(|e| RunError::msg(format!("error: replaying the profile: {e}")))?,
+            None => full,
+        });
+    }
     Ok(out)
 }
 

@@ -189,3 +189,59 @@ fn the_interpreter_refuses_to_profile() {
     let e = launch(&prog, prog.kernel(None).unwrap(), &mut a, &bad).unwrap_err();
     assert!(e.text.contains("power of two"), "{e}");
 }
+
+const COUNTED: &str = r#"import triton
+import triton.language as tl
+
+
+@triton.jit
+def counted(x, y, count, n, ITERS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for i in range(ITERS):
+        v = tl.load(x + offs, mask=mask, other=0.0)
+        acc = acc * 0.5 + v * (i + 1)
+    tl.store(y + offs, acc, mask=mask)
+    tl.atomic_add(count, 1)
+"#;
+
+/// `ProbeCost::InKernel`: the second launch runs on copies (the kernel's side effects happen
+/// once), outputs are those of a plain launch, and the replayed loop iterations come closer
+/// to the markers' truth than with the calibration kernel's cost.
+#[test]
+fn in_kernel_probe_cost_replays_closer_and_runs_the_kernel_once_on_the_arguments() {
+    use trident_runtime::profile::ProbeCost;
+    let dir = TempDir::new("profile-in-kernel");
+    let s = session(dir.path());
+    let prog = program("counted.py", COUNTED);
+    let kernel = prog.kernel(None).unwrap();
+    let seed = seed();
+    let words =
+        || args(&["x=randn:f32:1000", "y=empty:f32:1000", "count=zeros:i32:1", "n=1000", "ITERS=8", "BLOCK=256"], seed);
+    let run = |mode, cost| {
+        let mut a = words();
+        poison(&mut a);
+        let mut o = profiled(opts(&s, Backend::Emu, "cdiv(n, BLOCK)"), "kernel,loops,loads", Granularity::Warp);
+        o.profile.as_mut().unwrap().mode = mode;
+        o.profile_cost = cost;
+        let out = launch(&prog, kernel, &mut a, &o).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        (a, out.profile.unwrap())
+    };
+    let mut plain = words();
+    launch(&prog, kernel, &mut plain, &opts(&s, Backend::Emu, "cdiv(n, BLOCK)")).unwrap();
+    let (a_in, in_kernel) = run(ProbeMode::Probes, ProbeCost::InKernel);
+    let (_, calibrated) = run(ProbeMode::Probes, ProbeCost::Calibrated);
+    let (_, truth) = run(ProbeMode::Markers, ProbeCost::Calibrated);
+    assert_eq!(tensor(&a_in, "y").data, tensor(&plain, "y").data, "seed {seed}");
+    assert_eq!(tensor(&a_in, "count").get_f64(0), 4.0, "one launch's worth of atomics (seed {seed})");
+    assert!(in_kernel.record_cost < calibrated.record_cost, "{} vs {}", in_kernel.record_cost, calibrated.record_cost);
+    let mean = |p: &trident_runtime::profile::Profile, name: &str| {
+        let id = p.meta.regions.iter().find(|r| r.name.starts_with(name)).unwrap().id;
+        let v: Vec<f64> = p.instances.iter().filter(|i| i.region == id && !i.open).map(|i| i.cycles()).collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    let t = mean(&truth, "loop@");
+    let (e_in, e_cal) = ((mean(&in_kernel, "loop@") - t).abs(), (mean(&calibrated, "loop@") - t).abs());
+    assert!(e_in <= e_cal && e_in / t < 0.02, "loop: truth {t}, in-kernel error {e_in}, calibrated error {e_cal}");
+}

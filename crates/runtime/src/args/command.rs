@@ -8,7 +8,8 @@
 //! trident bench (the words of a kernel run) [--warmup N] [--reps N] [--flops EXPR] [--bytes EXPR]
 //!     [--json] [--flush-l2]
 //! trident profile (the words of a kernel run) [--regions scopes,kernel,loops,dots,loads]
-//!     [--granularity warp|warpgroup|cta] [--buffer-records N] [--markers] [--trace OUT.json] [--csv OUT.csv]
+//!     [--granularity warp|warpgroup|cta] [--buffer-records N] [--markers] [--probe-cost in-kernel|calibrated]
+//!     [--trace OUT.json] [--csv OUT.csv]
 //! ```
 //!
 //! Every option is declared once, in [`FLAGS`] (its name, whether it takes a value, what it
@@ -114,6 +115,12 @@ pub const FLAGS: &[Flag] = &[
         name: "markers",
         value: None,
         help: "emulator only: zero-cost markers instead of probes, the unprobed kernel's true timeline to check probes against",
+        lines: &[R],
+    },
+    Flag {
+        name: "probe-cost",
+        value: Some("in-kernel|calibrated"),
+        help: "what replay subtracts per record: measured in this kernel by a second launch on copies of the arguments (default), or the calibration kernel's back-to-back cost",
         lines: &[R],
     },
     Flag { name: "trace", value: Some("OUT.json"), help: "write a Chrome/Perfetto trace (ui.perfetto.dev, chrome://tracing)", lines: &[R] },
@@ -330,6 +337,8 @@ pub struct ProfileFlags {
     pub csv: Option<PathBuf>,
     /// `--markers`: zero-cost markers (emulator) instead of probes.
     pub markers: bool,
+    /// `--probe-cost`: how replay learns the probes' cost (default: in the kernel).
+    pub probe_cost: crate::profile::ProbeCost,
 }
 
 impl Default for ProfileFlags {
@@ -342,6 +351,7 @@ impl Default for ProfileFlags {
             trace: None,
             csv: None,
             markers: false,
+            probe_cost: crate::profile::ProbeCost::InKernel,
         }
     }
 }
@@ -487,6 +497,13 @@ impl RunCommand {
                 "trace" => cmd.profile.get_or_insert_with(ProfileFlags::default).trace = Some(PathBuf::from(v)),
                 "csv" => cmd.profile.get_or_insert_with(ProfileFlags::default).csv = Some(PathBuf::from(v)),
                 "markers" => cmd.profile.get_or_insert_with(ProfileFlags::default).markers = true,
+                "probe-cost" => {
+                    cmd.profile.get_or_insert_with(ProfileFlags::default).probe_cost = match v {
+                        "in-kernel" => crate::profile::ProbeCost::InKernel,
+                        "calibrated" => crate::profile::ProbeCost::Calibrated,
+                        _ => return Err(ArgError::new(&flag, format!("expected in-kernel or calibrated, got `{v}`"))),
+                    }
+                }
                 _ => return Err(ArgError::new(&flag, "unknown option")),
             }
         }

@@ -109,3 +109,39 @@ pub fn decode_launch(
         }
     }
 }
+
+/// How replay learns what a record costs.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum ProbeCost {
+    /// From the calibration kernel ([`calibrate::record_cost`]): back-to-back records, the
+    /// cost of a probe on the critical path.
+    #[default]
+    Calibrated,
+    /// Measured in the kernel itself: a second launch (on copies of the arguments) with the
+    /// kernel region only; the extra cycles per group divided by the extra records
+    /// ([`in_kernel_cost`]). Probes that issue while their warp would wait anyway (for an
+    /// asynchronous MMA, for pipelined tiles) cost less than back-to-back ones; this sees it.
+    InKernel,
+}
+
+/// The average cost of a record in a kernel: `full` profiled with many records per group,
+/// `base` the same launch with few (the kernel region only); over the groups both have,
+/// (Σ span in `full` − Σ span in `base`) / (Σ records in `full` − Σ records in `base`),
+/// spans from each group's start and end clocks. `None` when `full` has no extra records;
+/// never negative.
+pub fn in_kernel_cost(full: &Profile, base: &Profile) -> Option<f64> {
+    let key = |t: &trident_profile::decode::SlotTrace| (t.cta, t.group);
+    let spans: std::collections::HashMap<(u32, u32), (f64, f64)> = base
+        .slots
+        .iter()
+        .map(|s| (key(&s.trace), (s.trace.clock_end.wrapping_sub(s.trace.clock_start) as f64, s.trace.total as f64)))
+        .collect();
+    let (mut dspan, mut drec) = (0.0, 0.0);
+    for s in &full.slots {
+        if let Some(&(span, rec)) = spans.get(&key(&s.trace)) {
+            dspan += s.trace.clock_end.wrapping_sub(s.trace.clock_start) as f64 - span;
+            drec += s.trace.total as f64 - rec;
+        }
+    }
+    (drec > 0.0).then(|| (dspan / drec).max(0.0))
+}
