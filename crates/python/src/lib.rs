@@ -121,11 +121,7 @@ impl Program {
             return Err(native_err("argument", format!("the grid must be positive in every dimension, not {grid:?}")));
         }
         let mut held: Vec<Held<'py>> = Vec::new();
-        let mut launch_args = Vec::with_capacity(args.len());
-        for (i, (name, v)) in args.iter().enumerate() {
-            let value = arg_value(name, v, i, &mut held)?;
-            launch_args.push(Arg { name: name.clone(), text: name.clone(), value });
-        }
+        let mut launch_args = convert_args(&args, &mut held)?;
         let mut opts = LaunchOptions::new(Grid { x: grid.0, y: grid.1, z: grid.2 });
         opts.backend = backend;
         opts.num_warps = num_warps;
@@ -209,12 +205,7 @@ impl Program {
                 return Err(native_err("argument", format!("unknown stage `{stage}`: ttir, ttgir, ptx, cubin or sass")))
             }
         };
-        let mut held = Vec::new();
-        let mut values = Vec::with_capacity(args.len());
-        for (i, (name, v)) in args.iter().enumerate() {
-            let value = arg_value(name, v, i, &mut held)?;
-            values.push(Arg { name: name.clone(), text: name.clone(), value });
-        }
+        let values = convert_args(&args, &mut Vec::new())?;
         let opts = StageOptions { arch: arch.to_string(), num_warps, num_stages, debug, ..StageOptions::new(st) };
         let prog = &self.prog;
         let out = py.detach(|| compile_stage_args(prog, k, &values, Vec::new(), &opts)).map_err(run_err)?;
@@ -243,6 +234,16 @@ fn tensor_bytes(a: &Arg) -> &[u8] {
         ArgValue::Tensor(t) => &t.data,
         _ => &[],
     }
+}
+
+/// The launch's arguments from `(name, tagged value)` pairs; tensors' memory in `held`.
+fn convert_args<'py>(args: &[(String, Bound<'py, PyTuple>)], held: &mut Vec<Held<'py>>) -> PyResult<Vec<Arg>> {
+    let mut out = Vec::with_capacity(args.len());
+    for (i, (name, v)) in args.iter().enumerate() {
+        let value = arg_value(name, v, i, held)?;
+        out.push(Arg { name: name.clone(), text: name.clone(), value });
+    }
+    Ok(out)
 }
 
 /// One `(tag, ...)` value to the runtime's argument value; tensors are copied in and
