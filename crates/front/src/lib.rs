@@ -34,6 +34,7 @@
 //! (`ArgInfo`, `CompileOptions`, `ParamBinding`, `Compiled`) are the API's vocabulary, usable
 //! from any layer; everything else a module names by the module that defines it.
 
+mod depth;
 mod globals;
 mod hosteval;
 mod kernel;
@@ -167,5 +168,6 @@ pub fn compile(
     args: &[(String, ArgInfo)],
     opts: &CompileOptions,
 ) -> Result<Compiled, Vec<Diagnostic>> {
-    lower::compile(file, kernel, args, opts).map_err(|d| vec![*d])
+    // The lowering recurses over the syntax tree and into helpers: a stack made for it.
+    depth::on_big_stack(|| lower::compile(file, kernel, args, opts)).map_err(|d| vec![*d])
 }

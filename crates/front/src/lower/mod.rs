@@ -32,6 +32,10 @@ use trident_core::DType;
 use trident_ir::{Block, Diagnostic, Elem, Function, Loc, Module, OpKind, Type, Value};
 pub(crate) use val::{BlockPtr, FileId, FnRef, Val};
 
+/// Helpers calling helpers: how deep a chain of distinct `@jit` calls may go (each is
+/// lowered inside its caller's lowering, on the front end's large stack).
+const MAX_CALL_DEPTH: usize = 1000;
+
 pub(crate) type R<T> = Result<T, Box<Diagnostic>>;
 
 /// `note` for boxed diagnostics.
@@ -402,10 +406,18 @@ impl<'c, 'a> FnLowering<'c, 'a> {
             v.flatten(&mut arg_values);
         }
         if !self.ctx.specs.contains_key(&key) {
-            if self.ctx.active.contains(&key) || self.ctx.active.len() > 64 {
+            if self.ctx.active.contains(&key) {
                 return Err(
                     self.err(call, format!("recursive call of `{fname}`: recursion is not supported in kernels"))
                 );
+            }
+            if self.ctx.active.len() >= MAX_CALL_DEPTH {
+                return Err(self.err(
+                    call,
+                    format!(
+                        "`{fname}` is called {MAX_CALL_DEPTH} @jit functions deep: Trident's limit for nested helper calls"
+                    ),
+                ));
             }
             self.ctx.active.push(key.clone());
             let r = self.specialize(fref, def, &fname, &params);
