@@ -17,8 +17,9 @@
 //! The modules, lowest layer first. A module may use the modules of its own layer and of the
 //! layers below it, never one above (`tests/layering.rs` reads the sources and checks this list):
 //!
-//! 1. `source`, `value` — source positions and diagnostics at syntax nodes; compile-time values
-//!    and Python's operators on them.
+//! 1. `source`, `value`, `depth` — source positions and diagnostics at syntax nodes;
+//!    compile-time values and Python's operators on them; nesting limits and the large stack
+//!    parsing and lowering run on.
 //! 2. `language` — the `triton.language` API Trident knows, as data: module paths, the functions
 //!    of `tl`, `tl.math` and `libdevice`, dtype spellings, the prelude's source text.
 //! 3. `kernel`, `globals`, `hosteval` — the model of a parsed file: kernel descriptions, what
