@@ -41,9 +41,16 @@ pub(crate) struct Program<'a> {
     pid: [u32; 3],
     linear: u64,
     depth: usize,
+    /// `while` iterations run after another program faulted (see [`SPINS_AFTER_FAULT`]).
+    spins_after_fault: u64,
     /// `device_print` output of this program.
     pub out: String,
 }
+
+/// How many `while` iterations a program may run after another program faulted before it
+/// is stopped: enough for any loop that ends on its own, few enough that programs spinning
+/// on a lock the faulted program held stop within milliseconds.
+const SPINS_AFTER_FAULT: u64 = 1 << 20;
 
 struct Frame<'f> {
     f: &'f Function,
@@ -158,7 +165,7 @@ impl<'a> Program<'a> {
         let [gx, gy, _] = sh.grid;
         let (gx, gy) = (gx as u64, gy as u64);
         let pid = [(linear % gx) as u32, ((linear / gx) % gy) as u32, (linear / (gx * gy)) as u32];
-        Program { sh, pid, linear, depth: 0, out: String::new() }
+        Program { sh, pid, linear, depth: 0, spins_after_fault: 0, out: String::new() }
     }
 
     pub fn pid(&self) -> [u32; 3] {
@@ -474,8 +481,18 @@ impl<'a> Program<'a> {
                 return self.bind_results(fr, op, c);
             }
             vals = self.run_region(fr, after, c)?;
-            if self.sh.failed_at.load(Ordering::Relaxed) < self.linear {
+            let failed = self.sh.failed_at.load(Ordering::Relaxed);
+            if failed < self.linear {
                 return Err(Stop::Abort);
+            }
+            // A program before the faulting one keeps running (the lowest fault is the one
+            // reported), unless it waits on the faulted one — a spin lock the faulting
+            // program held: a bounded number of iterations after any fault, then it stops.
+            if failed != u64::MAX {
+                self.spins_after_fault += 1;
+                if self.spins_after_fault > SPINS_AFTER_FAULT {
+                    return Err(Stop::Abort);
+                }
             }
         }
     }

@@ -442,3 +442,26 @@ fn profiling_scopes_leave_the_interpreters_results_alone() {
     assert_eq!(outs[0].data, outs[1].data, "seed {seed}: scopes changed the interpreter's results");
     assert!(outs[0].to_f64_vec().iter().all(|x| x.is_finite()), "seed {seed}: every output written");
 }
+
+const SPIN_LOCK: &str = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(lock, out):\n    pid = tl.program_id(0)\n    while tl.atomic_cas(lock, 0, 1) == 1:\n        pass\n    tl.store(out + pid * 1000, 1.0)\n    tl.atomic_xchg(lock, 0)\n";
+
+/// A program that faults while holding a spin lock must not leave the others spinning
+/// (issue 14: 14 of 40 runs hung): every run ends with the fault, within a time limit.
+#[test]
+fn a_fault_under_a_spin_lock_ends_the_launch() {
+    for round in 0..20 {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let lock = HostTensor::from_f64(DType::I32, &[1], &[0.0]);
+            let out = HostTensor::from_f64(DType::F32, &[8], &[0.0; 8]);
+            let r = run("lock.py", SPIN_LOCK, "k", vec![("lock", A::T(lock)), ("out", A::T(out))], [16, 1, 1], false);
+            let _ = tx.send((r.result.map(|_| ()).map_err(|e| e.to_string()), r.tensors));
+        });
+        let (result, tensors) = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("round {round}: the launch hangs"));
+        let e = result.expect_err("the store past the end faults");
+        assert!(e.contains("out-of-bounds store") && e.contains("line 10"), "{e}");
+        assert!(tensors[1].to_f64_vec().iter().all(|&v| v == 0.0), "outputs untouched on error");
+    }
+}
