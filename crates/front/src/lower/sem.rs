@@ -14,6 +14,9 @@ use ruff_text_size::TextRange;
 use trident_core::DType;
 use trident_ir::{BinaryOp, CastKind, CmpPred, Const, Elem, OpKind, Rounding, Type, UnaryOp, Value};
 
+/// Triton's largest block: `TRITON_MAX_TENSOR_NUMEL`.
+pub(crate) const MAX_NUMEL: u64 = 1 << 20;
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Kind {
     Bool,
@@ -264,8 +267,26 @@ impl FnLowering<'_, '_> {
                 ));
             }
         }
+        self.check_numel(shape, r)?;
         let ty = Type::tensor(shape, self.elem(v));
         Ok(self.emit1(OpKind::Broadcast, &[v], ty))
+    }
+
+    /// Refuses a block shape of more than Triton's 2^20 elements (`r[:, None] + c[None, :]`
+    /// can make one from two small ones): checked wherever shapes grow, before anything is
+    /// allocated for it.
+    pub(crate) fn check_numel(&self, shape: &[u32], r: TextRange) -> R<()> {
+        let numel = shape.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64));
+        if numel > MAX_NUMEL {
+            return Err(self.err(
+                r,
+                format!(
+                    "a block of shape {} has {numel} elements, more than Triton's limit of {MAX_NUMEL}",
+                    shape_str(shape)
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Makes two values the same shape: scalars splat, lower ranks get leading 1s, 1s broadcast.
@@ -309,6 +330,7 @@ impl FnLowering<'_, '_> {
                         ));
                     }
                 }
+                self.check_numel(&out, r)?;
                 if sa != out {
                     a = self.emit1(OpKind::Broadcast, &[a], Type::tensor(&out, self.elem(a)));
                 }

@@ -8,7 +8,7 @@
 //! they read and every instruction writing a marked register, to a fixed point, and
 //! drops the rest. Registers are not SSA here, so all writes of a live register stay.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Registers named in `s` (`%p1`, `%h2`, `%r3`, `%rd4`; not special registers like `%tid.x`).
 fn regs(s: &str) -> Vec<&str> {
@@ -145,20 +145,30 @@ pub fn eliminate(body: &str) -> String {
             depth += 1;
         }
     }
-    let mut live_regs: HashSet<&str> = HashSet::new();
+    // A worklist over registers: the kept lines' uses are live; a live register makes
+    // every line writing it live, and their uses in turn. Linear in the body's size (a
+    // sweep to a fixed point took one pass per link of the longest dependence chain:
+    // quadratic for the reduction of a 1M-element block).
+    let mut writers: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, l) in lines.iter().enumerate() {
+        for d in &l.defs {
+            writers.entry(d).or_default().push(i);
+        }
+    }
     let mut live = vec![false; lines.len()];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for (i, l) in lines.iter().enumerate() {
-            if live[i] {
-                continue;
-            }
-            if l.keep || l.defs.iter().any(|d| live_regs.contains(d)) {
-                live[i] = true;
-                changed = true;
-                for u in &l.uses {
-                    live_regs.insert(u);
+    let mut live_regs: HashSet<&str> = HashSet::new();
+    let mut work: Vec<usize> = (0..lines.len()).filter(|&i| lines[i].keep).collect();
+    for &i in &work {
+        live[i] = true;
+    }
+    while let Some(i) = work.pop() {
+        for &u in &lines[i].uses {
+            if live_regs.insert(u) {
+                for &w in writers.get(u).map(Vec::as_slice).unwrap_or(&[]) {
+                    if !live[w] {
+                        live[w] = true;
+                        work.push(w);
+                    }
                 }
             }
         }

@@ -182,6 +182,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         let (a, b) = if scalar { (self.expand_dims(a, 0), self.expand_dims(b, 0)) } else { (a, b) };
         let mut s = self.shape(a);
         s.push(2);
+        self.check_numel(&s, r)?;
         let ty = Type::tensor(&s, self.elem(a));
         let j = self.emit1(OpKind::Join, &[a, b], ty);
         if scalar {
@@ -240,6 +241,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         };
         let mut shape = sx.clone();
         shape[dim as usize] *= 2;
+        self.check_numel(&shape, args.r)?;
         if dim == 0 {
             let ty = Type::tensor(&shape, self.elem(x));
             return Ok(Val::T(self.emit1(OpKind::Cat, &[x, y], ty)));
