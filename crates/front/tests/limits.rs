@@ -54,3 +54,25 @@ fn long_helper_chains_are_not_recursion() {
     let e = compile_err(rec, "k", &[("x", ptr())]);
     assert!(e.contains("recursive call of `f`"), "{e}");
 }
+
+/// Blocks made bigger than Triton's 2^20 elements by broadcasting, `join` or `cat` are
+/// refused at the expression (issue 14: the interpreter tried to allocate 8 GB).
+#[test]
+fn blocks_past_the_element_limit_are_refused_wherever_they_grow() {
+    let body = |expr: &str| {
+        format!(
+            "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(x, R: tl.constexpr, C: tl.constexpr):\n    r = tl.arange(0, R)\n    c = tl.arange(0, C)\n    v = {expr}\n    tl.store(x + tl.arange(0, 4), tl.sum(tl.ravel(v), axis=0) + tl.zeros((4,), tl.int32))\n"
+        )
+    };
+    let args = |r: i64, c: i64| {
+        vec![("x", A::T(trident_core::HostTensor::zeros(DType::I32, &[4]))), ("R", cint(r)), ("C", cint(c))]
+    };
+    let e = compile_err(&body("r[:, None] + c[None, :]"), "k", &args(1024, 1 << 20));
+    assert!(e.contains("a block of shape [1024, 1048576] has 1073741824 elements") && e.contains("test.py:9"), "{e}");
+    let e = compile_err(&body("tl.join(c, c)"), "k", &args(1, 1 << 20));
+    assert!(e.contains("more than Triton's limit of 1048576"), "{e}");
+    let e = compile_err(&body("tl.cat(c, c, can_reorder=True)"), "k", &args(1, 1 << 20));
+    assert!(e.contains("more than Triton's limit of 1048576"), "{e}");
+    // At the limit, fine.
+    compile_ok(&body("r[:, None] + c[None, :]"), "k", &args(16, 1 << 16));
+}
