@@ -30,11 +30,25 @@ pub struct EmuError {
     pub line: Option<(u32, String)>,
     pub cta: Option<[u32; 3]>,
     pub thread: Option<[u32; 3]>,
+    /// For an access outside a buffer argument: which, and where (boxed: errors travel in
+    /// every `Result` of the executor).
+    pub access: Option<Box<Access>>,
+}
+
+/// A global access outside buffer argument `param`: `len` bytes at byte `offset` from its
+/// start (negative: before it), the buffer being `region_bytes` long.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Access {
+    pub param: usize,
+    pub offset: i64,
+    pub len: usize,
+    pub write: bool,
+    pub region_bytes: usize,
 }
 
 impl EmuError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> EmuError {
-        EmuError { kind, message: message.into(), line: None, cta: None, thread: None }
+        EmuError { kind, message: message.into(), line: None, cta: None, thread: None, access: None }
     }
 
     pub fn parse(line: u32, text: &str, message: impl Into<String>) -> EmuError {

@@ -44,7 +44,7 @@ mod memory;
 mod parse;
 pub mod timing;
 
-pub use error::{EmuError, ErrorKind};
+pub use error::{Access, EmuError, ErrorKind};
 pub use exec::{launch, KernelArg, LaunchConfig, LaunchReport, Marker};
 pub use ir::Ty;
 pub use machine::MachineModel;

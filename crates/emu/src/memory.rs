@@ -26,6 +26,20 @@ pub fn module_global_base(j: usize) -> u64 {
     buffer_base(MODULE_REGION0 + j)
 }
 
+/// A bad global access, with what is known about it: the message, and for an access
+/// outside a buffer argument, which argument and where relative to its start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemFault {
+    pub message: String,
+    pub access: Option<crate::error::Access>,
+}
+
+impl From<String> for MemFault {
+    fn from(message: String) -> MemFault {
+        MemFault { message, access: None }
+    }
+}
+
 /// A state space an address resolved to.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Place {
@@ -86,35 +100,58 @@ impl GlobalMem {
         Some(r.data.iter().map(|b| b.load(Ordering::Relaxed)).collect())
     }
 
-    /// Finds the region and offset of `[addr, addr+len)`, or says why there is none.
-    pub fn locate(&self, addr: u64, len: usize, write: bool) -> Result<(&Region, usize), String> {
+    /// Finds the region and offset of `[addr, addr+len)`, or says why there is none. An
+    /// address past a buffer's end but nearer the next region's start counts as a negative
+    /// offset into that next buffer (`out - 1`), which is what such a pointer was made from.
+    pub fn locate(&self, addr: u64, len: usize, write: bool) -> Result<(&Region, usize), MemFault> {
         if addr < GLOBAL_BASE {
-            return Err(if addr < 4096 {
+            return Err(MemFault::from(if addr < 4096 {
                 format!("global access to address {addr:#x} (a null pointer?)")
             } else {
                 format!("global access to address {addr:#x}, which is in no buffer")
-            });
+            }));
         }
         let idx = ((addr - GLOBAL_BASE) >> REGION_SHIFT) as usize;
-        let Some(Some(r)) = self.regions.get(idx) else {
-            return Err(format!("global access to address {addr:#x}, which is in no buffer"));
-        };
+        let here = self.regions.get(idx).and_then(|r| r.as_ref());
+        let next = self.regions.get(idx + 1).and_then(|r| r.as_ref());
         let off = addr - buffer_base(idx);
+        let beyond = here.map_or(u64::MAX, |r| off.saturating_sub(r.data.len() as u64));
+        let before_next = buffer_base(idx + 1) - addr;
+        if let (Some(n), true) = (next, before_next < beyond) {
+            let offset = -(before_next as i64);
+            return Err(self.outside(idx + 1, n, offset, len, write, addr));
+        }
+        let Some(r) = here else {
+            return Err(MemFault::from(format!("global access to address {addr:#x}, which is in no buffer")));
+        };
         let end = off + len as u64;
         if end > r.data.len() as u64 {
-            return Err(format!(
-                "out-of-bounds access of {len} bytes at offset {off} of {} ({} bytes long, address {addr:#x})",
-                r.name,
-                r.data.len()
-            ));
+            return Err(self.outside(idx, r, off as i64, len, write, addr));
         }
         if write && !r.writable {
-            return Err(format!("write to read-only {} at offset {off}", r.name));
+            return Err(MemFault::from(format!("write to read-only {} at offset {off}", r.name)));
         }
         Ok((r, off as usize))
     }
 
-    pub fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), String> {
+    fn outside(&self, idx: usize, r: &Region, offset: i64, len: usize, write: bool, addr: u64) -> MemFault {
+        MemFault {
+            message: format!(
+                "out-of-bounds access of {len} bytes at offset {offset} of {} ({} bytes long, address {addr:#x})",
+                r.name,
+                r.data.len()
+            ),
+            access: (idx < MAX_BUFFERS).then_some(crate::error::Access {
+                param: idx,
+                offset,
+                len,
+                write,
+                region_bytes: r.data.len(),
+            }),
+        }
+    }
+
+    pub fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), MemFault> {
         let (r, off) = self.locate(addr, out.len(), false)?;
         for (i, o) in out.iter_mut().enumerate() {
             *o = r.data[off + i].load(Ordering::Relaxed);
@@ -122,7 +159,7 @@ impl GlobalMem {
         Ok(())
     }
 
-    pub fn write(&self, addr: u64, src: &[u8]) -> Result<(), String> {
+    pub fn write(&self, addr: u64, src: &[u8]) -> Result<(), MemFault> {
         let (r, off) = self.locate(addr, src.len(), true)?;
         for (i, &b) in src.iter().enumerate() {
             r.data[off + i].store(b, Ordering::Relaxed);
@@ -132,7 +169,7 @@ impl GlobalMem {
 
     /// Read-modify-write of `len` bytes under the address's lock: atomic with respect
     /// to every other `rmw` on the same address.
-    pub fn rmw(&self, addr: u64, len: usize, f: impl FnOnce(u64) -> u64) -> Result<u64, String> {
+    pub fn rmw(&self, addr: u64, len: usize, f: impl FnOnce(u64) -> u64) -> Result<u64, MemFault> {
         let (r, off) = self.locate(addr, len, true)?;
         let _g = self.locks[((addr >> 3) & 63) as usize].lock().unwrap_or_else(|p| p.into_inner());
         let mut b = [0u8; 8];
@@ -159,5 +196,24 @@ pub fn check_align(addr: u64, size: u64) -> Result<(), String> {
         Err(format!("misaligned access of {size} bytes at address {addr:#x}"))
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_just_before_a_buffer_is_a_negative_offset_into_it() {
+        let mut m = GlobalMem::new();
+        m.set_region(0, "a".into(), &[0; 16], true);
+        m.set_region(1, "b".into(), &[0; 8], true);
+        let Err(e) = m.locate(buffer_base(1) - 4, 4, true) else { panic!("out of bounds") };
+        let a = e.access.expect("attributed to a buffer");
+        assert_eq!((a.param, a.offset, a.write), (1, -4, true), "{}", e.message);
+        // Just past the end of `a` is still `a`, at a positive offset.
+        let Err(e) = m.locate(buffer_base(0) + 16, 4, false) else { panic!("out of bounds") };
+        assert_eq!(e.access.map(|a| (a.param, a.offset)), Some((0, 16)));
+        assert!(m.locate(buffer_base(1) + 4, 4, false).is_ok());
     }
 }

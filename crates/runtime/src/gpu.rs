@@ -41,18 +41,27 @@ pub struct GpuRun {
 }
 
 /// Runs compiled GPU code on the emulator (its PTX parsed once per loaded kernel).
-pub fn run_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps: usize) -> Result<GpuRun, RunError> {
+/// `names` are the parameters' names in the same order as `args`, for errors.
+pub fn run_emu_code(
+    code: &GpuCode,
+    args: &[ArgValue],
+    names: &[&str],
+    grid: [u32; 3],
+    reps: usize,
+) -> Result<GpuRun, RunError> {
     let module = code.emu_module()?;
     let profile = crate::profile::buffer_bytes(code, grid)?;
     // A kernel with a meta and no buffer was compiled with markers: the emulator reports them.
     let marks = code.profile.is_some() && profile.is_none();
-    run_emu_module(&module, &code.ptx, args, grid, reps, profile, marks)
+    run_emu_module(&module, &code.ptx, args, names, grid, reps, profile, marks)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_emu_module(
     module: &trident_emu::Module,
     ptx: &PtxKernel,
     args: &[ArgValue],
+    names: &[&str],
     grid: [u32; 3],
     reps: usize,
     profile_bytes: Option<usize>,
@@ -81,7 +90,7 @@ fn run_emu_module(
             ..Default::default()
         };
         let report = trident_emu::launch(module, &ptx.entry, &cfg, &mut kargs)
-            .map_err(|e| RunError::msg(format!("emulator: {e}")))?;
+            .map_err(|e| emu_error(e, &ptx.ptx, names, args))?;
         samples.push(Duration::from_secs_f64(report.cycles as f64 / (report.clock_ghz * 1e9)));
         last = Some((kargs, report));
     }
@@ -105,6 +114,82 @@ fn run_emu_module(
         .collect();
     let kernel_time = samples.last().copied().unwrap_or_default();
     Ok(GpuRun { tensors, printed: report.printf, kernel_time, samples, profile, clock_ghz: Some(report.clock_ghz) })
+}
+
+/// An emulator error of a Trident-compiled kernel, told in the kernel's terms: the source
+/// line and caret the failing PTX instruction came from (its `.loc`), and for an access
+/// outside a buffer, the parameter's name and the element index, as the interpreter says it.
+fn emu_error(e: trident_emu::EmuError, ptx: &str, names: &[&str], args: &[ArgValue]) -> RunError {
+    let place = match (e.cta, e.thread) {
+        (Some(c), Some(t)) => {
+            format!(", CTA ({},{},{}), thread ({},{},{})", c[0], c[1], c[2], t[0], t[1], t[2])
+        }
+        _ => String::new(),
+    };
+    let message = match (e.access.as_deref(), e.access.as_deref().and_then(|a| names.get(a.param))) {
+        (Some(a), Some(name)) => {
+            let t = args.get(a.param).and_then(|v| v.as_tensor());
+            let size = t.map_or(1, |t| t.dtype.size_bytes().max(1)) as i64;
+            let what = match t {
+                Some(t) => format!("{} elements of {}", t.numel(), t.dtype),
+                None => format!("{} bytes", a.region_bytes),
+            };
+            format!(
+                "out-of-bounds {}: index {} of buffer `{name}` ({what}){place}",
+                if a.write { "store" } else { "load" },
+                a.offset.div_euclid(size),
+            )
+        }
+        _ => format!("emulator: {}{place}", e.message),
+    };
+    let at = e.line.as_ref().and_then(|(l, _)| source_of_ptx_line(ptx, *l));
+    match at {
+        Some((path, line, col)) => {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let len = text
+                .lines()
+                .nth(line.saturating_sub(1) as usize)
+                .map(|l| {
+                    l.chars()
+                        .skip(col.saturating_sub(1) as usize)
+                        .take_while(|c| c.is_alphanumeric() || *c == '.' || *c == '_')
+                        .count()
+                })
+                .unwrap_or(1)
+                .max(1) as u32;
+            let mut d = trident_ir::Diagnostic::error(message).at(trident_ir::Loc { file: 0, line, col }, len);
+            if let Some((l, ptx_text)) = &e.line {
+                d = d.note(format!("PTX line {l}: `{ptx_text}`"));
+            }
+            RunError::from_diags(&[d], &[trident_ir::SourceFile { path, text }])
+        }
+        None => RunError::msg(match &e.line {
+            Some((l, t)) => format!("{message} at PTX line {l}: `{t}`"),
+            None => message,
+        }),
+    }
+}
+
+/// The kernel source position (path, line, column) of PTX line `line` (1-based): the last
+/// `.loc` directive before it, and the `.file` it names.
+fn source_of_ptx_line(ptx: &str, line: u32) -> Option<(String, u32, u32)> {
+    let lines: Vec<&str> = ptx.lines().collect();
+    let upto = (line as usize).min(lines.len());
+    let loc = lines[..upto].iter().rev().find_map(|l| {
+        let mut w = l.trim().strip_prefix(".loc")?.split_whitespace();
+        Some((w.next()?.parse::<u32>().ok()?, w.next()?.parse::<u32>().ok()?, w.next()?.parse::<u32>().ok()?))
+    })?;
+    let (file, l, c) = loc;
+    if l == 0 {
+        return None;
+    }
+    let path = lines.iter().find_map(|s| {
+        let rest = s.trim().strip_prefix(".file")?.trim_start();
+        let (idx, name) = rest.split_once(char::is_whitespace)?;
+        (idx.parse::<u32>().ok()? == file)
+            .then(|| name.trim().trim_matches('"').replace("\\\"", "\"").replace("\\\\", "\\"))
+    })?;
+    Some((path, l, c))
 }
 
 /// Whether a CUDA driver and at least one device are present.

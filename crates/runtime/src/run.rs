@@ -126,7 +126,7 @@ pub(crate) fn run_raw(
             (iargs.into_iter().map(|a| a.as_tensor().cloned()).collect(), printed, samples, None, None)
         }
         Backend::Emu => {
-            let run = crate::gpu::run_emu_code(gpu_code(ck, backend)?, &values, grid, reps)?;
+            let run = crate::gpu::run_emu_code(gpu_code(ck, backend)?, &values, &ck.runtime_params(), grid, reps)?;
             (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz)
         }
         Backend::Cuda => {

@@ -9,8 +9,11 @@ use crate::ir::{AtomOp, Instr, Kind, Operand, Space, Ty};
 use crate::memory::{check_align, classify_generic, Place};
 use crate::timing::access::Where;
 
-fn mem_err(msg: String) -> EmuError {
-    EmuError::new(ErrorKind::Memory, msg)
+fn mem_err(f: impl Into<crate::memory::MemFault>) -> EmuError {
+    let f = f.into();
+    let mut e = EmuError::new(ErrorKind::Memory, f.message);
+    e.access = f.access.map(Box::new);
+    e
 }
 
 impl Ex<'_, '_> {
@@ -116,7 +119,7 @@ impl Ex<'_, '_> {
                 let at = self.local_range(lane, off, src.len())?;
                 self.m.local[at..at + src.len()].copy_from_slice(src);
             }
-            Place::Param(_) => return Err(mem_err("store to kernel parameters".into())),
+            Place::Param(_) => return Err(mem_err("store to kernel parameters".to_string())),
             Place::Global(a) => self.l.global.write(a, src).map_err(mem_err)?,
         }
         Ok(())
