@@ -17,9 +17,10 @@
 //! The modules, lowest layer first. A module may use the modules of its own layer and of the
 //! layers below it, never one above (`tests/layering.rs` reads the sources and checks this list):
 //!
-//! 1. `source`, `value`, `depth` — source positions and diagnostics at syntax nodes;
-//!    compile-time values and Python's operators on them; nesting limits and the large stack
-//!    parsing and lowering run on.
+//! 1. `source`, `value`, `checks` — source positions and diagnostics at syntax nodes;
+//!    compile-time values and Python's operators on them; the checks CPython makes after
+//!    parsing (nesting limits, duplicate parameters) and the large stack parsing and
+//!    lowering run on.
 //! 2. `language` — the `triton.language` API Trident knows, as data: module paths, the functions
 //!    of `tl`, `tl.math` and `libdevice`, dtype spellings, the prelude's source text.
 //! 3. `kernel`, `globals`, `hosteval` — the model of a parsed file: kernel descriptions, what
@@ -35,7 +36,7 @@
 //! (`ArgInfo`, `CompileOptions`, `ParamBinding`, `Compiled`) are the API's vocabulary, usable
 //! from any layer; everything else a module names by the module that defines it.
 
-mod depth;
+mod checks;
 mod globals;
 mod hosteval;
 mod kernel;
@@ -170,5 +171,5 @@ pub fn compile(
     opts: &CompileOptions,
 ) -> Result<Compiled, Vec<Diagnostic>> {
     // The lowering recurses over the syntax tree and into helpers: a stack made for it.
-    depth::on_big_stack(|| lower::compile(file, kernel, args, opts)).map_err(|d| vec![*d])
+    checks::on_big_stack(|| lower::compile(file, kernel, args, opts)).map_err(|d| vec![*d])
 }

@@ -95,13 +95,13 @@ fn scan_file(
     let lines = LineIndex::new(text);
     let src = SrcRef { file: file_index, lines: &lines };
     // The parser recurses as deep as the source nests: a stack made for it, then the limits.
-    let module = crate::depth::on_big_stack(|| {
+    let module = crate::checks::on_big_stack(|| {
         let parsed = ruff_python_parser::parse_module(text).map_err(|e| {
             let r = e.location;
             src.error(r, format!("syntax error: {}", e.error)).label("invalid syntax")
         })?;
         let module = parsed.into_syntax();
-        crate::depth::check(&module, &src)?;
+        crate::checks::check(&module, &src)?;
         Ok::<_, Diagnostic>(module)
     })?;
     let mut sc = Scanner { src, text, root: &module.body, fns: vec![], plain_defs: Default::default(), dir, loader };

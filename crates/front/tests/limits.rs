@@ -76,3 +76,10 @@ fn blocks_past_the_element_limit_are_refused_wherever_they_grow() {
     // At the limit, fine.
     compile_ok(&body("r[:, None] + c[None, :]"), "k", &args(16, 1 << 16));
 }
+
+#[test]
+fn duplicate_parameters_are_refused_as_python_does() {
+    let src = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(x, x):\n    tl.store(x, 1.0)\n";
+    let e = compile_err(src, "k", &[("x", ptr())]);
+    assert!(e.contains("duplicate argument 'x' in function definition") && e.contains("test.py:6:10"), "{e}");
+}

@@ -83,6 +83,11 @@ pub fn cache_dir() -> Option<PathBuf> {
     path("TRIDENT_CACHE_DIR")
 }
 
+/// Whether `TRIDENT_CACHE_DIR` is set but empty (an error, not the default directory).
+pub fn cache_dir_is_empty() -> bool {
+    std::env::var_os("TRIDENT_CACHE_DIR").is_some_and(|v| v.is_empty())
+}
+
 /// The platform's per-user cache directory, where the compile cache goes by default:
 /// `%LOCALAPPDATA%` on Windows, `~/Library/Caches` on macOS, else `$XDG_CACHE_HOME`
 /// (when absolute) or `~/.cache`.

@@ -36,3 +36,10 @@ fn an_out_of_bounds_store_on_the_emulator_names_the_line_the_parameter_and_the_i
         assert!(values(&a, "out").iter().all(|&v| v == 0.0), "out untouched on error");
     }
 }
+
+#[test]
+fn more_than_32_warps_is_refused_by_the_command_line() {
+    let e = trident_runtime::RunCommand::parse(&["k.py::k", "--grid", "1", "--num-warps", "64"]).unwrap_err();
+    assert_eq!(e.arg, "--num-warps");
+    assert!(e.to_string().contains("power of two from 1 to 32"), "{e}");
+}

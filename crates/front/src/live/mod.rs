@@ -549,11 +549,11 @@ impl<'a> Builder<'a> {
         for (gi, (g, (text, shown))) in self.groups.iter_mut().zip(texts).enumerate() {
             let lines = LineIndex::new(&text);
             let src = SrcRef { file: index(gi), lines: &lines };
-            let module = crate::depth::on_big_stack(|| {
+            let module = crate::checks::on_big_stack(|| {
                 let module = ruff_python_parser::parse_module(&text)
                     .map_err(|e| src.error(e.location, format!("syntax error: {}", e.error)).label("invalid syntax"))?
                     .into_syntax();
-                crate::depth::check(&module, &src)?;
+                crate::checks::check(&module, &src)?;
                 Ok(module)
             })
             .map_err(|d| LiveError { diagnostic: Box::new(d), files: files.clone() })?;

@@ -460,8 +460,9 @@ impl RunCommand {
                 "backend" => cmd.backend = parse_backend(&flag, v)?,
                 "num-warps" => {
                     let n = parse_u64(&flag, v)?;
-                    if !n.is_power_of_two() || n > 64 {
-                        return Err(ArgError::new(&flag, format!("must be a power of two up to 64, got {n}")));
+                    // 32 warps: 1024 threads, the most a CTA may have.
+                    if !n.is_power_of_two() || n > 32 {
+                        return Err(ArgError::new(&flag, format!("must be a power of two from 1 to 32, got {n}")));
                     }
                     cmd.num_warps = Some(n as u32);
                 }

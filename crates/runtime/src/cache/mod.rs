@@ -456,6 +456,15 @@ impl Drop for Cache {
 /// `~/.cache/trident`; `~/Library/Caches/trident` on macOS;
 /// `%LOCALAPPDATA%\trident` on Windows).
 pub fn default_dir() -> Result<PathBuf, CacheError> {
+    if crate::env::cache_dir_is_empty() {
+        return Err(CacheError::Env {
+            var: "TRIDENT_CACHE_DIR",
+            value: String::new(),
+            message:
+                "set but empty: unset it for the default directory, or name one (TRIDENT_CACHE=0 turns the cache off)"
+                    .into(),
+        });
+    }
     if let Some(d) = crate::env::cache_dir() {
         return Ok(d);
     }

@@ -1,4 +1,5 @@
-//! Nesting limits and a stack for deep recursion.
+//! What CPython checks after parsing and the parser does not — nesting limits, duplicate
+//! parameter names — and a stack for deep recursion.
 //!
 //! The parser, the scanner and the lowering recurse over the syntax tree, so a deeply
 //! nested source (10,000 unary minuses, thousands of parentheses) would overflow the
@@ -7,13 +8,15 @@
 //! only as deep as the recursion goes), and a parsed module deeper than Python itself
 //! accepts is refused with a diagnostic ([`check`]) before anything else walks it. The
 //! limits are CPython's: 100 levels of indentation (its tokenizer's limit) and expressions
-//! nested 2,000 deep (CPython compiles a chain of 2,000 `+` and fails at 5,000).
+//! nested 2,000 deep (CPython compiles a chain of 2,000 `+` and fails at 5,000). A `def` with
+//! two parameters of one name is refused as CPython refuses it.
 
 use crate::source::SrcRef;
 use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
 use ruff_python_ast::{Expr, ModModule, Stmt};
 use ruff_text_size::Ranged;
 use std::cell::Cell;
+use std::collections::HashSet;
 use trident_ir::Diagnostic;
 
 /// Statements nested inside one another (`if` in `for` in `def` ...), as CPython's
@@ -72,6 +75,21 @@ impl<'a> Visitor<'a> for Depth<'_, '_> {
     fn visit_stmt(&mut self, stmt: &'a Stmt) {
         if self.error.is_some() {
             return;
+        }
+        if let Stmt::FunctionDef(f) = stmt {
+            let p = &f.parameters;
+            let mut seen = HashSet::new();
+            let all = p.posonlyargs.iter().chain(&p.args).chain(&p.kwonlyargs).map(|a| &a.parameter);
+            let star = p.vararg.iter().chain(&p.kwarg).map(|b| b.as_ref());
+            for param in all.chain(star) {
+                if !seen.insert(param.name.id.as_str()) {
+                    self.error = Some(self.src.error(
+                        param.name.range(),
+                        format!("duplicate argument '{}' in function definition", param.name.id),
+                    ));
+                    return;
+                }
+            }
         }
         self.blocks += 1;
         if self.blocks > MAX_BLOCK_DEPTH {
