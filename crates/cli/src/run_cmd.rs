@@ -39,13 +39,15 @@ fn run_kernel(cmd: &RunCommand) -> Result<(), String> {
 }
 
 /// Writes the tensors `--save` names (after a kernel run or profile).
+/// All or nothing (`npy::write_all`): a failing one leaves every path as it was.
 pub(crate) fn save_outputs(cmd: &RunCommand, args: &[trident_runtime::Arg]) -> Result<(), String> {
+    let mut items = vec![];
     for s in &cmd.saves {
         let arg = args.iter().find(|x| x.name == s.name).expect("RunCommand checked --save names");
         let t = arg.value.as_tensor().ok_or_else(|| format!("error: --save {}: not a tensor argument", s.name))?;
-        npy::write(&s.path, t).map_err(|e| format!("error: --save {}: {e}", s.name))?;
+        items.push((s.path.as_path(), t));
     }
-    Ok(())
+    npy::write_all(&items).map_err(|(i, e)| format!("error: --save {}: {e} (nothing was saved)", cmd.saves[i].name))
 }
 
 fn run_ptx_file(cmd: &PtxCommand) -> Result<(), String> {
@@ -54,9 +56,15 @@ fn run_ptx_file(cmd: &PtxCommand) -> Result<(), String> {
     if let Some(cycles) = out.cycles {
         eprintln!("ran {} on the emulator: {cycles} modelled cycles", out.entry);
     }
-    for s in &cmd.saves {
-        let t = out.tensors[s.index].as_ref().expect("run_ptx checked that saved parameters are tensors");
-        npy::write(&s.path, t).map_err(|e| format!("error: --save {}: {e}", s.index))?;
-    }
-    Ok(())
+    let items: Vec<_> = cmd
+        .saves
+        .iter()
+        .map(|s| {
+            (
+                s.path.as_path(),
+                out.tensors[s.index].as_ref().expect("run_ptx checked that saved parameters are tensors"),
+            )
+        })
+        .collect();
+    npy::write_all(&items).map_err(|(i, e)| format!("error: --save {}: {e} (nothing was saved)", cmd.saves[i].index))
 }

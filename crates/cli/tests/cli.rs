@@ -399,3 +399,32 @@ fn run_options_come_anywhere_and_help_lists_them() {
     let o = trident(&["run", "kernels/vector_add.py", "--grid", "1", "--reps", "3"]);
     assert!(stderr(&o).contains("argument `--reps`: unknown option"), "{}", stderr(&o));
 }
+
+/// `--save` is all or nothing: a second save that cannot be written leaves the first path as
+/// it was (issue 14), and no temporary file behind.
+#[test]
+fn saves_are_all_or_nothing() {
+    let dir = std::env::temp_dir().join(format!("trident-saves-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let first = dir.join("out.npy");
+    std::fs::write(&first, b"before").unwrap();
+    let out = trident(&[
+        "run",
+        "kernels/vector_add.py::add_kernel",
+        "--grid",
+        "1",
+        "x=randn:f32:8",
+        "y=randn:f32:8",
+        "out=zeros:f32:8",
+        "n_elements=8",
+        "BLOCK=8",
+        &format!("--save=out={}", first.display()),
+        "--save=x=/nonexistent-trident-dir/x.npy",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success() && err.contains("nothing was saved"), "{err}");
+    assert_eq!(std::fs::read(&first).unwrap(), b"before", "the first save left alone");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left.len(), 1, "no temporary files: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

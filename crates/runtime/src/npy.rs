@@ -97,6 +97,43 @@ pub fn write(path: &Path, t: &HostTensor) -> Result<(), NpyError> {
     std::fs::write(path, bytes).map_err(|source| NpyError::Io { path: path.to_owned(), source })
 }
 
+/// Writes several tensors, all or none: each goes to a temporary file beside its path
+/// first, and only when every one is written are they renamed into place; on a failure the
+/// temporaries are removed and no path is touched. The error comes with the index of the
+/// failing item.
+pub fn write_all(items: &[(&Path, &HostTensor)]) -> Result<(), (usize, NpyError)> {
+    let temp = |p: &Path| {
+        let mut name = p.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".trident-{}.tmp", std::process::id()));
+        p.with_file_name(name)
+    };
+    let mut written: Vec<PathBuf> = Vec::new();
+    let cleanup = |written: &[PathBuf]| {
+        for w in written {
+            let _ = std::fs::remove_file(w);
+        }
+    };
+    for (i, (path, t)) in items.iter().enumerate() {
+        let tmp = temp(path);
+        if let Err(e) = write(&tmp, t) {
+            cleanup(&written);
+            let e = match e {
+                NpyError::Io { source, .. } => NpyError::Io { path: path.to_path_buf(), source },
+                other => other,
+            };
+            return Err((i, e));
+        }
+        written.push(tmp);
+    }
+    for (i, ((path, _), tmp)) in items.iter().zip(&written).enumerate() {
+        if let Err(source) = std::fs::rename(tmp, path) {
+            cleanup(&written[i..]);
+            return Err((i, NpyError::Io { path: path.to_path_buf(), source }));
+        }
+    }
+    Ok(())
+}
+
 /// Decodes the bytes of a `.npy` file.
 pub fn decode(bytes: &[u8]) -> Result<HostTensor, NpyError> {
     decode_from(bytes, "<bytes>")
