@@ -49,7 +49,7 @@ impl TuneStore {
     }
 
     pub(crate) fn load(&self, path: &Path) -> Option<Record> {
-        let r: Record = serde_json::from_slice(&fs::read(path).ok()?).ok()?;
+        let r: Record = serde_json::from_slice(&crate::cache::regular::read(path).ok()?).ok()?;
         (r.format == FORMAT).then_some(r)
     }
 

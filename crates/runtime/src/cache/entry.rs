@@ -188,7 +188,7 @@ pub(crate) enum ReadError {
 }
 
 fn read_file(dir: &Path, name: &str) -> Result<Vec<u8>, ReadError> {
-    fs::read(dir.join(name)).map_err(|e| match e.kind() {
+    super::regular::read(&dir.join(name)).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound if !dir.exists() => ReadError::Absent,
         _ => ReadError::Corrupt(format!("cannot read {name}: {e}")),
     })
@@ -266,5 +266,5 @@ fn read_once(dir: &Path, id: &CacheId) -> Result<Entry, ReadError> {
 
 /// Reads only `meta.json` (no verification): for listings.
 pub(crate) fn read_meta(dir: &Path) -> Option<Metadata> {
-    serde_json::from_slice(&fs::read(dir.join(META)).ok()?).ok()
+    serde_json::from_slice(&super::regular::read(&dir.join(META)).ok()?).ok()
 }

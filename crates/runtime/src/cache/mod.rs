@@ -26,6 +26,7 @@
 pub mod entry;
 pub mod key;
 pub mod memo;
+pub mod regular;
 pub mod stats;
 mod store;
 

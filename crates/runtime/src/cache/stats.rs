@@ -99,7 +99,7 @@ impl Session {
 
 /// The totals in `root/stats.json` (zeros when absent or unreadable).
 pub(crate) fn read(root: &Path) -> Counters {
-    fs::read(root.join(STATS)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+    super::regular::read(&root.join(STATS)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
 }
 
 /// Adds the session's counts to `root/stats.json`.
