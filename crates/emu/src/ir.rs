@@ -317,6 +317,9 @@ pub struct Mods {
     pub satfinite: bool,
     pub arrive: bool,
     pub red: bool,
+    /// `bar.*` and `barrier.*.aligned`: every thread of the warp must execute the same
+    /// barrier instruction (`barrier.*` without `.aligned` may be reached divergently).
+    pub aligned: bool,
     pub all: bool,
     /// `cvta.to`: generic → state space (otherwise state space → generic).
     pub to: bool,

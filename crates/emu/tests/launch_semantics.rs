@@ -752,3 +752,33 @@ fn cache_hints_policies_and_special_registers() {
         assert_eq!(out.get_bits(at + 7), (1u64 << lane) - 1);
     }
 }
+
+/// Lanes of one warp at two different aligned barriers (`bar.sync 0` and `bar.sync 1`) are
+/// undefined behaviour in PTX; it used to end with success and no warning (issue 14). The
+/// non-aligned `barrier.sync` may be reached divergently.
+#[test]
+fn a_divergent_aligned_barrier_is_an_error() {
+    let kernel = |bar: &str| {
+        format!(
+            "{HEADER}
+.visible .entry k()
+{{
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  mov.u32 %r1, %tid.x;
+  setp.lt.u32 %p1, %r1, 16;
+  @%p1 bra A;
+  {bar} 1;
+  bra DONE;
+A:
+  {bar} 0;
+DONE:
+  ret;
+}}"
+        )
+    };
+    let e = run(&kernel("bar.sync"), "k", [1, 1, 1], [32, 1, 1], &mut []).unwrap_err();
+    assert!(e.to_string().contains("divergent barrier"), "{e}");
+    let e = run(&kernel("barrier.sync.aligned"), "k", [1, 1, 1], [32, 1, 1], &mut []).unwrap_err();
+    assert!(e.to_string().contains("divergent barrier"), "{e}");
+}

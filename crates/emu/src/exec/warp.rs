@@ -432,6 +432,20 @@ impl Ex<'_, '_> {
                 }
                 Kind::Bar => {
                     self.advance(pc);
+                    let live = self.w.lanes & !self.w.exited;
+                    if ins.m.aligned && mask != 0 && mask != live {
+                        return Err(self.locate(
+                            EmuError::new(
+                                ErrorKind::Runtime,
+                                format!(
+                                    "aligned barrier reached by lanes {mask:#010x} of the warp while lanes {:#010x} are elsewhere: every thread of a warp must execute the same `bar`/`barrier.aligned` instruction (divergent barrier)",
+                                    live & !mask
+                                ),
+                            ),
+                            ins,
+                            mask,
+                        ));
+                    }
                     if mask != 0 {
                         // bar.red: d, a{, b}, {!}c — the barrier operands sit between d and c.
                         let bops: &[Operand] = if ins.m.red {

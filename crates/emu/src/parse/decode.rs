@@ -353,6 +353,7 @@ pub fn decode(
         "redux" => Kind::Redux,
         "bar" | "barrier" => {
             rest = parts.get(2..).unwrap_or(&[]);
+            m.aligned = base == "bar" || parts.contains(&"aligned");
             match p1 {
                 "sync" => Kind::Bar,
                 "arrive" => {
