@@ -794,24 +794,32 @@ impl Emitter<'_> {
             let r = self.hypot(DType::F32, x, y)?;
             return self.narrow_f32(d, r, Rounding::Rtne);
         }
-        // m * sqrt(1 + (n/m)^2) with m = max(|a|,|b|), n = min: no overflow.
+        // sqrt(a² + b²) in f64, rounded once to f32: no f32 input can overflow or underflow
+        // it there, and the result is within 0.5 ulp plus a double rounding (the f32
+        // formula m·√(1+(n/m)²) collected four roundings: up to ~2 ulp, which random tests
+        // occasionally saw exceed its stated bound).
         let aa = self.f1("abs", a);
         let ab = self.f1("abs", b);
         let m = self.f2("max", aa, ab);
-        let n = self.f2("min", aa, ab);
-        let q = self.f2("div.rn", n, m);
-        let s = self.fma3(q, q, "0f3F800000");
-        let r = self.f1("sqrt.rn", s);
-        let h = self.f2("mul", m, r);
-        // m == 0 gives 0/0: the answer is 0. An infinite operand gives inf even with a NaN.
-        let z = self.p();
-        self.ins(format!("setp.eq.f32 {z}, {m}, 0f00000000"));
-        let h2 = self.f();
-        self.ins(format!("selp.f32 {h2}, 0f00000000, {h}, {z}"));
+        let (ad, bd, sq, rd) = (
+            self.new_reg(RegClass::B64),
+            self.new_reg(RegClass::B64),
+            self.new_reg(RegClass::B64),
+            self.new_reg(RegClass::B64),
+        );
+        self.ins(format!("cvt.f64.f32 {ad}, {a}"));
+        self.ins(format!("cvt.f64.f32 {bd}, {b}"));
+        let aa2 = self.new_reg(RegClass::B64);
+        self.ins(format!("mul.rn.f64 {aa2}, {ad}, {ad}"));
+        self.ins(format!("fma.rn.f64 {sq}, {bd}, {bd}, {aa2}"));
+        self.ins(format!("sqrt.rn.f64 {rd}, {sq}"));
+        let h = self.f();
+        self.ins(format!("cvt.rn.f32.f64 {h}, {rd}"));
+        // An infinite operand gives inf even with a NaN (`max` ignores the NaN).
         let inf = self.p();
         self.ins(format!("setp.eq.f32 {inf}, {m}, 0f7F800000"));
         let out = self.f();
-        self.ins(format!("selp.f32 {out}, 0f7F800000, {h2}, {inf}"));
+        self.ins(format!("selp.f32 {out}, 0f7F800000, {h}, {inf}"));
         Ok(out)
     }
 
