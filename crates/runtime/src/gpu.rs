@@ -161,7 +161,11 @@ fn emu_error(e: trident_emu::EmuError, ptx: &str, names: &[&str], args: &[ArgVal
             if let Some((l, ptx_text)) = &e.line {
                 d = d.note(format!("PTX line {l}: `{ptx_text}`"));
             }
-            RunError::from_diags(&[d], &[trident_ir::SourceFile { path, text }])
+            // A fault while running, told at the source: not a compile error.
+            RunError {
+                kind: crate::error::ErrorKind::Other,
+                ..RunError::from_diags(&[d], &[trident_ir::SourceFile { path, text }])
+            }
         }
         None => RunError::msg(match &e.line {
             Some((l, t)) => format!("{message} at PTX line {l}: `{t}`"),

@@ -43,3 +43,15 @@ fn more_than_32_warps_is_refused_by_the_command_line() {
     assert_eq!(e.arg, "--num-warps");
     assert!(e.to_string().contains("power of two from 1 to 32"), "{e}");
 }
+
+#[test]
+fn an_emulator_fault_is_not_a_compile_error() {
+    let dir = TempDir::new("emu-errors-kind");
+    let path = dir.path().join("oob.py");
+    std::fs::write(&path, OOB).unwrap();
+    let prog = KernelProgram::load(&path).unwrap();
+    let s = session(dir.path());
+    let mut a = args(&["x=randn:f32:8", "out=zeros:f32:8", "n=8", "BLOCK=8"], seed());
+    let e = launch(&prog, prog.kernel(Some("k")).unwrap(), &mut a, &opts(&s, Backend::Emu, "1")).unwrap_err();
+    assert_eq!(e.kind, trident_runtime::ErrorKind::Other, "{e}");
+}
