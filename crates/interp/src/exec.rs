@@ -31,7 +31,12 @@ pub(crate) struct Shared<'a> {
     pub grid: [u32; 3],
     /// Linear index of the lowest program that failed so far (`u64::MAX`: none).
     pub failed_at: &'a AtomicU64,
+    /// Set when `opts.deadline` passed: every program stops.
+    pub timed_out: &'a std::sync::atomic::AtomicBool,
 }
+
+/// Loop iterations between two looks at the clock for the time limit.
+const DEADLINE_EVERY: u64 = 4096;
 
 /// Calls nested deeper than this are reported as runaway recursion.
 const MAX_CALL_DEPTH: usize = 64;
@@ -43,6 +48,8 @@ pub(crate) struct Program<'a> {
     depth: usize,
     /// `while` iterations run after another program faulted (see [`SPINS_AFTER_FAULT`]).
     spins_after_fault: u64,
+    /// `while` iterations run, for the time limit's checks.
+    iterations: u64,
     /// `device_print` output of this program.
     pub out: String,
 }
@@ -165,7 +172,7 @@ impl<'a> Program<'a> {
         let [gx, gy, _] = sh.grid;
         let (gx, gy) = (gx as u64, gy as u64);
         let pid = [(linear % gx) as u32, ((linear / gx) % gy) as u32, (linear / (gx * gy)) as u32];
-        Program { sh, pid, linear, depth: 0, spins_after_fault: 0, out: String::new() }
+        Program { sh, pid, linear, depth: 0, spins_after_fault: 0, iterations: 0, out: String::new() }
     }
 
     pub fn pid(&self) -> [u32; 3] {
@@ -454,7 +461,12 @@ impl<'a> Program<'a> {
             .into());
         }
         let mut iv = lb;
+        let mut n = 0u64;
         while iv < ub {
+            n += 1;
+            if n.is_multiple_of(DEADLINE_EVERY) {
+                self.check_deadline()?;
+            }
             let mut args = Vec::with_capacity(iters.len() + 1);
             args.push(Rc::new(Tensor::scalar_int(iv_elem, crate::value::wrap(iv as i64, dt))));
             args.extend(iters);
@@ -462,6 +474,17 @@ impl<'a> Program<'a> {
             iv += step;
         }
         self.bind_results(fr, op, iters)
+    }
+
+    /// Stops this program (and, through the shared flag, all) once the time limit passed.
+    fn check_deadline(&self) -> Result<(), Stop> {
+        if self.sh.timed_out.load(Ordering::Relaxed)
+            || self.sh.opts.deadline.is_some_and(|d| std::time::Instant::now() >= d)
+        {
+            self.sh.timed_out.store(true, Ordering::Relaxed);
+            return Err(Stop::Abort);
+        }
+        Ok(())
     }
 
     fn exec_while(&mut self, fr: &mut Frame, op: Op) -> Result<(), Stop> {
@@ -481,6 +504,10 @@ impl<'a> Program<'a> {
                 return self.bind_results(fr, op, c);
             }
             vals = self.run_region(fr, after, c)?;
+            self.iterations += 1;
+            if self.iterations.is_multiple_of(DEADLINE_EVERY) {
+                self.check_deadline()?;
+            }
             let failed = self.sh.failed_at.load(Ordering::Relaxed);
             if failed < self.linear {
                 return Err(Stop::Abort);

@@ -116,11 +116,14 @@ pub struct InterpOptions {
     /// (measured on an H100): quotient -1 (all ones), remainder the dividend — for
     /// kernels that divide in lanes a mask later discards.
     pub div_by_zero_is_error: bool,
+    /// Stop the launch (an error, arguments untouched) if it is still running at this
+    /// instant: huge grids and endless loops end with a message instead of running for ever.
+    pub deadline: Option<Instant>,
 }
 
 impl Default for InterpOptions {
     fn default() -> InterpOptions {
-        InterpOptions { threads: None, debug: true, div_by_zero_is_error: true }
+        InterpOptions { threads: None, debug: true, div_by_zero_is_error: true, deadline: None }
     }
 }
 
@@ -257,12 +260,18 @@ pub fn launch(
     }
     let mem = Memory { bufs };
     let failed_at = AtomicU64::new(u64::MAX);
-    let shared = Shared { module, mem: &mem, opts, grid, failed_at: &failed_at };
+    let timed_out = std::sync::atomic::AtomicBool::new(false);
+    let finished = AtomicU64::new(0);
+    let shared = Shared { module, mem: &mem, opts, grid, failed_at: &failed_at, timed_out: &timed_out };
     let first_error: Mutex<Option<(u64, InterpError)>> = Mutex::new(None);
     let prints: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
 
     let run_one = |linear: u64| {
-        if failed_at.load(Ordering::Relaxed) < linear {
+        if failed_at.load(Ordering::Relaxed) < linear || timed_out.load(Ordering::Relaxed) {
+            return;
+        }
+        if opts.deadline.is_some_and(|d| Instant::now() >= d) {
+            timed_out.store(true, Ordering::Relaxed);
             return;
         }
         let mut prog = Program::new(&shared, linear);
@@ -279,7 +288,10 @@ pub fn launch(
             .collect();
         let result = prog.call(f, params);
         let err = match result {
-            Ok(_) => None,
+            Ok(_) => {
+                finished.fetch_add(1, Ordering::Relaxed);
+                None
+            }
             Err(error::Stop::Abort) => return,
             Err(exec_stop) => Some(match exec_stop {
                 error::Stop::Located(e) => *e,
@@ -306,7 +318,7 @@ pub fn launch(
         Some(1) => {
             for linear in 0..programs {
                 run_one(linear);
-                if failed_at.load(Ordering::Relaxed) != u64::MAX {
+                if failed_at.load(Ordering::Relaxed) != u64::MAX || timed_out.load(Ordering::Relaxed) {
                     break;
                 }
             }
@@ -318,6 +330,13 @@ pub fn launch(
 
     if let Some((_, e)) = first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(e);
+    }
+    if timed_out.load(Ordering::Relaxed) {
+        return Err(InterpError::launch(format!(
+            "stopped at the time limit after {:.1} s: {} of {programs} programs had finished (nothing was written back)",
+            elapsed.as_secs_f64(),
+            finished.load(Ordering::Relaxed)
+        )));
     }
     for (a, (_, buf, _)) in args.iter_mut().zip(&slots) {
         if let (InterpArg::Tensor(t), Some(b)) = (a, buf) {

@@ -15,6 +15,7 @@
 //! | `TRIDENT_AUTOTUNE_CACHE` | `0`: tuning choices are not saved to (or read from) disk | — |
 //! | `TRIDENT_AUTOTUNE_INTERP` | `1`: tune on the interpreter too (wall clock) | — |
 //! | `TRIDENT_PRINT_AUTOTUNING` | `1`: print the chosen config after each tuning, on stderr | — |
+//! | `TRIDENT_TIMEOUT` | seconds a launch on the interpreter or the emulator may run before it is stopped with an error (as `--timeout`; default none) | — |
 //!
 //! Switches read `1`, `true`, `on` or `yes` as on and `0`, `false`, `off` or `no` as off
 //! (any case, surrounding spaces ignored). Values are read when they are needed, not once
@@ -61,6 +62,18 @@ pub fn emu_target() -> Result<Target, String> {
 /// Whether compute capability 9.0 gets sm_90a's warpgroup MMA: yes unless `TRIDENT_NO_WGMMA` is set.
 pub fn wgmma_allowed() -> bool {
     std::env::var_os("TRIDENT_NO_WGMMA").is_none()
+}
+
+/// `TRIDENT_TIMEOUT`: the time limit of a CPU launch, when set to a positive number of seconds.
+pub fn timeout() -> Result<Option<std::time::Duration>, String> {
+    match value("TRIDENT_TIMEOUT") {
+        None => Ok(None),
+        Some(v) if v.trim().is_empty() => Ok(None),
+        Some(v) => match v.trim().parse::<f64>() {
+            Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Some(std::time::Duration::from_secs_f64(s))),
+            _ => Err(format!("TRIDENT_TIMEOUT={v:?}: expected a positive number of seconds")),
+        },
+    }
 }
 
 /// Whether `TRIDENT_DUMP_IR` asks for the IR after every pass.

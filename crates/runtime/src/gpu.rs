@@ -48,12 +48,13 @@ pub fn run_emu_code(
     names: &[&str],
     grid: [u32; 3],
     reps: usize,
+    deadline: Option<std::time::Instant>,
 ) -> Result<GpuRun, RunError> {
     let module = code.emu_module()?;
     let profile = crate::profile::buffer_bytes(code, grid)?;
     // A kernel with a meta and no buffer was compiled with markers: the emulator reports them.
     let marks = code.profile.is_some() && profile.is_none();
-    run_emu_module(&module, &code.ptx, args, names, grid, reps, profile, marks)
+    run_emu_module(&module, &code.ptx, args, names, grid, reps, profile, marks, deadline)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -66,6 +67,7 @@ fn run_emu_module(
     reps: usize,
     profile_bytes: Option<usize>,
     marks: bool,
+    deadline: Option<std::time::Instant>,
 ) -> Result<GpuRun, RunError> {
     let mut samples = vec![];
     let mut last = None;
@@ -87,6 +89,7 @@ fn run_emu_module(
             grid,
             block: [ptx.num_threads, 1, 1],
             dynamic_shared_bytes: ptx.shared_bytes,
+            deadline,
             ..Default::default()
         };
         let report = trident_emu::launch(module, &ptx.entry, &cfg, &mut kargs)

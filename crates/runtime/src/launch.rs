@@ -72,6 +72,9 @@ pub struct LaunchOptions {
     /// calibration kernel's, or measured in this kernel by a second launch on copies of
     /// the arguments ([`crate::profile::ProbeCost`]).
     pub profile_cost: crate::profile::ProbeCost,
+    /// Stop a launch on the interpreter or the emulator that runs longer than this (an
+    /// error; the arguments are left as they were). `None`: `TRIDENT_TIMEOUT`, else no limit.
+    pub timeout: Option<Duration>,
 }
 
 impl LaunchOptions {
@@ -89,6 +92,7 @@ impl LaunchOptions {
             flush_l2: false,
             profile: None,
             profile_cost: crate::profile::ProbeCost::Calibrated,
+            timeout: None,
         }
     }
 
@@ -104,6 +108,7 @@ impl LaunchOptions {
             flush_l2: cmd.bench.flush_l2,
             profile: cmd.profile.as_ref().map(|p| p.options()),
             profile_cost: cmd.profile.as_ref().map_or(crate::profile::ProbeCost::Calibrated, |p| p.probe_cost),
+            timeout: cmd.timeout,
             ..LaunchOptions::new(cmd.grid)
         }
     }

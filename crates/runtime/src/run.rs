@@ -109,7 +109,8 @@ pub(crate) fn run_raw(
             let func = module
                 .func(&ck.kernel)
                 .ok_or_else(|| RunError::msg(format!("internal: kernel `{}` missing after compilation", ck.kernel)))?;
-            let iopts = trident_interp::InterpOptions { debug: opts.debug, ..Default::default() };
+            let iopts =
+                trident_interp::InterpOptions { debug: opts.debug, deadline: deadline(opts)?, ..Default::default() };
             let mut samples = vec![];
             let mut last = None;
             for i in 0..warmup + reps.max(1) {
@@ -126,7 +127,8 @@ pub(crate) fn run_raw(
             (iargs.into_iter().map(|a| a.as_tensor().cloned()).collect(), printed, samples, None, None)
         }
         Backend::Emu => {
-            let run = crate::gpu::run_emu_code(gpu_code(ck, backend)?, &values, &ck.runtime_params(), grid, reps)?;
+            let code = gpu_code(ck, backend)?;
+            let run = crate::gpu::run_emu_code(code, &values, &ck.runtime_params(), grid, reps, deadline(opts)?)?;
             (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz)
         }
         Backend::Cuda => {
@@ -135,6 +137,15 @@ pub(crate) fn run_raw(
         }
     };
     Ok(RawRun { tensors, printed, samples, grid, profile, clock_ghz })
+}
+
+/// When a CPU launch starting now must stop: `opts.timeout`, else `TRIDENT_TIMEOUT`.
+fn deadline(opts: &LaunchOptions) -> Result<Option<std::time::Instant>, RunError> {
+    let limit = match opts.timeout {
+        Some(t) => Some(t),
+        None => crate::env::timeout().map_err(RunError::argument)?,
+    };
+    Ok(limit.map(|t| std::time::Instant::now() + t))
 }
 
 /// Copies the tensors a backend returned (in IR parameter order) into the named arguments.

@@ -55,3 +55,39 @@ fn an_emulator_fault_is_not_a_compile_error() {
     let e = launch(&prog, prog.kernel(Some("k")).unwrap(), &mut a, &opts(&s, Backend::Emu, "1")).unwrap_err();
     assert_eq!(e.kind, trident_runtime::ErrorKind::Other, "{e}");
 }
+
+const LONG: &str = r#"import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(out, n):
+    i = 0
+    while i < n:
+        i += 1
+    tl.store(out, i)
+"#;
+
+/// `LaunchOptions::timeout` (`--timeout`, `TRIDENT_TIMEOUT`) stops a launch that runs too
+/// long on the interpreter and on the emulator with an error, outputs untouched (issue 14,
+/// item 1: huge grids and endless loops ran for ever).
+#[test]
+fn a_launch_past_its_time_limit_stops_with_an_error() {
+    for backend in [Backend::Interp, Backend::Emu] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let dir = TempDir::new("timeout");
+            let s = session(dir.path());
+            let prog = program("long.py", LONG);
+            let mut a = args(&["out=zeros:i64:1", "n=1099511627776"], 0);
+            let mut o = opts(&s, backend, "1");
+            o.timeout = Some(std::time::Duration::from_millis(300));
+            let r = launch(&prog, prog.kernel(None).unwrap(), &mut a, &o).map(|_| ()).map_err(|e| e.text);
+            let _ = tx.send((r, values(&a, "out")));
+        });
+        let (r, out) = rx.recv_timeout(std::time::Duration::from_secs(120)).expect("the time limit stops the launch");
+        let e = r.expect_err("2^40 iterations do not finish in 0.3 s");
+        assert!(e.contains("stopped at the time limit"), "{backend:?}: {e}");
+        assert_eq!(out, vec![0.0], "nothing written back");
+    }
+}

@@ -271,6 +271,12 @@ pub fn run(l: &Launch, ncta: u64, region_lens: &[usize], parallel: bool) -> Resu
             }
             return Err(EmuError::launch("internal: CTAs left to run but no SM can run them"));
         };
+        if l.deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return Err(EmuError::launch(format!(
+                "stopped at the time limit: {} of {ncta} CTAs had finished (nothing was written back)",
+                finished.len() + sms.iter().map(|s| s.done.len()).sum::<usize>()
+            )));
+        }
         // Skip time in which nothing can issue.
         t = t.max(first - first % EPOCH);
         let end = t + EPOCH;

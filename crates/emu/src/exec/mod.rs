@@ -67,6 +67,9 @@ pub struct LaunchConfig {
     /// Outputs of the CTAs not run are not computed: never use it to check results.
     /// The report says so (`LaunchReport::ctas_run`).
     pub timing_sample_ctas: u64,
+    /// Stop the launch (an error, buffers untouched) if it is still running at this
+    /// instant, checked at every epoch: huge grids end with a message.
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Default for LaunchConfig {
@@ -82,6 +85,7 @@ impl Default for LaunchConfig {
             machine: MachineModel::default(),
             registers_per_thread: 0,
             timing_sample_ctas: 0,
+            deadline: None,
         }
     }
 }
@@ -145,6 +149,7 @@ pub(crate) struct Launch<'a> {
     pub regs_per_thread: u32,
     /// `TRIDENT_EMU_STATS` is set: collect and print per-SM stall and utilization totals.
     pub stats: bool,
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// Largest shared memory a CTA may use (sm_90's limit).
@@ -237,6 +242,7 @@ pub fn launch(
         costs: Costs::new(&cfg.machine),
         regs_per_thread: cfg.registers_per_thread,
         stats: std::env::var_os("TRIDENT_EMU_STATS").is_some(),
+        deadline: cfg.deadline,
     };
     let ncta = cfg.grid.iter().map(|&g| g as u64).product::<u64>();
     let nrun = if cfg.timing_sample_ctas > 0 { cfg.timing_sample_ctas.min(ncta) } else { ncta };

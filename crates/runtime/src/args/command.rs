@@ -79,6 +79,12 @@ pub const FLAGS: &[Flag] = &[
         lines: &[K, P],
     },
     Flag { name: "debug", value: None, help: "keep and check tl.device_assert", lines: &[K] },
+    Flag {
+        name: "timeout",
+        value: Some("SECS"),
+        help: "stop a launch on the interpreter or the emulator that runs longer (an error; outputs untouched); also TRIDENT_TIMEOUT",
+        lines: &[K],
+    },
     Flag { name: "print-ir-after-all", value: None, help: "print the IR after every pass to stderr", lines: &[K] },
     Flag { name: "block", value: Some("T[,TY[,TZ]]"), help: "threads per CTA (PTX only; required)", lines: &[P] },
     Flag { name: "shared", value: Some("BYTES"), help: "dynamic shared memory per CTA (PTX only)", lines: &[P] },
@@ -387,6 +393,8 @@ pub struct RunCommand {
     pub num_warps: Option<u32>,
     /// `--num-stages`, if given.
     pub num_stages: Option<u32>,
+    /// `--timeout`, if given.
+    pub timeout: Option<std::time::Duration>,
     /// `--seed` (default 0).
     pub seed: u64,
     /// Every `--save`, in order.
@@ -439,6 +447,7 @@ impl RunCommand {
             backend: Backend::Auto,
             num_warps: None,
             num_stages: None,
+            timeout: None,
             seed: 0,
             saves: vec![],
             debug: false,
@@ -469,6 +478,13 @@ impl RunCommand {
                 "num-stages" => {
                     let n = parse_u64(&flag, v)?;
                     cmd.num_stages = Some(u32::try_from(n).map_err(|_| ArgError::new(&flag, "too large"))?);
+                }
+                "timeout" => {
+                    let secs = v.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9);
+                    let secs = secs.ok_or_else(|| {
+                        ArgError::new(&flag, format!("expected a positive number of seconds, got `{v}`"))
+                    })?;
+                    cmd.timeout = Some(std::time::Duration::from_secs_f64(secs));
                 }
                 "seed" => cmd.seed = parse_u64(&flag, v)?,
                 "save" => cmd.saves.push(parse_save(v)?),

@@ -91,7 +91,7 @@ fn compile(records: u32, target: Target, num_warps: u32, granularity: Granularit
 fn mean_span(code: &GpuCode, backend: Backend) -> Result<f64, RunError> {
     let grid = [1, 1, 1];
     let run = match backend {
-        Backend::Emu => crate::gpu::run_emu_code(code, &[], &[], grid, 1)?,
+        Backend::Emu => crate::gpu::run_emu_code(code, &[], &[], grid, 1, None)?,
         Backend::Cuda => crate::gpu::run_cuda_code(code, &[], grid, 0, 1, false)?,
         other => return Err(RunError::msg(format!("internal: no probe cost on the {other:?} backend"))),
     };
