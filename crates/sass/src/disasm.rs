@@ -1,0 +1,89 @@
+//! `nvdisasm`'s view of a cubin (its `-json` output), matched to the instructions by
+//! position: the text of each instruction (predicate, opcode, operands) for listings and
+//! for the analyses that read operands. The tool is found by the caller.
+
+use std::path::Path;
+use std::process::Command;
+
+/// One instruction as `nvdisasm` prints it.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Text {
+    /// `@P0`, `@!PT`, or empty.
+    pub predicate: String,
+    /// `IMAD.MOV.U32`, `LDG.E.128`, ...
+    pub opcode: String,
+    /// Comma-separated, as printed (`R2,R4.reuse,c[0x0][0x160]`).
+    pub operands: String,
+}
+
+impl Text {
+    /// `@P0 IADD3 R1, R2, R3`.
+    pub fn line(&self) -> String {
+        let ops = self.operands.split(',').collect::<Vec<_>>().join(", ");
+        let mut s = String::new();
+        if !self.predicate.is_empty() {
+            s.push_str(&self.predicate);
+            s.push(' ');
+        }
+        s.push_str(&self.opcode);
+        if !ops.is_empty() {
+            s.push(' ');
+            s.push_str(&ops);
+        }
+        s
+    }
+}
+
+/// A function's instructions as `nvdisasm` prints them: a kernel, or a subroutine
+/// `ptxas` placed in a kernel's `.text` section (`start` bytes into it).
+#[derive(Clone, Debug)]
+pub struct Listing {
+    pub kernel: String,
+    pub start: u64,
+    pub instrs: Vec<Text>,
+}
+
+/// The instructions of a kernel's whole `.text` section (section `section` of `cubin`):
+/// the functions whose symbols lie in it, in order.
+pub fn section_text(cubin: &crate::Cubin, listings: &[Listing], section: usize) -> Vec<Text> {
+    let symbols = cubin.elf.symbols().unwrap_or_default();
+    let mut parts: Vec<&Listing> =
+        listings.iter().filter(|l| symbols.iter().any(|s| s.name == l.kernel && s.shndx as usize == section)).collect();
+    parts.sort_by_key(|l| l.start);
+    parts.into_iter().flat_map(|l| l.instrs.iter().cloned()).collect()
+}
+
+/// Runs `nvdisasm -json -c` on `cubin` (a file).
+pub fn disassemble(nvdisasm: &Path, cubin: &Path) -> Result<Vec<Listing>, String> {
+    let out = Command::new(nvdisasm)
+        .arg("-json")
+        .arg("-c")
+        .arg(cubin)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", nvdisasm.display()))?;
+    if !out.status.success() {
+        return Err(format!("nvdisasm failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    parse_json(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Reads `nvdisasm -json` output: `[header, [functions...]]`.
+pub fn parse_json(text: &str) -> Result<Vec<Listing>, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("nvdisasm's JSON: {e}"))?;
+    let funcs = v.get(1).and_then(|f| f.as_array()).ok_or("nvdisasm's JSON: no function list")?;
+    let s = |x: &serde_json::Value, k: &str| x.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+    funcs
+        .iter()
+        .map(|f| {
+            let instrs = f
+                .get("sass-instructions")
+                .and_then(|i| i.as_array())
+                .ok_or("nvdisasm's JSON: a function without instructions")?
+                .iter()
+                .map(|i| Text { predicate: s(i, "predicate"), opcode: s(i, "opcode"), operands: s(i, "operands") })
+                .collect();
+            let start = f.get("start").and_then(|v| v.as_u64()).unwrap_or(0);
+            Ok(Listing { kernel: s(f, "function-name"), start, instrs })
+        })
+        .collect()
+}
