@@ -4,7 +4,7 @@
 //! (`trident_runtime::args::command`: its option table also writes their `--help`);
 //! clap only splits off the subcommand. The other subcommands' options are clap's.
 
-use crate::{bench_cmd, cache_cmd, compile_cmd, demo_cmd, layout_cmd, profile_cmd, run_cmd};
+use crate::{bench_cmd, cache_cmd, compile_cmd, demo_cmd, layout_cmd, profile_cmd, run_cmd, sass_cmd};
 use clap::{Parser, Subcommand};
 use trident_runtime::args::{flags_help, LineKind};
 
@@ -82,6 +82,8 @@ pub enum Command {
     Layout(layout_cmd::LayoutArgs),
     /// Inspect or empty the compile cache (`TRIDENT_CACHE_DIR`, default ~/.cache/trident): list, clear, stats.
     Cache(cache_cmd::CacheArgs),
+    /// Cubins as the schedule prong sees them: dump (instructions with decoded control bits), roundtrip.
+    Sass(sass_cmd::SassArgs),
 }
 
 pub fn dispatch(cli: Cli) -> Result<(), String> {
@@ -93,5 +95,6 @@ pub fn dispatch(cli: Cli) -> Result<(), String> {
         Command::Profile(a) => profile_cmd::profile(a),
         Command::Layout(a) => layout_cmd::layout(a),
         Command::Cache(a) => cache_cmd::cache(a),
+        Command::Sass(a) => sass_cmd::sass(a),
     }
 }

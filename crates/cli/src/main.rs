@@ -22,6 +22,7 @@ mod expr;
 mod layout_cmd;
 mod profile_cmd;
 mod run_cmd;
+mod sass_cmd;
 
 use clap::Parser;
 use std::process::ExitCode;

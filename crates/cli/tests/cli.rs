@@ -428,3 +428,32 @@ fn saves_are_all_or_nothing() {
     assert_eq!(left.len(), 1, "no temporary files: {left:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `trident sass dump` lists a cubin's instructions with decoded control bits and the EXIT
+/// attribute; `trident sass roundtrip` writes it back byte for byte.
+#[test]
+fn sass_dump_and_roundtrip() {
+    let Ok(ptxas) = std::env::var("TRIDENT_PTXAS") else { return eprintln!("skipped: TRIDENT_PTXAS not set") };
+    let dir = std::env::temp_dir().join(format!("trident-sass-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cubin = dir.join("vadd.cubin");
+    let st = std::process::Command::new(ptxas)
+        .args(["-arch=sm_80", "-o"])
+        .arg(&cubin)
+        .arg(root().join("crates/emu/tests/data/vadd.ptx"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = trident(&["sass", "dump", cubin.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("(sm_80)") && text.contains("EXIT ;  // EIATTR_EXIT_INSTR_OFFSETS"), "{text}");
+    assert!(text.contains("LDG.E") && text.contains(":S0"), "{text}");
+    let again = dir.join("again.cubin");
+    let out = trident(&["sass", "roundtrip", cubin.to_str().unwrap(), "-o", again.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(&cubin).unwrap(), std::fs::read(&again).unwrap());
+    let out = trident(&["sass", "dump", cubin.to_str().unwrap(), "--kernel", "nope"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("no kernel `nope`"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -23,6 +23,7 @@
 //! * [`profile`]: in-kernel profiling — the profile buffer, the measured probe cost
 //!   ([`profile::calibrate`]), decoding a launch's buffer (`trident profile`).
 //! * [`layout`]: `trident layout` — drawings of GPU-IR layouts.
+//! * [`sass`]: `trident sass` — cubins as the schedule prong sees them (trident-sass).
 
 #![warn(missing_docs)]
 
@@ -43,6 +44,7 @@ pub mod program;
 pub mod ptx_run;
 pub mod rng;
 pub(crate) mod run;
+pub mod sass;
 pub mod scalar;
 pub mod session;
 pub mod stages;

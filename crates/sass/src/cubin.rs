@@ -100,10 +100,15 @@ impl Cubin {
         self.kernels.iter().find(|k| k.name == name)
     }
 
-    /// The SM version the ELF header names (`EF_CUDA_SM` in the low byte of `e_flags`,
-    /// e.g. 80 or 90).
+    /// The SM version the ELF header names (80, 90): `EF_CUDA_SM` is the second byte of
+    /// `e_flags` from ELF ABI version 8 on (what `ptxas` 12.x/13.x writes), the first before.
     pub fn sm(&self) -> u32 {
-        self.elf.header.flags & 0xff
+        let f = self.elf.header.flags;
+        if self.elf.header.abi_version >= 8 {
+            (f >> 8) & 0xff
+        } else {
+            f & 0xff
+        }
     }
 }
 

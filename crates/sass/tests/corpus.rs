@@ -101,6 +101,8 @@ fn the_corpus_round_trips_and_decodes_as_nvdisasm_reads_it() {
     let (mut instrs, mut reuse_ops, mut waited_loads, mut exits) = (0usize, 0usize, 0usize, 0usize);
     for c in &cases {
         let cubin = Cubin::parse(&c.bytes).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        let sm: u32 = c.name.rsplit("sm_").next().unwrap().trim_end_matches('a').parse().unwrap();
+        assert_eq!(cubin.sm(), sm, "{}: the SM version from e_flags", c.name);
         assert_eq!(cubin.write().unwrap(), c.bytes, "{}: round trip", c.name);
         let listings = disassemble(&nvdisasm, &c.path).unwrap();
         for k in &cubin.kernels {
