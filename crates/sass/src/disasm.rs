@@ -67,6 +67,33 @@ pub fn disassemble(nvdisasm: &Path, cubin: &Path) -> Result<Vec<Listing>, String
     parse_json(&String::from_utf8_lossy(&out.stdout))
 }
 
+/// `nvdisasm -json` writes a load's destination and address without a comma between them
+/// (`R16[R61+UR5]`, where the text listing has `R16, [R61+UR5]`): put it back, so every
+/// operand is its own item. A `desc[UR4][R2.64]` operand stays whole.
+fn separate(operands: &str) -> String {
+    let parts: Vec<String> = operands
+        .split(',')
+        .map(|p| match p.find('[') {
+            Some(k) if k > 0 => {
+                let head = &p[..k];
+                let register = head
+                    .trim_start_matches(['-', '!', '|'])
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c == 'R' || c == 'U' || c == 'P')
+                    && head.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_');
+                if register {
+                    format!("{head},{}", &p[k..])
+                } else {
+                    p.to_string()
+                }
+            }
+            _ => p.to_string(),
+        })
+        .collect();
+    parts.join(",")
+}
+
 /// Reads `nvdisasm -json` output: `[header, [functions...]]`.
 pub fn parse_json(text: &str) -> Result<Vec<Listing>, String> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("nvdisasm's JSON: {e}"))?;
@@ -80,10 +107,28 @@ pub fn parse_json(text: &str) -> Result<Vec<Listing>, String> {
                 .and_then(|i| i.as_array())
                 .ok_or("nvdisasm's JSON: a function without instructions")?
                 .iter()
-                .map(|i| Text { predicate: s(i, "predicate"), opcode: s(i, "opcode"), operands: s(i, "operands") })
+                .map(|i| Text {
+                    predicate: s(i, "predicate"),
+                    opcode: s(i, "opcode"),
+                    operands: separate(&s(i, "operands")),
+                })
                 .collect();
             let start = f.get("start").and_then(|v| v.as_u64()).unwrap_or(0);
             Ok(Listing { kernel: s(f, "function-name"), start, instrs })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::separate;
+
+    #[test]
+    fn loads_get_their_comma_back() {
+        assert_eq!(separate("R16[R61+UR5]"), "R16,[R61+UR5]");
+        assert_eq!(separate("RZ[RZ]"), "RZ,[RZ]");
+        assert_eq!(separate("[R10+UR5],R4"), "[R10+UR5],R4");
+        assert_eq!(separate("R4,desc[UR4][R2.64]"), "R4,desc[UR4][R2.64]");
+        assert_eq!(separate("R1,RZ,RZ,c[0x0][0x28]"), "R1,RZ,RZ,c[0x0][0x28]");
+    }
 }

@@ -11,9 +11,11 @@
 
 pub mod control;
 pub mod cubin;
+pub mod deps;
 pub mod disasm;
 pub mod elf;
 pub mod nvinfo;
+pub mod operands;
 
 pub use control::Control;
 pub use cubin::{Cubin, Instr, Kernel};

@@ -1,0 +1,296 @@
+//! Which registers an instruction writes and reads, from `nvdisasm`'s text of it.
+//!
+//! Conservative by construction: where an operand's width is not known exactly, it is taken
+//! wide (a 64-bit pair, a 4-register fragment), so a dependence is never missed — a schedule
+//! search may lose a legal move, never make an illegal one. The zero and true registers
+//! (`RZ`, `PT`, `URZ`, `UPT`) carry nothing.
+
+use crate::disasm::Text;
+
+/// A register: general (`R`), predicate (`P`), uniform (`UR`), uniform predicate (`UP`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reg {
+    R(u16),
+    P(u8),
+    Ur(u16),
+    Up(u8),
+}
+
+/// What an instruction writes and reads (the guard predicate included in `uses`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Operands {
+    pub defs: Vec<Reg>,
+    pub uses: Vec<Reg>,
+}
+
+/// Opcodes that write no register: stores, reductions, control flow, barriers, fences.
+const NO_DEFS: &[&str] = &[
+    "ST",
+    "STG",
+    "STS",
+    "STL",
+    "STSM",
+    "RED",
+    "REDG",
+    "REDUX.",
+    "BAR",
+    "BRA",
+    "BRX",
+    "JMP",
+    "EXIT",
+    "RET",
+    "CALL",
+    "BSYNC",
+    "WARPSYNC",
+    "DEPBAR",
+    "MEMBAR",
+    "FENCE",
+    "ERRBAR",
+    "CCTL",
+    "NOP",
+    "YIELD",
+    "LDGDEPBAR",
+    "ARRIVES",
+    "WARPGROUP",
+    "UTMA",
+    "UBLKCP",
+    "UTMACMDFLUSH",
+    "SYNCS.ARRIVE",
+    "BPT",
+    "KILL",
+    "NANOSLEEP",
+    "LDGSTS",
+    "ACQBULK",
+    "BMOV",
+];
+
+fn starts(op: &str, list: &[&str]) -> bool {
+    list.iter().any(|p| op == *p || op.starts_with(&format!("{p}.")) || (p.ends_with('.') && op.starts_with(p)))
+}
+
+/// Registers written by one destination operand of `opcode`, starting at `base`.
+fn def_width(opcode: &str) -> u16 {
+    let has = |s: &str| opcode.split('.').any(|p| p == s);
+    if opcode.starts_with("HGMMA") || opcode.starts_with("WGMMA") {
+        // 64xNxK with f32/s32 accumulators: N/2 registers per thread (f16: N/4).
+        let n = opcode
+            .split('.')
+            .find_map(|p| p.strip_prefix("64x").and_then(|r| r.split('x').next()).and_then(|n| n.parse::<u16>().ok()))
+            .unwrap_or(256);
+        return if has("F16") && !has("F32") { (n / 4).max(1) } else { (n / 2).max(1) };
+    }
+    if let Some([d, _, _]) = mma_widths(opcode) {
+        return d;
+    }
+    if opcode.starts_with("LDSM") {
+        return if has("4") {
+            4
+        } else if has("2") {
+            2
+        } else {
+            1
+        };
+    }
+    if has("128") {
+        4
+    } else if has("64") || has("WIDE") || has("F64") || opcode.starts_with('D') && !opcode.starts_with("DEPBAR") {
+        2
+    } else {
+        1
+    }
+}
+
+/// Register counts of a warp-level MMA's operands `[D, A, B]` (C is as wide as D), from
+/// its shape and types (PTX ISA's fragment layouts); unknown shapes are taken wide.
+fn mma_widths(opcode: &str) -> Option<[u16; 3]> {
+    if !(opcode.starts_with("HMMA") || opcode.starts_with("IMMA") || opcode.starts_with("DMMA")) {
+        return None;
+    }
+    let has = |s: &str| opcode.split('.').any(|p| p == s);
+    let d = if opcode.starts_with("DMMA") || has("F32") || has("S32") || !has("F16") { 4 } else { 2 };
+    let (a, b) = if opcode.starts_with("DMMA") {
+        (2, 2)
+    } else if has("16816") || has("16832") {
+        (4, 2)
+    } else if has("1688") {
+        if has("TF32") {
+            (4, 2)
+        } else {
+            (2, 1)
+        }
+    } else if has("1684") || has("8816") || has("8832") {
+        (2, 1)
+    } else {
+        (4, 4)
+    };
+    Some([d, a, b])
+}
+
+/// Registers a source operand covers: memory bases `.64` are pairs; wide opcodes read
+/// pairs or fragments (taken wide). `last`: the operand is the instruction's last, which is
+/// the 64-bit addend of the `.WIDE` multiply-adds.
+fn use_width(opcode: &str, operand: &str, last: bool) -> u16 {
+    if operand.contains(".64") {
+        return 2;
+    }
+    let has = |s: &str| opcode.split('.').any(|p| p == s);
+    let memory = ["ST", "RED", "ATOM", "LD"].iter().any(|p| opcode.starts_with(p));
+    if memory {
+        // The data operand of a store or atomic: as wide as the access.
+        return if has("128") {
+            4
+        } else if has("64") {
+            2
+        } else {
+            1
+        };
+    }
+    if has("WIDE") {
+        return if last { 2 } else { 1 };
+    }
+    if has("64") || has("F64") || opcode.starts_with('D') && !opcode.starts_with("DEPBAR") {
+        2
+    } else {
+        1
+    }
+}
+
+/// The registers named in one operand, in order: `R12`, `P0`, `UR4`, `UP1` (not `RZ`/`PT`/
+/// `URZ`/`UPT`, not `SR_*`/`SB*`).
+fn named(operand: &str) -> Vec<(Reg, usize)> {
+    let b = operand.as_bytes();
+    let mut out = vec![];
+    let mut i = 0;
+    while i < b.len() {
+        let prev_alnum = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+        let (kind, len) = if prev_alnum {
+            (None, 1)
+        } else if b[i..].starts_with(b"UR") {
+            (Some('U'), 2)
+        } else if b[i..].starts_with(b"UP") {
+            (Some('V'), 2)
+        } else if b[i] == b'R' {
+            (Some('R'), 1)
+        } else if b[i] == b'P' {
+            (Some('P'), 1)
+        } else {
+            (None, 1)
+        };
+        let Some(k) = kind else {
+            i += len;
+            continue;
+        };
+        let mut j = i + len;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        if j > i + len {
+            let n: u16 = operand[i + len..j].parse().unwrap_or(0);
+            let reg = match k {
+                'R' => Reg::R(n),
+                'P' => Reg::P(n as u8),
+                'U' => Reg::Ur(n),
+                _ => Reg::Up(n as u8),
+            };
+            out.push((reg, i));
+        }
+        i = j.max(i + 1);
+    }
+    out
+}
+
+fn span(r: Reg, width: u16) -> impl Iterator<Item = Reg> {
+    (0..width.max(1)).map(move |k| match r {
+        Reg::R(n) => Reg::R(n.saturating_add(k)),
+        Reg::Ur(n) => Reg::Ur(n.saturating_add(k)),
+        other => other,
+    })
+}
+
+/// The registers `t` writes and reads.
+pub fn operands(t: &Text) -> Operands {
+    let op = t.opcode.as_str();
+    let ops: Vec<&str> = if t.operands.is_empty() { vec![] } else { t.operands.split(',').collect() };
+    let mut out = Operands::default();
+    for (r, _) in named(&t.predicate) {
+        out.uses.push(r);
+    }
+    // How many leading operands are destinations.
+    let ndefs = if starts(op, NO_DEFS) {
+        0
+    } else if op.contains("SETP") || op.starts_with("PLOP3") || op.starts_with("UPLOP3") {
+        2
+    } else if ops.get(1).is_some_and(|o| named(o).first().is_some_and(|(r, _)| matches!(r, Reg::P(_) | Reg::Up(_)))) {
+        // A carry or flag out (`IADD3 R0, P0, ...`, `LEA ... P1`): written too.
+        2
+    } else {
+        1
+    };
+    for (i, o) in ops.iter().enumerate() {
+        let regs = named(o);
+        if i < ndefs && !o.starts_with('[') {
+            for (r, _) in regs {
+                let w = if matches!(r, Reg::R(_) | Reg::Ur(_)) { def_width(op) } else { 1 };
+                out.defs.extend(span(r, w));
+            }
+        } else {
+            for (r, _) in regs {
+                let last = i + 1 == ops.len();
+                let w = match (mma_widths(op), r) {
+                    (Some([d, a, b]), Reg::R(_)) => [d, a, b, d].get(i).copied().unwrap_or(d),
+                    (_, Reg::R(_) | Reg::Ur(_)) => use_width(op, o, last),
+                    _ => 1,
+                };
+                out.uses.extend(span(r, w));
+            }
+        }
+    }
+    // An instruction that writes part of a register pair under a predicate, or a
+    // read-modify-write accumulator (`HMMA ... R4`), reads its destination too: a
+    // conditional write keeps the old value where the predicate is false.
+    if !t.predicate.is_empty() || op.starts_with("HMMA") || op.starts_with("HGMMA") || op.starts_with("IMMA") {
+        let d = out.defs.clone();
+        out.uses.extend(d);
+    }
+    out.defs.sort();
+    out.defs.dedup();
+    out.uses.sort();
+    out.uses.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(pred: &str, op: &str, ops: &str) -> Operands {
+        operands(&Text { predicate: pred.into(), opcode: op.into(), operands: ops.into() })
+    }
+
+    #[test]
+    fn destinations_sources_and_widths() {
+        let o = t("", "IMAD.MOV.U32", "R1,RZ,RZ,c[0x0][0x28]");
+        assert_eq!((o.defs, o.uses), (vec![Reg::R(1)], vec![]));
+        let o = t("@!P1", "IADD3", "R2,P0,R2,0x1,-R9");
+        assert_eq!(o.defs, vec![Reg::R(2), Reg::P(0)]);
+        assert_eq!(o.uses, vec![Reg::R(2), Reg::R(9), Reg::P(0), Reg::P(1)]);
+        let o = t("", "LDG.E.128", "R4,[R2.64+0x10]");
+        assert_eq!(o.defs, (4..8).map(Reg::R).collect::<Vec<_>>());
+        assert_eq!(o.uses, vec![Reg::R(2), Reg::R(3)]);
+        let o = t("", "STG.E", "[R2.64],R5");
+        assert!(o.defs.is_empty());
+        assert_eq!(o.uses, vec![Reg::R(2), Reg::R(3), Reg::R(5)]);
+        let o = t("", "ISETP.GE.AND", "P0,PT,R3,UR4,PT");
+        assert_eq!(o.defs, vec![Reg::P(0)]);
+        assert_eq!(o.uses, vec![Reg::R(3), Reg::Ur(4)]);
+        let o = t("", "IMAD.WIDE.U32", "R2,R0,0x4,R4");
+        assert_eq!(o.defs, vec![Reg::R(2), Reg::R(3)]);
+        let o = t("", "HMMA.16816.F32", "R8,R12,R16,R8");
+        assert_eq!(o.defs, (8..12).map(Reg::R).collect::<Vec<_>>());
+        assert!(o.uses.contains(&Reg::R(15)) && o.uses.contains(&Reg::R(17)) && !o.uses.contains(&Reg::R(18)));
+        let o = t("", "S2R", "R7,SR_CTAID.X");
+        assert_eq!((o.defs, o.uses), (vec![Reg::R(7)], vec![]));
+        let o = t("", "BAR.SYNC.DEFER_BLOCKING", "0x0");
+        assert!(o.defs.is_empty() && o.uses.is_empty());
+    }
+}
