@@ -14,8 +14,10 @@ pub mod cubin;
 pub mod deps;
 pub mod disasm;
 pub mod elf;
+pub mod latency;
 pub mod nvinfo;
 pub mod operands;
+pub mod verify;
 
 pub use control::Control;
 pub use cubin::{Cubin, Instr, Kernel};

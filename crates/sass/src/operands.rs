@@ -21,6 +21,10 @@ pub enum Reg {
 pub struct Operands {
     pub defs: Vec<Reg>,
     pub uses: Vec<Reg>,
+    /// The registers in `uses` only because a predicated instruction keeps their old value
+    /// where its predicate is false: an ordering constraint (the write must land after the
+    /// earlier one), not an operand read through the register file — no latency applies.
+    pub kept: Vec<Reg>,
 }
 
 /// Opcodes that write no register: stores, reductions, control flow, barriers, fences.
@@ -71,6 +75,9 @@ fn starts(op: &str, list: &[&str]) -> bool {
 /// Registers written by one destination operand of `opcode`, starting at `base`.
 fn def_width(opcode: &str) -> u16 {
     let has = |s: &str| opcode.split('.').any(|p| p == s);
+    if let Some([d, _]) = conversion_widths(opcode) {
+        return d;
+    }
     if opcode.starts_with("HGMMA") || opcode.starts_with("WGMMA") {
         // 64xNxK with f32/s32 accumulators: N/2 registers per thread (f16: N/4).
         let n = opcode
@@ -100,6 +107,33 @@ fn def_width(opcode: &str) -> u16 {
     }
 }
 
+/// A conversion's destination and source widths from its types. `nvdisasm` leaves out
+/// 32-bit defaults: `I2F.U64` names the (integer) source only, `I2F.F64` the (float)
+/// destination; for `F2F`/`I2I` the first type is the destination's.
+fn conversion_widths(opcode: &str) -> Option<[u16; 2]> {
+    let mut parts = opcode.split('.');
+    let root = parts.next()?;
+    if !matches!(root, "F2F" | "F2I" | "I2F" | "I2I" | "F2IP" | "I2FP") {
+        return None;
+    }
+    let types: Vec<&str> = parts
+        .filter(|p| {
+            p.len() >= 2
+                && matches!(&p[..1], "F" | "S" | "U" | "B")
+                && p[1..].trim_start_matches('F').chars().all(|c| c.is_ascii_digit())
+                && p.chars().any(|c| c.is_ascii_digit())
+        })
+        .collect();
+    let float = |t: &&&str| t.starts_with('F') || t.starts_with("BF");
+    let w = |t: Option<&&str>| if t.is_some_and(|t| t.ends_with("64")) { 2 } else { 1 };
+    let (d, s) = match root {
+        "I2F" | "I2FP" => (types.iter().find(float), types.iter().find(|t| !float(t))),
+        "F2I" | "F2IP" => (types.iter().find(|t| !float(t)), types.iter().find(float)),
+        _ => (types.first(), types.get(1)),
+    };
+    Some([w(d), w(s)])
+}
+
 /// Register counts of a warp-level MMA's operands `[D, A, B]` (C is as wide as D), from
 /// its shape and types (PTX ISA's fragment layouts); unknown shapes are taken wide.
 fn mma_widths(opcode: &str) -> Option<[u16; 3]> {
@@ -126,12 +160,23 @@ fn mma_widths(opcode: &str) -> Option<[u16; 3]> {
     Some([d, a, b])
 }
 
-/// Registers a source operand covers: memory bases `.64` are pairs; wide opcodes read
-/// pairs or fragments (taken wide). `last`: the operand is the instruction's last, which is
-/// the 64-bit addend of the `.WIDE` multiply-adds.
-fn use_width(opcode: &str, operand: &str, last: bool) -> u16 {
-    if operand.contains(".64") {
+/// Registers a source register covers, from where it stands in its operand (`at`: the
+/// byte where its name starts): `R2.64` is a pair, an address register inside brackets one
+/// register, a `desc[URn]` cache-policy descriptor a uniform pair; otherwise wide opcodes
+/// read pairs or fragments (taken wide). `last`: the operand is the instruction's last,
+/// which is the 64-bit addend of the `.WIDE` multiply-adds.
+fn use_width(opcode: &str, operand: &str, at: usize, last: bool) -> u16 {
+    let rest = &operand[at..];
+    let name_len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    if rest[name_len..].starts_with(".64") {
         return 2;
+    }
+    let before = &operand[..at];
+    if before.matches('[').count() > before.matches(']').count() {
+        return if before.ends_with("desc[") { 2 } else { 1 };
+    }
+    if let Some([_, src]) = conversion_widths(opcode) {
+        return src;
     }
     let has = |s: &str| opcode.split('.').any(|p| p == s);
     let memory = ["ST", "RED", "ATOM", "LD"].iter().any(|p| opcode.starts_with(p));
@@ -218,7 +263,8 @@ pub fn operands(t: &Text) -> Operands {
     // How many leading operands are destinations.
     let ndefs = if starts(op, NO_DEFS) {
         0
-    } else if op.contains("SETP") || op.starts_with("PLOP3") || op.starts_with("UPLOP3") {
+    } else if op.contains("SETP") || op.starts_with("PLOP3") || op.starts_with("UPLOP3") || op.starts_with("SHFL") {
+        // Two predicates out; `SHFL PT, R8, ...`: the lane-valid predicate, then the value.
         2
     } else if ops.get(1).is_some_and(|o| named(o).first().is_some_and(|(r, _)| matches!(r, Reg::P(_) | Reg::Up(_)))) {
         // A carry or flag out (`IADD3 R0, P0, ...`, `LEA ... P1`): written too.
@@ -234,11 +280,11 @@ pub fn operands(t: &Text) -> Operands {
                 out.defs.extend(span(r, w));
             }
         } else {
-            for (r, _) in regs {
+            for (r, at) in regs {
                 let last = i + 1 == ops.len();
                 let w = match (mma_widths(op), r) {
                     (Some([d, a, b]), Reg::R(_)) => [d, a, b, d].get(i).copied().unwrap_or(d),
-                    (_, Reg::R(_) | Reg::Ur(_)) => use_width(op, o, last),
+                    (_, Reg::R(_) | Reg::Ur(_)) => use_width(op, o, at, last),
                     _ => 1,
                 };
                 out.uses.extend(span(r, w));
@@ -250,12 +296,15 @@ pub fn operands(t: &Text) -> Operands {
     // conditional write keeps the old value where the predicate is false.
     if !t.predicate.is_empty() || op.starts_with("HMMA") || op.starts_with("HGMMA") || op.starts_with("IMMA") {
         let d = out.defs.clone();
+        out.kept = d.iter().filter(|r| !out.uses.contains(r)).copied().collect();
         out.uses.extend(d);
     }
     out.defs.sort();
     out.defs.dedup();
     out.uses.sort();
     out.uses.dedup();
+    out.kept.sort();
+    out.kept.dedup();
     out
 }
 
@@ -288,6 +337,26 @@ mod tests {
         let o = t("", "HMMA.16816.F32", "R8,R12,R16,R8");
         assert_eq!(o.defs, (8..12).map(Reg::R).collect::<Vec<_>>());
         assert!(o.uses.contains(&Reg::R(15)) && o.uses.contains(&Reg::R(17)) && !o.uses.contains(&Reg::R(18)));
+        let o = t("", "LDGSTS.E.BYPASS.LTC128B.128", "[R3+0x800],[R70.64],P4");
+        assert_eq!(o.uses, vec![Reg::R(3), Reg::R(70), Reg::R(71), Reg::P(4)]);
+        let o = t("", "LDGSTS.E.BYPASS.LTC128B.128", "[R3+0x800][R70.64],P4");
+        assert_eq!(o.uses, vec![Reg::R(3), Reg::R(70), Reg::R(71), Reg::P(4)]);
+        let o = t("", "LDG.E.128", "R4,desc[UR6][R2.64+0x10]");
+        assert_eq!(o.uses, vec![Reg::R(2), Reg::R(3), Reg::Ur(6), Reg::Ur(7)]);
+        let o = t("", "STS.128", "[R9+0x10],R4");
+        assert_eq!(o.uses, (4..8).chain([9]).map(Reg::R).collect::<Vec<_>>());
+        let o = t("@P0", "MOV", "R8,RZ");
+        assert_eq!((o.uses, o.kept), (vec![Reg::R(8), Reg::P(0)], vec![Reg::R(8)]));
+        let o = t("", "F2F.F32.F64", "R8,R10");
+        assert_eq!((o.defs, o.uses), (vec![Reg::R(8)], vec![Reg::R(10), Reg::R(11)]));
+        let o = t("", "F2F.F64.F32", "R8,R10");
+        assert_eq!((o.defs, o.uses), (vec![Reg::R(8), Reg::R(9)], vec![Reg::R(10)]));
+        let o = t("", "I2F.U64", "R12,R12");
+        assert_eq!((o.defs, o.uses), (vec![Reg::R(12)], vec![Reg::R(12), Reg::R(13)]));
+        let o = t("", "F2I.S64.F64", "R12,R14");
+        assert_eq!((o.defs.len(), o.uses.len()), (2, 2));
+        let o = t("", "SHFL.BFLY", "PT,R8,R63,0x2,0x1f");
+        assert_eq!((o.defs, o.uses), (vec![Reg::R(8)], vec![Reg::R(63)]));
         let o = t("", "S2R", "R7,SR_CTAID.X");
         assert_eq!((o.defs, o.uses), (vec![Reg::R(7)], vec![]));
         let o = t("", "BAR.SYNC.DEFER_BLOCKING", "0x0");

@@ -1,0 +1,211 @@
+//! How long a result takes: which instructions' results are fixed-latency (the stall counts
+//! before a reader must cover them) and how many cycles, per architecture; which are
+//! variable-latency (a scoreboard must be waited for, or a later result of the same in-order
+//! queue).
+//!
+//! **Where the numbers come from.** No GPU measures them here, so the table is built on what
+//! `ptxas` does: over the crate's corpus (`tests/corpus.rs`, the README's evidence table),
+//! the fewest stall cycles it ever leaves between a producer and a reader of its result. An
+//! entry is never above that evidence (the verifier raises no false alarm on `ptxas`'s own
+//! schedules) and agrees with the published microbenchmarks of Volta/Turing/Ampere (Jia et
+//! al.: 4 cycles for the single-precision and integer ALU/FMA pipes, more for half and double
+//! precision and the tensor cores). Where the evidence is thin or loose (few edges, none at
+//! the minimum) an entry is marked `tight: false`: the verifier still enforces it, a rewrite
+//! keeps at least the original distance instead of trusting it.
+//!
+//! **Consumers.** A reader that is a memory instruction takes its operands one cycle later
+//! (every ALU producer's fewest cycles to `STG`/`STS`/`LDG`/`LDGSTS` is one more than to an
+//! ALU reader, on both architectures): [`needed`] adds it. Uniform-datapath producers
+//! (`ULDC`, `UMOV`, `UIADD3`, ...) show no such step and get none. What is not modelled
+//! (and so not caught when lowered): `IMAD` to an ALU-pipe reader, which `ptxas` gives one
+//! cycle more than to another `IMAD`; conversions into tensor-core operands.
+
+/// One table entry.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Opcode prefix (`IMAD.WIDE` before `IMAD`; the longest match wins).
+    pub opcode: &'static str,
+    /// Cycles from the producer's issue to a dependent ALU instruction's issue.
+    pub cycles: u8,
+    /// Whether the corpus pins the number (many edges at exactly it), not just bounds it.
+    pub tight: bool,
+}
+
+const fn e(opcode: &'static str, cycles: u8, tight: bool) -> Entry {
+    Entry { opcode, cycles, tight }
+}
+
+/// Shared by sm_80 and sm_90a: the fp32/integer ALU and FMA pipes, the uniform datapath.
+const COMMON: &[Entry] = &[
+    e("FADD", 4, true),
+    e("FFMA", 4, true),
+    e("FMUL", 4, true),
+    e("FMNMX", 4, true),
+    e("FSETP", 4, true),
+    e("FSEL", 4, true),
+    e("FCHK", 4, false),
+    e("F2FP", 4, true),
+    e("I2FP", 4, false),
+    e("F2IP", 4, false),
+    e("IADD3", 4, true),
+    e("IABS", 4, true),
+    e("ISETP", 4, true),
+    e("IMNMX", 4, true),
+    e("LEA", 4, true),
+    e("LOP3", 4, true),
+    e("SEL", 4, true),
+    e("SGXT", 4, true),
+    e("SHF", 4, true),
+    e("PLOP3", 4, true),
+    e("PRMT", 4, true),
+    e("BMSK", 4, false),
+    e("VIADD", 4, true),
+    e("VIMNMX", 4, true),
+    e("VIADDMNMX", 4, false),
+    e("IMAD", 4, true),
+    e("MOV", 4, true),
+    // Zeroing a pair (`CS2R R4, SRZ`) or reading a clock: an ALU-latency move; the corpus
+    // only bounds it (its readers come 30+ cycles later).
+    e("CS2R", 4, false),
+    e("P2R", 9, false),
+    e("R2P", 4, false),
+    e("HADD2", 5, true),
+    // The half-to-single conversion form: a store reads its result 5 cycles on.
+    e("HADD2.F32", 4, false),
+    e("HMUL2", 5, false),
+    e("HMNMX2", 5, false),
+    e("HSETP2", 5, false),
+    e("HSET2", 5, false),
+    // `HFMA2.MMA` (ptxas's constant move on the tensor pipe) included.
+    e("HFMA2", 6, false),
+    e("DADD", 6, false),
+    e("DFMA", 6, false),
+    e("DMUL", 6, false),
+    e("DSETP", 6, false),
+    e("HMMA", 24, true),
+    // A warpgroup MMA's accumulators feed the next one on the same registers after 4
+    // cycles; everyone else waits for `WARPGROUP.DEPBAR` (tracked as a pending result).
+    e("HGMMA", 4, false),
+    e("R2UR", 13, false),
+    e("ULDC", 2, true),
+    e("UMOV", 2, true),
+    e("UIADD3", 4, true),
+    e("UISETP", 4, true),
+    e("USEL", 4, true),
+    e("ULEA", 4, true),
+    e("USGXT", 4, true),
+    e("USHF", 4, true),
+    e("UIMAD", 4, true),
+    e("ULOP3", 4, false),
+    e("UPLOP3", 4, false),
+    e("UFLO", 4, false),
+    e("UPOPC", 4, false),
+    e("UBMSK", 4, false),
+    e("UBREV", 4, false),
+    e("UPRMT", 4, false),
+];
+
+/// sm_90a only: `IMAD.WIDE`'s low register is read 3 cycles after issue (13 readers in the
+/// corpus, all of the low half).
+const SM90: &[Entry] = &[e("IMAD.WIDE", 3, false)];
+
+/// Instructions whose results come back after a variable time: a scoreboard guards them
+/// (or, where `ptxas` sets none, a later result of the same in-order queue, see [`queue`]).
+const VARIABLE: &[&str] = &[
+    "LDG", "LDS", "LDSM", "LDL", "LD", "LDC", "ATOM", "ATOMG", "ATOMS", "RED", "S2R", "S2UR", "MUFU", "SHFL", "REDUX",
+    "VOTE", "MATCH", "POPC", "FLO", "BREV", "I2F", "F2I", "F2F", "I2I", "FRND", "DMMA", "IMMA", "BMMA", "LDTRAM",
+    "SUATOM", "SULD", "TEX", "TLD", "QSPC",
+];
+
+fn root(opcode: &str) -> &str {
+    opcode.split('.').next().unwrap_or(opcode)
+}
+
+/// The table entry for a fixed-latency `opcode` on `sm` (80, 90), if it has one.
+pub fn entry(sm: u32, opcode: &str) -> Option<Entry> {
+    let matches = |x: &&Entry| {
+        opcode == x.opcode || opcode.starts_with(x.opcode) && opcode.as_bytes().get(x.opcode.len()) == Some(&b'.')
+    };
+    let extra: &[Entry] = if sm >= 90 { SM90 } else { &[] };
+    extra.iter().chain(COMMON).filter(matches).max_by_key(|x| x.opcode.len()).copied()
+}
+
+/// Whether an instruction's result is variable-latency by its opcode. An instruction that
+/// sets a write scoreboard is variable-latency whatever its opcode.
+pub fn variable(opcode: &str) -> bool {
+    VARIABLE.iter().any(|v| opcode == *v || root(opcode) == *v)
+}
+
+/// Queues whose variable-latency results come back in issue order: where `ptxas` sets no
+/// scoreboard on one, a wait for a later one of the same queue covers it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Queue {
+    /// Shared-memory reads through the MIO pipe (`LDS`, `LDSM`, `SHFL`).
+    Shared,
+    /// The multi-function unit (`MUFU`).
+    Mufu,
+    /// Everything else: no order assumed.
+    None,
+}
+
+/// The in-order queue `opcode` belongs to.
+pub fn queue(opcode: &str) -> Queue {
+    match root(opcode) {
+        "LDS" | "LDSM" | "SHFL" => Queue::Shared,
+        "MUFU" => Queue::Mufu,
+        _ => Queue::None,
+    }
+}
+
+/// Whether `opcode` takes its register operands through the memory pipe (one cycle later
+/// than an ALU instruction).
+pub fn memory_reader(opcode: &str) -> bool {
+    matches!(
+        root(opcode),
+        "LDG"
+            | "STG"
+            | "LDS"
+            | "STS"
+            | "LDGSTS"
+            | "LD"
+            | "ST"
+            | "LDL"
+            | "STL"
+            | "ATOM"
+            | "ATOMG"
+            | "ATOMS"
+            | "RED"
+            | "REDG"
+    )
+}
+
+fn uniform(opcode: &str) -> bool {
+    opcode.starts_with('U') && !opcode.starts_with("UTMA") || opcode.starts_with("R2UR")
+}
+
+/// Cycles a reader `consumer` needs after a fixed-latency `producer` issued, on `sm`;
+/// `None` when the table does not know the producer.
+pub fn needed(sm: u32, producer: &str, consumer: &str) -> Option<u32> {
+    let x = entry(sm, producer)?;
+    let step = (memory_reader(consumer) && !uniform(producer)) as u32;
+    Some(x.cycles as u32 + step)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn longest_prefix_wins_and_architectures_differ() {
+        assert_eq!(entry(90, "IMAD.WIDE.U32").map(|x| x.cycles), Some(3));
+        assert_eq!(entry(80, "IMAD.WIDE.U32").map(|x| x.cycles), Some(4));
+        assert_eq!(entry(90, "IMAD.MOV.U32").map(|x| x.cycles), Some(4));
+        assert_eq!(entry(90, "IMADX"), None, "a prefix must end at a dot");
+        assert_eq!(entry(80, "LDG.E"), None);
+        assert!(variable("LDG.E.128") && variable("MUFU.EX2") && !variable("FFMA"));
+        assert_eq!(needed(80, "IADD3", "STG.E"), Some(5));
+        assert_eq!(needed(80, "IADD3", "LOP3.LUT"), Some(4));
+        assert_eq!(needed(90, "ULDC.64", "LDG.E"), Some(2));
+        assert_eq!(queue("LDSM.16.M88.4"), Queue::Shared);
+    }
+}
