@@ -28,6 +28,8 @@ impl std::error::Error for ToolError {}
 pub enum Tool {
     Ptxas,
     Nvdisasm,
+    /// Reads a rewritten cubin back (the schedule prong's check that it is still valid).
+    Cuobjdump,
 }
 
 impl Tool {
@@ -35,6 +37,7 @@ impl Tool {
         match self {
             Tool::Ptxas => "ptxas",
             Tool::Nvdisasm => "nvdisasm",
+            Tool::Cuobjdump => "cuobjdump",
         }
     }
 
@@ -42,6 +45,7 @@ impl Tool {
         match self {
             Tool::Ptxas => "TRIDENT_PTXAS",
             Tool::Nvdisasm => "TRIDENT_NVDISASM",
+            Tool::Cuobjdump => "TRIDENT_CUOBJDUMP",
         }
     }
 }

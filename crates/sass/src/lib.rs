@@ -17,6 +17,7 @@ pub mod elf;
 pub mod latency;
 pub mod nvinfo;
 pub mod operands;
+pub mod rewrite;
 pub mod verify;
 
 pub use control::Control;

@@ -9,51 +9,12 @@
 //! scoreboard has that scoreboard waited for by the first instruction that reads its result
 //! (or one before it); every offset `EIATTR_EXIT_INSTR_OFFSETS` lists is an `EXIT`.
 
-use std::path::{Path, PathBuf};
-use trident_gpu::tools::{find, ptxas, Tool};
+mod common;
+
+use common::{corpus, tools_present};
+use trident_gpu::tools::{find, Tool};
 use trident_sass::disasm::{disassemble, section_text, Text};
 use trident_sass::Cubin;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-struct Case {
-    name: String,
-    bytes: Vec<u8>,
-    path: PathBuf,
-}
-
-/// Every corpus PTX compiled for each target it can run on.
-fn corpus(dir: &Path) -> Vec<Case> {
-    let mut ptx_files = vec![];
-    for sub in ["crates/emu/tests/data", "crates/gpu/tests/ptx_snapshots"] {
-        for e in std::fs::read_dir(root().join(sub)).unwrap().flatten() {
-            if e.path().extension().is_some_and(|x| x == "ptx") {
-                ptx_files.push(e.path());
-            }
-        }
-    }
-    ptx_files.sort();
-    let mut out = vec![];
-    for p in ptx_files {
-        let text = std::fs::read_to_string(&p).unwrap();
-        let target = text.lines().find_map(|l| l.trim().strip_prefix(".target ")).unwrap_or("sm_80").trim().to_string();
-        let archs: Vec<&str> = if target.starts_with("sm_90") { vec!["sm_90a"] } else { vec!["sm_80", "sm_90a"] };
-        for arch in archs {
-            let name = format!("{}.{arch}", p.file_stem().unwrap().to_string_lossy());
-            let Ok(out_) = ptxas(&text, arch) else { continue };
-            let path = dir.join(format!("{name}.cubin"));
-            std::fs::write(&path, &out_.cubin).unwrap();
-            out.push(Case { name, bytes: out_.cubin, path });
-        }
-    }
-    out
-}
-
-fn tools_present() -> bool {
-    find(Tool::Ptxas).is_ok() && find(Tool::Nvdisasm).is_ok()
-}
 
 /// Registers named in an operand list (`R12`, not `RZ`), with vector widths from the opcode.
 fn regs(operands: &str) -> Vec<u32> {
@@ -302,5 +263,31 @@ fn dependences_agree_with_the_scoreboards_ptxas_set() {
         eprintln!("  {op:<10} {min:>3} cycles (over {n} edges)");
     }
     assert!(covered > 500, "{covered}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The verifier raises no false alarm on what `ptxas` scheduled: every kernel of the corpus
+/// is timing-clean, and a kernel is a legal reordering of itself.
+#[test]
+fn the_verifier_accepts_every_kernel_ptxas_made() {
+    use trident_sass::verify::{reordering, timing};
+    if !tools_present() {
+        return;
+    }
+    let dir = common::scratch("verify");
+    let (mut kernels, mut instrs) = (0, 0);
+    for c in corpus(&dir) {
+        let cubin = Cubin::parse(&c.bytes).unwrap();
+        for (k, text) in cubin.kernels.iter().zip(common::texts(&cubin, &c.path)) {
+            let v = timing(cubin.sm(), &k.instrs, &text);
+            let lines: Vec<String> = v.iter().map(|v| v.describe(&text)).collect();
+            assert!(v.is_empty(), "{} {}: {} false alarms:\n{}", c.name, k.name, v.len(), lines.join("\n"));
+            assert!(reordering((&k.instrs, &text), (&k.instrs, &text)).is_empty());
+            kernels += 1;
+            instrs += k.instrs.len();
+        }
+    }
+    eprintln!("{kernels} kernels, {instrs} instructions: no violations");
+    assert!(kernels >= 20);
     let _ = std::fs::remove_dir_all(&dir);
 }
