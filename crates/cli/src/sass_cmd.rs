@@ -2,8 +2,10 @@
 //! `trident_runtime::sass`'s.
 //!
 //! ```text
-//! trident sass dump kernel.cubin [--kernel K]     # offset, control bits, instruction, attributes
-//! trident sass roundtrip kernel.cubin -o out.cubin   # parse and write back, byte for byte
+//! trident sass dump kernel.cubin [--kernel K] [--deps]  # offset, control bits, instruction, attributes
+//! trident sass roundtrip kernel.cubin -o out.cubin          # parse and write back, byte for byte
+//! trident sass verify new.cubin [--against old.cubin]       # timing rules; a legal reordering of old
+//! trident sass move k.cubin --kernel K --index I --by -2 -o out.cubin
 //! ```
 
 use clap::{Args, Subcommand};
@@ -24,6 +26,31 @@ pub enum SassCommand {
         /// Only this kernel.
         #[arg(long)]
         kernel: Option<String>,
+        /// Also list, per instruction, the earlier instructions of its block it depends on.
+        #[arg(long)]
+        deps: bool,
+    },
+    /// Check the timing rules (stalls cover fixed latencies, scoreboards are waited for
+    /// before a result is read or a register still being read is overwritten); with
+    /// --against, also that each kernel is a legal reordering of the original's.
+    Verify {
+        cubin: PathBuf,
+        #[arg(long)]
+        against: Option<PathBuf>,
+    },
+    /// Move one instruction inside its block, repair control bits and offsets, verify, write.
+    Move {
+        cubin: PathBuf,
+        #[arg(long)]
+        kernel: String,
+        /// The instruction's index (its offset / 16).
+        #[arg(long)]
+        index: usize,
+        /// Positions to move: negative is earlier.
+        #[arg(long, allow_negative_numbers = true)]
+        by: isize,
+        #[arg(short, long)]
+        output: PathBuf,
     },
     /// Parse the cubin and write it back; fails unless the result is the input byte for byte.
     Roundtrip {
@@ -35,8 +62,14 @@ pub enum SassCommand {
 
 pub fn sass(a: SassArgs) -> Result<(), String> {
     match a.command {
-        SassCommand::Dump { cubin, kernel } => {
-            print!("{}", trident_runtime::sass::dump(&cubin, kernel.as_deref()).map_err(|e| e.text)?);
+        SassCommand::Dump { cubin, kernel, deps } => {
+            print!("{}", trident_runtime::sass::dump(&cubin, kernel.as_deref(), deps).map_err(|e| e.text)?);
+        }
+        SassCommand::Verify { cubin, against } => {
+            println!("{}", trident_runtime::sass::verify(&cubin, against.as_deref()).map_err(|e| e.text)?);
+        }
+        SassCommand::Move { cubin, kernel, index, by, output } => {
+            print!("{}", trident_runtime::sass::move_instr(&cubin, &kernel, index, by, &output).map_err(|e| e.text)?);
         }
         SassCommand::Roundtrip { cubin, output } => {
             let n = trident_runtime::sass::roundtrip(&cubin, &output).map_err(|e| e.text)?;

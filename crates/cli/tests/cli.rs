@@ -139,6 +139,14 @@ fn compile_emits_each_stage() {
     let o = trident(&[&base[..], &["--emit", "ptx", "--target", "sm_90"]].concat());
     let ptx = String::from_utf8_lossy(&o.stdout);
     assert!(ptx.contains(".target sm_90") && ptx.contains(".entry add_kernel"), "{ptx}");
+    if std::env::var_os("TRIDENT_PTXAS").is_some() && std::env::var_os("TRIDENT_NVDISASM").is_some() {
+        // SASS: the annotated listing (control bits, attributes), not raw nvdisasm text.
+        let o = trident(&[&base[..], &["--emit", "sass"]].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let sass = String::from_utf8_lossy(&o.stdout);
+        assert!(sass.contains("// kernel add_kernel (sm_80)") && sass.contains(":S0"), "{sass}");
+        assert!(sass.contains("EIATTR_EXIT_INSTR_OFFSETS"), "{sass}");
+    }
 }
 
 #[test]
@@ -455,5 +463,58 @@ fn sass_dump_and_roundtrip() {
     assert_eq!(std::fs::read(&cubin).unwrap(), std::fs::read(&again).unwrap());
     let out = trident(&["sass", "dump", cubin.to_str().unwrap(), "--kernel", "nope"]);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("no kernel `nope`"));
+    let c = cubin.to_str().unwrap();
+    let out = trident(&["sass", "dump", c, "--deps"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("// after "), "dependence edges listed");
+    let out = trident(&["sass", "verify", c]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("timing-clean"));
+    // A move: the first legal one down by one; the result verifies against the original.
+    let moved = dir.join("moved.cubin");
+    let m = moved.to_str().unwrap();
+    let mut done = None;
+    for i in 0..40 {
+        let out = trident(&["sass", "move", c, "--kernel", "vadd", "--index", &i.to_string(), "--by", "1", "-o", m]);
+        if out.status.success() {
+            done = Some(i);
+            break;
+        }
+        let e = stderr(&out);
+        assert!(e.contains("cannot move") && !moved.exists(), "a refusal says why and writes nothing: {e}");
+    }
+    assert!(done.is_some(), "some instruction of vadd can move down by one");
+    let out = trident(&["sass", "verify", m, "--against", c]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("legal reordering"));
+    // Moving it back up restores the original instruction order.
+    let back = dir.join("back.cubin");
+    let i = done.unwrap() + 1;
+    let out = trident(&[
+        "sass",
+        "move",
+        m,
+        "--kernel",
+        "vadd",
+        "--index",
+        &i.to_string(),
+        "--by",
+        "-1",
+        "-o",
+        back.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = trident(&["sass", "move", c, "--kernel", "vadd", "--index", "0", "--by", "-1", "-o", m]);
+    assert!(!out.status.success() && stderr(&out).contains("would leave its block"), "{}", stderr(&out));
+    // A cubin of another kernel is not a reordering of this one.
+    let other = dir.join("other.cubin");
+    let st = std::process::Command::new(std::env::var("TRIDENT_PTXAS").unwrap())
+        .args(["-arch=sm_80", "-o"])
+        .arg(&other)
+        .arg(root().join("crates/emu/tests/data/softmax.ptx"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = trident(&["sass", "verify", c, "--against", other.to_str().unwrap()]);
+    assert!(!out.status.success(), "verify --against a different kernel fails");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,16 +1,23 @@
 //! `trident sass`: cubins as the schedule prong sees them (trident-sass), with the tools
 //! found as the GPU crate finds them.
 //!
-//! * [`dump`]: a listing of every kernel (or one): offset, decoded control bits,
-//!   `nvdisasm`'s text of the instruction, and the `.nv.info` attributes that point at it.
+//! * [`dump`] / [`listing`]: every kernel (or one): offset, decoded control bits,
+//!   `nvdisasm`'s text of the instruction, the `.nv.info` attributes that point at it, and
+//!   with `deps` the dependences that hold it after earlier instructions of its block.
 //! * [`roundtrip`]: parse and write back; the output must equal the input byte for byte.
+//! * [`verify`]: the timing rules, and with an original, that a rewrite is a legal
+//!   reordering of it.
+//! * [`move_instr`]: one legal move with its repairs, checked by the verifier before it is
+//!   written.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::error::RunError;
-use trident_sass::disasm::{disassemble, section_text};
+use trident_sass::deps::{blocks, dependences, Why};
+use trident_sass::disasm::{parse_json, section_text, Text};
 use trident_sass::nvinfo::INSTR_OFFSET_ATTRS;
+use trident_sass::verify::{reordering, timing};
 use trident_sass::Cubin;
 
 fn read(path: &Path) -> Result<(Vec<u8>, Cubin), RunError> {
@@ -19,38 +26,80 @@ fn read(path: &Path) -> Result<(Vec<u8>, Cubin), RunError> {
     Ok((bytes, cubin))
 }
 
-/// The annotated listing of the kernels of the cubin at `path` (only `kernel`, if given).
-pub fn dump(path: &Path, kernel: Option<&str>) -> Result<String, RunError> {
-    let (_, cubin) = read(path)?;
-    let nvdisasm = trident_gpu::tools::find(trident_gpu::tools::Tool::Nvdisasm)
+/// `nvdisasm`'s text of each kernel of `cubin` (whose bytes are `bytes`), in kernel order.
+fn texts(bytes: &[u8], cubin: &Cubin) -> Result<Vec<Vec<Text>>, RunError> {
+    let json = trident_gpu::tools::nvdisasm(bytes, &["-json", "-c"])
         .map_err(|e| RunError::msg(format!("error: {e} (run scripts/install-tools, or set TRIDENT_NVDISASM)")))?;
-    let listings = disassemble(&nvdisasm, path).map_err(RunError::msg)?;
+    let listings = parse_json(&json).map_err(RunError::msg)?;
+    let out: Vec<Vec<Text>> = cubin.kernels.iter().map(|k| section_text(cubin, &listings, k.text_section)).collect();
+    for (k, t) in cubin.kernels.iter().zip(&out) {
+        if t.len() != k.instrs.len() {
+            return Err(RunError::msg(format!(
+                "kernel `{}`: nvdisasm lists {} instructions, the section holds {}",
+                k.name,
+                t.len(),
+                k.instrs.len()
+            )));
+        }
+    }
+    Ok(out)
+}
+
+fn kernel_index(cubin: &Cubin, name: &str, path: &Path) -> Result<usize, RunError> {
+    cubin.kernels.iter().position(|k| k.name == name).ok_or_else(|| {
+        let names: Vec<&str> = cubin.kernels.iter().map(|k| k.name.as_str()).collect();
+        RunError::argument(format!("no kernel `{name}` in {} (it has: {})", path.display(), names.join(", ")))
+    })
+}
+
+/// The annotated listing of the cubin at `path` (only `kernel`, if given; with the
+/// dependence edges if `deps`).
+pub fn dump(path: &Path, kernel: Option<&str>, deps: bool) -> Result<String, RunError> {
+    let (bytes, cubin) = read(path)?;
+    if let Some(k) = kernel {
+        kernel_index(&cubin, k, path)?;
+    }
+    listing(&bytes, kernel, deps)
+}
+
+/// The annotated listing of a cubin's bytes (what `trident compile --emit sass` prints).
+pub fn listing(bytes: &[u8], kernel: Option<&str>, deps: bool) -> Result<String, RunError> {
+    let cubin = Cubin::parse(bytes).map_err(|e| RunError::msg(format!("the cubin: {e}")))?;
+    let all = texts(bytes, &cubin)?;
     let mut out = String::new();
-    let mut shown = 0;
-    for k in cubin.kernels.iter().filter(|k| kernel.is_none_or(|n| n == k.name)) {
-        shown += 1;
-        let text = section_text(&cubin, &listings, k.text_section);
+    for (k, text) in cubin.kernels.iter().zip(&all).filter(|(k, _)| kernel.is_none_or(|n| n == k.name)) {
         let marks = k.listed_offsets(&cubin.elf);
         let _ = writeln!(out, "// kernel {} (sm_{}): {} instructions", k.name, cubin.sm(), k.instrs.len());
+        let mut incoming: Vec<Vec<String>> = vec![vec![]; text.len()];
+        if deps {
+            for b in blocks(text) {
+                for e in dependences(text, b) {
+                    let why = match e.why {
+                        Why::Raw(r) => format!("RAW {r}"),
+                        Why::War(r) => format!("WAR {r}"),
+                        Why::Waw(r) => format!("WAW {r}"),
+                        Why::Memory => "memory".into(),
+                        Why::Fence => "fence".into(),
+                    };
+                    incoming[e.to].push(format!("{:04x} {why}", 16 * e.from));
+                }
+            }
+        }
         for (i, ins) in k.instrs.iter().enumerate() {
-            let line = text.get(i).map(|t| t.line()).unwrap_or_else(|| "?".into());
             let attrs: Vec<&str> = marks
                 .iter()
                 .filter(|(_, o)| *o == ins.offset)
                 .filter_map(|(a, _)| INSTR_OFFSET_ATTRS.iter().find(|(x, _)| x == a).map(|(_, n)| *n))
                 .collect();
-            let note = if attrs.is_empty() { String::new() } else { format!("  // {}", attrs.join(", ")) };
-            let _ = writeln!(out, "/*{:04x}*/  {:<28} {line} ;{note}", ins.offset, ins.control().text());
+            let mut note = String::new();
+            if !attrs.is_empty() {
+                note = format!("  // {}", attrs.join(", "));
+            }
+            if !incoming[i].is_empty() {
+                let _ = write!(note, "  // after {}", incoming[i].join(", "));
+            }
+            let _ = writeln!(out, "/*{:04x}*/  {:<28} {} ;{note}", ins.offset, ins.control().text(), text[i].line());
         }
-    }
-    if shown == 0 {
-        let names: Vec<&str> = cubin.kernels.iter().map(|k| k.name.as_str()).collect();
-        return Err(RunError::argument(format!(
-            "no kernel `{}` in {} (it has: {})",
-            kernel.unwrap_or(""),
-            path.display(),
-            names.join(", ")
-        )));
     }
     Ok(out)
 }
@@ -64,4 +113,86 @@ pub fn roundtrip(input: &Path, output: &Path) -> Result<usize, RunError> {
     }
     std::fs::write(output, &again).map_err(|e| RunError::msg(format!("cannot write {}: {e}", output.display())))?;
     Ok(again.len())
+}
+
+/// Checks the cubin at `path`: every kernel's timing, and with `against` that each kernel
+/// is a legal reordering of the same kernel there. `Ok` with a summary when clean; an error
+/// listing every violation otherwise.
+pub fn verify(path: &Path, against: Option<&Path>) -> Result<String, RunError> {
+    let (bytes, cubin) = read(path)?;
+    let text = texts(&bytes, &cubin)?;
+    let original = match against {
+        Some(p) => {
+            let (b, c) = read(p)?;
+            let t = texts(&b, &c)?;
+            Some((p, c, t))
+        }
+        None => None,
+    };
+    let (mut report, mut bad, mut instrs) = (String::new(), 0usize, 0usize);
+    for (k, t) in cubin.kernels.iter().zip(&text) {
+        instrs += k.instrs.len();
+        let mut v = timing(cubin.sm(), &k.instrs, t);
+        if let Some((p, oc, ot)) = &original {
+            let j = kernel_index(oc, &k.name, p)?;
+            v.extend(reordering((&oc.kernels[j].instrs, &ot[j]), (&k.instrs, t)));
+        }
+        for x in &v {
+            let _ = writeln!(report, "{}: kernel {}: {}", path.display(), k.name, x.describe(t));
+        }
+        bad += v.len();
+    }
+    if let Some((p, oc, _)) = &original {
+        for k in &oc.kernels {
+            if cubin.kernel(&k.name).is_none() {
+                let _ = writeln!(report, "{}: kernel {} of {} is missing", path.display(), k.name, p.display());
+                bad += 1;
+            }
+        }
+    }
+    if bad > 0 {
+        return Err(RunError::msg(format!("{report}error: {bad} violation(s) in {}", path.display())));
+    }
+    let what = if against.is_some() { "timing-clean and a legal reordering of the original" } else { "timing-clean" };
+    Ok(format!("{}: {} kernel(s), {instrs} instructions: {what}", path.display(), cubin.kernels.len()))
+}
+
+/// Moves instruction `index` of `kernel` by `by` positions, repairs control bits and
+/// offsets, checks the result with the verifier against the input, and writes it to
+/// `output`. Returns what was done; an illegal move is refused with the reason.
+pub fn move_instr(path: &Path, kernel: &str, index: usize, by: isize, output: &Path) -> Result<String, RunError> {
+    let (bytes, mut cubin) = read(path)?;
+    let text = texts(&bytes, &cubin)?;
+    let k = kernel_index(&cubin, kernel, path)?;
+    if index >= text[k].len() {
+        return Err(RunError::argument(format!(
+            "--index {index}: kernel {kernel} has {} instructions (0 to {})",
+            text[k].len(),
+            text[k].len().saturating_sub(1)
+        )));
+    }
+    let original = cubin.clone();
+    let moved = trident_sass::rewrite::move_instr(&mut cubin, k, &text[k], index, by)
+        .map_err(|why| RunError::argument(format!("cannot move {:#06x} by {by}: {why}", 16 * index)))?;
+    let new_bytes = cubin.write().map_err(|e| RunError::msg(format!("writing the cubin: {e}")))?;
+    // Check what will be written, as nvdisasm reads it.
+    let again = Cubin::parse(&new_bytes).map_err(|e| RunError::msg(format!("the rewritten cubin: {e}")))?;
+    let new_text = texts(&new_bytes, &again)?;
+    let mut v = timing(again.sm(), &again.kernels[k].instrs, &new_text[k]);
+    v.extend(reordering((&original.kernels[k].instrs, &text[k]), (&again.kernels[k].instrs, &new_text[k])));
+    if let Some(x) = v.first() {
+        return Err(RunError::msg(format!("the moved kernel fails the verifier: {}", x.describe(&new_text[k]))));
+    }
+    std::fs::write(output, &new_bytes).map_err(|e| RunError::msg(format!("cannot write {}: {e}", output.display())))?;
+    let mut out = format!(
+        "moved {:#06x} `{}` to {:#06x}; wrote {}\n",
+        16 * moved.from,
+        text[k][index].line(),
+        16 * moved.to,
+        output.display()
+    );
+    for r in &moved.repairs {
+        let _ = writeln!(out, "  repaired {r}");
+    }
+    Ok(out)
 }

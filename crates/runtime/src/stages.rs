@@ -35,7 +35,8 @@ pub enum Stage {
     Ptx,
     /// A cubin from `ptxas`, with its `-v` report.
     Cubin,
-    /// SASS: `nvdisasm` of the cubin.
+    /// SASS: the cubin's instructions as `nvdisasm` reads them, with their decoded control
+    /// bits (`trident sass dump`'s listing).
     Sass,
 }
 
@@ -196,7 +197,8 @@ pub fn compile_stage_args(
     let tool_error = |e: trident_gpu::tools::ToolError| RunError::other(format!("error: {e} {TOOL_HINT}"));
     let out = trident_gpu::tools::ptxas(&ptx.ptx, target.arch()).map_err(tool_error)?;
     if opts.stage == Stage::Sass {
-        return Ok(StageOutput::Text(trident_gpu::tools::nvdisasm(&out.cubin, &["-c"]).map_err(tool_error)?));
+        // The annotated listing: decoded control bits, attributes (trident sass dump's).
+        return Ok(StageOutput::Text(crate::sass::listing(&out.cubin, None, false)?));
     }
     Ok(StageOutput::Cubin(Cubin {
         kernel: kname.clone(),

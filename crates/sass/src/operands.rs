@@ -16,6 +16,17 @@ pub enum Reg {
     Up(u8),
 }
 
+impl std::fmt::Display for Reg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reg::R(n) => write!(f, "R{n}"),
+            Reg::P(n) => write!(f, "P{n}"),
+            Reg::Ur(n) => write!(f, "UR{n}"),
+            Reg::Up(n) => write!(f, "UP{n}"),
+        }
+    }
+}
+
 /// What an instruction writes and reads (the guard predicate included in `uses`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Operands {

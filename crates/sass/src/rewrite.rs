@@ -88,9 +88,9 @@ fn blocked(text: &[Text], i: usize, by: isize) -> String {
         }
         if let Some(e) = edges.iter().find(|e| (e.from, e.to) == (i.min(k), i.max(k))) {
             let what = match e.why {
-                Why::Raw(r) => format!("reads {r:?} written by"),
-                Why::War(r) => format!("overwrites {r:?} read by"),
-                Why::Waw(r) => format!("writes {r:?} as does"),
+                Why::Raw(r) => format!("reads {r} written by"),
+                Why::War(r) => format!("overwrites {r} read by"),
+                Why::Waw(r) => format!("writes {r} as does"),
                 Why::Memory => "accesses memory in conflict with".into(),
                 Why::Fence => "may not cross".into(),
             };

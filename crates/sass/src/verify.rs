@@ -72,16 +72,16 @@ impl Violation {
         };
         match &self.rule {
             Rule::TooSoon { reg, need, got } => {
-                format!("{at}: reads {reg:?} {got} cycles after {from} issued (needs {need})")
+                format!("{at}: reads {reg} {got} cycles after {from} issued (needs {need})")
             }
             Rule::ReadInFlight { reg, sb: s } => {
-                format!("{at}: reads {reg:?} before waiting for {} ({from})", sb(*s))
+                format!("{at}: reads {reg} before waiting for {} ({from})", sb(*s))
             }
             Rule::WrittenInFlight { reg, sb: s } => {
-                format!("{at}: writes {reg:?} while {from}'s result may still land in it (no wait for {})", sb(*s))
+                format!("{at}: writes {reg} while {from}'s result may still land in it (no wait for {})", sb(*s))
             }
             Rule::WrittenWhileRead { reg, sb: k } => {
-                format!("{at}: overwrites {reg:?} while {from} may still read it (no wait for SB{k})")
+                format!("{at}: overwrites {reg} while {from} may still read it (no wait for SB{k})")
             }
             Rule::Shape(why) => format!("{at}: {why}"),
             Rule::Reordered => format!("{at} now comes before {from}, which it depends on"),
