@@ -299,7 +299,8 @@ impl Walker<'_> {
         // Reads.
         for r in o.uses.iter().filter(|r| !o.kept.contains(r)) {
             if let Some(&(p, got)) = s.fixed.get(r) {
-                if let Some(need) = latency::needed(self.sm, &self.text[p].opcode, &t.opcode) {
+                let predicate = matches!(r, Reg::P(_) | Reg::Up(_));
+                if let Some(need) = latency::needed(self.sm, &self.text[p].opcode, &t.opcode, predicate) {
                     if got < need {
                         report(Violation { at: i, from: Some(p), rule: Rule::TooSoon { reg: *r, need, got } });
                     }
@@ -394,11 +395,9 @@ pub fn timing(sm: u32, instrs: &[Instr], text: &[Text]) -> Vec<Violation> {
     let end = |b: usize| g.starts.get(b + 1).copied().unwrap_or(n);
     let mut input: Vec<Option<State>> = vec![None; nb];
     input[0] = Some(State::default());
-    let mut work: Vec<usize> = vec![0];
-    let mut queued = vec![false; nb];
-    queued[0] = true;
-    while let Some(b) = work.pop() {
-        queued[b] = false;
+    // Blocks in layout order first (mostly the flow's order), so loops settle in few rounds.
+    let mut work = std::collections::BTreeSet::from([0usize]);
+    while let Some(b) = work.pop_first() {
         let mut s = input[b].clone().unwrap_or_default();
         for i in g.starts[b]..end(b) {
             w.step(i, &mut s, None);
@@ -411,9 +410,8 @@ pub fn timing(sm: u32, instrs: &[Instr], text: &[Text]) -> Vec<Violation> {
                     true
                 }
             };
-            if changed && !queued[x] {
-                queued[x] = true;
-                work.push(x);
+            if changed {
+                work.insert(x);
             }
         }
     }

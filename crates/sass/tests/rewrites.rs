@@ -69,7 +69,8 @@ fn mutations(sm: u32, instrs: &[Instr], text: &[Text], rng: &mut Rng, per_kind: 
                 let fixed = cp.write_sb.is_none() && !latency::variable(&text[p].opcode);
                 // Lower a stall: fixed-latency producer, read now exactly or more than needed.
                 if fixed && real_read {
-                    if let Some(need) = latency::needed(sm, &text[p].opcode, &text[c].opcode) {
+                    let predicate = matches!(r, Reg::P(_) | Reg::Up(_));
+                    if let Some(need) = latency::needed(sm, &text[p].opcode, &text[c].opcode, predicate) {
                         let have: u32 = (p..c).map(|x| instrs[x].control().stall as u32).sum();
                         let mut deficit = (have + 1).saturating_sub(need);
                         let mut m = instrs.to_vec();
