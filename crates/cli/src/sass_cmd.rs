@@ -6,6 +6,7 @@
 //! trident sass roundtrip kernel.cubin -o out.cubin          # parse and write back, byte for byte
 //! trident sass verify new.cubin [--against old.cubin]       # timing rules; a legal reordering of old
 //! trident sass move k.cubin --kernel K --index I --by -2 -o out.cubin
+//! trident sass shuffle k.cubin --moves 50 --seed 7 -o out.cubin  # random legal moves, verified
 //! ```
 
 use clap::{Args, Subcommand};
@@ -58,6 +59,17 @@ pub enum SassCommand {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Make random legal moves (repaired, then verified against the input) and write the
+    /// result: the schedule prong's GPU check runs kernels shuffled this way.
+    Shuffle {
+        cubin: PathBuf,
+        #[arg(long, default_value_t = 50)]
+        moves: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(short, long)]
+        output: PathBuf,
+    },
 }
 
 pub fn sass(a: SassArgs) -> Result<(), String> {
@@ -67,6 +79,18 @@ pub fn sass(a: SassArgs) -> Result<(), String> {
         }
         SassCommand::Verify { cubin, against } => {
             println!("{}", trident_runtime::sass::verify(&cubin, against.as_deref()).map_err(|e| e.text)?);
+        }
+        SassCommand::Shuffle { cubin, moves, seed, output } => {
+            let bytes = std::fs::read(&cubin).map_err(|e| format!("error: cannot read {}: {e}", cubin.display()))?;
+            let s = trident_runtime::sass::shuffle(&bytes, seed, moves).map_err(|e| e.text)?;
+            std::fs::write(&output, &s.bytes).map_err(|e| format!("error: cannot write {}: {e}", output.display()))?;
+            println!(
+                "{} legal moves ({} refused); wrote {}, verified against {}",
+                s.moves,
+                s.refused,
+                output.display(),
+                cubin.display()
+            );
         }
         SassCommand::Move { cubin, kernel, index, by, output } => {
             print!("{}", trident_runtime::sass::move_instr(&cubin, &kernel, index, by, &output).map_err(|e| e.text)?);

@@ -505,6 +505,16 @@ fn sass_dump_and_roundtrip() {
     assert!(out.status.success(), "{}", stderr(&out));
     let out = trident(&["sass", "move", c, "--kernel", "vadd", "--index", "0", "--by", "-1", "-o", m]);
     assert!(!out.status.success() && stderr(&out).contains("would leave its block"), "{}", stderr(&out));
+    // Random legal moves, verified: the same seed gives the same cubin.
+    let (s1, s2) = (dir.join("s1.cubin"), dir.join("s2.cubin"));
+    for s in [&s1, &s2] {
+        let out = trident(&["sass", "shuffle", c, "--moves", "8", "--seed", "3", "-o", s.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("legal moves"));
+    }
+    assert_eq!(std::fs::read(&s1).unwrap(), std::fs::read(&s2).unwrap());
+    let out = trident(&["sass", "verify", s1.to_str().unwrap(), "--against", c]);
+    assert!(out.status.success(), "{}", stderr(&out));
     // A cubin of another kernel is not a reordering of this one.
     let other = dir.join("other.cubin");
     let st = std::process::Command::new(std::env::var("TRIDENT_PTXAS").unwrap())

@@ -15,6 +15,7 @@
 //! | `TRIDENT_AUTOTUNE_CACHE` | `0`: tuning choices are not saved to (or read from) disk | — |
 //! | `TRIDENT_AUTOTUNE_INTERP` | `1`: tune on the interpreter too (wall clock) | — |
 //! | `TRIDENT_PRINT_AUTOTUNING` | `1`: print the chosen config after each tuning, on stderr | — |
+//! | `TRIDENT_SASS_SHUFFLE` | `SEED:MOVES` (e.g. `7:50`): on a CUDA device, load each kernel's cubin after that many random legal SASS moves (`trident sass shuffle`, repaired and verified) — the schedule prong's check that moved code computes the same; an error if there is no cubin or the shuffle fails | — (applied at load, after the cache) |
 //! | `TRIDENT_TIMEOUT` | seconds a launch on the interpreter or the emulator may run before it is stopped with an error (as `--timeout`; default none) | — |
 //!
 //! Switches read `1`, `true`, `on` or `yes` as on and `0`, `false`, `off` or `no` as off
@@ -62,6 +63,13 @@ pub fn emu_target() -> Result<Target, String> {
 /// Whether compute capability 9.0 gets sm_90a's warpgroup MMA: yes unless `TRIDENT_NO_WGMMA` is set.
 pub fn wgmma_allowed() -> bool {
     std::env::var_os("TRIDENT_NO_WGMMA").is_none()
+}
+
+/// `TRIDENT_SASS_SHUFFLE=SEED:MOVES`, when set.
+pub fn sass_shuffle() -> Result<Option<(u64, usize)>, String> {
+    let Some(v) = value("TRIDENT_SASS_SHUFFLE").filter(|v| !v.trim().is_empty()) else { return Ok(None) };
+    let parsed = v.trim().split_once(':').and_then(|(s, m)| Some((s.trim().parse().ok()?, m.trim().parse().ok()?)));
+    parsed.map(Some).ok_or_else(|| format!("TRIDENT_SASS_SHUFFLE={v:?}: expected SEED:MOVES, e.g. 7:50"))
 }
 
 /// `TRIDENT_TIMEOUT`: the time limit of a CPU launch, when set to a positive number of seconds.

@@ -237,6 +237,15 @@ fn cuda_load(code: &GpuCode) -> Result<CudaLoaded, RunError> {
     code.cuda
         .get_or_init(|| {
             let dev = trident_cuda::Device::open(0).map_err(|e| format!("cuda: {e}"))?;
+            if let Some((seed, moves)) = crate::env::sass_shuffle()? {
+                // The schedule prong's check: this cubin after random legal moves, or an error.
+                let cubin = code.cubin.as_deref().ok_or("TRIDENT_SASS_SHUFFLE: no cubin (ptxas not found)")?;
+                let s = crate::sass::shuffle(cubin, seed, moves).map_err(|e| e.text)?;
+                let module = trident_cuda::Module::load_cubin(&dev, &s.bytes)
+                    .map_err(|e| format!("cuda: the shuffled cubin ({} moves): {e}", s.moves))?;
+                let kernel = module.kernel(&code.ptx.entry).map_err(|e| format!("cuda: {e}"))?;
+                return Ok(CudaLoaded { dev, kernel });
+            }
             let from_cubin = code.cubin.as_deref().and_then(|c| trident_cuda::Module::load_cubin(&dev, c).ok());
             let module = match from_cubin {
                 Some(m) => m,

@@ -196,3 +196,70 @@ pub fn move_instr(path: &Path, kernel: &str, index: usize, by: isize, output: &P
     }
     Ok(out)
 }
+
+/// What [`shuffle`] did.
+#[derive(Debug)]
+pub struct Shuffled {
+    /// The shuffled cubin.
+    pub bytes: Vec<u8>,
+    /// Legal moves made (with their repairs).
+    pub moves: usize,
+    /// Moves the repair could not make safe, refused.
+    pub refused: usize,
+}
+
+/// Up to `moves` random legal moves (seeded: the same seed, the same moves) over the
+/// kernels of the cubin `bytes`, each repaired; the result is verified (timing, and a legal
+/// reordering of the input) as `nvdisasm` reads it before it is returned. The schedule
+/// prong's GPU check runs kernels shuffled this way and compares their outputs.
+pub fn shuffle(bytes: &[u8], seed: u64, moves: usize) -> Result<Shuffled, RunError> {
+    let original = Cubin::parse(bytes).map_err(|e| RunError::msg(format!("the cubin: {e}")))?;
+    let text = texts(bytes, &original)?;
+    let mut cubin = original.clone();
+    let mut now = text.clone();
+    let mut state = seed ^ 0x9e37_79b9_7f4a_7c15;
+    let mut next = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n.max(1) as u64) as usize
+    };
+    let (mut done, mut refused) = (0, 0);
+    for _ in 0..moves.saturating_mul(8) {
+        if done == moves || cubin.kernels.is_empty() {
+            break;
+        }
+        let k = next(cubin.kernels.len());
+        if now[k].is_empty() {
+            continue;
+        }
+        let i = next(now[k].len());
+        let Ok((lo, hi)) = trident_sass::rewrite::legal_range(&now[k], i) else { continue };
+        let j = lo + next(hi - lo + 1);
+        if j == i {
+            continue;
+        }
+        match trident_sass::rewrite::move_instr(&mut cubin, k, &now[k], i, j as isize - i as isize) {
+            Ok(m) => {
+                now[k] = m.text;
+                done += 1;
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    let out = cubin.write().map_err(|e| RunError::msg(format!("writing the cubin: {e}")))?;
+    let again = Cubin::parse(&out).map_err(|e| RunError::msg(format!("the shuffled cubin: {e}")))?;
+    let read = texts(&out, &again)?;
+    for (k, kern) in again.kernels.iter().enumerate() {
+        let mut v = timing(again.sm(), &kern.instrs, &read[k]);
+        v.extend(reordering((&original.kernels[k].instrs, &text[k]), (&kern.instrs, &read[k])));
+        if let Some(x) = v.first() {
+            return Err(RunError::msg(format!(
+                "the shuffled kernel {} fails the verifier: {}",
+                kern.name,
+                x.describe(&read[k])
+            )));
+        }
+    }
+    Ok(Shuffled { bytes: out, moves: done, refused })
+}
