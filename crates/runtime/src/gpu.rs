@@ -241,6 +241,8 @@ fn cuda_load(code: &GpuCode) -> Result<CudaLoaded, RunError> {
                 // The schedule prong's check: this cubin after random legal moves, or an error.
                 let cubin = code.cubin.as_deref().ok_or("TRIDENT_SASS_SHUFFLE: no cubin (ptxas not found)")?;
                 let s = crate::sass::shuffle(cubin, seed, moves).map_err(|e| e.text)?;
+                // Asked for on the command line: say what was run (scripts/gpu-sass-moves counts it).
+                eprintln!("trident: {} runs with {} legal SASS moves (seed {seed})", code.ptx.entry, s.moves);
                 let module = trident_cuda::Module::load_cubin(&dev, &s.bytes)
                     .map_err(|e| format!("cuda: the shuffled cubin ({} moves): {e}", s.moves))?;
                 let kernel = module.kernel(&code.ptx.entry).map_err(|e| format!("cuda: {e}"))?;
