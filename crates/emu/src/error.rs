@@ -19,6 +19,9 @@ pub enum ErrorKind {
     Deadlock,
     /// `trap`, a step limit, or another failure while running.
     Runtime,
+    /// Machine code (the SASS emulator, trident-sass-emu) read a register before its value
+    /// was ready, or overwrote one still being read: a schedule the hardware would run wrong.
+    Hazard,
 }
 
 /// An emulator error: a message plus, when known, where in the PTX and in the grid it happened.

@@ -40,7 +40,7 @@ mod exec;
 mod fp;
 mod ir;
 mod machine;
-mod memory;
+pub mod memory;
 mod parse;
 pub mod timing;
 

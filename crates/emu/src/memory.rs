@@ -1,6 +1,9 @@
 //! Memory of a launch: global buffers (bounds-checked, each at its own fake device
 //! address), generic-address windows for shared and local memory, and the striped
 //! locks that make global atomics atomic across CTAs running on different cores.
+//!
+//! Public so the SASS emulator (trident-sass-emu) runs on the same global memory: buffers
+//! at the same fake addresses, the same bounds checks and fault messages.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;

@@ -1,0 +1,293 @@
+//! # trident-sass-emu: the SASS emulator
+//!
+//! Runs the machine code `ptxas` made — a kernel of a cubin, sm_80 or sm_90a — on the CPU:
+//! the schedule prong's way to check rewritten SASS without a GPU, and to estimate its
+//! cycles (issue 11).
+//!
+//! * **Instructions** come from `nvdisasm`'s text ([`decode`]), each executed for the lanes
+//!   of its warp that are active ([`exec`]); an instruction or modifier not implemented is an
+//!   `Unsupported` error with its text, never a guess.
+//! * **Control flow**: each lane has its own program counter; a warp runs the lanes at the
+//!   lowest one together, so lanes that branched apart run again as one at the join.
+//!   `BSSY`/`BSYNC` wait for the lanes of their convergence barrier, `BAR.SYNC` for every
+//!   live thread of the CTA, `EXIT` retires lanes.
+//! * **Memory**: global memory is the PTX emulator's (trident-emu's `memory`: the same fake
+//!   addresses, bounds checks and messages); shared memory per CTA (the first KiB reserved
+//!   from sm_90 on, as on the hardware); constant bank 0 holds the block and grid sizes and
+//!   the parameters where the cubin's `EIATTR_KPARAM_INFO` records put them.
+//! * **Timing and hazards** ([`timing`]): every warp issues by its control bits; a read before
+//!   the value is ready is a `Hazard` error naming both instructions. The warps' clocks give
+//!   the cycle estimate.
+
+pub mod decode;
+pub mod exec;
+pub mod kernel;
+pub mod timing;
+
+use trident_emu::memory::{buffer_base, GlobalMem};
+use trident_emu::{EmuError, ErrorKind, KernelArg};
+use trident_sass::disasm::Text;
+use trident_sass::operands::{operands, Operands};
+
+pub use kernel::SassKernel;
+
+use exec::{Ctx, Flow, Warp};
+use timing::{op_text, WarpTiming};
+
+/// A kernel ready to launch: decoded, with the registers each instruction reads and writes.
+pub struct Program {
+    pub kernel: SassKernel,
+    regs: Vec<Operands>,
+}
+
+impl Program {
+    /// Kernel `name` of the cubin `bytes`, given `nvdisasm`'s text of its instructions.
+    pub fn new(cubin: &trident_sass::Cubin, name: &str, text: &[Text]) -> Result<Program, EmuError> {
+        let kernel = SassKernel::new(cubin, name, text)?;
+        Ok(Program { kernel, regs: text.iter().map(operands).collect() })
+    }
+}
+
+/// How to launch.
+#[derive(Clone, Debug)]
+pub struct LaunchConfig {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dynamic_shared_bytes: u32,
+    /// Check the control bits as the hardware would use them (on by default).
+    pub check_hazards: bool,
+    /// A CTA stops with an error after this many warp-instructions.
+    pub max_warp_instructions_per_cta: u64,
+}
+
+impl Default for LaunchConfig {
+    fn default() -> Self {
+        LaunchConfig {
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            dynamic_shared_bytes: 0,
+            check_hazards: true,
+            max_warp_instructions_per_cta: 50_000_000,
+        }
+    }
+}
+
+/// What a launch reports.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// The estimated cycles of the slowest CTA (issue, stalls, waits, barriers).
+    pub cycles: u64,
+    /// Warp-instructions issued in all.
+    pub instructions: u64,
+}
+
+/// Where thread `lane` of warp `w` is, for messages.
+fn thread_of(first: u32, ntid: [u32; 3]) -> [u32; 3] {
+    let (nx, ny) = (ntid[0].max(1), ntid[1].max(1));
+    [first % nx, (first / nx) % ny, first / (nx * ny)]
+}
+
+/// Runs `p` on the grid, with `args` in parameter order (buffers written back after a
+/// successful launch only).
+pub fn launch(p: &Program, cfg: &LaunchConfig, args: &mut [KernelArg]) -> Result<Report, EmuError> {
+    let k = &p.kernel;
+    if args.len() != k.params.len() {
+        return Err(EmuError::launch(format!(
+            "kernel `{}` takes {} parameters, {} given",
+            k.name,
+            k.params.len(),
+            args.len()
+        )));
+    }
+    let threads = cfg.block.iter().map(|&x| x as u64).product::<u64>();
+    if threads == 0 || threads > 1024 || cfg.grid.contains(&0) {
+        return Err(EmuError::launch(format!("bad launch shape: grid {:?}, block {:?}", cfg.grid, cfg.block)));
+    }
+    let mut mem = GlobalMem::new();
+    let mut cbank = vec![0u8; k.cbank0_bytes.max(0x30) as usize];
+    let put = |cb: &mut Vec<u8>, at: usize, b: &[u8]| {
+        if cb.len() < at + b.len() {
+            cb.resize(at + b.len(), 0);
+        }
+        cb[at..at + b.len()].copy_from_slice(b);
+    };
+    for (i, v) in cfg.block.iter().chain(&cfg.grid).enumerate() {
+        put(&mut cbank, 4 * i, &v.to_le_bytes());
+    }
+    // The initial stack pointer (`c[0x0][0x28]`): local memory is not emulated yet.
+    put(&mut cbank, 0x28, &0u32.to_le_bytes());
+    for (i, (a, prm)) in args.iter().zip(&k.params).enumerate() {
+        let at = (k.param_base + prm.offset) as usize;
+        let bits: u64 = match a {
+            KernelArg::Buffer(t) => {
+                mem.set_region(i, format!("argument {i}"), &t.data, true);
+                buffer_base(i)
+            }
+            KernelArg::Null => 0,
+            KernelArg::Scalar(b) => *b,
+        };
+        let n = prm.size.clamp(1, 8) as usize;
+        put(&mut cbank, at, &bits.to_le_bytes()[..n]);
+    }
+    let mut report = Report::default();
+    for z in 0..cfg.grid[2] {
+        for y in 0..cfg.grid[1] {
+            for x in 0..cfg.grid[0] {
+                let ctaid = [x, y, z];
+                let (cycles, n) = run_cta(p, cfg, &mem, &cbank, ctaid)?;
+                report.cycles = report.cycles.max(cycles);
+                report.instructions += n;
+            }
+        }
+    }
+    for (i, a) in args.iter_mut().enumerate() {
+        if let KernelArg::Buffer(t) = a {
+            if let Some(b) = mem.region_bytes(i) {
+                t.data.copy_from_slice(&b);
+            }
+        }
+    }
+    Ok(report)
+}
+
+enum State {
+    AtBar,
+    Done,
+}
+
+fn run_cta(
+    p: &Program,
+    cfg: &LaunchConfig,
+    mem: &GlobalMem,
+    cbank: &[u8],
+    ctaid: [u32; 3],
+) -> Result<(u64, u64), EmuError> {
+    let k = &p.kernel;
+    let threads: u32 = cfg.block.iter().product();
+    let nwarps = threads.div_ceil(32);
+    let mut warps: Vec<Warp> = (0..nwarps).map(|w| Warp::new(32 * w, (threads - 32 * w).min(32))).collect();
+    let mut clocks: Vec<WarpTiming> = vec![WarpTiming::default(); nwarps as usize];
+    let mut shared = vec![0u8; (k.shared_reserved() + k.shared_bytes + cfg.dynamic_shared_bytes) as usize];
+    let mut issued = 0u64;
+    let name_of = |i: usize| op_text(&k.ops[i]);
+    loop {
+        let mut states = vec![];
+        for wi in 0..nwarps as usize {
+            let w = &mut warps[wi];
+            let t = &mut clocks[wi];
+            let state = loop {
+                if w.live == 0 {
+                    break State::Done;
+                }
+                let waiting = w.at_bar | w.at_bsync.iter().fold(0, |a, b| a | b);
+                let runnable = w.live & !waiting;
+                if runnable == 0 {
+                    if w.at_bar & w.live == w.live {
+                        break State::AtBar;
+                    }
+                    return Err(EmuError::new(
+                        ErrorKind::Deadlock,
+                        format!("warp {wi}'s lanes wait at convergence barriers that can never complete"),
+                    )
+                    .at_thread(ctaid, thread_of(w.first_thread, cfg.block)));
+                }
+                let pc = (0..32).filter(|l| runnable >> l & 1 == 1).map(|l| w.pc[l]).min().unwrap_or(0);
+                let active = (0..32).filter(|&l| runnable >> l & 1 == 1 && w.pc[l] == pc).fold(0u32, |m, l| m | 1 << l);
+                let lane0 = active.trailing_zeros();
+                let at = |e: EmuError| e.at_thread(ctaid, thread_of(w.first_thread + lane0, cfg.block));
+                let Some(op) = k.ops.get(pc) else {
+                    return Err(at(EmuError::new(
+                        ErrorKind::Runtime,
+                        format!("ran past the kernel's last instruction ({pc})"),
+                    )));
+                };
+                if cfg.check_hazards {
+                    t.issue(k.sm, pc, op, &p.regs[pc], k.controls[pc], &name_of).map_err(|e| {
+                        let mut e = e;
+                        e.thread = None;
+                        e.at_thread(ctaid, thread_of(w.first_thread + lane0, cfg.block))
+                    })?;
+                } else {
+                    t.clock += k.controls[pc].stall.max(1) as u64;
+                }
+                issued += 1;
+                if issued > cfg.max_warp_instructions_per_cta {
+                    return Err(at(EmuError::new(
+                        ErrorKind::Runtime,
+                        format!("CTA ran more than {} warp-instructions (a hang?)", cfg.max_warp_instructions_per_cta),
+                    )));
+                }
+                let mut ctx = Ctx {
+                    k,
+                    mem,
+                    cbank,
+                    shared: &mut shared,
+                    ctaid,
+                    ntid: cfg.block,
+                    nctaid: cfg.grid,
+                    warp_id: wi as u32,
+                    clock: t.clock,
+                };
+                let flow = ctx.exec(w, op, active).map_err(|e| {
+                    if e.thread.is_some() {
+                        e
+                    } else {
+                        e.at_thread(ctaid, thread_of(w.first_thread + lane0, cfg.block))
+                    }
+                })?;
+                let step = |w: &mut Warp, m: u32| {
+                    for l in 0..32 {
+                        if m >> l & 1 == 1 {
+                            w.pc[l] += 1;
+                        }
+                    }
+                };
+                match flow {
+                    Flow::Next => step(w, active),
+                    Flow::Branch(take, target) => {
+                        for l in 0..32 {
+                            if active >> l & 1 == 1 {
+                                w.pc[l] = if take >> l & 1 == 1 { target } else { w.pc[l] + 1 };
+                            }
+                        }
+                    }
+                    Flow::Exit(m) => {
+                        w.live &= !m;
+                        step(w, active & !m);
+                    }
+                    Flow::Bar => w.at_bar |= active,
+                    Flow::Bsync(n) => w.at_bsync[n as usize] |= active,
+                }
+                // Convergence barriers whose lanes have all arrived (or exited) release.
+                for n in 0..16 {
+                    let waiting = w.at_bsync[n];
+                    if waiting != 0 && w.breg[n] & w.live & !waiting == 0 {
+                        step(w, waiting);
+                        w.at_bsync[n] = 0;
+                    }
+                }
+            };
+            states.push(state);
+        }
+        if states.iter().all(|s| matches!(s, State::Done)) {
+            break;
+        }
+        if states.iter().all(|s| matches!(s, State::Done | State::AtBar)) {
+            // Everyone still running is at the barrier: release it.
+            let t = clocks.iter().map(|c| c.clock).max().unwrap_or(0);
+            for (w, c) in warps.iter_mut().zip(clocks.iter_mut()) {
+                for l in 0..32 {
+                    if w.at_bar >> l & 1 == 1 {
+                        w.pc[l] += 1;
+                    }
+                }
+                w.at_bar = 0;
+                c.clock = t;
+            }
+            continue;
+        }
+        return Err(EmuError::new(ErrorKind::Runtime, "a warp stopped neither done nor at the barrier".to_string()));
+    }
+    let cycles = clocks.iter().map(|c| c.clock).max().unwrap_or(0);
+    Ok((cycles, issued))
+}

@@ -1,0 +1,212 @@
+//! Issue timing and hazards, per warp, from the control bits — what the hardware does with
+//! them, so a schedule that reads a value before it is ready fails here instead of giving
+//! wrong numbers on a GPU.
+//!
+//! * A warp issues an instruction when its clock reaches the cycle the previous
+//!   instruction's stall count allowed; first it waits for the scoreboards in its wait mask
+//!   (and `DEPBAR.LE SBn, k`: all but the `k` youngest on SB*n*) — the clock moves to when
+//!   their results arrive.
+//! * A fixed-latency result may be read `latency::needed` cycles after its producer issued
+//!   (the SASS toolkit's table); earlier is a hazard.
+//! * A variable-latency result (write scoreboard, or a variable-latency opcode) may be read
+//!   only once its scoreboard was waited for, or a younger result of the same in-order queue
+//!   was; a register still being read by an instruction holding a read scoreboard may not be
+//!   overwritten before that scoreboard is waited for.
+//!
+//! The cycle estimate is the warp's clock: stalls plus the waits for results in flight, with
+//! these modelled latencies for variable-latency results (not yet calibrated on a GPU).
+
+use trident_emu::{EmuError, ErrorKind};
+use trident_sass::latency::{self, Queue};
+use trident_sass::operands::{Operands, Reg};
+use trident_sass::Control;
+
+use crate::decode::Op;
+
+/// Modelled cycles until a variable-latency result arrives.
+fn arrival(op: &Op) -> u64 {
+    match op.root.as_str() {
+        "LDG" | "LD" | "ATOMG" | "ATOM" | "RED" => 450,
+        "LDL" => 200,
+        "LDS" | "LDSM" | "ATOMS" | "SHFL" => 30,
+        "LDC" | "S2R" | "S2UR" | "CS2R" => 20,
+        "MUFU" => 18,
+        _ => 20,
+    }
+}
+
+#[derive(Clone, Debug)]
+struct InFlight {
+    producer: usize,
+    regs: Vec<Reg>,
+    sb: Option<u8>,
+    queue: Queue,
+    seq: u64,
+    arrives: u64,
+    reading: bool,
+}
+
+/// One warp's issue clock and what is in flight.
+#[derive(Clone, Debug, Default)]
+pub struct WarpTiming {
+    pub clock: u64,
+    seq: u64,
+    /// Fixed-latency results: register → (producer, issue cycle).
+    fixed: Vec<(Reg, usize, u64)>,
+    flight: Vec<InFlight>,
+    /// Instructions issued.
+    pub issued: u64,
+}
+
+fn hazard(msg: String) -> EmuError {
+    EmuError::new(ErrorKind::Hazard, msg)
+}
+
+impl WarpTiming {
+    fn drain(&mut self, sb: u8, keep: usize) {
+        let mut on: Vec<u64> = self.flight.iter().filter(|f| f.sb == Some(sb)).map(|f| f.seq).collect();
+        on.sort_unstable();
+        let cut = on.len().saturating_sub(keep);
+        let Some(&last_done) = on.get(cut.wrapping_sub(1)) else { return };
+        if cut == 0 {
+            return;
+        }
+        let mut arrived = self.clock;
+        let mut done_queues = vec![];
+        self.flight.retain(|f| {
+            if f.sb == Some(sb) && f.seq <= last_done {
+                arrived = arrived.max(f.arrives);
+                if !f.reading && f.queue != Queue::None {
+                    done_queues.push((f.queue, f.seq));
+                }
+                false
+            } else {
+                true
+            }
+        });
+        for (q, seq) in done_queues {
+            self.flight.retain(|f| f.reading || f.queue != q || f.seq > seq);
+        }
+        self.clock = arrived;
+    }
+
+    /// Issues instruction `at` (its decoded form, registers, control bits, and the
+    /// producers' opcodes looked up through `opcode_of`); an error names a hazard.
+    pub fn issue(
+        &mut self,
+        sm: u32,
+        at: usize,
+        op: &Op,
+        regs: &Operands,
+        c: Control,
+        name_of: &dyn Fn(usize) -> String,
+    ) -> Result<(), EmuError> {
+        for k in 0..6 {
+            if c.wait >> k & 1 == 1 {
+                self.drain(k, 0);
+            }
+        }
+        if op.root == "DEPBAR" {
+            if let Some(crate::decode::Opnd::Other(sb)) = op.ops.first() {
+                let k: Option<u8> = sb.strip_prefix("SB").and_then(|d| d.parse().ok());
+                let n = match op.ops.get(1) {
+                    Some(crate::decode::Opnd::Imm(n)) => *n as usize,
+                    _ => 0,
+                };
+                if let Some(k) = k {
+                    self.drain(k, n);
+                }
+            }
+        }
+        let opcode = op_text(op);
+        for r in regs.uses.iter().filter(|r| !regs.kept.contains(r)) {
+            if let Some(&(_, p, t)) = self.fixed.iter().find(|(x, _, _)| x == r) {
+                let pred = matches!(r, Reg::P(_) | Reg::Up(_));
+                if let Some(need) = latency::needed(sm, &name_of(p), &opcode, pred) {
+                    let got = self.clock - t;
+                    if got < need as u64 {
+                        return Err(hazard(format!(
+                            "hazard: {:#06x} `{}` reads {r} {got} cycles after {:#06x} `{}` issued (needs {need})",
+                            16 * at,
+                            op.text,
+                            16 * p,
+                            name_of(p)
+                        )));
+                    }
+                }
+            }
+            if let Some(f) = self.flight.iter().find(|f| !f.reading && f.regs.contains(r)) {
+                return Err(hazard(format!(
+                    "hazard: {:#06x} `{}` reads {r} before {:#06x} `{}`'s result was waited for{}",
+                    16 * at,
+                    op.text,
+                    16 * f.producer,
+                    name_of(f.producer),
+                    f.sb.map_or(String::new(), |k| format!(" (SB{k})"))
+                )));
+            }
+        }
+        for r in &regs.defs {
+            if let Some(f) = self.flight.iter().find(|f| f.regs.contains(r)) {
+                let what = if f.reading { "still reads it" } else { "still writes it" };
+                return Err(hazard(format!(
+                    "hazard: {:#06x} `{}` overwrites {r} while {:#06x} `{}` {what}{}",
+                    16 * at,
+                    op.text,
+                    16 * f.producer,
+                    name_of(f.producer),
+                    f.sb.map_or(String::new(), |k| format!(" (no wait for SB{k})"))
+                )));
+            }
+        }
+        self.fixed.retain(|(r, _, _)| !regs.defs.contains(r));
+        let variable = c.write_sb.is_some() || latency::variable(&opcode);
+        self.seq += 1;
+        if !regs.defs.is_empty() {
+            if variable {
+                self.flight.push(InFlight {
+                    producer: at,
+                    regs: regs.defs.clone(),
+                    sb: c.write_sb,
+                    queue: latency::queue(&opcode),
+                    seq: self.seq,
+                    arrives: self.clock + arrival(op),
+                    reading: false,
+                });
+            } else {
+                for r in &regs.defs {
+                    self.fixed.push((*r, at, self.clock));
+                }
+            }
+        }
+        if let Some(k) = c.read_sb {
+            let regs: Vec<Reg> =
+                regs.uses.iter().filter(|r| !regs.kept.contains(r) && matches!(r, Reg::R(_))).copied().collect();
+            self.flight.push(InFlight {
+                producer: at,
+                regs,
+                sb: Some(k),
+                queue: Queue::None,
+                seq: self.seq,
+                arrives: self.clock + 20,
+                reading: true,
+            });
+        }
+        // Forget what is long ready, so the lists stay short.
+        let now = self.clock;
+        self.fixed.retain(|(_, _, t)| now - t < 64);
+        self.clock += c.stall.max(1) as u64;
+        self.issued += 1;
+        Ok(())
+    }
+}
+
+/// `IMAD.WIDE.U32`: the opcode as `nvdisasm` prints it.
+pub fn op_text(op: &Op) -> String {
+    let mut s = op.root.clone();
+    for m in &op.mods {
+        s.push('.');
+        s.push_str(m);
+    }
+    s
+}

@@ -1,0 +1,187 @@
+//! The SASS emulator against the PTX emulator: Triton's own PTX (the emulator's test data)
+//! compiled by `ptxas` for sm_80 and sm_90a, run both ways on the same fresh random inputs
+//! (outputs poisoned first); the outputs must agree, and `ptxas`'s schedules must never
+//! trip a hazard. Needs ptxas and nvdisasm (scripts/install-tools).
+
+use trident_core::{DType, HostTensor};
+use trident_emu::{KernelArg, Module};
+use trident_gpu::tools::{find, ptxas, Tool};
+use trident_sass::disasm::{disassemble, section_text};
+use trident_sass::Cubin;
+use trident_sass_emu::{launch, LaunchConfig, Program};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn uniform(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn random(rng: &mut Rng, dtype: DType, n: usize, scale: f64) -> HostTensor {
+    let v: Vec<f64> = (0..n).map(|_| (rng.uniform() * 2.0 - 1.0) * scale).collect();
+    HostTensor::from_f64(dtype, &[n], &v)
+}
+
+fn poisoned(dtype: DType, n: usize) -> HostTensor {
+    let mut t = HostTensor::zeros(dtype, &[n]);
+    for b in t.data.iter_mut() {
+        *b = 0xa5;
+    }
+    t
+}
+
+fn data(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/../emu/tests/data/{name}.ptx", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+/// Compiles `ptx` for `arch` and loads `entry` for the SASS emulator.
+fn sass_program(ptx: &str, arch: &str, entry: &str) -> Program {
+    let out = ptxas(ptx, arch).unwrap_or_else(|e| panic!("ptxas {arch}: {e}"));
+    let dir = std::env::temp_dir().join(format!("trident-sass-emu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{entry}.{arch}.cubin"));
+    std::fs::write(&path, &out.cubin).unwrap();
+    let cubin = Cubin::parse(&out.cubin).unwrap();
+    let listings = disassemble(&find(Tool::Nvdisasm).unwrap(), &path).unwrap();
+    let k = cubin.kernel(entry).unwrap();
+    let text = section_text(&cubin, &listings, k.text_section);
+    Program::new(&cubin, entry, &text).unwrap_or_else(|e| panic!("{entry} {arch}: {e}"))
+}
+
+/// Runs both emulators; returns the largest difference in ulps over the outputs `outs`.
+#[allow(clippy::too_many_arguments)]
+fn both(
+    name: &str,
+    entry: &str,
+    arch: &str,
+    grid: [u32; 3],
+    threads: u32,
+    shared: u32,
+    args: Vec<KernelArg>,
+    outs: &[usize],
+) -> u64 {
+    let ptx = data(name);
+    let module = Module::parse(&ptx).unwrap();
+    let mut want = args.clone();
+    let cfg =
+        trident_emu::LaunchConfig { grid, block: [threads, 1, 1], dynamic_shared_bytes: shared, ..Default::default() };
+    trident_emu::launch(&module, entry, &cfg, &mut want).unwrap_or_else(|e| panic!("PTX emulator: {e}"));
+    let p = sass_program(&ptx, arch, entry);
+    let mut got = args;
+    let cfg = LaunchConfig { grid, block: [threads, 1, 1], dynamic_shared_bytes: shared, ..Default::default() };
+    let report = launch(&p, &cfg, &mut got).unwrap_or_else(|e| panic!("{name} on sass-emu ({arch}): {e}"));
+    assert!(report.cycles > 0 && report.instructions > 0);
+    let mut worst = 0u64;
+    for &i in outs {
+        let (KernelArg::Buffer(a), KernelArg::Buffer(b)) = (&want[i], &got[i]) else {
+            panic!("argument {i} is not a buffer")
+        };
+        assert_eq!(a.dtype, b.dtype);
+        let w = a.dtype.size_bytes();
+        for (j, (x, y)) in a.data.chunks(w).zip(b.data.chunks(w)).enumerate() {
+            let (mut xb, mut yb) = ([0u8; 8], [0u8; 8]);
+            xb[..w].copy_from_slice(x);
+            yb[..w].copy_from_slice(y);
+            let (xv, yv) = (i64::from_le_bytes(xb), i64::from_le_bytes(yb));
+            let ulps = xv.abs_diff(yv);
+            assert!(ulps <= 4, "{name} {arch}: output {i} element {j}: PTX emulator {x:02x?}, SASS emulator {y:02x?}");
+            worst = worst.max(ulps);
+        }
+    }
+    eprintln!(
+        "{name} ({arch}): agrees (worst {worst} ulp), {} estimated cycles, {} warp-instructions",
+        report.cycles, report.instructions
+    );
+    worst
+}
+
+fn tools() -> bool {
+    let ok = find(Tool::Ptxas).is_ok() && find(Tool::Nvdisasm).is_ok();
+    if !ok {
+        eprintln!("skipped: ptxas/nvdisasm not found (scripts/install-tools)");
+    }
+    ok
+}
+
+/// The `.sm90.ptx` files are PTX 9.4, newer than the `ptxas` 13.0 the tests install: the
+/// sm_80 PTX is compiled for both architectures instead.
+fn archs(_name: &str) -> Vec<&'static str> {
+    vec!["sm_80", "sm_90a"]
+}
+
+#[test]
+fn vector_add_agrees() {
+    if !tools() {
+        return;
+    }
+    for name in ["vadd"] {
+        for arch in archs(name) {
+            let mut rng = Rng(0x1234 ^ std::process::id() as u64);
+            let n = 1000;
+            let args = vec![
+                KernelArg::Buffer(random(&mut rng, DType::F32, n, 10.0)),
+                KernelArg::Buffer(random(&mut rng, DType::F32, n, 10.0)),
+                KernelArg::Buffer(poisoned(DType::F32, n)),
+                KernelArg::Scalar(n as u64),
+                KernelArg::Null,
+                KernelArg::Null,
+            ];
+            assert_eq!(both(name, "vadd", arch, [4, 1, 1], 128, 0, args, &[2]), 0);
+        }
+    }
+}
+
+#[test]
+fn softmax_agrees() {
+    if !tools() {
+        return;
+    }
+    for name in ["softmax"] {
+        for arch in archs(name) {
+            let mut rng = Rng(0x5678 ^ std::process::id() as u64);
+            let (rows, cols) = (6, 100);
+            let args = vec![
+                KernelArg::Buffer(random(&mut rng, DType::F32, rows * cols, 5.0)),
+                KernelArg::Buffer(poisoned(DType::F32, rows * cols)),
+                KernelArg::Scalar(cols as u64),
+                KernelArg::Scalar(cols as u64),
+                KernelArg::Null,
+                KernelArg::Null,
+            ];
+            both(name, "row_softmax", arch, [rows as u32, 1, 1], 128, 16, args, &[1]);
+        }
+    }
+}
+
+#[test]
+fn layer_norm_agrees() {
+    if !tools() {
+        return;
+    }
+    for name in ["layernorm"] {
+        for arch in archs(name) {
+            let mut rng = Rng(0x9abc ^ std::process::id() as u64);
+            let (rows, cols) = (8, 200);
+            let args = vec![
+                KernelArg::Buffer(random(&mut rng, DType::F16, rows * cols, 3.0)),
+                KernelArg::Buffer(random(&mut rng, DType::F32, cols, 1.0)),
+                KernelArg::Buffer(random(&mut rng, DType::F32, cols, 1.0)),
+                KernelArg::Buffer(poisoned(DType::F16, rows * cols)),
+                KernelArg::Scalar(cols as u64),
+                KernelArg::Scalar(cols as u64),
+                KernelArg::Scalar(1e-5f32.to_bits() as u64),
+                KernelArg::Null,
+                KernelArg::Null,
+            ];
+            both(name, "layernorm", arch, [rows as u32, 1, 1], 128, 16, args, &[3]);
+        }
+    }
+}
