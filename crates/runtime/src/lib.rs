@@ -45,6 +45,7 @@ pub mod ptx_run;
 pub mod rng;
 pub(crate) mod run;
 pub mod sass;
+pub mod sass_run;
 pub mod scalar;
 pub mod session;
 pub mod stages;

@@ -80,7 +80,10 @@ fn interp_arg(v: &ArgValue, ty: &trident_ir::Type) -> trident_interp::InterpArg 
 /// The GPU code of `ck` when it was compiled for `backend`'s kind of target.
 fn gpu_code(ck: &CompiledKernel, backend: Backend) -> Result<&GpuCode, RunError> {
     let fits =
-        matches!((backend, ck.target), (Backend::Emu, CodeTarget::Emu(_)) | (Backend::Cuda, CodeTarget::Cuda(_)));
+        matches!(
+            (backend, ck.target),
+            (Backend::Emu | Backend::SassEmu, CodeTarget::Emu(_)) | (Backend::Cuda, CodeTarget::Cuda(_))
+        );
     match &ck.gpu {
         Some(code) if fits => Ok(code),
         _ => Err(RunError::msg(format!(
@@ -129,6 +132,10 @@ pub(crate) fn run_raw(
         Backend::Emu => {
             let code = gpu_code(ck, backend)?;
             let run = crate::gpu::run_emu_code(code, &values, &ck.runtime_params(), grid, reps, deadline(opts)?)?;
+            (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz)
+        }
+        Backend::SassEmu => {
+            let run = crate::sass_run::run_sass_emu_code(gpu_code(ck, backend)?, &values, grid, reps)?;
             (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz)
         }
         Backend::Cuda => {

@@ -27,7 +27,7 @@ fn read(path: &Path) -> Result<(Vec<u8>, Cubin), RunError> {
 }
 
 /// `nvdisasm`'s text of each kernel of `cubin` (whose bytes are `bytes`), in kernel order.
-fn texts(bytes: &[u8], cubin: &Cubin) -> Result<Vec<Vec<Text>>, RunError> {
+pub(crate) fn kernel_texts(bytes: &[u8], cubin: &Cubin) -> Result<Vec<Vec<Text>>, RunError> {
     let json = trident_gpu::tools::nvdisasm(bytes, &["-json", "-c"])
         .map_err(|e| RunError::msg(format!("error: {e} (run scripts/install-tools, or set TRIDENT_NVDISASM)")))?;
     let listings = parse_json(&json).map_err(RunError::msg)?;
@@ -65,7 +65,7 @@ pub fn dump(path: &Path, kernel: Option<&str>, deps: bool) -> Result<String, Run
 /// The annotated listing of a cubin's bytes (what `trident compile --emit sass` prints).
 pub fn listing(bytes: &[u8], kernel: Option<&str>, deps: bool) -> Result<String, RunError> {
     let cubin = Cubin::parse(bytes).map_err(|e| RunError::msg(format!("the cubin: {e}")))?;
-    let all = texts(bytes, &cubin)?;
+    let all = kernel_texts(bytes, &cubin)?;
     let mut out = String::new();
     for (k, text) in cubin.kernels.iter().zip(&all).filter(|(k, _)| kernel.is_none_or(|n| n == k.name)) {
         let marks = k.listed_offsets(&cubin.elf);
@@ -120,11 +120,11 @@ pub fn roundtrip(input: &Path, output: &Path) -> Result<usize, RunError> {
 /// listing every violation otherwise.
 pub fn verify(path: &Path, against: Option<&Path>) -> Result<String, RunError> {
     let (bytes, cubin) = read(path)?;
-    let text = texts(&bytes, &cubin)?;
+    let text = kernel_texts(&bytes, &cubin)?;
     let original = match against {
         Some(p) => {
             let (b, c) = read(p)?;
-            let t = texts(&b, &c)?;
+            let t = kernel_texts(&b, &c)?;
             Some((p, c, t))
         }
         None => None,
@@ -162,7 +162,7 @@ pub fn verify(path: &Path, against: Option<&Path>) -> Result<String, RunError> {
 /// `output`. Returns what was done; an illegal move is refused with the reason.
 pub fn move_instr(path: &Path, kernel: &str, index: usize, by: isize, output: &Path) -> Result<String, RunError> {
     let (bytes, mut cubin) = read(path)?;
-    let text = texts(&bytes, &cubin)?;
+    let text = kernel_texts(&bytes, &cubin)?;
     let k = kernel_index(&cubin, kernel, path)?;
     if index >= text[k].len() {
         return Err(RunError::argument(format!(
@@ -177,7 +177,7 @@ pub fn move_instr(path: &Path, kernel: &str, index: usize, by: isize, output: &P
     let new_bytes = cubin.write().map_err(|e| RunError::msg(format!("writing the cubin: {e}")))?;
     // Check what will be written, as nvdisasm reads it.
     let again = Cubin::parse(&new_bytes).map_err(|e| RunError::msg(format!("the rewritten cubin: {e}")))?;
-    let new_text = texts(&new_bytes, &again)?;
+    let new_text = kernel_texts(&new_bytes, &again)?;
     let mut v = timing(again.sm(), &again.kernels[k].instrs, &new_text[k]);
     v.extend(reordering((&original.kernels[k].instrs, &text[k]), (&again.kernels[k].instrs, &new_text[k])));
     if let Some(x) = v.first() {
@@ -214,7 +214,7 @@ pub struct Shuffled {
 /// prong's GPU check runs kernels shuffled this way and compares their outputs.
 pub fn shuffle(bytes: &[u8], seed: u64, moves: usize) -> Result<Shuffled, RunError> {
     let original = Cubin::parse(bytes).map_err(|e| RunError::msg(format!("the cubin: {e}")))?;
-    let text = texts(bytes, &original)?;
+    let text = kernel_texts(bytes, &original)?;
     let mut cubin = original.clone();
     let mut now = text.clone();
     let mut state = seed ^ 0x9e37_79b9_7f4a_7c15;
@@ -249,7 +249,7 @@ pub fn shuffle(bytes: &[u8], seed: u64, moves: usize) -> Result<Shuffled, RunErr
     }
     let out = cubin.write().map_err(|e| RunError::msg(format!("writing the cubin: {e}")))?;
     let again = Cubin::parse(&out).map_err(|e| RunError::msg(format!("the shuffled cubin: {e}")))?;
-    let read = texts(&out, &again)?;
+    let read = kernel_texts(&out, &again)?;
     for (k, kern) in again.kernels.iter().enumerate() {
         let mut v = timing(again.sm(), &kern.instrs, &read[k]);
         v.extend(reordering((&original.kernels[k].instrs, &text[k]), (&kern.instrs, &read[k])));

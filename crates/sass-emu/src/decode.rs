@@ -32,8 +32,9 @@ pub enum Opnd {
     FImm(f64),
     /// `c[bank][offset]`, `c[bank][R+offset]`, `c[bank][UR+offset]`.
     C { bank: u8, off: i64, reg: Option<u8>, ureg: Option<u8>, neg: bool, abs: bool },
-    /// A memory address: `[R2.64+0x10]`, `[R0+UR4+0x800]`, `desc[UR4][R2.64]`.
-    Mem { reg: Option<u8>, wide: bool, ureg: Option<u8>, off: i64 },
+    /// A memory address: `[R2.64+0x10]`, `[R0+UR4+0x800]`, `desc[UR4][R2.64]`, `[R2.X4]`
+    /// (the register scaled by 4).
+    Mem { reg: Option<u8>, wide: bool, scale: u8, ureg: Option<u8>, off: i64 },
     /// `SR_TID.X`, `SR_CTAID.X`, `SR_LANEID`, `SRZ`, ...
     Sr(String),
     /// A branch target: instruction index.
@@ -88,7 +89,7 @@ fn reg_num(s: &str, prefix: &str, zero: &str, zero_n: u8) -> Option<u8> {
 
 /// `[R2.64+UR4+0x10]` → its parts.
 fn address(inner: &str) -> Option<Opnd> {
-    let (mut reg, mut wide, mut ureg, mut off) = (None, false, None, 0i64);
+    let (mut reg, mut wide, mut ureg, mut off, mut scale) = (None, false, None, 0i64, 1u8);
     let mut parts = vec![];
     let mut cur = String::new();
     for ch in inner.chars() {
@@ -105,7 +106,13 @@ fn address(inner: &str) -> Option<Opnd> {
         if p.is_empty() {
             continue; // `+-0x8`: the sign comes with the number
         }
-        let p = p.split(".X").next().unwrap_or(p); // `.X4` scaling: not used by ptxas for Triton
+        let p = match p.split_once(".X") {
+            Some((r, k)) => {
+                scale = k.parse().ok()?;
+                r
+            }
+            None => p,
+        };
         if let Some(r) = p.strip_suffix(".64") {
             reg = Some(reg_num(r, "R", "RZ", 255)?);
             wide = true;
@@ -117,7 +124,7 @@ fn address(inner: &str) -> Option<Opnd> {
             off = off.wrapping_add(num(p)?);
         }
     }
-    Some(Opnd::Mem { reg, wide, ureg, off })
+    Some(Opnd::Mem { reg, wide, scale, ureg, off })
 }
 
 fn operand(s: &str) -> Opnd {
@@ -258,9 +265,11 @@ mod tests {
         assert_eq!(o.ops[2], Opnd::R { n: 8, neg: false, abs: true, not: false, sel: Sel::None });
         assert_eq!(o.ops[3], Opnd::FImm("8.50705917302346158658e+37".parse().unwrap()));
         let o = d("LDG.E", "R3,desc[UR6][R4.64+0x10]");
-        assert_eq!(o.ops[1], Opnd::Mem { reg: Some(4), wide: true, ureg: None, off: 16 });
+        assert_eq!(o.ops[1], Opnd::Mem { reg: Some(4), wide: true, scale: 1, ureg: None, off: 16 });
         let o = d("STS", "[R7+UR4+-0x8],R10");
-        assert_eq!(o.ops[0], Opnd::Mem { reg: Some(7), wide: false, ureg: Some(4), off: -8 });
+        assert_eq!(o.ops[0], Opnd::Mem { reg: Some(7), wide: false, scale: 1, ureg: Some(4), off: -8 });
+        let o = d("STS", "[R2.X4],R13");
+        assert_eq!(o.ops[0], Opnd::Mem { reg: Some(2), wide: false, scale: 4, ureg: None, off: 0 });
         let o = d("LDC.64", "R2,c[0x0][0x220]");
         assert_eq!(o.ops[1], Opnd::C { bank: 0, off: 0x220, reg: None, ureg: None, neg: false, abs: false });
         let o = d("FADD", "R8,-R8,R3");

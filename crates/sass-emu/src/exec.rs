@@ -409,11 +409,12 @@ fn width_of(op: &Op) -> R<(usize, bool)> {
 impl Ctx<'_> {
     fn address(&self, w: &Warp, lane: usize, o: &Opnd, op: &Op) -> R<u64> {
         match o {
-            Opnd::Mem { reg, wide, ureg, off } => {
+            Opnd::Mem { reg, wide, scale, ureg, off } => {
                 let mut a = *off as u64;
                 if let Some(r) = reg.filter(|&r| r != 255) {
                     let lo = w.r[r as usize][lane] as u64;
-                    a = a.wrapping_add(if *wide { lo | (w.r[r as usize + 1][lane] as u64) << 32 } else { lo });
+                    let v = if *wide { lo | (w.r[r as usize + 1][lane] as u64) << 32 } else { lo };
+                    a = a.wrapping_add(v.wrapping_mul(*scale as u64));
                 }
                 if let Some(u) = ureg.filter(|&u| u != 63) {
                     a = a.wrapping_add(w.ur[u as usize] as u64);
@@ -1001,6 +1002,35 @@ impl Ctx<'_> {
                     }
                 })
             }
+            "P2R" => {
+                // P2R[.Bn] Rd, [PR,] Rs, mask: the predicates P0..P6 as bits (byte n), the
+                // other bits from Rs. nvdisasm's JSON moves the `PR` operand out.
+                let at = o.iter().position(|x| !matches!(x, Opnd::Other(_))).unwrap_or(0);
+                let rest: Vec<&Opnd> = o.iter().filter(|x| !matches!(x, Opnd::Other(_))).collect();
+                let _ = at;
+                let byte = op.mods.iter().find_map(|m| m.strip_prefix('B').and_then(|d| d.parse::<u32>().ok())).unwrap_or(0);
+                each!(|l| {
+                    let src = self.u(w, l, rest[1], op)?;
+                    let m = self.u(w, l, rest[2], op)? & 0x7f;
+                    let preds = (0..7).fold(0u32, |acc, i| acc | ((w.p[i] >> l & 1) << i));
+                    let v = (src & !(m << (8 * byte))) | ((preds & m) << (8 * byte));
+                    w.set_r(dst_r(rest[0], op)?, l, v);
+                })
+            }
+            "R2P" => {
+                // R2P PR, Rs[.Bn], mask: P_i = bit i of Rs (byte n) where the mask has it.
+                let rest: Vec<&Opnd> = o.iter().filter(|x| !matches!(x, Opnd::Other(_))).collect();
+                let byte = op.mods.iter().find_map(|m| m.strip_prefix('B').and_then(|d| d.parse::<u32>().ok())).unwrap_or(0);
+                each!(|l| {
+                    let src = self.u(w, l, rest[0], op)? >> (8 * byte);
+                    let m = self.u(w, l, rest[1], op)? & 0x7f;
+                    for i in 0..7u8 {
+                        if m >> i & 1 == 1 {
+                            w.set_p(i, l, src >> i & 1 == 1);
+                        }
+                    }
+                })
+            }
             "I2FP" | "I2F" | "F2I" | "F2F" => return self.convert(w, op, mask),
             "SHFL" => return self.shfl(w, op, mask).map(|_| Flow::Next),
             "LDG" | "STG" | "LDS" | "STS" => return self.memory(w, op, mask).map(|_| Flow::Next),
@@ -1089,15 +1119,22 @@ impl Ctx<'_> {
                 }
             }
             "ULEA" => {
-                if op.has("HI") || op.mods.iter().any(|m| m == "X") {
-                    return Err(unsupported(op, "this ULEA form"));
-                }
                 let outs: Vec<u8> = o[1..].iter().take_while(|x| is_p(x)).map(&dp).collect::<R<_>>()?;
                 let s = 1 + outs.len();
+                let hi = op.has("HI");
+                let sx = op.has("SX32");
                 let a = self.u(w, l0, &o[s], op)?;
                 let b = self.u(w, l0, &o[s + 1], op)?;
-                let sh = self.u(w, l0, &o[s + 2], op)? & 63;
-                let sum = (((a as u64) << sh) as u32) as u64 + b as u64;
+                let (c, at) = if hi && !sx { (self.u(w, l0, &o[s + 2], op)?, s + 3) } else { (0, s + 2) };
+                let sh = self.u(w, l0, &o[at], op)? & 63;
+                let cin = if op.has("X") { o.get(at + 1).map(|p| self.p(w, l0, p, op)).transpose()?.unwrap_or(false) as u64 } else { 0 };
+                let part = if hi {
+                    let high = if sx { ((a as i32) >> 31) as u32 } else { c };
+                    ((((high as u64) << 32 | a as u64) << sh) >> 32) as u32
+                } else {
+                    ((a as u64) << sh) as u32
+                };
+                let sum = part as u64 + b as u64 + cin;
                 w.set_ur(du(&o[0])?, sum as u32);
                 if let Some(pd) = outs.first() {
                     w.set_up(*pd, sum >> 32 & 1 == 1);
@@ -1201,7 +1238,13 @@ impl Ctx<'_> {
                 )
             })
             .collect();
-        if op.mods.iter().any(|m| matches!(m.as_str(), "RM" | "RP")) && op.root != "F2I" {
+        let dir = op.mods.iter().find_map(|m| match m.as_str() {
+            "RM" => Some(-1i8),
+            "RP" => Some(1),
+            "RZ" => Some(0),
+            _ => None,
+        });
+        if dir.is_some() && !matches!(op.root.as_str(), "F2I" | "I2F" | "I2FP") {
             return Err(unsupported(op, "directed rounding"));
         }
         let float = |t: &str| t.starts_with('F') || t == "BF16";
@@ -1244,6 +1287,7 @@ impl Ctx<'_> {
             let out: u64 = if float(dt) {
                 let v: f64 = if float(st) { fv } else { iv as f64 };
                 match dt {
+                    "F32" if !float(st) && dir.is_some() => int_to_f32_directed(iv, dir.unwrap_or(0)).to_bits() as u64,
                     // int → f32 rounds once (i64 as f32 is correctly rounded in Rust).
                     "F32" if !float(st) => {
                         if matches!(st, "S64") {
@@ -1392,6 +1436,27 @@ impl Ctx<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// An integer rounded to f32 toward +∞ (`dir` 1), −∞ (-1) or zero (0).
+fn int_to_f32_directed(i: i128, dir: i8) -> f32 {
+    let f = i as f32;
+    let exact = |x: f32| x as i128;
+    let up = |x: f32| if x == 0.0 { f32::from_bits(1) } else if x > 0.0 { f32::from_bits(x.to_bits() + 1) } else { f32::from_bits(x.to_bits() - 1) };
+    let down = |x: f32| -up(-x);
+    let e = exact(f);
+    match dir {
+        1 if e < i => up(f),
+        -1 if e > i => down(f),
+        0 if e.abs() > i.abs() => {
+            if f > 0.0 {
+                down(f)
+            } else {
+                up(f)
+            }
+        }
+        _ => f,
     }
 }
 

@@ -73,17 +73,23 @@ impl WarpTiming {
         }
         let mut arrived = self.clock;
         let mut done_queues = vec![];
+        let mut written = vec![];
         self.flight.retain(|f| {
             if f.sb == Some(sb) && f.seq <= last_done {
                 arrived = arrived.max(f.arrives);
-                if !f.reading && f.queue != Queue::None {
-                    done_queues.push((f.queue, f.seq));
+                if !f.reading {
+                    written.push(f.producer);
+                    if f.queue != Queue::None {
+                        done_queues.push((f.queue, f.seq));
+                    }
                 }
                 false
             } else {
                 true
             }
         });
+        // A result written back means its instruction has long read its operands.
+        self.flight.retain(|f| !(f.reading && written.contains(&f.producer)));
         for (q, seq) in done_queues {
             self.flight.retain(|f| f.reading || f.queue != q || f.seq > seq);
         }

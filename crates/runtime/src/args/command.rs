@@ -290,16 +290,19 @@ pub enum Backend {
     Emu,
     /// A CUDA GPU.
     Cuda,
+    /// The SASS emulator: the kernel's PTX through `ptxas`, the machine code run on the CPU.
+    SassEmu,
 }
 
 impl Backend {
-    /// Parses `auto`, `interp`, `emu` or `cuda`.
+    /// Parses `auto`, `interp`, `emu`, `cuda` or `sass-emu`.
     pub fn parse(s: &str) -> Option<Backend> {
         Some(match s {
             "auto" => Backend::Auto,
             "interp" => Backend::Interp,
             "emu" => Backend::Emu,
             "cuda" => Backend::Cuda,
+            "sass-emu" => Backend::SassEmu,
             _ => return None,
         })
     }

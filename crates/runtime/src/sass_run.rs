@@ -1,0 +1,92 @@
+//! The `sass-emu` backend: a kernel's PTX through `ptxas`, and the SASS it made run on the
+//! SASS emulator (trident-sass-emu) — the schedule prong's CPU check of machine code.
+//!
+//! The cubin is the one the compile made when there is one (CUDA targets), else `ptxas` runs
+//! here on the kernel's PTX (not cached yet). Configs are tuned on the PTX emulator's model.
+
+use std::time::Duration;
+
+use trident_gpu::AbiType;
+use trident_sass::Cubin;
+
+use crate::args::ArgValue;
+use crate::compiled::GpuCode;
+use crate::error::RunError;
+use crate::gpu::GpuRun;
+use crate::scalar::scalar_bits;
+
+/// The SASS emulator's kernel for `code`: its cubin (assembled here if need be) decoded.
+pub fn program(code: &GpuCode) -> Result<trident_sass_emu::Program, RunError> {
+    let hint = "(run scripts/install-tools, or set TRIDENT_PTXAS and TRIDENT_NVDISASM)";
+    let cubin = match &code.cubin {
+        Some(c) => c.clone(),
+        None => trident_gpu::tools::ptxas(&code.ptx.ptx, code.ptx.target.arch())
+            .map_err(|e| RunError::msg(format!("error: the sass-emu backend needs ptxas: {e} {hint}")))?
+            .cubin,
+    };
+    program_of_cubin(&cubin, &code.ptx.entry)
+}
+
+/// Kernel `entry` of the cubin `bytes`, decoded for the SASS emulator.
+pub fn program_of_cubin(bytes: &[u8], entry: &str) -> Result<trident_sass_emu::Program, RunError> {
+    let cubin = Cubin::parse(bytes).map_err(|e| RunError::msg(format!("error: the cubin: {e}")))?;
+    let texts = crate::sass::kernel_texts(bytes, &cubin)?;
+    let k = cubin.kernels.iter().position(|k| k.name == entry).ok_or_else(|| {
+        RunError::argument(format!("no kernel `{entry}` in the cubin"))
+    })?;
+    trident_sass_emu::Program::new(&cubin, entry, &texts[k]).map_err(|e| RunError::msg(format!("error: sass-emu: {e}")))
+}
+
+/// Runs `code` on the SASS emulator with `args` (IR parameter order), `reps` times.
+pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps: usize) -> Result<GpuRun, RunError> {
+    if code.profile.is_some() {
+        return Err(RunError::msg("error: profiling on the sass-emu backend is not supported yet (--backend emu or cuda)"));
+    }
+    let p = program(code)?;
+    let ptx = &code.ptx;
+    let mut samples = vec![];
+    let mut last = None;
+    for _ in 0..reps.max(1) {
+        let mut kargs: Vec<trident_emu::KernelArg> = ptx
+            .params
+            .iter()
+            .zip(args)
+            .map(|(prm, v)| match (&prm.ty, v) {
+                (_, ArgValue::Tensor(t)) => trident_emu::KernelArg::Buffer(t.clone()),
+                (AbiType::Scalar(d), v) => trident_emu::KernelArg::Scalar(scalar_bits(v, *d)),
+                (AbiType::Pointer(_), _) => trident_emu::KernelArg::Null,
+            })
+            .collect();
+        // Parameters the PTX declares past the arguments (Triton's scratch pointers): null.
+        while kargs.len() < p.kernel.params.len() {
+            kargs.push(trident_emu::KernelArg::Null);
+        }
+        let cfg = trident_sass_emu::LaunchConfig {
+            grid,
+            block: [ptx.num_threads, 1, 1],
+            dynamic_shared_bytes: ptx.shared_bytes,
+            ..Default::default()
+        };
+        let report = trident_sass_emu::launch(&p, &cfg, &mut kargs).map_err(|e| {
+            let place = match (e.cta, e.thread) {
+                (Some(c), Some(t)) => format!(", CTA ({},{},{}), thread ({},{},{})", c[0], c[1], c[2], t[0], t[1], t[2]),
+                _ => String::new(),
+            };
+            RunError::msg(format!("error: sass-emu: {}{place}", e.message))
+        })?;
+        // The estimate in cycles, at the PTX emulator's modelled clock (1.755 GHz, H100 SXM).
+        samples.push(Duration::from_secs_f64(report.cycles as f64 / 1.755e9));
+        last = Some(kargs);
+    }
+    let kargs = last.ok_or_else(|| RunError::msg("internal: no sass-emu run"))?;
+    let tensors = kargs
+        .into_iter()
+        .take(ptx.params.len())
+        .map(|a| match a {
+            trident_emu::KernelArg::Buffer(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let kernel_time = samples.last().copied().unwrap_or_default();
+    Ok(GpuRun { tensors, printed: String::new(), kernel_time, samples, profile: None, clock_ghz: Some(1.755) })
+}
