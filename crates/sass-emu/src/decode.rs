@@ -229,7 +229,13 @@ pub fn decode(t: &Text) -> Op {
     } else {
         t.operands
             .split(',')
+            // `[R9][R12.64]` (LDGSTS's shared and global addresses, printed together).
+            .flat_map(|o| match o.trim().strip_prefix('[').and_then(|x| x.split_once("][")) {
+                Some((a, b)) => vec![format!("[{a}]"), format!("[{b}")],
+                None => vec![o.to_string()],
+            })
             .map(|o| {
+                let o = o.as_str();
                 let o = o.trim();
                 if branchy {
                     if let Some(h) = o.strip_prefix("0x") {
@@ -270,6 +276,9 @@ mod tests {
         assert_eq!(o.ops[0], Opnd::Mem { reg: Some(7), wide: false, scale: 1, ureg: Some(4), off: -8 });
         let o = d("STS", "[R2.X4],R13");
         assert_eq!(o.ops[0], Opnd::Mem { reg: Some(2), wide: false, scale: 4, ureg: None, off: 0 });
+        let o = d("LDGSTS.E.BYPASS.128", "[R9][R12.64],P1");
+        assert_eq!(o.ops.len(), 3);
+        assert_eq!(o.ops[1], Opnd::Mem { reg: Some(12), wide: true, scale: 1, ureg: None, off: 0 });
         let o = d("LDC.64", "R2,c[0x0][0x220]");
         assert_eq!(o.ops[1], Opnd::C { bank: 0, off: 0x220, reg: None, ureg: None, neg: false, abs: false });
         let o = d("FADD", "R8,-R8,R3");

@@ -98,6 +98,8 @@ pub enum Flow {
     Bar,
     /// Active lanes wait at convergence barrier `n`.
     Bsync(u8),
+    /// Lanes in the mask jump each to its own target (`RET` through a register).
+    JumpEach(u32, Box<[usize; 32]>),
 }
 
 /// What an instruction runs against: the kernel, the launch's memories, where the CTA is.
@@ -425,6 +427,26 @@ impl Ctx<'_> {
         }
     }
 
+    /// The address operand `o` for `lane`.
+    pub fn address_of(&self, w: &Warp, lane: usize, o: &Opnd, op: &Op) -> R<u64> {
+        self.address(w, lane, o, op)
+    }
+
+    pub fn memory_error(&self, op: &Op, m: String) -> EmuError {
+        self.mem_err(op, m)
+    }
+
+    pub fn shared_read(&mut self, a: u64, n: usize, op: &Op) -> R<Vec<u8>> {
+        let r = self.shared_slice(a, n, op)?;
+        Ok(self.shared[r].to_vec())
+    }
+
+    pub fn shared_write(&mut self, a: u64, b: &[u8], op: &Op) -> R<()> {
+        let r = self.shared_slice(a, b.len(), op)?;
+        self.shared[r].copy_from_slice(b);
+        Ok(())
+    }
+
     fn mem_err(&self, op: &Op, m: String) -> EmuError {
         EmuError::new(ErrorKind::Memory, format!("{m}: `{}`", op.text))
     }
@@ -481,14 +503,31 @@ impl Ctx<'_> {
             "BRA" => {
                 let target = o.iter().find_map(|x| if let Opnd::Label(t) = x { Some(*t) } else { None });
                 let target = target.ok_or_else(|| unsupported(op, "a branch without a target"))?;
-                // A uniform condition operand (`BRA.U !UP0, 0x..`).
+                // A condition operand (`BRA.U !UP0, 0x..`, `@P0 BRA P1, 0x..`): both must hold.
                 let mut take = mask;
-                for x in o {
-                    if is_p(x) && !self.p(w, 0, x, op)? {
-                        take = 0;
+                for x in o.iter().filter(|x| is_p(x)) {
+                    for l in 0..32 {
+                        if take >> l & 1 == 1 && !self.p(w, l, x, op)? {
+                            take &= !(1 << l);
+                        }
                     }
                 }
                 return Ok(Flow::Branch(take, target));
+            }
+            "CALL" => {
+                // ptxas passes the return address in a register (`MOV R0, 0x140` before it).
+                let target = o.iter().find_map(|x| if let Opnd::Label(t) = x { Some(*t) } else { None });
+                let target = target.ok_or_else(|| unsupported(op, "a call without a resolved target"))?;
+                return Ok(Flow::Branch(mask, target));
+            }
+            "RET" => {
+                // RET.REL.NODEC Rn, KERNEL: back to the byte offset in Rn:Rn+1.
+                let r = o.first().ok_or_else(|| unsupported(op, "RET without a register"))?;
+                let mut to = [0usize; 32];
+                for l in lanes() {
+                    to[l] = (self.u64(w, l, r, op)? / 16) as usize;
+                }
+                return Ok(Flow::JumpEach(mask, Box::new(to)));
             }
             "BSSY" => {
                 if let Some(Opnd::Other(b)) = o.first() {
@@ -1008,7 +1047,8 @@ impl Ctx<'_> {
                 let at = o.iter().position(|x| !matches!(x, Opnd::Other(_))).unwrap_or(0);
                 let rest: Vec<&Opnd> = o.iter().filter(|x| !matches!(x, Opnd::Other(_))).collect();
                 let _ = at;
-                let byte = op.mods.iter().find_map(|m| m.strip_prefix('B').and_then(|d| d.parse::<u32>().ok())).unwrap_or(0);
+                let byte =
+                    op.mods.iter().find_map(|m| m.strip_prefix('B').and_then(|d| d.parse::<u32>().ok())).unwrap_or(0);
                 each!(|l| {
                     let src = self.u(w, l, rest[1], op)?;
                     let m = self.u(w, l, rest[2], op)? & 0x7f;
@@ -1020,7 +1060,8 @@ impl Ctx<'_> {
             "R2P" => {
                 // R2P PR, Rs[.Bn], mask: P_i = bit i of Rs (byte n) where the mask has it.
                 let rest: Vec<&Opnd> = o.iter().filter(|x| !matches!(x, Opnd::Other(_))).collect();
-                let byte = op.mods.iter().find_map(|m| m.strip_prefix('B').and_then(|d| d.parse::<u32>().ok())).unwrap_or(0);
+                let byte =
+                    op.mods.iter().find_map(|m| m.strip_prefix('B').and_then(|d| d.parse::<u32>().ok())).unwrap_or(0);
                 each!(|l| {
                     let src = self.u(w, l, rest[0], op)? >> (8 * byte);
                     let m = self.u(w, l, rest[1], op)? & 0x7f;
@@ -1034,6 +1075,10 @@ impl Ctx<'_> {
             "I2FP" | "I2F" | "F2I" | "F2F" => return self.convert(w, op, mask),
             "SHFL" => return self.shfl(w, op, mask).map(|_| Flow::Next),
             "LDG" | "STG" | "LDS" | "STS" => return self.memory(w, op, mask).map(|_| Flow::Next),
+            "LDSM" => self.ldsm(w, op, mask)?,
+            "ATOMG" | "RED" | "REDG" => self.atomic(w, op, mask)?,
+            "HMMA" => self.hmma(w, op, mask)?,
+            "LDGSTS" => self.ldgsts(w, op, mask)?,
             // Uniform datapath.
             "S2UR" | "ULDC" | "UMOV" | "UIADD3" | "UIMAD" | "ULEA" | "USHF" | "USEL" | "UISETP" | "ULOP3" | "USGXT"
             | "UPLOP3" | "R2UR" => {
@@ -1127,7 +1172,11 @@ impl Ctx<'_> {
                 let b = self.u(w, l0, &o[s + 1], op)?;
                 let (c, at) = if hi && !sx { (self.u(w, l0, &o[s + 2], op)?, s + 3) } else { (0, s + 2) };
                 let sh = self.u(w, l0, &o[at], op)? & 63;
-                let cin = if op.has("X") { o.get(at + 1).map(|p| self.p(w, l0, p, op)).transpose()?.unwrap_or(false) as u64 } else { 0 };
+                let cin = if op.has("X") {
+                    o.get(at + 1).map(|p| self.p(w, l0, p, op)).transpose()?.unwrap_or(false) as u64
+                } else {
+                    0
+                };
                 let part = if hi {
                     let high = if sx { ((a as i32) >> 31) as u32 } else { c };
                     ((((high as u64) << 32 | a as u64) << sh) >> 32) as u32
@@ -1439,11 +1488,110 @@ impl Ctx<'_> {
     }
 }
 
+impl Ctx<'_> {
+    /// `ATOMG.E.{ADD,MIN,MAX,EXCH,AND,OR,XOR,CAS}[.F32|.S32|.64]... [Pd,] Rd, [addr], Rb [, Rc]`
+    /// and `RED.E.OP... [addr], Rb`: read-modify-write under the global memory's lock.
+    fn atomic(&mut self, w: &mut Warp, op: &Op, mask: u32) -> R<()> {
+        let o: Vec<&Opnd> = op.ops.iter().filter(|x| !matches!(x, Opnd::P { .. })).collect();
+        let red = op.root != "ATOMG";
+        let (dst, at) = if red { (None, 0) } else { (Some(dst_r(o[0], op)?), 1) };
+        let addr = o.get(at).copied().ok_or_else(|| unsupported(op, "an atomic without an address"))?;
+        let b = o.get(at + 1).copied().ok_or_else(|| unsupported(op, "an atomic without an operand"))?;
+        let c = o.get(at + 2).copied();
+        let wide = op.has("64") || op.has("U64") || op.has("S64") || op.has("F64");
+        let n = if wide { 8 } else { 4 };
+        let kind = ["ADD", "MIN", "MAX", "EXCH", "AND", "OR", "XOR", "CAS", "INC", "DEC"]
+            .into_iter()
+            .find(|k| op.has(k))
+            .ok_or_else(|| unsupported(op, "this atomic operation"))?;
+        let float = op.has("F32") || op.has("F64");
+        let signed = op.has("S32") || op.has("S64");
+        for l in (0..32).filter(|l| mask >> l & 1 == 1) {
+            let a = self.address(w, l, addr, op)?;
+            trident_emu::memory::check_align(a, n as u64).map_err(|m| self.mem_err(op, m))?;
+            let v = if wide { self.u64(w, l, b, op)? } else { self.u(w, l, b, op)? as u64 };
+            let cv = match c {
+                Some(c) if wide => self.u64(w, l, c, op)?,
+                Some(c) => self.u(w, l, c, op)? as u64,
+                None => 0,
+            };
+            let f = |old: u64| -> u64 {
+                let m = if wide { u64::MAX } else { u32::MAX as u64 };
+                let (x, y) = (old & m, v & m);
+                let r = match kind {
+                    "ADD" if float && wide => (f64::from_bits(x) + f64::from_bits(y)).to_bits(),
+                    "ADD" if float => (f32::from_bits(x as u32) + f32::from_bits(y as u32)).to_bits() as u64,
+                    "ADD" => x.wrapping_add(y),
+                    "MIN" | "MAX" => {
+                        let less = if signed {
+                            if wide {
+                                (y as i64) < (x as i64)
+                            } else {
+                                (y as u32 as i32) < (x as u32 as i32)
+                            }
+                        } else {
+                            y < x
+                        };
+                        if (kind == "MIN") == less {
+                            y
+                        } else {
+                            x
+                        }
+                    }
+                    "EXCH" => y,
+                    "AND" => x & y,
+                    "OR" => x | y,
+                    "XOR" => x ^ y,
+                    // CAS: compare with b, store c.
+                    "CAS" => {
+                        if x == y {
+                            cv
+                        } else {
+                            x
+                        }
+                    }
+                    "INC" => {
+                        if x >= y {
+                            0
+                        } else {
+                            x + 1
+                        }
+                    }
+                    _ => {
+                        if x == 0 || x > y {
+                            y
+                        } else {
+                            x - 1
+                        }
+                    }
+                };
+                r & m
+            };
+            let old = self.mem.rmw(a, n, f).map_err(|e| self.mem_err(op, e.message))?;
+            if let Some(d) = dst {
+                w.set_r(d, l, old as u32);
+                if wide {
+                    w.set_r(d.saturating_add(1), l, (old >> 32) as u32);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// An integer rounded to f32 toward +∞ (`dir` 1), −∞ (-1) or zero (0).
 fn int_to_f32_directed(i: i128, dir: i8) -> f32 {
     let f = i as f32;
     let exact = |x: f32| x as i128;
-    let up = |x: f32| if x == 0.0 { f32::from_bits(1) } else if x > 0.0 { f32::from_bits(x.to_bits() + 1) } else { f32::from_bits(x.to_bits() - 1) };
+    let up = |x: f32| {
+        if x == 0.0 {
+            f32::from_bits(1)
+        } else if x > 0.0 {
+            f32::from_bits(x.to_bits() + 1)
+        } else {
+            f32::from_bits(x.to_bits() - 1)
+        }
+    };
     let down = |x: f32| -up(-x);
     let e = exact(f);
     match dir {

@@ -22,6 +22,7 @@
 pub mod decode;
 pub mod exec;
 pub mod kernel;
+pub mod tensor;
 pub mod timing;
 
 use trident_emu::memory::{buffer_base, GlobalMem};
@@ -43,7 +44,19 @@ pub struct Program {
 impl Program {
     /// Kernel `name` of the cubin `bytes`, given `nvdisasm`'s text of its instructions.
     pub fn new(cubin: &trident_sass::Cubin, name: &str, text: &[Text]) -> Result<Program, EmuError> {
-        let kernel = SassKernel::new(cubin, name, text)?;
+        let mut kernel = SassKernel::new(cubin, name, text)?;
+        // Calls name their targets by symbol (`CALL.REL.NOINC $__internal_0_$...`).
+        let k = cubin.kernel(name).map(|k| k.text_section);
+        let symbols = cubin.elf.symbols().unwrap_or_default();
+        for op in kernel.ops.iter_mut().filter(|o| o.root == "CALL") {
+            for x in op.ops.iter_mut() {
+                if let decode::Opnd::Other(s) = x {
+                    if let Some(sym) = symbols.iter().find(|y| &y.name == s && Some(y.shndx as usize) == k) {
+                        *x = decode::Opnd::Label((sym.value / 16) as usize);
+                    }
+                }
+            }
+        }
         Ok(Program { kernel, regs: text.iter().map(operands).collect() })
     }
 }
@@ -257,6 +270,13 @@ fn run_cta(
                     }
                     Flow::Bar => w.at_bar |= active,
                     Flow::Bsync(n) => w.at_bsync[n as usize] |= active,
+                    Flow::JumpEach(m, to) => {
+                        for (l, (pc, t)) in w.pc.iter_mut().zip(to.iter()).enumerate() {
+                            if active >> l & 1 == 1 {
+                                *pc = if m >> l & 1 == 1 { *t } else { *pc + 1 };
+                            }
+                        }
+                    }
                 }
                 // Convergence barriers whose lanes have all arrived (or exited) release.
                 for n in 0..16 {

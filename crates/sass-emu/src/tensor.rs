@@ -1,0 +1,206 @@
+//! Tensor-core and asynchronous-copy instructions: `LDSM` (ldmatrix), `HMMA` (warp-level
+//! MMA), `LDGSTS` (cp.async). Fragment layouts as the PTX ISA documents them for the
+//! instructions these come from (`groupID = lane / 4`, `threadID_in_group = lane % 4`), and
+//! the same arithmetic as the PTX emulator (products exact, one rounding at the end), so the
+//! two agree bit for bit.
+
+use half::{bf16, f16};
+
+use crate::decode::{Op, Opnd};
+use crate::exec::{unsupported, Ctx, Warp, R};
+
+fn reg(o: &Opnd, op: &Op) -> R<usize> {
+    match o {
+        Opnd::R { n, .. } if *n != 255 => Ok(*n as usize),
+        _ => Err(unsupported(op, "this fragment register")),
+    }
+}
+
+impl Ctx<'_> {
+    /// `LDSM.16.M88.{1,2,4}` / `.MT88` (transposed): lanes 8i..8i+7 give the row addresses
+    /// of matrix i; register d+i of lane t gets row t/4, columns 2(t%4) and 2(t%4)+1.
+    pub fn ldsm(&mut self, w: &mut Warp, op: &Op, mask: u32) -> R<()> {
+        if !op.has("16") {
+            return Err(unsupported(op, "this LDSM element size"));
+        }
+        let trans = op.has("MT88");
+        if !trans && !op.has("M88") {
+            return Err(unsupported(op, "this LDSM shape"));
+        }
+        let n = if op.has("4") {
+            4
+        } else if op.has("2") {
+            2
+        } else {
+            1
+        };
+        if mask != w.live {
+            return Err(unsupported(op, "LDSM with part of the warp (it is warp-synchronous)"));
+        }
+        let d = reg(&op.ops[0], op)?;
+        let mut rows = [[[0u16; 8]; 8]; 4];
+        for (i, mat) in rows.iter_mut().enumerate().take(n) {
+            for (r, row) in mat.iter_mut().enumerate() {
+                let lane = 8 * i + r;
+                let a = self.address_of(w, lane, &op.ops[1], op)?;
+                let bytes = self.shared_read(a, 16, op)?;
+                for (k, x) in row.iter_mut().enumerate() {
+                    *x = u16::from_le_bytes([bytes[2 * k], bytes[2 * k + 1]]);
+                }
+            }
+        }
+        for (i, mat) in rows.iter().enumerate().take(n) {
+            for t in 0..32 {
+                let (row, c) = (t / 4, 2 * (t % 4));
+                let (lo, hi) = if trans { (mat[c][row], mat[c + 1][row]) } else { (mat[row][c], mat[row][c + 1]) };
+                w.r[d + i][t] = lo as u32 | (hi as u32) << 16;
+            }
+        }
+        Ok(())
+    }
+
+    /// `LDGSTS[.E][.BYPASS][.LTC128B].{32,64,128} [shared], [global], P`: copies from global
+    /// to shared memory where `P` holds, fills zeros where it does not (Triton's masked
+    /// `cp.async` with a source size of 0). Done at once: the copy is complete before any
+    /// `DEPBAR` could wait for it.
+    pub fn ldgsts(&mut self, w: &mut Warp, op: &Op, mask: u32) -> R<()> {
+        let n = if op.has("128") {
+            16
+        } else if op.has("64") {
+            8
+        } else {
+            4
+        };
+        let mems: Vec<&Opnd> = op.ops.iter().filter(|o| matches!(o, Opnd::Mem { .. })).collect();
+        let [dst, src] = mems[..] else { return Err(unsupported(op, "this LDGSTS form")) };
+        let pred = op.ops.iter().find(|o| matches!(o, Opnd::P { .. }));
+        for l in (0..32).filter(|l| mask >> l & 1 == 1) {
+            let copy = match pred {
+                Some(p) => self.p(w, l, p, op)?,
+                None => true,
+            };
+            let s = self.address_of(w, l, dst, op)?;
+            let mut buf = [0u8; 16];
+            if copy {
+                let g = self.address_of(w, l, src, op)?;
+                trident_emu::memory::check_align(g, n as u64).map_err(|m| self.memory_error(op, m))?;
+                self.mem.read(g, &mut buf[..n]).map_err(|f| self.memory_error(op, f.message))?;
+            }
+            self.shared_write(s, &buf[..n], op)?;
+        }
+        Ok(())
+    }
+
+    /// `HMMA.{16816,1688}.{F32,F16}[.BF16]`: D = A·B + C on the warp's fragments.
+    pub fn hmma(&mut self, w: &mut Warp, op: &Op, mask: u32) -> R<()> {
+        if mask != w.live {
+            return Err(unsupported(op, "HMMA with part of the warp (it is warp-synchronous)"));
+        }
+        let k = if op.has("16816") {
+            16
+        } else if op.has("1688") {
+            8
+        } else {
+            return Err(unsupported(op, "this HMMA shape"));
+        };
+        if op.has("TF32") {
+            return Err(unsupported(op, "tf32 HMMA"));
+        }
+        let bf = op.has("BF16");
+        let f16acc = op.has("F16");
+        let [d, a, b, c] = [&op.ops[0], &op.ops[1], &op.ops[2], &op.ops[3]];
+        let (d, a, b) = (reg(d, op)?, reg(a, op)?, reg(b, op)?);
+        let c = match c {
+            Opnd::R { n: 255, .. } => None,
+            other => Some(reg(other, op)?),
+        };
+        let half = |x: u32, s: usize| {
+            let h = (x >> (16 * s)) as u16;
+            if bf {
+                bf16::from_bits(h).to_f64()
+            } else {
+                f16::from_bits(h).to_f64()
+            }
+        };
+        let mut am = [[0f64; 16]; 16];
+        let mut bm = [[0f64; 8]; 16];
+        let a_regs = k / 4;
+        let b_regs = k / 8;
+        for lane in 0..32 {
+            let (g, t) = (lane / 4, lane % 4);
+            for j in 0..a_regs {
+                for s in 0..2 {
+                    let (row, col) =
+                        if k == 16 { (g + 8 * (j & 1), 2 * t + s + 8 * (j >> 1)) } else { (g + 8 * j, 2 * t + s) };
+                    am[row][col] = half(w.r[a + j][lane], s);
+                }
+            }
+            for j in 0..b_regs {
+                for s in 0..2 {
+                    bm[2 * t + s + 8 * j][g] = half(w.r[b + j][lane], s);
+                }
+            }
+        }
+        let acc_pos = |lane: usize, j: usize, s: usize| {
+            let (g, t) = (lane / 4, lane % 4);
+            if f16acc {
+                (g + 8 * j, 2 * t + s)
+            } else {
+                (g + 8 * (j >> 1), 2 * t + (j & 1))
+            }
+        };
+        let mut cm = [[0f64; 8]; 16];
+        if let Some(c) = c {
+            for lane in 0..32 {
+                if f16acc {
+                    for j in 0..2 {
+                        for s in 0..2 {
+                            let (row, col) = acc_pos(lane, j, s);
+                            cm[row][col] = f16::from_bits((w.r[c + j][lane] >> (16 * s)) as u16).to_f64();
+                        }
+                    }
+                } else {
+                    for j in 0..4 {
+                        let (row, col) = acc_pos(lane, j, 0);
+                        cm[row][col] = f32::from_bits(w.r[c + j][lane]) as f64;
+                    }
+                }
+            }
+        }
+        let mut dm = [[0u32; 8]; 16];
+        for i in 0..16 {
+            for jn in 0..8 {
+                let mut s = 0f64;
+                for kx in 0..k {
+                    s += am[i][kx] * bm[kx][jn];
+                }
+                s += cm[i][jn];
+                dm[i][jn] = if f16acc { f16::from_f64(s).to_bits() as u32 } else { canon32(s as f32) };
+            }
+        }
+        for lane in 0..32 {
+            if f16acc {
+                for j in 0..2 {
+                    let (r0, c0) = acc_pos(lane, j, 0);
+                    let (r1, c1) = acc_pos(lane, j, 1);
+                    w.r[d + j][lane] = dm[r0][c0] | dm[r1][c1] << 16;
+                }
+            } else {
+                for j in 0..4 {
+                    let (row, col) = acc_pos(lane, j, 0);
+                    w.r[d + j][lane] = dm[row][col];
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The canonical NaN for a NaN result (as the PTX emulator writes it).
+fn canon32(x: f32) -> u32 {
+    if x.is_nan() {
+        0x7fff_ffff
+    } else {
+        x.to_bits()
+    }
+}
