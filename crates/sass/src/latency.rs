@@ -68,7 +68,9 @@ const COMMON: &[Entry] = &[
     // Zeroing a pair (`CS2R R4, SRZ`) or reading a clock: an ALU-latency move; the corpus
     // only bounds it (its readers come 30+ cycles later).
     e("CS2R", 4, false),
-    e("P2R", 9, false),
+    // Triton's softmax on sm_90a reads a `P2R` result 4 cycles on (was 9, from the first
+    // corpus's 4 edges): an ALU latency like `R2P`'s.
+    e("P2R", 4, false),
     e("R2P", 4, false),
     e("HADD2", 5, true),
     // The half-to-single conversion form: a store reads its result 5 cycles on.
@@ -143,8 +145,14 @@ pub fn variable(opcode: &str) -> bool {
 pub enum Queue {
     /// Shared-memory reads through the MIO pipe (`LDS`, `LDSM`, `SHFL`).
     Shared,
-    /// The multi-function unit (`MUFU`).
+    /// The multi-function unit (`MUFU`) and the 32-bit `I2F` conversions that share it: on sm_80
+    /// `ptxas` leaves a `MUFU.RCP` without a scoreboard and covers its readers by waiting for
+    /// an `I2F` issued after it (dropout, Trident's and Triton's alike).
     Mufu,
+    /// Uniform special-register reads (`S2UR`): `ptxas` leaves an `S2UR` without a
+    /// scoreboard and covers its reader by waiting for a later `S2UR`'s (split-K matmul on
+    /// sm_90a).
+    SpecialUniform,
     /// Everything else: no order assumed.
     None,
 }
@@ -154,6 +162,9 @@ pub fn queue(opcode: &str) -> Queue {
     match root(opcode) {
         "LDS" | "LDSM" | "SHFL" => Queue::Shared,
         "MUFU" => Queue::Mufu,
+        // 32-bit forms only: the evidence has no 64-bit conversion (those may use the fp64 pipe).
+        "I2F" if !opcode.contains("64") => Queue::Mufu,
+        "S2UR" => Queue::SpecialUniform,
         _ => Queue::None,
     }
 }
@@ -180,8 +191,36 @@ pub fn memory_reader(opcode: &str) -> bool {
     )
 }
 
+/// Whether `writer`'s result cannot land in a register before an earlier `reader` has read
+/// it, even while `reader`'s read scoreboard is not yet waited for: a memory instruction
+/// (store, load, async copy) reads its registers in the memory pipe, and a shared-memory load
+/// issued after it passes the same in-order MIO queue before its result comes back. `ptxas`
+/// relies on it: an `LDS`/`LDS.U16`/`LDS.64`/`LDS.128` overwrites the data or address
+/// register of a preceding `STG`/`STS` with no wait for the store's read scoreboard (57 times
+/// over the catalog corpora, both architectures, Trident's and Triton's `ptxas`). Only
+/// shared-memory loads are taken as writers: the evidence has no other.
+pub fn mio_ordered(reader: &str, writer: &str) -> bool {
+    memory_reader(reader) && matches!(root(writer), "LDS" | "LDSM")
+}
+
 fn uniform(opcode: &str) -> bool {
     opcode.starts_with('U') && !opcode.starts_with("UTMA") || opcode.starts_with("R2UR")
+}
+
+/// Cycles after its issue at which `consumer` reads the high register of its 64-bit addend
+/// (the last operand of `IMAD.WIDE`), on `sm`; a producer of that register needs that many
+/// cycles fewer. sm_90a: 2. Evidence (the catalog corpora, Trident's and Triton's `ptxas`):
+/// `IMAD.U32` / `IMAD.MOV.U32` → that register as close as 2 cycles, `MOV` and `LEA.HI.X` 3
+/// (ALU to `IMAD` takes a cycle more) — 21 reads closer than the table — while the low
+/// register and the other operands are never read closer than 4. sm_80: 0 (never closer than
+/// 4 from `IMAD`, 5 from the ALU).
+pub fn wide_addend_high_late(sm: u32, consumer: &str) -> u32 {
+    let wide_imad = root(consumer) == "IMAD" && consumer.split('.').any(|p| p == "WIDE");
+    if sm >= 90 && wide_imad {
+        2
+    } else {
+        0
+    }
 }
 
 /// Cycles before a memory instruction may read a predicate (its guard or an operand):
@@ -220,5 +259,25 @@ mod tests {
         assert_eq!(needed(90, "ISETP.GE.AND", "LDG.E", true), Some(13));
         assert_eq!(needed(90, "ISETP.GE.AND", "SEL", true), Some(4));
         assert_eq!(queue("LDSM.16.M88.4"), Queue::Shared);
+    }
+
+    #[test]
+    fn loosened_by_the_catalog_corpora() {
+        // P2R → ISETP 4 cycles on sm_90a (Triton's softmax).
+        assert_eq!(needed(90, "P2R", "ISETP.NE.AND", false), Some(4));
+        // MUFU and 32-bit I2F share an in-order queue; 64-bit conversions are not in it.
+        assert_eq!(queue("MUFU.RCP"), queue("I2F"));
+        assert_eq!(queue("I2F.RP"), Queue::Mufu);
+        assert_eq!(queue("I2F.F64.S64"), Queue::None);
+        assert_eq!(queue("S2UR"), Queue::SpecialUniform);
+        assert_eq!(queue("S2R"), Queue::None);
+        // sm_90a's IMAD.WIDE reads its addend's high register 2 cycles late; sm_80's does not.
+        assert_eq!(wide_addend_high_late(90, "IMAD.WIDE.U32"), 2);
+        assert_eq!(wide_addend_high_late(90, "IMAD.WIDE"), 2);
+        assert_eq!(wide_addend_high_late(80, "IMAD.WIDE.U32"), 0);
+        assert_eq!(wide_addend_high_late(90, "IMAD.MOV.U32"), 0);
+        // A shared-memory load may overwrite what an earlier store still reads; an ALU write may not.
+        assert!(mio_ordered("STG.E.U16", "LDS.U16") && mio_ordered("STS.64", "LDS.128"));
+        assert!(!mio_ordered("STG.E", "FADD") && !mio_ordered("STG.E", "LDG.E") && !mio_ordered("FADD", "LDS"));
     }
 }

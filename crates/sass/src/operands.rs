@@ -263,11 +263,32 @@ fn span(r: Reg, width: u16) -> impl Iterator<Item = Reg> {
     })
 }
 
+/// The predicates `P2R`/`R2P` move through `PR`: those of the mask (the last operand, an
+/// immediate), all seven (`P0`–`P6`) where it is not one.
+fn pr_mask(ops: &[&str]) -> Vec<Reg> {
+    let mask = ops
+        .last()
+        .and_then(|o| o.trim().strip_prefix("0x"))
+        .and_then(|h| u8::from_str_radix(h, 16).ok())
+        .unwrap_or(0x7f);
+    (0..7u8).filter(|k| mask >> k & 1 == 1).map(Reg::P).collect()
+}
+
 /// The registers `t` writes and reads.
 pub fn operands(t: &Text) -> Operands {
     let op = t.opcode.as_str();
     let ops: Vec<&str> = if t.operands.is_empty() { vec![] } else { t.operands.split(',').collect() };
     let mut out = Operands::default();
+    // `P2R R11, PR, RZ, 0x40` comes out of `nvdisasm -json` as predicate `PR`, operands
+    // `R11,RZ,0x40`: the predicate register file, read (its mask's predicates), not a guard.
+    // `R2P PR, R8, 0x1f` keeps `PR` among the operands: it writes the mask's predicates.
+    let pr_operand = t.predicate == "PR";
+    if op.starts_with("P2R") && (pr_operand || ops.first().is_some_and(|o| o.trim() == "PR")) {
+        out.uses.extend(pr_mask(&ops));
+    }
+    if op.starts_with("R2P") && ops.first().is_some_and(|o| o.trim() == "PR") {
+        out.defs.extend(pr_mask(&ops));
+    }
     for (r, _) in named(&t.predicate) {
         out.uses.push(r);
     }
@@ -305,7 +326,11 @@ pub fn operands(t: &Text) -> Operands {
     // An instruction that writes part of a register pair under a predicate, or a
     // read-modify-write accumulator (`HMMA ... R4`), reads its destination too: a
     // conditional write keeps the old value where the predicate is false.
-    if !t.predicate.is_empty() || op.starts_with("HMMA") || op.starts_with("HGMMA") || op.starts_with("IMMA") {
+    if !t.predicate.is_empty() && !pr_operand
+        || op.starts_with("HMMA")
+        || op.starts_with("HGMMA")
+        || op.starts_with("IMMA")
+    {
         let d = out.defs.clone();
         out.kept = d.iter().filter(|r| !out.uses.contains(r)).copied().collect();
         out.uses.extend(d);
@@ -372,5 +397,21 @@ mod tests {
         assert_eq!((o.defs, o.uses), (vec![Reg::R(7)], vec![]));
         let o = t("", "BAR.SYNC.DEFER_BLOCKING", "0x0");
         assert!(o.defs.is_empty() && o.uses.is_empty());
+    }
+
+    #[test]
+    fn the_predicate_register_file_is_an_operand_not_a_guard() {
+        // `P2R R11, PR, RZ, 0x40` as `nvdisasm -json` gives it: reads P6, writes R11,
+        // unconditionally (nothing kept).
+        let o = t("PR", "P2R", "R11,RZ,0x40");
+        assert_eq!((o.defs, o.uses, o.kept), (vec![Reg::R(11)], vec![Reg::P(6)], vec![]));
+        let o = t("PR", "P2R", "R2,R2,0x21");
+        assert_eq!(o.uses, vec![Reg::R(2), Reg::P(0), Reg::P(5)]);
+        // `R2P PR, R8, 0x1f` writes P0..P4 from R8.
+        let o = t("", "R2P", "PR,R8.reuse,0x1f");
+        assert_eq!((o.defs, o.uses), ((0..5).map(Reg::P).collect::<Vec<_>>(), vec![Reg::R(8)]));
+        // A real guard on one still keeps its destination.
+        let o = t("@P1", "R2P", "PR,R8,0x3");
+        assert_eq!(o.kept, vec![Reg::P(0)]);
     }
 }

@@ -145,6 +145,7 @@ impl State {
     fn drain(&mut self, sb: u8, keep_youngest: usize) {
         let on: Vec<(u32, u32)> = self.flight.iter().filter(|x| x.sb == Some(sb)).map(|x| (x.young, x.old)).collect();
         let mut done = vec![];
+        let mut landed = vec![];
         self.flight.retain(|x| {
             if x.sb != Some(sb) {
                 return true;
@@ -154,6 +155,7 @@ impl State {
             if younger >= keep_youngest {
                 if !x.reading {
                     done.push((x.queue, x.old));
+                    landed.push(x.producer);
                 }
                 false
             } else {
@@ -162,9 +164,19 @@ impl State {
         });
         for (q, old) in done {
             if q != Queue::None {
-                self.flight.retain(|x| x.reading || x.queue != q || x.young <= old);
+                self.flight.retain(|x| {
+                    let earlier = !x.reading && x.queue == q && x.young > old;
+                    if earlier {
+                        landed.push(x.producer);
+                    }
+                    !earlier
+                });
             }
         }
+        // An instruction whose result has landed has read its operands: its read scoreboard's
+        // registers are free too (`LDG.E.U16 R6, [R6.64]` holding R6 on a read scoreboard as
+        // well: a wait for its result frees R6 for writing).
+        self.flight.retain(|x| !(x.reading && landed.contains(&x.producer)));
     }
 }
 
@@ -254,6 +266,13 @@ fn cfg(text: &[Text]) -> Cfg {
     Cfg { starts, succ }
 }
 
+/// The high register of an instruction's 64-bit addend (its last operand, `R4` → `R5`).
+fn wide_addend_high(t: &Text) -> Option<Reg> {
+    let last = t.operands.rsplit(',').next()?.trim();
+    let n: u16 = last.trim_end_matches(".reuse").strip_prefix('R')?.parse().ok()?;
+    Some(Reg::R(n + 1))
+}
+
 /// `DEPBAR.LE SB0, 0x1` → (0, 1).
 fn depbar(t: &Text) -> Option<(u8, usize)> {
     if root(&t.opcode) != "DEPBAR" {
@@ -296,11 +315,15 @@ impl Walker<'_> {
             s.drain(GSB, 0);
         }
         let mma = |op: &str| op.starts_with("HGMMA");
+        // sm_90a's `IMAD.WIDE` reads its 64-bit addend's high register late.
+        let late = latency::wide_addend_high_late(self.sm, &t.opcode);
+        let late_reg = (late > 0).then(|| wide_addend_high(t)).flatten();
         // Reads.
         for r in o.uses.iter().filter(|r| !o.kept.contains(r)) {
             if let Some(&(p, got)) = s.fixed.get(r) {
                 let predicate = matches!(r, Reg::P(_) | Reg::Up(_));
                 if let Some(need) = latency::needed(self.sm, &self.text[p].opcode, &t.opcode, predicate) {
+                    let need = if late_reg == Some(*r) { need.saturating_sub(late) } else { need };
                     if got < need {
                         report(Violation { at: i, from: Some(p), rule: Rule::TooSoon { reg: *r, need, got } });
                     }
@@ -318,6 +341,9 @@ impl Walker<'_> {
             for f in s.flight.iter().filter(|f| f.regs.contains(r)) {
                 if f.sb == Some(GSB) && mma(&t.opcode) && !f.reading {
                     continue;
+                }
+                if f.reading && latency::mio_ordered(&self.text[f.producer].opcode, &t.opcode) {
+                    continue; // the memory pipe reads the earlier operands before this lands
                 }
                 let rule = match (f.reading, f.sb) {
                     (true, Some(k)) => Rule::WrittenWhileRead { reg: *r, sb: k },
@@ -627,6 +653,78 @@ mod tests {
         bad[2] = ins(1, Some(2), 0);
         let v = timing(80, &bad, &text);
         assert!(v.iter().any(|v| v.at == 1 && v.from == Some(2)), "{v:?}");
+    }
+
+    fn ins_r(stall: u8, write_sb: Option<u8>, read_sb: Option<u8>, wait: u8) -> Instr {
+        let c = Control { stall, yield_bit: false, write_sb, read_sb, wait, reuse: 0 };
+        Instr { offset: 0, lo: 0, hi: c.encode(0) }
+    }
+
+    #[test]
+    fn a_landed_result_frees_its_read_scoreboard() {
+        // Trident's bf16 softmax, sm_80: `LDG.E.U16 R6, [R6.64]` on W5 and R0; the wait for
+        // SB5 means the load also read R6, so R6 may be overwritten without waiting for SB0.
+        let text =
+            [t("LDG.E.U16", "R6,[R6.64]"), t("PRMT", "R13,RZ,0x5410,R6"), t("FMNMX", "R6,R5,R13,!PT"), t("EXIT", "")];
+        let i = [ins_r(2, Some(5), Some(0), 0), ins(5, None, 1 << 5), ins(5, None, 0), ins(1, None, 0)];
+        assert!(timing(80, &i, &text).is_empty());
+        // Without the wait for the result, the overwrite is still a violation.
+        let early = [ins_r(2, Some(5), Some(0), 0), ins(5, None, 0), ins(5, None, 0), ins(1, None, 0)];
+        let text2 = [text[0].clone(), t("NOP", ""), text[2].clone(), text[3].clone()];
+        let v = timing(80, &early, &text2);
+        assert!(v.iter().any(|v| v.at == 2 && v.rule == Rule::WrittenWhileRead { reg: Reg::R(6), sb: 0 }), "{v:?}");
+    }
+
+    #[test]
+    fn a_shared_load_may_overwrite_what_an_earlier_store_reads() {
+        // matmul epilogue: `@P3 STG.E.U16 [R6.64], R15` (R2), then `LDS.U16 R15, ...` with no
+        // wait for SB2: the LDS passes the memory pipe after the store read R15.
+        let mut stg = t("STG.E.U16", "[R6.64],R15");
+        stg.predicate = "@P3".into();
+        let text = [stg, t("LDS.U16", "R15,[R94+0x500]"), t("EXIT", "")];
+        let i = [ins_r(1, None, Some(2), 0), ins(1, Some(0), 0), ins(1, None, 0)];
+        assert!(timing(80, &i, &text).is_empty());
+        // An ALU write there must still wait for the store's read.
+        let text = [text[0].clone(), t("IADD3", "R15,R1,R2,RZ"), t("EXIT", "")];
+        let i = [ins_r(1, None, Some(2), 0), ins(1, None, 0), ins(1, None, 0)];
+        let v = timing(80, &i, &text);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].rule, Rule::WrittenWhileRead { reg: Reg::R(15), sb: 2 });
+    }
+
+    #[test]
+    fn the_high_half_of_an_sm90_wide_addend_is_read_late() {
+        // Triton's softmax, sm_90a: `IMAD.U32 R3, RZ, RZ, UR4` then `IMAD.WIDE.U32 R2, R0, 0x2, R2`
+        // 2 cycles later: R3 is the addend's high register.
+        let text = [t("IMAD.U32", "R3,RZ,RZ,UR4"), t("IMAD.WIDE.U32", "R2,R0,0x2,R2"), t("EXIT", "")];
+        let i = [ins(2, None, 0), ins(4, None, 0), ins(1, None, 0)];
+        assert!(timing(90, &i, &text).is_empty());
+        // Not on sm_80, and not for the low register.
+        assert_eq!(timing(80, &i, &text).len(), 1);
+        let low = [t("IMAD.U32", "R2,RZ,RZ,UR4"), text[1].clone(), text[2].clone()];
+        let v = timing(90, &i, &low);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].rule, Rule::TooSoon { reg: Reg::R(2), need: 4, got: 2 });
+    }
+
+    #[test]
+    fn mufu_is_covered_by_a_younger_i2f_and_s2ur_by_a_younger_s2ur() {
+        // Dropout, sm_80: `MUFU.RCP R7, R7` with no scoreboard, `I2F R8, R8` on SB1, a wait for
+        // SB1, then the reader of R7.
+        let text = [t("MUFU.RCP", "R7,R7"), t("I2F", "R8,R8"), t("FMUL", "R6,R8,R7"), t("EXIT", "")];
+        let i = [ins(8, None, 0), ins(1, Some(1), 0), ins(2, None, 1 << 1), ins(1, None, 0)];
+        assert!(timing(80, &i, &text).is_empty());
+        let unwaited = [ins(8, None, 0), ins(1, Some(1), 0), ins(2, None, 0), ins(1, None, 0)];
+        assert!(timing(80, &unwaited, &text).iter().any(|v| v.from == Some(0)));
+        // Split-K, sm_90a: `S2UR UR10, SR_CTAID.Y` with none, `S2UR UR11, SR_CTAID.X` on SB3.
+        let text = [
+            t("S2UR", "UR10,SR_CTAID.Y"),
+            t("S2UR", "UR11,SR_CTAID.X"),
+            t("UIMAD", "UR4,UR10,UR11,URZ"),
+            t("EXIT", ""),
+        ];
+        let i = [ins(1, None, 0), ins(1, Some(3), 0), ins(1, None, 1 << 3), ins(1, None, 0)];
+        assert!(timing(90, &i, &text).is_empty());
     }
 
     #[test]
