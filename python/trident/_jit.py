@@ -22,18 +22,19 @@ _default_backend = None
 
 def set_backend(name):
     """The backend later launches use: ``"interp"`` (Trident's tile-IR interpreter, the
-    default), ``"emu"`` (the PTX emulator) or None (back to ``TRIDENT_BACKEND`` / interp)."""
+    default), ``"emu"`` (the PTX emulator), ``"sass-emu"`` (the SASS ptxas makes, on the SASS
+    emulator), ``"cuda"``, or None (back to ``TRIDENT_BACKEND`` / interp)."""
     global _default_backend
-    if name not in (None, "interp", "emu", "cuda"):
-        raise ValueError(f"unknown backend {name!r}: 'interp', 'emu' or 'cuda'")
+    if name not in (None, "interp", "emu", "cuda", "sass-emu"):
+        raise ValueError(f"unknown backend {name!r}: 'interp', 'emu', 'sass-emu' or 'cuda'")
     _default_backend = name
 
 
 def backend():
     """The backend a launch without ``backend=`` uses."""
     b = _default_backend or os.environ.get("TRIDENT_BACKEND") or "interp"
-    if b not in ("interp", "emu", "cuda"):
-        raise ValueError(f"TRIDENT_BACKEND={b!r}: expected interp, emu or cuda")
+    if b not in ("interp", "emu", "cuda", "sass-emu"):
+        raise ValueError(f"TRIDENT_BACKEND={b!r}: expected interp, emu, sass-emu or cuda")
     return b
 
 

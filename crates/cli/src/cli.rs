@@ -17,7 +17,7 @@ pub struct Cli {
 
 fn run_help() -> String {
     format!(
-        "Options of a kernel run:\n{}\nOptions of a PTX run: --grid (numbers only), --backend (auto, emu or cuda), --seed, --save I=PATH.npy (I: a parameter index), and\n{}",
+        "Options of a kernel run:\n{}\nOptions of a PTX run: --grid (numbers only), --backend (auto, emu, cuda or sass-emu), --seed, --save I=PATH.npy (I: a parameter index), and\n{}",
         flags_help(&[LineKind::Kernel], &[]),
         flags_help(&[LineKind::Ptx], &[LineKind::Kernel])
     )
@@ -49,11 +49,11 @@ pub enum Command {
     Compile(compile_cmd::CompileArgs),
     /// Run a kernel.
     ///
-    /// trident run FILE.py::KERNEL --grid X[,Y[,Z]]|EXPR [--backend auto|interp|emu|cuda] [--num-warps N]
+    /// trident run FILE.py::KERNEL --grid X[,Y[,Z]]|EXPR [--backend auto|interp|emu|cuda|sass-emu] [--num-warps N]
     ///     [--num-stages N] [--seed N] [--save NAME=PATH.npy]... [--debug] [--print-ir-after-all] NAME=VALUE...
     ///
     /// trident run FILE.ptx[::ENTRY] --grid X[,Y[,Z]] --block T[,TY[,TZ]] [--shared BYTES]
-    ///     [--backend auto|emu|cuda] [--seed N] [--save I=PATH.npy]... VALUE...
+    ///     [--backend auto|emu|cuda|sass-emu] [--seed N] [--save I=PATH.npy]... VALUE...
     ///
     /// VALUE: @PATH.npy[:DTYPE] | zeros|ones|empty|rand|randn:DTYPE:SHAPE | 42 | 0.5 | True | None | f16 (a dtype) | 'text' (a string constexpr).
     /// `--backend auto` runs on the GPU when a CUDA driver and device are found, else on the interpreter.

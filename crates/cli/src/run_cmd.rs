@@ -54,7 +54,12 @@ fn run_ptx_file(cmd: &PtxCommand) -> Result<(), String> {
     let out = run_ptx(cmd).map_err(|e| e.text)?;
     print!("{}", out.printed);
     if let Some(cycles) = out.cycles {
-        eprintln!("ran {} on the emulator: {cycles} modelled cycles", out.entry);
+        let on = if out.backend == trident_runtime::Backend::SassEmu {
+            "the SASS emulator (estimated)"
+        } else {
+            "the emulator (modelled)"
+        };
+        eprintln!("ran {} on {on}: {cycles} cycles", out.entry);
     }
     let items: Vec<_> = cmd
         .saves

@@ -528,3 +528,67 @@ fn sass_dump_and_roundtrip() {
     assert!(!out.status.success(), "verify --against a different kernel fails");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--backend sass-emu`: the same PTX run on the PTX emulator and, through ptxas, on the SASS
+/// emulator gives the same bytes; so does a Python kernel.
+#[test]
+fn sass_emu_backend_agrees_with_the_emulator() {
+    if std::env::var_os("TRIDENT_PTXAS").is_none() || std::env::var_os("TRIDENT_NVDISASM").is_none() {
+        return eprintln!("skipped: TRIDENT_PTXAS/TRIDENT_NVDISASM not set");
+    }
+    let dir = std::env::temp_dir().join(format!("trident-sass-emu-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ptx = root().join("crates/emu/tests/data/vadd.ptx");
+    let mut saved = vec![];
+    for backend in ["emu", "sass-emu"] {
+        let out = dir.join(format!("{backend}.npy"));
+        let o = trident(&[
+            "run",
+            ptx.to_str().unwrap(),
+            "--grid",
+            "4",
+            "--block",
+            "128",
+            "--seed",
+            "7",
+            "--backend",
+            backend,
+            "--save",
+            &format!("2={}", out.display()),
+            "randn:f32:1000",
+            "randn:f32:1000",
+            "empty:f32:1000",
+            "1000",
+            "0",
+            "0",
+        ]);
+        assert!(o.status.success(), "{backend}: {}", stderr(&o));
+        saved.push(std::fs::read(&out).unwrap());
+    }
+    assert_eq!(saved[0], saved[1], "vadd.ptx: the SASS emulator and the PTX emulator agree");
+    let mut saved = vec![];
+    for backend in ["emu", "sass-emu"] {
+        let out = dir.join(format!("py-{backend}.npy"));
+        let o = trident(&[
+            "run",
+            "kernels/vector_add.py",
+            "--grid",
+            "4",
+            "--seed",
+            "3",
+            "--backend",
+            backend,
+            "--save",
+            &format!("out={}", out.display()),
+            "x=randn:f32:1000",
+            "y=randn:f32:1000",
+            "out=empty:f32:1000",
+            "n_elements=1000",
+            "BLOCK=256",
+        ]);
+        assert!(o.status.success(), "{backend}: {}", stderr(&o));
+        saved.push(std::fs::read(&out).unwrap());
+    }
+    assert_eq!(saved[0], saved[1], "vector_add.py: the same on sass-emu");
+    let _ = std::fs::remove_dir_all(&dir);
+}

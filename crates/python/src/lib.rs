@@ -114,8 +114,13 @@ impl Program {
     ) -> PyResult<Bound<'py, PyDict>> {
         let k = self.prog.kernel(kernel).map_err(run_err)?;
         let backend = match Backend::parse(backend) {
-            Some(b @ (Backend::Interp | Backend::Emu | Backend::Cuda)) => b,
-            _ => return Err(native_err("argument", format!("unknown backend `{backend}`: interp, emu or cuda"))),
+            Some(b @ (Backend::Interp | Backend::Emu | Backend::Cuda | Backend::SassEmu)) => b,
+            _ => {
+                return Err(native_err(
+                    "argument",
+                    format!("unknown backend `{backend}`: interp, emu, cuda or sass-emu"),
+                ))
+            }
         };
         if grid.0 == 0 || grid.1 == 0 || grid.2 == 0 {
             return Err(native_err("argument", format!("the grid must be positive in every dimension, not {grid:?}")));

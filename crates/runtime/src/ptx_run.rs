@@ -127,6 +127,7 @@ pub fn run_ptx(cmd: &PtxCommand) -> Result<PtxOutcome, RunError> {
     let backend = match cmd.backend {
         Backend::Auto if crate::gpu::cuda_available() => Backend::Cuda,
         Backend::Cuda => Backend::Cuda,
+        Backend::SassEmu => Backend::SassEmu,
         _ => Backend::Emu,
     };
     if backend == Backend::Cuda {
@@ -141,6 +142,31 @@ pub fn run_ptx(cmd: &PtxCommand) -> Result<PtxOutcome, RunError> {
             Val::Bits(b) => trident_emu::KernelArg::Scalar(b),
         })
         .collect();
+    if backend == Backend::SassEmu {
+        // The PTX through ptxas for the architecture it names, the SASS on the SASS emulator.
+        let arch = text.lines().find_map(|l| l.trim().strip_prefix(".target ")).unwrap_or("sm_80");
+        let arch = arch.split(',').next().unwrap_or("sm_80").trim();
+        let cubin = trident_gpu::tools::ptxas(&text, arch)
+            .map_err(|e| RunError::msg(format!("error: --backend sass-emu needs ptxas: {e}")))?
+            .cubin;
+        let p = crate::sass_run::program_of_cubin(&cubin, &entry)?;
+        let cfg = trident_sass_emu::LaunchConfig {
+            grid: cmd.grid.dims(),
+            block: cmd.block.dims(),
+            dynamic_shared_bytes: cmd.shared,
+            ..Default::default()
+        };
+        let rep = trident_sass_emu::launch(&p, &cfg, &mut args)
+            .map_err(|e| RunError::msg(format!("error: sass-emu: {e}")))?;
+        let tensors = args
+            .into_iter()
+            .map(|a| match a {
+                trident_emu::KernelArg::Buffer(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        return Ok(PtxOutcome { entry, backend, printed: String::new(), cycles: Some(rep.cycles), tensors });
+    }
     let cfg = trident_emu::LaunchConfig {
         grid: cmd.grid.dims(),
         block: cmd.block.dims(),

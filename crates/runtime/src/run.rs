@@ -79,11 +79,10 @@ fn interp_arg(v: &ArgValue, ty: &trident_ir::Type) -> trident_interp::InterpArg 
 
 /// The GPU code of `ck` when it was compiled for `backend`'s kind of target.
 fn gpu_code(ck: &CompiledKernel, backend: Backend) -> Result<&GpuCode, RunError> {
-    let fits =
-        matches!(
-            (backend, ck.target),
-            (Backend::Emu | Backend::SassEmu, CodeTarget::Emu(_)) | (Backend::Cuda, CodeTarget::Cuda(_))
-        );
+    let fits = matches!(
+        (backend, ck.target),
+        (Backend::Emu | Backend::SassEmu, CodeTarget::Emu(_)) | (Backend::Cuda, CodeTarget::Cuda(_))
+    );
     match &ck.gpu {
         Some(code) if fits => Ok(code),
         _ => Err(RunError::msg(format!(

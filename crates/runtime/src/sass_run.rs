@@ -20,9 +20,11 @@ pub fn program(code: &GpuCode) -> Result<trident_sass_emu::Program, RunError> {
     let hint = "(run scripts/install-tools, or set TRIDENT_PTXAS and TRIDENT_NVDISASM)";
     let cubin = match &code.cubin {
         Some(c) => c.clone(),
-        None => trident_gpu::tools::ptxas(&code.ptx.ptx, code.ptx.target.arch())
-            .map_err(|e| RunError::msg(format!("error: the sass-emu backend needs ptxas: {e} {hint}")))?
-            .cubin,
+        None => {
+            trident_gpu::tools::ptxas(&code.ptx.ptx, code.ptx.target.arch())
+                .map_err(|e| RunError::msg(format!("error: the sass-emu backend needs ptxas: {e} {hint}")))?
+                .cubin
+        }
     };
     program_of_cubin(&cubin, &code.ptx.entry)
 }
@@ -31,16 +33,20 @@ pub fn program(code: &GpuCode) -> Result<trident_sass_emu::Program, RunError> {
 pub fn program_of_cubin(bytes: &[u8], entry: &str) -> Result<trident_sass_emu::Program, RunError> {
     let cubin = Cubin::parse(bytes).map_err(|e| RunError::msg(format!("error: the cubin: {e}")))?;
     let texts = crate::sass::kernel_texts(bytes, &cubin)?;
-    let k = cubin.kernels.iter().position(|k| k.name == entry).ok_or_else(|| {
-        RunError::argument(format!("no kernel `{entry}` in the cubin"))
-    })?;
+    let k = cubin
+        .kernels
+        .iter()
+        .position(|k| k.name == entry)
+        .ok_or_else(|| RunError::argument(format!("no kernel `{entry}` in the cubin")))?;
     trident_sass_emu::Program::new(&cubin, entry, &texts[k]).map_err(|e| RunError::msg(format!("error: sass-emu: {e}")))
 }
 
 /// Runs `code` on the SASS emulator with `args` (IR parameter order), `reps` times.
 pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps: usize) -> Result<GpuRun, RunError> {
     if code.profile.is_some() {
-        return Err(RunError::msg("error: profiling on the sass-emu backend is not supported yet (--backend emu or cuda)"));
+        return Err(RunError::msg(
+            "error: profiling on the sass-emu backend is not supported yet (--backend emu or cuda)",
+        ));
     }
     let p = program(code)?;
     let ptx = &code.ptx;
@@ -69,7 +75,9 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
         };
         let report = trident_sass_emu::launch(&p, &cfg, &mut kargs).map_err(|e| {
             let place = match (e.cta, e.thread) {
-                (Some(c), Some(t)) => format!(", CTA ({},{},{}), thread ({},{},{})", c[0], c[1], c[2], t[0], t[1], t[2]),
+                (Some(c), Some(t)) => {
+                    format!(", CTA ({},{},{}), thread ({},{},{})", c[0], c[1], c[2], t[0], t[1], t[2])
+                }
                 _ => String::new(),
             };
             RunError::msg(format!("error: sass-emu: {}{place}", e.message))

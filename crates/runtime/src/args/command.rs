@@ -1,10 +1,10 @@
 //! The command lines of `trident run` and `trident bench`, parsed here and only here.
 //!
 //! ```text
-//! trident run FILE.py::KERNEL --grid X[,Y[,Z]]|EXPR [--backend auto|interp|emu|cuda] [--num-warps N]
+//! trident run FILE.py::KERNEL --grid X[,Y[,Z]]|EXPR [--backend auto|interp|emu|cuda|sass-emu] [--num-warps N]
 //!     [--num-stages N] [--seed N] [--save NAME=PATH.npy]... [--debug] [--print-ir-after-all] NAME=VALUE...
 //! trident run FILE.ptx[::ENTRY] --grid X[,Y[,Z]] --block T[,TY[,TZ]] [--shared BYTES]
-//!     [--backend auto|emu|cuda] [--seed N] [--save I=PATH.npy]... VALUE...
+//!     [--backend auto|emu|cuda|sass-emu] [--seed N] [--save I=PATH.npy]... VALUE...
 //! trident bench (the words of a kernel run) [--warmup N] [--reps N] [--flops EXPR] [--bytes EXPR]
 //!     [--json] [--flush-l2]
 //! trident profile (the words of a kernel run) [--regions scopes,kernel,loops,dots,loads]
@@ -65,8 +65,8 @@ pub const FLAGS: &[Flag] = &[
     },
     Flag {
         name: "backend",
-        value: Some("auto|interp|emu|cuda"),
-        help: "where to run; auto: the GPU when a CUDA driver and device are found, else the interpreter (PTX: emu, the default, or cuda)",
+        value: Some("auto|interp|emu|cuda|sass-emu"),
+        help: "where to run; auto: the GPU when a CUDA driver and device are found, else the interpreter (PTX: emu, the default, cuda or sass-emu); sass-emu: the kernel's PTX through ptxas, the SASS run on the SASS emulator",
         lines: &[K, P],
     },
     Flag { name: "num-warps", value: Some("N"), help: "warps per program (overrides every autotune config's)", lines: &[K] },
