@@ -294,7 +294,7 @@ fn run_cta(
         }
         if states.iter().all(|s| matches!(s, State::Done | State::AtBar)) {
             // Everyone still running is at the barrier: release it.
-            let t = clocks.iter().map(|c| c.clock).max().unwrap_or(0);
+            let t = clocks.iter().map(|c| c.clock).max().unwrap_or(0) + trident_sass::latency::BARRIER_MIN_CYCLES as u64;
             for (w, c) in warps.iter_mut().zip(clocks.iter_mut()) {
                 for l in 0..32 {
                     if w.at_bar >> l & 1 == 1 {

@@ -125,10 +125,18 @@ impl WarpTiming {
             }
         }
         let opcode = op_text(op);
+        // sm_90a's `IMAD.WIDE` reads its 64-bit addend's high register late (the SASS
+        // toolkit's evidence).
+        let late = latency::wide_addend_high_late(sm, &opcode);
+        let late_reg = match op.ops.last() {
+            Some(crate::decode::Opnd::R { n, .. }) if late > 0 && *n != 255 => Some(Reg::R(*n as u16 + 1)),
+            _ => None,
+        };
         for r in regs.uses.iter().filter(|r| !regs.kept.contains(r)) {
             if let Some(&(_, p, t)) = self.fixed.iter().find(|(x, _, _)| x == r) {
                 let pred = matches!(r, Reg::P(_) | Reg::Up(_));
                 if let Some(need) = latency::needed(sm, &name_of(p), &opcode, pred) {
+                    let need = if late_reg == Some(*r) { need.saturating_sub(late) } else { need };
                     let got = self.clock - t;
                     if got < need as u64 {
                         return Err(hazard(format!(
@@ -153,7 +161,10 @@ impl WarpTiming {
             }
         }
         for r in &regs.defs {
-            if let Some(f) = self.flight.iter().find(|f| f.regs.contains(r)) {
+            // A shared-memory load passes the memory pipe after an earlier store read its
+            // registers: no wait for the store's read scoreboard is needed.
+            let ordered = |f: &&InFlight| f.reading && latency::mio_ordered(&name_of(f.producer), &opcode);
+            if let Some(f) = self.flight.iter().find(|f| f.regs.contains(r) && !ordered(f)) {
                 let what = if f.reading { "still reads it" } else { "still writes it" };
                 return Err(hazard(format!(
                     "hazard: {:#06x} `{}` overwrites {r} while {:#06x} `{}` {what}{}",

@@ -223,6 +223,13 @@ pub fn wide_addend_high_late(sm: u32, consumer: &str) -> u32 {
     }
 }
 
+/// Cycles a CTA barrier (`BAR.SYNC`) takes at least beyond its own stall count: every warp
+/// must arrive and be released, which no microbenchmark puts under tens of cycles. The
+/// evidence needs 2: Trident's f16 matmul on sm_80 reads an `HMMA` result with a `STS.64`
+/// 23 stall cycles later across a `DEPBAR` and a `BAR.SYNC` (25 needed otherwise). The
+/// verifier and the SASS emulator both add this much at a barrier.
+pub const BARRIER_MIN_CYCLES: u32 = 2;
+
 /// Cycles before a memory instruction may read a predicate (its guard or an operand):
 /// `ISETP` to a predicated load or store is never closer than 13 cycles in the corpus (137
 /// edges, on both architectures), where `ISETP` to an ALU reader is 4.

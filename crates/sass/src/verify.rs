@@ -399,8 +399,9 @@ impl Walker<'_> {
             });
         }
         s.flight.sort_by_key(|x| (x.producer, x.reading));
-        // Time passes.
-        let stall = c.stall as u32;
+        // Time passes (a CTA barrier takes a few cycles more than its stall count).
+        let barrier = root(&t.opcode) == "BAR" && t.opcode.contains("SYNC");
+        let stall = c.stall as u32 + if barrier { latency::BARRIER_MIN_CYCLES } else { 0 };
         s.fixed.retain(|_, (_, cyc)| {
             *cyc += stall;
             *cyc < FORGET

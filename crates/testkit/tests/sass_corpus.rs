@@ -23,38 +23,15 @@ use trident_gpu::tools::{find, ptxas, Tool};
 use trident_runtime::stages::{compile_stage, Stage, StageOptions, StageOutput};
 use trident_runtime::KernelProgram;
 use trident_sass::disasm::{disassemble, section_text};
-use trident_sass::verify::{reordering, timing, Rule};
+use trident_sass::verify::{reordering, timing};
 use trident_sass::Cubin;
 
 const ARCHS: [&str; 2] = ["sm_80", "sm_90a"];
 
-/// A false alarm found on this corpus and reported, not fixed: making it go away takes a
-/// judgment about the hardware the evidence does not settle. It is excused only where it
-/// is exactly this: a `TooSoon` from `producer` to `reader` in `case` on `arch`, with a
-/// `BAR.SYNC` between them.
-struct Known {
-    case: &'static str,
-    arch: &'static str,
-    producer: &'static str,
-    reader: &'static str,
-    why: &'static str,
-}
-
-const KNOWN: &[Known] = &[Known {
-    case: "matmul_kernel/f16-f32/64x48x80",
-    arch: "sm_80",
-    producer: "HMMA",
-    reader: "STS",
-    why: "the stall counts add up to 23 cycles (HMMA to a memory reader needs 24 + 1), but the path \
-          passes `DEPBAR.LE SB0, 0x0` and `BAR.SYNC`, whose own waiting the verifier counts as \
-          nothing; how long a barrier takes at least is not in the evidence",
-}];
-
-/// What the checks found: problems fail the test, known false alarms are printed.
+/// What the checks found: any problem fails the test.
 #[derive(Default)]
 struct Findings {
     problems: Vec<String>,
-    known: Vec<String>,
 }
 
 /// One distinct PTX for one architecture, and the catalog cases that compile to it.
@@ -124,7 +101,7 @@ fn every_catalog_case_round_trips_disassembles_and_verifies() {
         let stem: String = u.cases[0].chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
         let path = dir.join(format!("{n:03}.{stem}.{}.cubin", u.arch));
         std::fs::write(&path, &cubin_bytes).unwrap();
-        let (k, i) = check_cubin(u, &what, &cubin_bytes, &path, &nvdisasm, &mut found);
+        let (k, i) = check_cubin(&what, &cubin_bytes, &path, &nvdisasm, &mut found);
         kernels += k;
         instrs += i;
         *per_arch.entry(u.arch).or_default() += 1;
@@ -142,22 +119,15 @@ fn every_catalog_case_round_trips_disassembles_and_verifies() {
         compiled,
         t0.elapsed() - compiled
     );
-    for k in &found.known {
-        eprintln!("known false alarm (reported, not fixed): {k}");
-    }
     let problems = &found.problems;
     assert!(problems.is_empty(), "{} problem(s):\n{}", problems.len(), problems.join("\n"));
-    eprintln!(
-        "round trip byte-identical, nvdisasm matched one for one, verifier: no violations but {} known false alarm(s)",
-        found.known.len()
-    );
+    eprintln!("round trip byte-identical, nvdisasm matched one for one, verifier: no violations");
     assert!(per_arch.len() == ARCHS.len() && kernels >= cases.len() / 2, "{per_arch:?}, {kernels} kernels");
 }
 
-/// Round trip, `nvdisasm` match and verifier on one cubin (written at `path`) of `unit`;
+/// Round trip, `nvdisasm` match and verifier on one cubin (written at `path`), named `what`;
 /// what fails goes to `found`. Returns (kernels, instructions).
 fn check_cubin(
-    unit: &Unit,
     what: &str,
     bytes: &[u8],
     path: &Path,
@@ -195,20 +165,7 @@ fn check_cubin(
             problems.push(format!("{what} {}: control bits at {:#x} do not encode back", k.name, ins.offset));
         }
         for v in timing(cubin.sm(), &k.instrs, &text) {
-            let line = format!("{what} {}: {}", k.name, v.describe(&text));
-            let known = KNOWN.iter().find(|x| {
-                let from = v.from.unwrap_or(v.at);
-                unit.arch == x.arch
-                    && unit.cases.iter().any(|c| c == x.case)
-                    && matches!(v.rule, Rule::TooSoon { .. })
-                    && text[from].opcode.starts_with(x.producer)
-                    && text[v.at].opcode.starts_with(x.reader)
-                    && (from..v.at).any(|b| text[b].opcode.starts_with("BAR.SYNC"))
-            });
-            match known {
-                Some(x) => found.known.push(format!("{line}: {}", x.why)),
-                None => problems.push(line),
-            }
+            problems.push(format!("{what} {}: {}", k.name, v.describe(&text)));
         }
         if !reordering((&k.instrs, &text), (&k.instrs, &text)).is_empty() {
             problems.push(format!("{what} {}: not a legal reordering of itself", k.name));
