@@ -705,6 +705,22 @@ impl Ctx<'_> {
                     w.set_r(dst_r(&o[0], op)?, l, v);
                 })
             }
+            "VIADDMNMX" => {
+                // d = min/max(a + b, c): the predicate picks min (as IMNMX's does).
+                let unsigned = op.has("U32");
+                each!(|l| {
+                    let s = self.u(w, l, &o[1], op)?.wrapping_add(self.u(w, l, &o[2], op)?);
+                    let c = self.u(w, l, &o[3], op)?;
+                    let min = self.p(w, l, &o[4], op)?;
+                    let v = match (unsigned, min) {
+                        (true, true) => s.min(c),
+                        (true, false) => s.max(c),
+                        (false, true) => (s as i32).min(c as i32) as u32,
+                        (false, false) => (s as i32).max(c as i32) as u32,
+                    };
+                    w.set_r(dst_r(&o[0], op)?, l, v);
+                })
+            }
             "SGXT" => {
                 let unsigned = op.has("U32");
                 each!(|l| {
