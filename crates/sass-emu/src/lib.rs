@@ -142,16 +142,20 @@ pub fn launch(p: &Program, cfg: &LaunchConfig, args: &mut [KernelArg]) -> Result
         let n = prm.size.clamp(1, 8) as usize;
         put(&mut cbank, at, &bits.to_le_bytes()[..n]);
     }
+    // CTAs run on all cores (they share only global memory, whose bytes are atomics); the
+    // first error in launch order is the one reported.
+    let ids: Vec<[u32; 3]> = (0..cfg.grid[2])
+        .flat_map(|z| (0..cfg.grid[1]).flat_map(move |y| (0..cfg.grid[0]).map(move |x| [x, y, z])))
+        .collect();
+    let results: Vec<Result<(u64, u64), EmuError>> = {
+        use rayon::prelude::*;
+        ids.par_iter().map(|&ctaid| run_cta(p, cfg, &mem, &cbank, ctaid)).collect()
+    };
     let mut report = Report::default();
-    for z in 0..cfg.grid[2] {
-        for y in 0..cfg.grid[1] {
-            for x in 0..cfg.grid[0] {
-                let ctaid = [x, y, z];
-                let (cycles, n) = run_cta(p, cfg, &mem, &cbank, ctaid)?;
-                report.cycles = report.cycles.max(cycles);
-                report.instructions += n;
-            }
-        }
+    for r in results {
+        let (cycles, n) = r?;
+        report.cycles = report.cycles.max(cycles);
+        report.instructions += n;
     }
     for (i, a) in args.iter_mut().enumerate() {
         if let KernelArg::Buffer(t) = a {
@@ -294,7 +298,8 @@ fn run_cta(
         }
         if states.iter().all(|s| matches!(s, State::Done | State::AtBar)) {
             // Everyone still running is at the barrier: release it.
-            let t = clocks.iter().map(|c| c.clock).max().unwrap_or(0) + trident_sass::latency::BARRIER_MIN_CYCLES as u64;
+            let t =
+                clocks.iter().map(|c| c.clock).max().unwrap_or(0) + trident_sass::latency::BARRIER_MIN_CYCLES as u64;
             for (w, c) in warps.iter_mut().zip(clocks.iter_mut()) {
                 for l in 0..32 {
                     if w.at_bar >> l & 1 == 1 {
