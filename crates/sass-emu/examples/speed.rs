@@ -19,13 +19,16 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
+/// A kernel: file, entry, grid, dynamic shared bytes, arguments.
+type Case = (&'static str, &'static str, [u32; 3], u32, Vec<KernelArg>);
+
 fn main() {
     let dir = std::env::temp_dir().join("trident-sass-emu-speed");
     std::fs::create_dir_all(&dir).unwrap();
     let data =
         |n: &str| std::fs::read_to_string(format!("{}/../emu/tests/data/{n}.ptx", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let f32s = |n| KernelArg::Buffer(ramp(DType::F32, n));
-    let cases: Vec<(&str, &str, [u32; 3], u32, Vec<KernelArg>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "vadd",
             "vadd",
