@@ -127,13 +127,7 @@ fn every_catalog_case_round_trips_disassembles_and_verifies() {
 
 /// Round trip, `nvdisasm` match and verifier on one cubin (written at `path`), named `what`;
 /// what fails goes to `found`. Returns (kernels, instructions).
-fn check_cubin(
-    what: &str,
-    bytes: &[u8],
-    path: &Path,
-    nvdisasm: &Path,
-    found: &mut Findings,
-) -> (usize, usize) {
+fn check_cubin(what: &str, bytes: &[u8], path: &Path, nvdisasm: &Path, found: &mut Findings) -> (usize, usize) {
     let problems = &mut found.problems;
     let cubin = match Cubin::parse(bytes) {
         Ok(c) => c,
