@@ -71,7 +71,19 @@ fn mutations(sm: u32, instrs: &[Instr], text: &[Text], rng: &mut Rng, per_kind: 
                 if fixed && real_read {
                     let predicate = matches!(r, Reg::P(_) | Reg::Up(_));
                     if let Some(need) = latency::needed(sm, &text[p].opcode, &text[c].opcode, predicate) {
-                        let have: u32 = (p..c).map(|x| instrs[x].control().stall as u32).sum();
+                        // The rules the table's number bends to: sm_90a's IMAD.WIDE reads its
+                        // addend's high register late; a CTA barrier takes a few cycles more.
+                        let late = latency::wide_addend_high_late(sm, &text[c].opcode);
+                        let addend_high = text[c]
+                            .operands
+                            .rsplit(',')
+                            .next()
+                            .and_then(|o| o.trim().trim_end_matches(".reuse").strip_prefix('R')?.parse::<u16>().ok())
+                            .map(|n| Reg::R(n + 1));
+                        let need = if late > 0 && addend_high == Some(r) { need - late } else { need };
+                        let barriers = (p..c).filter(|&x| text[x].opcode.starts_with("BAR.SYNC")).count() as u32;
+                        let have: u32 = (p..c).map(|x| instrs[x].control().stall as u32).sum::<u32>()
+                            + barriers * latency::BARRIER_MIN_CYCLES;
                         let mut deficit = (have + 1).saturating_sub(need);
                         let mut m = instrs.to_vec();
                         for x in (p..c).rev() {
