@@ -1094,6 +1094,9 @@ impl Ctx<'_> {
             "LDSM" => self.ldsm(w, op, mask)?,
             "ATOMG" | "RED" | "REDG" => self.atomic(w, op, mask)?,
             "HMMA" => self.hmma(w, op, mask)?,
+            "HGMMA" => self.hgmma(w, op, mask)?,
+            // The warpgroup MMA runs at issue: its fences and waits have nothing left to order.
+            "WARPGROUP" if op.has("ARRIVE") || op.has("DEPBAR") => {}
             "LDGSTS" => self.ldgsts(w, op, mask)?,
             // Uniform datapath.
             "S2UR" | "ULDC" | "UMOV" | "UIADD3" | "UIMAD" | "ULEA" | "USHF" | "USEL" | "UISETP" | "ULOP3" | "USGXT"
@@ -1131,6 +1134,19 @@ impl Ctx<'_> {
                     let v = self.cbank_u32(op, *bank, off + 4 * k as i64)?;
                     w.set_ur(d.saturating_add(k as u8), v);
                 }
+            }
+            "UIADD3" if op.has("64") => {
+                // 64-bit: URd:URd+1 = a + b + c (32-bit immediates sign-extended).
+                let v64 = |x: &Opnd| -> R<u64> {
+                    Ok(match x {
+                        Opnd::Imm(b) => *b as u32 as i32 as i64 as u64,
+                        other => self.u64(w, l0, other, op)?,
+                    })
+                };
+                let sum = v64(&o[1])?.wrapping_add(v64(&o[2])?).wrapping_add(v64(&o[3])?);
+                let d = du(&o[0])?;
+                w.set_ur(d, sum as u32);
+                w.set_ur(d.saturating_add(1), (sum >> 32) as u32);
             }
             "UIADD3" => {
                 let outs: Vec<u8> = o[1..].iter().take_while(|x| is_p(x)).map(&dp).collect::<R<_>>()?;

@@ -196,6 +196,96 @@ impl Ctx<'_> {
     }
 }
 
+impl Ctx<'_> {
+    /// `HGMMA.64xNx16.F32[.BF16] Rd, gdesc[URa][.tnspA][.tnspB], Rc|RZ [, gsb0]` (A and B from
+    /// shared memory: descriptors in URa:URa+1 and URa+2:URa+3) or `HGMMA... Rd, Ra, gdesc[URa],
+    /// Rc` (A from registers; B's descriptor still in URa+2:URa+3, as the code that advances it
+    /// shows): the warpgroup MMA, warp `w % 4` computing rows 16(w % 4).. of
+    /// the 64-row tile. Run at issue: a program that waits (`WARPGROUP.DEPBAR`) before reading
+    /// D sees what the hardware gives it. The PTX emulator's layouts and arithmetic (D, then
+    /// each product in f64, one rounding), so the two agree bit for bit.
+    pub fn hgmma(&mut self, w: &mut Warp, op: &Op, mask: u32) -> R<()> {
+        if mask != w.live {
+            return Err(unsupported(op, "HGMMA with part of the warp (it is warpgroup-synchronous)"));
+        }
+        let shape = op.mods.iter().find_map(|m| {
+            let mut it = m.split('x');
+            let (a, b, c) = (it.next()?, it.next()?, it.next()?);
+            Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?, c.parse::<usize>().ok()?))
+        });
+        let Some((64, n, 16)) = shape else { return Err(unsupported(op, "this HGMMA shape")) };
+        if !op.has("F32") || op.mods.iter().any(|m| matches!(m.as_str(), "E4M3" | "E5M2" | "S8" | "U8" | "TF32")) {
+            return Err(unsupported(op, "this HGMMA type (f16/bf16 inputs, f32 accumulators only)"));
+        }
+        let bf = op.has("BF16");
+        let o = &op.ops;
+        let d = reg(&o[0], op)?;
+        let desc_of = |x: &Opnd| -> Option<(usize, bool, bool)> {
+            let Opnd::Other(t) = x else { return None };
+            let rest = t.strip_prefix("gdesc[UR")?;
+            let (n, flags) = rest.split_once(']')?;
+            Some((n.parse().ok()?, flags.contains("tnspA"), flags.contains("tnspB")))
+        };
+        let ur64 = |w: &Warp, i: usize| w.ur[i] as u64 | (w.ur[i + 1] as u64) << 32;
+        let (a_regs, a_desc, b_desc, tr_a, tr_b, c_at) = match (&o[1], desc_of(&o[1])) {
+            (_, Some((u, ta, tb))) => (None, Some(ur64(w, u)), ur64(w, u + 2), ta, tb, 2),
+            (Opnd::R { n: ra, .. }, None) => {
+                let (u, ta, tb) = desc_of(&o[2]).ok_or_else(|| unsupported(op, "this HGMMA B operand"))?;
+                // The descriptor group is the same: B's is two registers up.
+                (Some(*ra as usize), None, ur64(w, u + 2), ta, tb, 3)
+            }
+            _ => return Err(unsupported(op, "this HGMMA A operand")),
+        };
+        let scale_d = !matches!(o.get(c_at), Some(Opnd::R { n: 255, .. }));
+        let rank = (w.first_thread / 32 % 4) as u64;
+        let half = |h: u16| if bf { bf16::from_bits(h).to_f64() } else { f16::from_bits(h).to_f64() };
+        let mut a = [[0f64; 16]; 16];
+        match (a_regs, a_desc) {
+            (Some(ra), _) => {
+                for j in 0..4 {
+                    for lane in 0..32 {
+                        let (g, t) = (lane / 4, lane % 4);
+                        for s in 0..2 {
+                            let (row, col) = (g + 8 * (j & 1), 2 * t + s + 8 * (j >> 1));
+                            a[row][col] = half((w.r[ra + j][lane] >> (16 * s)) as u16);
+                        }
+                    }
+                }
+            }
+            (None, Some(desc)) => {
+                for (row, ar) in a.iter_mut().enumerate() {
+                    for (k, x) in ar.iter_mut().enumerate() {
+                        let at = trident_emu::wgmma_operand_address(desc, tr_a, 16 * rank + row as u64, k as u64, 2)?;
+                        let b = self.shared_read(at, 2, op)?;
+                        *x = half(u16::from_le_bytes([b[0], b[1]]));
+                    }
+                }
+            }
+            _ => return Err(unsupported(op, "this HGMMA A operand")),
+        }
+        let mut b = vec![[0f64; 16]; n];
+        for (col, br) in b.iter_mut().enumerate() {
+            for (k, x) in br.iter_mut().enumerate() {
+                let at = trident_emu::wgmma_operand_address(b_desc, tr_b, col as u64, k as u64, 2)?;
+                let v = self.shared_read(at, 2, op)?;
+                *x = half(u16::from_le_bytes([v[0], v[1]]));
+            }
+        }
+        for i in 0..n / 2 {
+            for lane in 0..32 {
+                let (g, t) = (lane / 4, lane % 4);
+                let (row, col) = (g + 8 * ((i % 4) >> 1), 8 * (i / 4) + 2 * t + (i & 1));
+                let mut s = if scale_d { f32::from_bits(w.r[d + i][lane]) as f64 } else { 0.0 };
+                for k in 0..16 {
+                    s += a[row][k] * b[col][k];
+                }
+                w.r[d + i][lane] = canon32(s as f32);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The canonical NaN for a NaN result (as the PTX emulator writes it).
 fn canon32(x: f32) -> u32 {
     if x.is_nan() {

@@ -15,7 +15,7 @@ mod race;
 mod tensor;
 mod validate;
 mod warp;
-mod wgmma;
+pub(crate) mod wgmma;
 
 use trident_core::HostTensor;
 
