@@ -137,15 +137,20 @@ fn halves(v: u32, sel: Sel) -> (u16, u16) {
 
 impl Ctx<'_> {
     fn cbank_u32(&self, op: &Op, bank: u8, off: i64) -> R<u32> {
-        if bank != 0 {
-            return Err(unsupported(op, &format!("constant bank {bank}")));
-        }
+        let data: &[u8] = if bank == 0 {
+            self.cbank
+        } else {
+            match self.k.banks.iter().find(|(b, _)| *b == bank) {
+                Some((_, d)) => d,
+                None => return Err(unsupported(op, &format!("constant bank {bank} (the cubin has none)"))),
+            }
+        };
         let o = usize::try_from(off)
             .map_err(|_| EmuError::new(ErrorKind::Memory, format!("constant bank offset {off}: `{}`", op.text)))?;
-        let b = self.cbank.get(o..o + 4).ok_or_else(|| {
+        let b = data.get(o..o + 4).ok_or_else(|| {
             EmuError::new(
                 ErrorKind::Memory,
-                format!("constant bank 0 read at {o:#x} past its {} bytes: `{}`", self.cbank.len(), op.text),
+                format!("constant bank {bank} read at {o:#x} past its {} bytes: `{}`", data.len(), op.text),
             )
         })?;
         Ok(u32::from_le_bytes(b.try_into().expect("4 bytes")))
@@ -326,6 +331,58 @@ fn dst_p(o: &Opnd, op: &Op) -> R<u8> {
 
 fn is_p(o: &Opnd) -> bool {
     matches!(o, Opnd::P { .. } | Opnd::Up { .. })
+}
+
+/// `FMNMX`: a NaN operand yields the other; -0 orders below +0.
+fn fminmax(a: f32, b: f32, min: bool) -> f32 {
+    if a.is_nan() {
+        return b;
+    }
+    if b.is_nan() {
+        return a;
+    }
+    if a == 0.0 && b == 0.0 {
+        let (na, nb) = (a.is_sign_negative(), b.is_sign_negative());
+        let negative = if min { na || nb } else { na && nb };
+        return if negative { -0.0 } else { 0.0 };
+    }
+    if min == (a < b) {
+        a
+    } else {
+        b
+    }
+}
+
+/// A half-precision result's bits (f16 or bf16, rounded to nearest even); the hardware's NaN
+/// is 0x7fff in either format.
+fn half_bits(x: f32, bf: bool) -> u32 {
+    if x.is_nan() {
+        0x7fff
+    } else if bf {
+        bf16::from_f32(x).to_bits() as u32
+    } else {
+        f16::from_f32(x).to_bits() as u32
+    }
+}
+
+/// [`half_bits`] from an f64 (one rounding).
+fn half_bits64(x: f64, bf: bool) -> u32 {
+    if x.is_nan() {
+        0x7fff
+    } else if bf {
+        bf16::from_f64(x).to_bits() as u32
+    } else {
+        f16::from_f64(x).to_bits() as u32
+    }
+}
+
+/// The hardware's (and the PTX emulator's) NaN result: 0x7fffffff.
+pub fn canon32(x: f32) -> u32 {
+    if x.is_nan() {
+        0x7fff_ffff
+    } else {
+        x.to_bits()
+    }
 }
 
 fn ftz(x: f32) -> f32 {
@@ -622,8 +679,11 @@ impl Ctx<'_> {
                         } else {
                             (a as i32 as i64).wrapping_mul(b as i32 as i64) as u64
                         };
-                        let c = self.u(w, l, &o[3], op)?;
-                        w.set_r(d, l, ((prod >> 32) as u32).wrapping_add(c).wrapping_add(cin as u32));
+                        // The addend is a 64-bit pair added to the full product (ptxas folds
+                        // an add into the high word: `IMAD.HI R9, R17, R15, R4` adds R5:R4).
+                        let c = self.u64(w, l, &o[3], op)?;
+                        let c = if matches!(o[3], Opnd::R { neg: true, .. }) { c.wrapping_neg() } else { c };
+                        w.set_r(d, l, (prod.wrapping_add(c).wrapping_add(cin) >> 32) as u32);
                     } else {
                         let c = self.u(w, l, &o[3], op)?;
                         w.set_r(d, l, a.wrapping_mul(b).wrapping_add(c).wrapping_add(cin as u32));
@@ -701,6 +761,21 @@ impl Ctx<'_> {
                         (a as i32).min(b as i32) as u32
                     } else {
                         (a as i32).max(b as i32) as u32
+                    };
+                    w.set_r(dst_r(&o[0], op)?, l, v);
+                })
+            }
+            "VIMNMX3" => {
+                // d = min/max(a, b, c): the predicate picks min.
+                let unsigned = op.has("U32");
+                each!(|l| {
+                    let (a, b, c) = (self.u(w, l, &o[1], op)?, self.u(w, l, &o[2], op)?, self.u(w, l, &o[3], op)?);
+                    let min = self.p(w, l, &o[4], op)?;
+                    let v = match (unsigned, min) {
+                        (true, true) => a.min(b).min(c),
+                        (true, false) => a.max(b).max(c),
+                        (false, true) => (a as i32).min(b as i32).min(c as i32) as u32,
+                        (false, false) => (a as i32).max(b as i32).max(c as i32) as u32,
                     };
                     w.set_r(dst_r(&o[0], op)?, l, v);
                 })
@@ -933,13 +1008,7 @@ impl Ctx<'_> {
                             }
                             a.mul_add(b, c)
                         }
-                        _ => {
-                            if self.p(w, l, &o[3], op)? {
-                                a.min(b)
-                            } else {
-                                a.max(b)
-                            }
-                        }
+                        _ => fminmax(a, b, self.p(w, l, &o[3], op)?),
                     };
                     if flush {
                         v = ftz(v);
@@ -947,15 +1016,17 @@ impl Ctx<'_> {
                     if sat {
                         v = if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) };
                     }
-                    w.set_r(dst_r(&o[0], op)?, l, v.to_bits());
+                    w.set_r(dst_r(&o[0], op)?, l, canon32(v));
                 })
             }
             "MUFU" => {
                 let f = op.mods.first().cloned().unwrap_or_default();
                 each!(|l| {
-                    let x = self.f(w, l, &o[1], op)? as f64;
+                    // The multi-function unit flushes subnormal inputs and results to zero
+                    // (`ptxas` wraps it in scaling code where PTX asks for subnormals).
+                    let x = ftz(self.f(w, l, &o[1], op)?) as f64;
                     let v = match f.as_str() {
-                        "EX2" => ftz(x.exp2() as f32) as f64,
+                        "EX2" => x.exp2(),
                         "RCP" => 1.0 / x,
                         "RSQ" => 1.0 / x.sqrt(),
                         "LG2" => x.log2(),
@@ -965,7 +1036,7 @@ impl Ctx<'_> {
                         "TANH" => x.tanh(),
                         _ => return Err(unsupported(op, "this MUFU function")),
                     };
-                    w.set_r(dst_r(&o[0], op)?, l, (v as f32).to_bits());
+                    w.set_r(dst_r(&o[0], op)?, l, canon32(ftz(v as f32)));
                 })
             }
             "DADD" | "DMUL" | "DFMA" => each!(|l| {
@@ -988,8 +1059,7 @@ impl Ctx<'_> {
                 each!(|l| {
                     let a = self.f(w, l, &o[1], op)?;
                     let b = self.f(w, l, &o[2], op)?;
-                    let h = |x: f32| if bf { bf16::from_f32(x).to_bits() } else { f16::from_f32(x).to_bits() } as u32;
-                    w.set_r(dst_r(&o[0], op)?, l, h(a) << 16 | h(b));
+                    w.set_r(dst_r(&o[0], op)?, l, half_bits(a, bf) << 16 | half_bits(b, bf));
                 })
             }
             "HADD2" | "HMUL2" | "HFMA2" => {
@@ -1039,21 +1109,22 @@ impl Ctx<'_> {
                     };
                     let a = get(1, w)?;
                     let b = get(2, w)?;
+                    // In f64, where sums and products of halves are exact: one rounding, to
+                    // the result's format, as the hardware (and the PTX emulator) rounds.
+                    let (a, b) = ((a.0 as f64, a.1 as f64), (b.0 as f64, b.1 as f64));
                     let r = match root {
                         "HADD2" => (a.0 + b.0, a.1 + b.1),
                         "HMUL2" => (a.0 * b.0, a.1 * b.1),
                         _ => {
                             let c = get(3, w)?;
-                            (a.0.mul_add(b.0, c.0), a.1.mul_add(b.1, c.1))
+                            (a.0.mul_add(b.0, c.0 as f64), a.1.mul_add(b.1, c.1 as f64))
                         }
                     };
                     let d = dst_r(&o[0], op)?;
                     if to_f32 {
-                        w.set_r(d, l, r.0.to_bits());
+                        w.set_r(d, l, canon32(r.0 as f32));
                     } else {
-                        let h =
-                            |x: f32| if bf { bf16::from_f32(x).to_bits() } else { f16::from_f32(x).to_bits() } as u32;
-                        w.set_r(d, l, h(r.1) << 16 | h(r.0));
+                        w.set_r(d, l, half_bits64(r.1, bf) << 16 | half_bits64(r.0, bf));
                     }
                 })
             }

@@ -36,6 +36,9 @@ pub struct SassKernel {
     pub cbank0_bytes: u32,
     /// Static shared memory (`.nv.shared.KERNEL`).
     pub shared_bytes: u32,
+    /// The other constant banks the cubin fills (`.nv.constant2.KERNEL`: literals `ptxas`
+    /// placed there; `.nv.constantN` shared by the module), by bank number.
+    pub banks: Vec<(u8, Vec<u8>)>,
 }
 
 impl SassKernel {
@@ -81,6 +84,17 @@ impl SassKernel {
             params,
             cbank0_bytes,
             shared_bytes: section_size(".nv.shared."),
+            banks: cubin
+                .elf
+                .sections
+                .iter()
+                .filter_map(|sec| {
+                    let rest = sec.name.strip_prefix(".nv.constant")?;
+                    let (n, owner) = rest.split_once('.').unwrap_or((rest, ""));
+                    let bank: u8 = n.parse().ok()?;
+                    (bank != 0 && (owner.is_empty() || owner == name)).then(|| (bank, sec.data.clone()))
+                })
+                .collect(),
         })
     }
 

@@ -201,7 +201,9 @@ fn use_width(opcode: &str, operand: &str, at: usize, last: bool) -> u16 {
             1
         };
     }
-    if has("WIDE") {
+    // `IMAD.WIDE`'s and `IMAD.HI`'s addend is a 64-bit pair (`IMAD.HI R9, R17, R15, R4` adds
+    // R5:R4 to the 64-bit product before taking its high word: ptxas folds an add into it).
+    if has("WIDE") || opcode.starts_with("IMAD") && has("HI") {
         return if last { 2 } else { 1 };
     }
     if has("64") || has("F64") || opcode.starts_with('D') && !opcode.starts_with("DEPBAR") {
@@ -393,6 +395,8 @@ mod tests {
         assert_eq!((o.defs.len(), o.uses.len()), (2, 2));
         let o = t("", "SHFL.BFLY", "PT,R8,R63,0x2,0x1f");
         assert_eq!((o.defs, o.uses), (vec![Reg::R(8)], vec![Reg::R(63)]));
+        let o = t("", "IMAD.HI", "R9,R17,R15,R4");
+        assert_eq!(o.uses, vec![Reg::R(4), Reg::R(5), Reg::R(15), Reg::R(17)]);
         let o = t("", "S2R", "R7,SR_CTAID.X");
         assert_eq!((o.defs, o.uses), (vec![Reg::R(7)], vec![]));
         let o = t("", "BAR.SYNC.DEFER_BLOCKING", "0x0");
