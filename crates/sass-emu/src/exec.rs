@@ -765,6 +765,24 @@ impl Ctx<'_> {
                     w.set_r(dst_r(&o[0], op)?, l, v);
                 })
             }
+            "POPC" | "BREV" | "FLO" => each!(|l| {
+                let a = self.u(w, l, &o[o.len() - 1], op)?;
+                let v = match op.root.as_str() {
+                    "POPC" => a.count_ones(),
+                    "BREV" => a.reverse_bits(),
+                    _ => {
+                        // FLO[.U32|.S32][.SH]: the position of the highest bit that differs
+                        // from the sign (.S32) or is set; 0xffffffff when there is none.
+                        let x = if op.has("U32") || a as i32 >= 0 { a } else { !a };
+                        match (x == 0, op.has("SH")) {
+                            (true, _) => u32::MAX,
+                            (false, false) => 31 - x.leading_zeros(),
+                            (false, true) => x.leading_zeros(),
+                        }
+                    }
+                };
+                w.set_r(dst_r(&o[0], op)?, l, v);
+            }),
             "VIMNMX3" => {
                 // d = min/max(a, b, c): the predicate picks min.
                 let unsigned = op.has("U32");

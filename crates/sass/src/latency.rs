@@ -168,6 +168,9 @@ pub fn queue(opcode: &str) -> Queue {
         // The conversions `ptxas` runs on the same unit (the SASS emulator's fuzzer: an `F2I`
         // read after a wait for a later `MUFU`, a `MUFU` after one for a later `F2I`).
         "I2F" | "F2I" | "F2F" if !opcode.contains("64") => Queue::Mufu,
+        // Bit counting runs there too (the fuzzer: a `POPC` result read after a wait for a
+        // younger conversion, and the other way round).
+        "POPC" | "FLO" | "BREV" => Queue::Mufu,
         "S2UR" => Queue::SpecialUniform,
         _ => Queue::None,
     }
@@ -219,7 +222,9 @@ fn uniform(opcode: &str) -> bool {
 /// register and the other operands are never read closer than 4. sm_80: 0 (never closer than
 /// 4 from `IMAD`, 5 from the ALU).
 pub fn wide_addend_high_late(sm: u32, consumer: &str) -> u32 {
-    let wide_imad = root(consumer) == "IMAD" && consumer.split('.').any(|p| p == "WIDE");
+    // `IMAD.HI` adds a 64-bit pair too, and reads its high register as late (the SASS
+    // emulator's fuzzer: `IMAD.MOV R7` then `IMAD.HI.U32 R7, R19, R21, R6` 2 cycles on).
+    let wide_imad = root(consumer) == "IMAD" && consumer.split('.').any(|p| p == "WIDE" || p == "HI");
     if sm >= 90 && wide_imad {
         2
     } else {
