@@ -57,6 +57,30 @@ pub fn run_emu_code(
     run_emu_module(&module, &code.ptx, args, names, grid, reps, profile, marks, deadline)
 }
 
+/// The emulators' arguments (both emulators take the same) for `ptx`'s parameters: tensors
+/// by copy, scalars as their parameter type's bits, missing pointers null.
+pub(crate) fn emulator_args(ptx: &PtxKernel, args: &[ArgValue]) -> Vec<trident_emu::KernelArg> {
+    ptx.params
+        .iter()
+        .zip(args)
+        .map(|(p, v)| match (&p.ty, v) {
+            (_, ArgValue::Tensor(t)) => trident_emu::KernelArg::Buffer(t.clone()),
+            (AbiType::Scalar(d), v) => trident_emu::KernelArg::Scalar(scalar_bits(v, *d)),
+            (AbiType::Pointer(_), _) => trident_emu::KernelArg::Null,
+        })
+        .collect()
+}
+
+/// The buffers of an emulator launch's arguments, after it: the tensor, or `None` for the rest.
+pub(crate) fn emulator_tensors(args: Vec<trident_emu::KernelArg>) -> Vec<Option<HostTensor>> {
+    args.into_iter()
+        .map(|a| match a {
+            trident_emu::KernelArg::Buffer(t) => Some(t),
+            _ => None,
+        })
+        .collect()
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_emu_module(
     module: &trident_emu::Module,
@@ -72,16 +96,7 @@ fn run_emu_module(
     let mut samples = vec![];
     let mut last = None;
     for _ in 0..reps.max(1) {
-        let mut kargs: Vec<trident_emu::KernelArg> = ptx
-            .params
-            .iter()
-            .zip(args)
-            .map(|(p, v)| match (&p.ty, v) {
-                (_, ArgValue::Tensor(t)) => trident_emu::KernelArg::Buffer(t.clone()),
-                (AbiType::Scalar(d), v) => trident_emu::KernelArg::Scalar(scalar_bits(v, *d)),
-                (AbiType::Pointer(_), _) => trident_emu::KernelArg::Null,
-            })
-            .collect();
+        let mut kargs = emulator_args(ptx, args);
         if let Some(n) = profile_bytes {
             kargs.push(trident_emu::KernelArg::Buffer(HostTensor::zeros(trident_core::DType::U8, &[n])));
         }
@@ -108,13 +123,7 @@ fn run_emu_module(
         )),
         None => None,
     };
-    let tensors = kargs
-        .into_iter()
-        .map(|a| match a {
-            trident_emu::KernelArg::Buffer(t) => Some(t),
-            _ => None,
-        })
-        .collect();
+    let tensors = emulator_tensors(kargs);
     let kernel_time = samples.last().copied().unwrap_or_default();
     Ok(GpuRun { tensors, printed: report.printf, kernel_time, samples, profile, clock_ghz: Some(report.clock_ghz) })
 }

@@ -158,13 +158,7 @@ pub fn run_ptx(cmd: &PtxCommand) -> Result<PtxOutcome, RunError> {
         };
         let rep = trident_sass_emu::launch(&p, &cfg, &mut args)
             .map_err(|e| RunError::msg(format!("error: sass-emu: {e}")))?;
-        let tensors = args
-            .into_iter()
-            .map(|a| match a {
-                trident_emu::KernelArg::Buffer(t) => Some(t),
-                _ => None,
-            })
-            .collect();
+        let tensors = crate::gpu::emulator_tensors(args);
         return Ok(PtxOutcome { entry, backend, printed: String::new(), cycles: Some(rep.cycles), tensors });
     }
     let cfg = trident_emu::LaunchConfig {
@@ -174,13 +168,7 @@ pub fn run_ptx(cmd: &PtxCommand) -> Result<PtxOutcome, RunError> {
         ..Default::default()
     };
     let rep = trident_emu::launch(&module, &entry, &cfg, &mut args).map_err(|e| RunError::msg(e.to_string()))?;
-    let tensors = args
-        .into_iter()
-        .map(|a| match a {
-            trident_emu::KernelArg::Buffer(t) => Some(t),
-            _ => None,
-        })
-        .collect();
+    let tensors = crate::gpu::emulator_tensors(args);
     Ok(PtxOutcome { entry, backend, printed: rep.printf, cycles: Some(rep.cycles), tensors })
 }
 

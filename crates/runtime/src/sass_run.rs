@@ -6,14 +6,12 @@
 
 use std::time::Duration;
 
-use trident_gpu::AbiType;
 use trident_sass::Cubin;
 
 use crate::args::ArgValue;
 use crate::compiled::GpuCode;
 use crate::error::RunError;
 use crate::gpu::GpuRun;
-use crate::scalar::scalar_bits;
 
 /// The SASS emulator's kernel for `code`: its cubin (assembled here if need be) decoded.
 pub fn program(code: &GpuCode) -> Result<trident_sass_emu::Program, RunError> {
@@ -53,16 +51,7 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
     let mut samples = vec![];
     let mut last = None;
     for _ in 0..reps.max(1) {
-        let mut kargs: Vec<trident_emu::KernelArg> = ptx
-            .params
-            .iter()
-            .zip(args)
-            .map(|(prm, v)| match (&prm.ty, v) {
-                (_, ArgValue::Tensor(t)) => trident_emu::KernelArg::Buffer(t.clone()),
-                (AbiType::Scalar(d), v) => trident_emu::KernelArg::Scalar(scalar_bits(v, *d)),
-                (AbiType::Pointer(_), _) => trident_emu::KernelArg::Null,
-            })
-            .collect();
+        let mut kargs = crate::gpu::emulator_args(ptx, args);
         // Parameters the PTX declares past the arguments (Triton's scratch pointers): null.
         while kargs.len() < p.kernel.params.len() {
             kargs.push(trident_emu::KernelArg::Null);
@@ -87,14 +76,7 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
         last = Some(kargs);
     }
     let kargs = last.ok_or_else(|| RunError::msg("internal: no sass-emu run"))?;
-    let tensors = kargs
-        .into_iter()
-        .take(ptx.params.len())
-        .map(|a| match a {
-            trident_emu::KernelArg::Buffer(t) => Some(t),
-            _ => None,
-        })
-        .collect();
+    let tensors = crate::gpu::emulator_tensors(kargs.into_iter().take(ptx.params.len()).collect());
     let kernel_time = samples.last().copied().unwrap_or_default();
     Ok(GpuRun { tensors, printed: String::new(), kernel_time, samples, profile: None, clock_ghz: Some(1.755) })
 }
