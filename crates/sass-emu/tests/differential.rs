@@ -3,27 +3,12 @@
 //! (outputs poisoned first); the outputs must agree, and `ptxas`'s schedules must never
 //! trip a hazard. Needs ptxas and nvdisasm (scripts/install-tools).
 
+mod common;
+
+use common::Rng;
 use trident_core::{DType, HostTensor};
 use trident_emu::{KernelArg, Module};
-use trident_gpu::tools::{find, ptxas, Tool};
-use trident_sass::disasm::{disassemble, section_text};
-use trident_sass::Cubin;
 use trident_sass_emu::{launch, LaunchConfig, Program};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn uniform(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 fn random(rng: &mut Rng, dtype: DType, n: usize, scale: f64) -> HostTensor {
     let v: Vec<f64> = (0..n).map(|_| (rng.uniform() * 2.0 - 1.0) * scale).collect();
@@ -44,16 +29,8 @@ fn data(name: &str) -> String {
 
 /// Compiles `ptx` for `arch` and loads `entry` for the SASS emulator.
 fn sass_program(ptx: &str, arch: &str, entry: &str) -> Program {
-    let out = ptxas(ptx, arch).unwrap_or_else(|e| panic!("ptxas {arch}: {e}"));
     let dir = std::env::temp_dir().join(format!("trident-sass-emu-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{entry}.{arch}.cubin"));
-    std::fs::write(&path, &out.cubin).unwrap();
-    let cubin = Cubin::parse(&out.cubin).unwrap();
-    let listings = disassemble(&find(Tool::Nvdisasm).unwrap(), &path).unwrap();
-    let k = cubin.kernel(entry).unwrap();
-    let text = section_text(&cubin, &listings, k.text_section);
-    Program::new(&cubin, entry, &text).unwrap_or_else(|e| panic!("{entry} {arch}: {e}"))
+    common::compile(ptx, arch, entry, &dir, &format!("{entry}.{arch}")).2
 }
 
 /// Runs both emulators; returns the largest difference in ulps over the outputs `outs`.
@@ -103,14 +80,6 @@ fn both(
     worst
 }
 
-fn tools() -> bool {
-    let ok = find(Tool::Ptxas).is_ok() && find(Tool::Nvdisasm).is_ok();
-    if !ok {
-        eprintln!("skipped: ptxas/nvdisasm not found (scripts/install-tools)");
-    }
-    ok
-}
-
 /// The `.sm90.ptx` files are PTX 9.4, newer than the `ptxas` 13.0 the tests install: the
 /// sm_80 PTX is compiled for both architectures instead.
 fn archs(_name: &str) -> Vec<&'static str> {
@@ -119,7 +88,7 @@ fn archs(_name: &str) -> Vec<&'static str> {
 
 #[test]
 fn vector_add_agrees() {
-    if !tools() {
+    if !common::tools() {
         return;
     }
     for name in ["vadd"] {
@@ -141,7 +110,7 @@ fn vector_add_agrees() {
 
 #[test]
 fn softmax_agrees() {
-    if !tools() {
+    if !common::tools() {
         return;
     }
     for name in ["softmax"] {
@@ -163,7 +132,7 @@ fn softmax_agrees() {
 
 #[test]
 fn layer_norm_agrees() {
-    if !tools() {
+    if !common::tools() {
         return;
     }
     for name in ["layernorm"] {

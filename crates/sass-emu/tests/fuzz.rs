@@ -15,31 +15,12 @@
 
 use std::fmt::Write as _;
 
+mod common;
+
+use common::Rng;
 use trident_core::{DType, HostTensor};
 use trident_emu::{KernelArg, Module};
-use trident_gpu::tools::{find, ptxas, Tool};
-use trident_sass::disasm::{disassemble, section_text};
-use trident_sass::Cubin;
-use trident_sass_emu::{launch, LaunchConfig, Program};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
-        &v[self.below(v.len())]
-    }
-}
+use trident_sass_emu::{launch, LaunchConfig};
 
 const INPUTS: usize = 6;
 const OUT_I: usize = 4;
@@ -256,8 +237,8 @@ fn same_f32(a: u32, b: u32) -> bool {
 
 #[test]
 fn random_programs_agree_on_both_emulators() {
-    if !(find(Tool::Ptxas).is_ok() && find(Tool::Nvdisasm).is_ok()) {
-        return eprintln!("skipped: ptxas/nvdisasm not found (scripts/install-tools)");
+    if !common::tools() {
+        return;
     }
     let n: usize = std::env::var("TRIDENT_SASS_FUZZ").ok().and_then(|v| v.parse().ok()).unwrap_or(12);
     let all_families = std::env::var("TRIDENT_SASS_FUZZ_FAMILIES").is_ok_and(|v| v == "all");
@@ -268,7 +249,6 @@ fn random_programs_agree_on_both_emulators() {
     let mut rng = Rng(seed);
     let dir = std::env::temp_dir().join(format!("trident-sass-fuzz-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let nvdisasm = find(Tool::Nvdisasm).unwrap();
     let mut compared = 0usize;
     for i in 0..n {
         let steps = 10 + rng.below(30);
@@ -285,13 +265,7 @@ fn random_programs_agree_on_both_emulators() {
         trident_emu::launch(&module, "fuzz", &cfg, &mut want)
             .unwrap_or_else(|e| panic!("program {i} on the PTX emulator: {e}\n{ptx}"));
         for arch in ["sm_80", "sm_90a"] {
-            let bytes = ptxas(&ptx, arch).unwrap_or_else(|e| panic!("program {i}: {e}\n{ptx}")).cubin;
-            let path = dir.join(format!("p{i}.{arch}.cubin"));
-            std::fs::write(&path, &bytes).unwrap();
-            let cubin = Cubin::parse(&bytes).unwrap();
-            let listings = disassemble(&nvdisasm, &path).unwrap();
-            let text = section_text(&cubin, &listings, cubin.kernel("fuzz").unwrap().text_section);
-            let p = Program::new(&cubin, "fuzz", &text).unwrap();
+            let (_, _, p) = common::compile(&ptx, arch, "fuzz", &dir, &format!("p{i}.{arch}"));
             let mut got = args.clone();
             let scfg = LaunchConfig { grid: [1, 1, 1], block: [THREADS as u32, 1, 1], ..Default::default() };
             if let Err(e) = launch(&p, &scfg, &mut got) {

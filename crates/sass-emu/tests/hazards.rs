@@ -6,12 +6,12 @@
 //! mutant the verifier finds clean may stop the emulator. The emulator's checks and the
 //! verifier are separate code; this is where they meet.
 
+mod common;
+
 use trident_core::{DType, HostTensor};
 use trident_emu::{ErrorKind, KernelArg};
-use trident_gpu::tools::{find, ptxas, Tool};
-use trident_sass::disasm::{disassemble, section_text, Text};
 use trident_sass::verify::timing;
-use trident_sass::{Cubin, Instr};
+use trident_sass::Instr;
 use trident_sass_emu::{launch, LaunchConfig, Program};
 
 fn data(name: &str) -> String {
@@ -108,21 +108,16 @@ fn mutants(instrs: &[Instr]) -> Vec<(String, Vec<Instr>)> {
 
 #[test]
 fn hazards_the_verifier_names_stop_the_sass_emulator() {
-    if !(find(Tool::Ptxas).is_ok() && find(Tool::Nvdisasm).is_ok()) {
-        return eprintln!("skipped: ptxas/nvdisasm not found (scripts/install-tools)");
+    if !common::tools() {
+        return;
     }
     let dir = std::env::temp_dir().join(format!("trident-sass-emu-hazards-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (mut flagged, mut caught, mut off_path, mut benign_ran) = (0, 0, 0, 0);
     for k in kernels() {
         for arch in ["sm_80", "sm_90a"] {
-            let bytes = ptxas(&data(k.name), arch).unwrap().cubin;
-            let path = dir.join(format!("{}.{arch}.cubin", k.name));
-            std::fs::write(&path, &bytes).unwrap();
-            let cubin = Cubin::parse(&bytes).unwrap();
-            let listings = disassemble(&find(Tool::Nvdisasm).unwrap(), &path).unwrap();
+            let (cubin, text, p) = common::compile(&data(k.name), arch, k.entry, &dir, &format!("{}.{arch}", k.name));
             let kern = cubin.kernel(k.entry).unwrap();
-            let text: Vec<Text> = section_text(&cubin, &listings, kern.text_section);
             let cfg = LaunchConfig {
                 grid: [k.grid, 1, 1],
                 block: [128, 1, 1],
@@ -130,7 +125,6 @@ fn hazards_the_verifier_names_stop_the_sass_emulator() {
                 ..Default::default()
             };
             // The original runs clean.
-            let p = Program::new(&cubin, k.entry, &text).unwrap();
             launch(&p, &cfg, &mut k.args.clone()).unwrap_or_else(|e| panic!("{} {arch}: {e}", k.name));
             for (what, m) in mutants(&kern.instrs) {
                 let hazard = !timing(cubin.sm(), &m, &text).is_empty();
