@@ -1,5 +1,6 @@
 """Shared fixtures of the package's tests: a fresh random generator per test (its seed printed
-on failure), both CPU backends, and a private compile cache."""
+on failure), the CPU backends (the SASS emulator too where ptxas and nvdisasm are installed:
+scripts/test exports them), and a private compile cache."""
 
 import os
 import sys
@@ -24,6 +25,10 @@ def rng(request):
     return np.random.default_rng(seed)
 
 
-@pytest.fixture(params=["interp", "emu"])
+def _sass_tools():
+    return all(os.path.isfile(os.environ.get(v, "")) for v in ("TRIDENT_PTXAS", "TRIDENT_NVDISASM"))
+
+
+@pytest.fixture(params=["interp", "emu"] + (["sass-emu"] if _sass_tools() else []))
 def backend(request):
     return request.param

@@ -172,7 +172,11 @@ impl Program {
             }
         }
         let d = PyDict::new(py);
-        d.set_item("backend", format!("{:?}", outcome.backend).to_lowercase())?;
+        let backend = match outcome.backend {
+            Backend::SassEmu => "sass-emu".to_string(),
+            b => format!("{b:?}").to_lowercase(),
+        };
+        d.set_item("backend", backend)?;
         d.set_item("compile_s", outcome.compile_time.as_secs_f64())?;
         d.set_item("run_s", outcome.run_time.as_secs_f64())?;
         d.set_item("cache", outcome.cache.map(|c| format!("{c:?}").to_lowercase()))?;

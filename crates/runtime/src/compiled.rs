@@ -93,6 +93,8 @@ pub struct GpuCode {
     emu: OnceLock<Result<Arc<trident_emu::Module>, String>>,
     /// The module loaded on CUDA device 0, once per loaded kernel.
     pub(crate) cuda: OnceLock<Result<crate::gpu::CudaLoaded, String>>,
+    /// The SASS emulator's decoded kernel (ptxas and nvdisasm run once per loaded kernel).
+    sass: OnceLock<Result<Arc<trident_sass_emu::Program>, String>>,
 }
 
 /// What `ptxas` said about PTX it assembled into a cubin.
@@ -123,7 +125,16 @@ impl GpuCode {
             profile,
             emu: OnceLock::new(),
             cuda: OnceLock::new(),
+            sass: OnceLock::new(),
         }
+    }
+
+    /// The kernel's SASS decoded for the SASS emulator (once per loaded kernel).
+    pub fn sass_program(&self) -> Result<Arc<trident_sass_emu::Program>, RunError> {
+        self.sass
+            .get_or_init(|| crate::sass_run::program(self).map(Arc::new).map_err(|e| e.text))
+            .clone()
+            .map_err(RunError::msg)
     }
 
     /// The PTX parsed by the emulator (once per loaded kernel).

@@ -2,7 +2,9 @@
 //! SASS emulator (trident-sass-emu) — the schedule prong's CPU check of machine code.
 //!
 //! The cubin is the one the compile made when there is one (CUDA targets), else `ptxas` runs
-//! here on the kernel's PTX (not cached yet). Configs are tuned on the PTX emulator's model.
+//! here on the kernel's PTX; the decoded program is kept with the loaded kernel
+//! ([`GpuCode::sass_program`]), so only the first launch pays for `ptxas` and `nvdisasm`.
+//! Configs are tuned on the PTX emulator's model.
 
 use std::time::Duration;
 
@@ -46,7 +48,7 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
             "error: profiling on the sass-emu backend is not supported yet (--backend emu or cuda)",
         ));
     }
-    let p = program(code)?;
+    let p = code.sass_program()?;
     let ptx = &code.ptx;
     let mut samples = vec![];
     let mut last = None;
