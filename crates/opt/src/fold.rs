@@ -169,7 +169,9 @@ pub fn binary(op: BinaryOp, d: DType, a: Const, b: Const) -> Option<Const> {
         }
         let (x, y) = (float_value(a)?, float_value(b)?);
         let r = binary_float(op, x, y)?;
-        return Some(Const::Float(if r.is_nan() { r } else { round_float(d, r, false) }));
+        // A computed NaN is the GPU's canonical (positive) one: the host's sign of `inf - inf`
+        // (negative on x86) must not reach a later `copysign` or `signbit`.
+        return Some(Const::Float(if r.is_nan() { f64::NAN } else { round_float(d, r, false) }));
     }
     let w = d.bits();
     let (x, y) = (int_bits(a)? & mask(w), int_bits(b)? & mask(w));
