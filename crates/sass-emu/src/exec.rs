@@ -207,13 +207,7 @@ impl Ctx<'_> {
             Opnd::Imm(b) => *b as u32,
             Opnd::FImm(f) => *f as i64 as u32,
             Opnd::C { bank, off, reg, ureg, neg, .. } => {
-                let mut a = *off;
-                if let Some(r) = reg {
-                    a += w.r[*r as usize][lane] as i64;
-                }
-                if let Some(u) = ureg {
-                    a += w.ur[*u as usize] as i64;
-                }
+                let a = const_offset(w, lane, *off, *reg, *ureg);
                 let v = self.cbank_u32(op, *bank, a)?;
                 if *neg {
                     v.wrapping_neg()
@@ -240,13 +234,7 @@ impl Ctx<'_> {
             Opnd::Imm(b) => *b as u32,
             Opnd::FImm(f) => (*f as f32).to_bits(),
             Opnd::C { bank, off, reg, ureg, .. } => {
-                let mut a = *off;
-                if let Some(r) = reg {
-                    a += w.r[*r as usize][lane] as i64;
-                }
-                if let Some(u) = ureg {
-                    a += w.ur[*u as usize] as i64;
-                }
+                let a = const_offset(w, lane, *off, *reg, *ureg);
                 self.cbank_u32(op, *bank, a)?
             }
             _ => return Err(unsupported(op, "this operand")),
@@ -313,6 +301,13 @@ impl Ctx<'_> {
             _ => return Err(unsupported(op, "a predicate operand that is not a predicate")),
         })
     }
+}
+
+/// The byte offset a constant operand (`c[bank][R+UR+off]`) reads in its bank, for `lane`.
+fn const_offset(w: &Warp, lane: usize, off: i64, reg: Option<u8>, ureg: Option<u8>) -> i64 {
+    let r = reg.map_or(0, |r| w.r[r as usize][lane] as i64);
+    let u = ureg.map_or(0, |u| w.ur[u as usize] as i64);
+    off + r + u
 }
 
 fn dst_r(o: &Opnd, op: &Op) -> R<u8> {
@@ -639,13 +634,7 @@ impl Ctx<'_> {
                     let Opnd::C { bank, off, reg, ureg, .. } = &o[1] else {
                         return Err(unsupported(op, "this LDC source"));
                     };
-                    let mut a = *off;
-                    if let Some(r) = reg {
-                        a += w.r[*r as usize][l] as i64;
-                    }
-                    if let Some(u) = ureg {
-                        a += w.ur[*u as usize] as i64;
-                    }
+                    let a = const_offset(w, l, *off, *reg, *ureg);
                     for k in 0..(n / 4).max(1) {
                         let v = self.cbank_u32(op, *bank, a + 4 * k as i64)?;
                         w.set_r(d.saturating_add(k as u8), l, v);
