@@ -37,7 +37,8 @@
 mod cfg;
 mod error;
 mod exec;
-mod fp;
+/// Rounding helpers the SASS emulator shares (the same rounding, bit for bit).
+pub mod fp;
 mod ir;
 mod machine;
 pub mod memory;
@@ -49,7 +50,7 @@ pub use error::{Access, EmuError, ErrorKind};
 /// descriptor (PTX ISA "Matrix Descriptor Format"): shared with the SASS emulator's `HGMMA`.
 pub use exec::wgmma::operand_address as wgmma_operand_address;
 pub use exec::{launch, KernelArg, LaunchConfig, LaunchReport, Marker};
-pub use ir::Ty;
+pub use ir::{Rnd, Ty};
 pub use machine::MachineModel;
 pub use memory::buffer_base;
 pub use parse::{Module, ParamType};

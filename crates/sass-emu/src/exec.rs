@@ -4,7 +4,7 @@
 
 use half::{bf16, f16};
 use trident_emu::memory::GlobalMem;
-use trident_emu::{EmuError, ErrorKind};
+use trident_emu::{fp, EmuError, ErrorKind, Rnd};
 
 use crate::decode::{Op, Opnd, Sel};
 use crate::kernel::SassKernel;
@@ -422,6 +422,19 @@ fn icmp(cmp: &str, a: i64, b: i64) -> Option<bool> {
         "GE" => a >= b,
         "F" => false,
         "T" => true,
+        _ => return None,
+    })
+}
+
+/// The high half of a 64-bit compare (`ISETP.*.EX`): `a` and `b` are the high words, `low`
+/// the same comparison of the low words (unsigned), made by the `ISETP` before it and
+/// passed in as the last predicate operand. Equal high words defer to the low words.
+fn icmp_ex(cmp: &str, a: i64, b: i64, low: bool) -> Option<bool> {
+    Some(match cmp {
+        "EQ" => a == b && low,
+        "NE" => a != b || low,
+        "LT" | "LE" => a < b || (a == b && low),
+        "GT" | "GE" => a > b || (a == b && low),
         _ => return None,
     })
 }
@@ -961,8 +974,9 @@ impl Ctx<'_> {
                     .cloned()
                     .unwrap_or_else(|| "AND".into());
                 let unsigned = op.has("U32");
-                if op.has("EX") {
-                    return Err(unsupported(op, "64-bit compares (.EX)"));
+                let extended = op.has("EX");
+                if extended && root != "ISETP" {
+                    return Err(unsupported(op, "this extended compare"));
                 }
                 let flush = op.has("FTZ");
                 each!(|l| {
@@ -972,7 +986,11 @@ impl Ctx<'_> {
                             let b = self.u(w, l, &o[3], op)?;
                             let (a, b) =
                                 if unsigned { (a as i64, b as i64) } else { (a as i32 as i64, b as i32 as i64) };
-                            icmp(&cmp, a, b)
+                            if extended {
+                                icmp_ex(&cmp, a, b, self.p(w, l, &o[5], op)?)
+                            } else {
+                                icmp(&cmp, a, b)
+                            }
                         }
                         "FSETP" => {
                             let (mut a, mut b) = (self.f(w, l, &o[2], op)?, self.f(w, l, &o[3], op)?);
@@ -993,9 +1011,14 @@ impl Ctx<'_> {
                 })
             }
             "FADD" | "FMUL" | "FFMA" | "FMNMX" => {
-                if op.mods.iter().any(|m| matches!(m.as_str(), "RZ" | "RM" | "RP")) {
-                    return Err(unsupported(op, "directed rounding"));
-                }
+                // Directed rounding (`ptxas`'s IEEE division and square root use it): the exact
+                // result as an f64 and its error term, rounded as the PTX emulator rounds.
+                let dir = op.mods.iter().find_map(|m| match m.as_str() {
+                    "RZ" => Some(Rnd::Rz),
+                    "RM" => Some(Rnd::Rm),
+                    "RP" => Some(Rnd::Rp),
+                    _ => None,
+                });
                 let flush = op.has("FTZ");
                 let sat = op.has("SAT");
                 each!(|l| {
@@ -1005,16 +1028,28 @@ impl Ctx<'_> {
                         a = ftz(a);
                         b = ftz(b);
                     }
-                    let mut v = match root {
-                        "FADD" => a + b,
-                        "FMUL" => a * b,
-                        "FFMA" => {
+                    let mut v = match (root, dir) {
+                        ("FADD", None) => a + b,
+                        ("FMUL", None) => a * b,
+                        ("FFMA", _) => {
                             let mut c = self.f(w, l, &o[3], op)?;
                             if flush {
                                 c = ftz(c);
                             }
-                            a.mul_add(b, c)
+                            match dir {
+                                // f32 × f32 is exact in f64.
+                                Some(d) => {
+                                    let (s, e) = fp::two_sum(a as f64 * b as f64, c as f64);
+                                    fp::round_f32(s, e, d)
+                                }
+                                None => a.mul_add(b, c),
+                            }
                         }
+                        ("FADD", Some(d)) => {
+                            let (s, e) = fp::two_sum(a as f64, b as f64);
+                            fp::round_f32(s, e, d)
+                        }
+                        ("FMUL", Some(d)) => fp::round_f32(a as f64 * b as f64, 0.0, d),
                         _ => fminmax(a, b, self.p(w, l, &o[3], op)?),
                     };
                     if flush {
@@ -1023,6 +1058,47 @@ impl Ctx<'_> {
                     if sat {
                         v = if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) };
                     }
+                    w.set_r(dst_r(&o[0], op)?, l, canon32(v));
+                })
+            }
+            "FCHK" => {
+                // Whether the fast path of an IEEE division (reciprocal, Newton steps, a
+                // correcting FFMA) may be inexact, so that `ptxas`'s code calls its slow
+                // routine. The hardware's exact rule is not documented; this one says "slow"
+                // wherever an operand is not an ordinary normal number or the exponents are
+                // far apart — a superset of the hardware's cases, so the fast path is taken
+                // only where it is exact and the result never depends on the rule. A zero
+                // dividend is one: the fast path's `FFMA a, r, RZ` makes -0 / b come out +0.
+                each!(|l| {
+                    let a = self.f(w, l, &o[1], op)?;
+                    let b = self.f(w, l, &o[2], op)?;
+                    let exp = |x: f32| ((x.to_bits() >> 23) & 0xff) as i32 - 127;
+                    let fast = b.is_normal()
+                        && a.is_normal()
+                        && exp(a).abs() <= 100
+                        && (exp(a) - exp(b)).abs() <= 100
+                        && exp(b).abs() <= 100;
+                    w.set_p(dst_p(&o[0], op)?, l, !fast);
+                })
+            }
+            "FRND" => {
+                // Round to an integral float: to nearest even unless told otherwise.
+                if op.has("F64") || op.has("F16") {
+                    return Err(unsupported(op, "this FRND width"));
+                }
+                let mode = ["FLOOR", "CEIL", "TRUNC"].into_iter().find(|m| op.has(m));
+                let flush = op.has("FTZ");
+                each!(|l| {
+                    let mut x = self.f(w, l, &o[1], op)?;
+                    if flush {
+                        x = ftz(x);
+                    }
+                    let v = match mode {
+                        Some("FLOOR") => x.floor(),
+                        Some("CEIL") => x.ceil(),
+                        Some(_) => x.trunc(),
+                        None => x.round_ties_even(),
+                    };
                     w.set_r(dst_r(&o[0], op)?, l, canon32(v));
                 })
             }
@@ -1328,9 +1404,6 @@ impl Ctx<'_> {
                 w.set_ur(du(&o[0])?, v);
             }
             "UISETP" => {
-                if op.has("EX") {
-                    return Err(unsupported(op, "64-bit compares (.EX)"));
-                }
                 let cmp = op.mods.first().cloned().unwrap_or_default();
                 let bop = op
                     .mods
@@ -1341,7 +1414,8 @@ impl Ctx<'_> {
                 let a = self.u(w, l0, &o[2], op)?;
                 let b = self.u(w, l0, &o[3], op)?;
                 let (a, b) = if op.has("U32") { (a as i64, b as i64) } else { (a as i32 as i64, b as i32 as i64) };
-                let c = icmp(&cmp, a, b).ok_or_else(|| unsupported(op, "this comparison"))?;
+                let c = if op.has("EX") { icmp_ex(&cmp, a, b, self.p(w, l0, &o[5], op)?) } else { icmp(&cmp, a, b) }
+                    .ok_or_else(|| unsupported(op, "this comparison"))?;
                 let pc = self.p(w, l0, &o[4], op)?;
                 w.set_up(dp(&o[0])?, combine(&bop, c, pc).ok_or_else(|| unsupported(op, "this combination"))?);
                 w.set_up(dp(&o[1])?, combine(&bop, !c, pc).ok_or_else(|| unsupported(op, "this combination"))?);
@@ -1418,6 +1492,7 @@ impl Ctx<'_> {
             ),
             _ => (types.first().copied().unwrap_or("F32"), types.get(1).copied().unwrap_or("F32")),
         };
+        let flush = op.has("FTZ");
         let trunc = op.has("TRUNC");
         let floor = op.has("FLOOR") || op.has("RM");
         let ceil = op.has("CEIL") || op.has("RP");
@@ -1425,6 +1500,9 @@ impl Ctx<'_> {
             // The source as f64 (floats) or i128 (integers).
             let src = &o[1];
             let fv: f64 = match st {
+                // `.FTZ` flushes a subnormal f32 source (ptxas folds `cvt.*.ftz.f32.f32` into the
+                // conversion that consumes it).
+                "F32" if flush => ftz(self.f(w, l, src, op)?) as f64,
                 "F32" => self.f(w, l, src, op)? as f64,
                 "F64" => self.d(w, l, src, op)?,
                 "F16" => f16::from_bits(self.raw(w, l, src, op)? as u16).to_f64(),
@@ -1457,6 +1535,7 @@ impl Ctx<'_> {
                             (iv as f32).to_bits() as u64
                         }
                     }
+                    "F32" if flush => ftz(v as f32).to_bits() as u64,
                     "F32" => (v as f32).to_bits() as u64,
                     "F64" => v.to_bits(),
                     "F16" => f16::from_f64(v).to_bits() as u64,

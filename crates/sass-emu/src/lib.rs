@@ -219,7 +219,7 @@ fn run_cta(
                     )));
                 };
                 if cfg.check_hazards {
-                    t.issue(k.sm, pc, op, &p.regs[pc], k.controls[pc], &name_of).map_err(|e| {
+                    t.issue(k.sm, pc, active, op, &p.regs[pc], k.controls[pc], &name_of).map_err(|e| {
                         let mut e = e;
                         e.thread = None;
                         e.at_thread(ctaid, thread_of(w.first_thread + lane0, cfg.block))

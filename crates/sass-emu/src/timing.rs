@@ -12,6 +12,9 @@
 //!   only once its scoreboard was waited for, or a younger result of the same in-order queue
 //!   was; a register still being read by an instruction holding a read scoreboard may not be
 //!   overwritten before that scoreboard is waited for.
+//! * All of this per lane: lanes of a warp that branched apart write the same register on
+//!   their own paths (`ptxas` relies on it), so a pending result conflicts only with an
+//!   instruction run by some of the same lanes. Uniform registers belong to the whole warp.
 //!
 //! The cycle estimate is the warp's clock: stalls plus the waits for results in flight, with
 //! these modelled latencies for variable-latency results (not yet calibrated on a GPU).
@@ -44,6 +47,13 @@ struct InFlight {
     seq: u64,
     arrives: u64,
     reading: bool,
+    /// The lanes that issued it.
+    lanes: u32,
+}
+
+/// Whether register `r`, pending for `lanes`, matters to an instruction run by `active`.
+fn overlaps(r: &Reg, lanes: u32, active: u32) -> bool {
+    matches!(r, Reg::Ur(_) | Reg::Up(_)) || lanes & active != 0
 }
 
 /// One warp's issue clock and what is in flight.
@@ -51,8 +61,8 @@ struct InFlight {
 pub struct WarpTiming {
     pub clock: u64,
     seq: u64,
-    /// Fixed-latency results: register → (producer, issue cycle).
-    fixed: Vec<(Reg, usize, u64)>,
+    /// Fixed-latency results: register → (producer, issue cycle, lanes).
+    fixed: Vec<(Reg, usize, u64, u32)>,
     flight: Vec<InFlight>,
     /// Instructions issued.
     pub issued: u64,
@@ -96,12 +106,15 @@ impl WarpTiming {
         self.clock = arrived;
     }
 
-    /// Issues instruction `at` (its decoded form, registers, control bits, and the
-    /// producers' opcodes looked up through `opcode_of`); an error names a hazard.
+    /// Issues instruction `at` for the lanes `active` (its decoded form, registers, control
+    /// bits, and the producers' opcodes looked up through `opcode_of`); an error names a
+    /// hazard.
+    #[allow(clippy::too_many_arguments)]
     pub fn issue(
         &mut self,
         sm: u32,
         at: usize,
+        active: u32,
         op: &Op,
         regs: &Operands,
         c: Control,
@@ -133,7 +146,7 @@ impl WarpTiming {
             _ => None,
         };
         for r in regs.uses.iter().filter(|r| !regs.kept.contains(r)) {
-            if let Some(&(_, p, t)) = self.fixed.iter().find(|(x, _, _)| x == r) {
+            if let Some(&(_, p, t, _)) = self.fixed.iter().find(|(x, _, _, m)| x == r && overlaps(r, *m, active)) {
                 let pred = matches!(r, Reg::P(_) | Reg::Up(_));
                 if let Some(need) = latency::needed(sm, &name_of(p), &opcode, pred) {
                     let need = if late_reg == Some(*r) { need.saturating_sub(late) } else { need };
@@ -149,7 +162,9 @@ impl WarpTiming {
                     }
                 }
             }
-            if let Some(f) = self.flight.iter().find(|f| !f.reading && f.regs.contains(r)) {
+            if let Some(f) =
+                self.flight.iter().find(|f| !f.reading && f.regs.contains(r) && overlaps(r, f.lanes, active))
+            {
                 return Err(hazard(format!(
                     "hazard: {:#06x} `{}` reads {r} before {:#06x} `{}`'s result was waited for{}",
                     16 * at,
@@ -163,8 +178,16 @@ impl WarpTiming {
         for r in &regs.defs {
             // A shared-memory load passes the memory pipe after an earlier store read its
             // registers: no wait for the store's read scoreboard is needed.
-            let ordered = |f: &&InFlight| f.reading && latency::mio_ordered(&name_of(f.producer), &opcode);
-            if let Some(f) = self.flight.iter().find(|f| f.regs.contains(r) && !ordered(f)) {
+            // Nor does a result of the same in-order queue: it is written back after the
+            // pending one (an `I2F` then an `FRND` into the same register).
+            let queue = latency::queue(&opcode);
+            let ordered = |f: &&InFlight| {
+                (f.reading && latency::mio_ordered(&name_of(f.producer), &opcode))
+                    || (!f.reading && f.queue != Queue::None && f.queue == queue)
+            };
+            if let Some(f) =
+                self.flight.iter().find(|f| f.regs.contains(r) && overlaps(r, f.lanes, active) && !ordered(f))
+            {
                 let what = if f.reading { "still reads it" } else { "still writes it" };
                 return Err(hazard(format!(
                     "hazard: {:#06x} `{}` overwrites {r} while {:#06x} `{}` {what}{}",
@@ -176,7 +199,15 @@ impl WarpTiming {
                 )));
             }
         }
-        self.fixed.retain(|(r, _, _)| !regs.defs.contains(r));
+        // A result rewritten by these lanes is theirs now; other lanes' pending one stays.
+        self.fixed.retain_mut(|(r, _, _, m)| {
+            if regs.defs.contains(r) && !matches!(r, Reg::Ur(_) | Reg::Up(_)) {
+                *m &= !active;
+                *m != 0
+            } else {
+                !regs.defs.contains(r)
+            }
+        });
         let variable = c.write_sb.is_some() || latency::variable(&opcode);
         self.seq += 1;
         if !regs.defs.is_empty() {
@@ -189,10 +220,11 @@ impl WarpTiming {
                     seq: self.seq,
                     arrives: self.clock + arrival(op),
                     reading: false,
+                    lanes: active,
                 });
             } else {
                 for r in &regs.defs {
-                    self.fixed.push((*r, at, self.clock));
+                    self.fixed.push((*r, at, self.clock, active));
                 }
             }
         }
@@ -207,11 +239,12 @@ impl WarpTiming {
                 seq: self.seq,
                 arrives: self.clock + 20,
                 reading: true,
+                lanes: active,
             });
         }
         // Forget what is long ready, so the lists stay short.
         let now = self.clock;
-        self.fixed.retain(|(_, _, t)| now - t < 64);
+        self.fixed.retain(|(_, _, t, _)| now - t < 64);
         self.clock += c.stall.max(1) as u64;
         self.issued += 1;
         Ok(())

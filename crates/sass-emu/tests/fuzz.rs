@@ -86,7 +86,12 @@ fn program(rng: &mut Rng, steps: usize, all_families: bool) -> String {
                 let (a, b, c) = (rf(rng, nf), rf(rng, nf), rf(rng, nf));
                 let k = rng.pick(&["0f3F800000", "0fBF000000", "0f40490FDB", "0f00000000", "0f7F800000", "0f3A83126F"]);
                 let d = nf;
-                let line = match rng.below(16) {
+                let line = match rng.below(21) {
+                    16 => format!("div.rn.f32 %f{d}, {a}, {b};"),
+                    17 => format!("cvt.rni.f32.f32 %f{d}, {a};"),
+                    18 => format!("cvt.rmi.f32.f32 %f{d}, {a};"),
+                    19 => format!("cvt.rpi.ftz.f32.f32 %f{d}, {a};"),
+                    20 => format!("cvt.rzi.f32.f32 %f{d}, {a};"),
                     0 => format!("add.rn.f32 %f{d}, {a}, {b};"),
                     1 => format!("sub.rn.f32 %f{d}, {a}, {b};"),
                     2 => format!("mul.rn.f32 %f{d}, {a}, {b};"),
@@ -110,7 +115,16 @@ fn program(rng: &mut Rng, steps: usize, all_families: bool) -> String {
             6 => {
                 // Compare and select.
                 let p = np;
-                let line = if !all_families || rng.below(2) == 0 {
+                let line = if rng.below(3) == 0 {
+                    // 64-bit compares (`ISETP` on the low words, `ISETP.EX` on the high ones);
+                    // half the time with equal high words, where the low words decide.
+                    let cmp = rng.pick(&["lt.s64", "ge.u64", "eq.s64", "ne.u64", "gt.s64", "le.u64", "lt.u64"]);
+                    let (hi_a, lo_a, lo_b) = (ri(rng, ni), ri(rng, ni), ri(rng, ni));
+                    let hi_b = if rng.below(2) == 0 { hi_a.clone() } else { ri(rng, ni) };
+                    format!(
+                        "{{ .reg .b64 %x, %y; mov.b64 %x, {{{lo_a}, {hi_a}}}; mov.b64 %y, {{{lo_b}, {hi_b}}}; setp.{cmp} %p{p}, %x, %y; }}"
+                    )
+                } else if !all_families || rng.below(2) == 0 {
                     let cmp = rng.pick(&["lt.s32", "ge.u32", "eq.u32", "ne.s32", "gt.s32", "le.u32"]);
                     format!("setp.{cmp} %p{p}, {}, {};", ri(rng, ni), ri(rng, ni))
                 } else {
@@ -276,11 +290,20 @@ fn random_programs_agree_on_both_emulators() {
                 for (j, (x, y)) in a.data.chunks(4).zip(b.data.chunks(4)).enumerate() {
                     let (x, y) = (u32::from_le_bytes(x.try_into().unwrap()), u32::from_le_bytes(y.try_into().unwrap()));
                     let ok = if float { same_f32(x, y) } else { x == y };
-                    assert!(
-                        ok,
-                        "program {i} ({arch}, seed {seed}): output {} word {j}: PTX emulator {x:#010x}, SASS emulator {y:#010x}\n{ptx}",
-                        if float { "out_f" } else { "out_i" }
-                    );
+                    if !ok {
+                        // The failing thread's input words, to replay it alone.
+                        let KernelArg::Buffer(inp) = &args[0] else { unreachable!() };
+                        let t = j / if float { OUT_F } else { OUT_I };
+                        let words: Vec<String> = inp.data[4 * INPUTS * t..4 * INPUTS * (t + 1)]
+                            .chunks(4)
+                            .map(|c| format!("{:#010x}", u32::from_le_bytes(c.try_into().unwrap())))
+                            .collect();
+                        panic!(
+                            "program {i} ({arch}, seed {seed}): output {} word {j} (thread {t}, inputs {}): PTX emulator {x:#010x}, SASS emulator {y:#010x}\n{ptx}",
+                            if float { "out_f" } else { "out_i" },
+                            words.join(" ")
+                        );
+                    }
                     compared += 1;
                 }
             }

@@ -44,7 +44,6 @@ const COMMON: &[Entry] = &[
     e("FMNMX", 4, true),
     e("FSETP", 4, true),
     e("FSEL", 4, true),
-    e("FCHK", 4, false),
     e("F2FP", 4, true),
     e("I2FP", 4, false),
     e("F2IP", 4, false),
@@ -118,8 +117,8 @@ const SM90: &[Entry] = &[e("IMAD.WIDE", 3, false)];
 /// (or, where `ptxas` sets none, a later result of the same in-order queue, see [`queue`]).
 const VARIABLE: &[&str] = &[
     "LDG", "LDS", "LDSM", "LDL", "LD", "LDC", "ATOM", "ATOMG", "ATOMS", "RED", "S2R", "S2UR", "MUFU", "SHFL", "REDUX",
-    "VOTE", "MATCH", "POPC", "FLO", "BREV", "I2F", "F2I", "F2F", "I2I", "FRND", "DMMA", "IMMA", "BMMA", "LDTRAM",
-    "SUATOM", "SULD", "TEX", "TLD", "QSPC",
+    "VOTE", "MATCH", "POPC", "FLO", "BREV", "I2F", "F2I", "F2F", "I2I", "FRND", "FCHK", "DMMA", "IMMA", "BMMA",
+    "LDTRAM", "SUATOM", "SULD", "TEX", "TLD", "QSPC",
 ];
 
 fn root(opcode: &str) -> &str {
@@ -171,6 +170,12 @@ pub fn queue(opcode: &str) -> Queue {
         // Bit counting runs there too (the fuzzer: a `POPC` result read after a wait for a
         // younger conversion, and the other way round).
         "POPC" | "FLO" | "BREV" => Queue::Mufu,
+        // And float rounding (the fuzzer: an `FRND` with no write scoreboard, read after a
+        // wait for a younger `POPC`).
+        "FRND" if !opcode.contains("64") => Queue::Mufu,
+        // And the division check, which `ptxas` gives a scoreboard (the fuzzer: an `F2I`
+        // with none, read after a wait for a younger `FCHK`).
+        "FCHK" => Queue::Mufu,
         "S2UR" => Queue::SpecialUniform,
         _ => Queue::None,
     }
