@@ -592,3 +592,56 @@ fn sass_emu_backend_agrees_with_the_emulator() {
     assert_eq!(saved[0], saved[1], "vector_add.py: the same on sass-emu");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Local memory on the SASS emulator: a ragged f16 matmul with 128×128×32 tiles on 4 warps
+/// spills (`STL`/`LDL`, ptxas's stack) on sm_80 and sm_90a; as SASS it gives the PTX
+/// emulator's bytes.
+#[test]
+fn sass_emu_runs_a_kernel_that_spills() {
+    if std::env::var_os("TRIDENT_PTXAS").is_none() || std::env::var_os("TRIDENT_NVDISASM").is_none() {
+        return eprintln!("skipped: TRIDENT_PTXAS/TRIDENT_NVDISASM not set");
+    }
+    let dir = std::env::temp_dir().join(format!("trident-sass-spill-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let words = [
+        "kernels/matmul.py::matmul_kernel",
+        "a=randn:f16:130x100",
+        "b=randn:f16:100x70",
+        "c=empty:f16:130x70",
+        "M=130",
+        "N=70",
+        "K=100",
+        "stride_am=100",
+        "stride_ak=1",
+        "stride_bk=70",
+        "stride_bn=1",
+        "stride_cm=70",
+        "stride_cn=1",
+        "BLOCK_M=128",
+        "BLOCK_N=128",
+        "BLOCK_K=32",
+        "GROUP_M=1",
+        "--num-warps",
+        "4",
+    ];
+    for arch in ["sm_80", "sm_90a"] {
+        let mut args = vec!["compile"];
+        args.extend(words);
+        args.extend(["--target", arch, "--emit", "sass"]);
+        let o = trident(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("STL"), "{arch}: the kernel no longer spills");
+        let mut saved = vec![];
+        for backend in ["emu", "sass-emu"] {
+            let out = dir.join(format!("{arch}-{backend}.npy"));
+            let save = format!("c={}", out.display());
+            let mut args = vec!["run", "--grid", "2,1", "--seed", "5", "--backend", backend, "--save", &save];
+            args.extend(words);
+            let o = trident_env(&args, &[("TRIDENT_EMU_TARGET", arch)]);
+            assert!(o.status.success(), "{arch} {backend}: {}", stderr(&o));
+            saved.push(std::fs::read(&out).unwrap());
+        }
+        assert_eq!(saved[0], saved[1], "{arch}: the spilling matmul agrees on sass-emu");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

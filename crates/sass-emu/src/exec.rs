@@ -34,6 +34,8 @@ pub struct Warp {
     pub breg: [u32; 16],
     /// The warp's first thread's linear index in the CTA.
     pub first_thread: u32,
+    /// Each lane's local memory (`LDL`/`STL`), made at its first use.
+    pub local: Vec<Vec<u8>>,
 }
 
 impl Warp {
@@ -54,6 +56,7 @@ impl Warp {
             at_bsync: [0; 16],
             breg: [0; 16],
             first_thread,
+            local: vec![],
         }
     }
 
@@ -526,6 +529,29 @@ impl Ctx<'_> {
         }
         if !a.is_multiple_of(n.min(16)) {
             return Err(self.mem_err(op, format!("misaligned shared-memory access of {n} bytes at {a:#x}")));
+        }
+        Ok(a..a + n)
+    }
+
+    /// Lane `l`'s local memory at `a` for `n` bytes, made (zeroed) at its first use; an
+    /// access outside the kernel's stack is an error.
+    fn local_slice(&self, w: &mut Warp, l: usize, a: u64, n: usize, op: &Op) -> R<std::ops::Range<usize>> {
+        let size = self.k.local_bytes as usize;
+        let a = a as u32 as usize;
+        if a + n > size {
+            return Err(self.mem_err(
+                op,
+                format!("local-memory access of {n} bytes at {a:#x} outside the thread's {size}-byte stack"),
+            ));
+        }
+        if !a.is_multiple_of(n.min(16)) {
+            return Err(self.mem_err(op, format!("misaligned local-memory access of {n} bytes at {a:#x}")));
+        }
+        if w.local.is_empty() {
+            w.local = vec![vec![]; 32];
+        }
+        if w.local[l].is_empty() {
+            w.local[l] = vec![0; size];
         }
         Ok(a..a + n)
     }
@@ -1244,7 +1270,7 @@ impl Ctx<'_> {
             }
             "I2FP" | "I2F" | "F2I" | "F2F" => return self.convert(w, op, mask),
             "SHFL" => return self.shfl(w, op, mask).map(|_| Flow::Next),
-            "LDG" | "STG" | "LDS" | "STS" => return self.memory(w, op, mask).map(|_| Flow::Next),
+            "LDG" | "STG" | "LDS" | "STS" | "LDL" | "STL" => return self.memory(w, op, mask).map(|_| Flow::Next),
             "LDSM" => self.ldsm(w, op, mask)?,
             "ATOMG" | "RED" | "REDG" => self.atomic(w, op, mask)?,
             "HMMA" => self.hmma(w, op, mask)?,
@@ -1639,6 +1665,9 @@ impl Ctx<'_> {
                 if root == "LDG" {
                     trident_emu::memory::check_align(a, n as u64).map_err(|m| self.mem_err(op, m))?;
                     self.mem.read(a, &mut buf[..n]).map_err(|f| self.mem_err(op, f.message))?;
+                } else if root == "LDL" {
+                    let r = self.local_slice(w, l, a, n, op)?;
+                    buf[..n].copy_from_slice(&w.local[l][r]);
                 } else {
                     let r = self.shared_slice(a, n, op)?;
                     buf[..n].copy_from_slice(&self.shared[r]);
@@ -1667,6 +1696,9 @@ impl Ctx<'_> {
                 if root == "STG" {
                     trident_emu::memory::check_align(a, n as u64).map_err(|m| self.mem_err(op, m))?;
                     self.mem.write(a, &buf[..n]).map_err(|f| self.mem_err(op, f.message))?;
+                } else if root == "STL" {
+                    let r = self.local_slice(w, l, a, n, op)?;
+                    w.local[l][r].copy_from_slice(&buf[..n]);
                 } else {
                     let r = self.shared_slice(a, n, op)?;
                     self.shared[r].copy_from_slice(&buf[..n]);

@@ -39,6 +39,31 @@ pub struct SassKernel {
     /// The other constant banks the cubin fills (`.nv.constant2.KERNEL`: literals `ptxas`
     /// placed there; `.nv.constantN` shared by the module), by bank number.
     pub banks: Vec<(u8, Vec<u8>)>,
+    /// Local memory per thread: the stack `ptxas` sized for the kernel and what it calls
+    /// (`EIATTR_MIN_STACK_SIZE`/`EIATTR_FRAME_SIZE`/`EIATTR_MAX_STACK_SIZE` of its symbol in
+    /// the cubin's `.nv.info`; spills and local arrays live there).
+    pub local_bytes: u32,
+}
+
+/// `EIATTR_FRAME_SIZE`, `EIATTR_MIN_STACK_SIZE`, `EIATTR_MAX_STACK_SIZE`: `(symbol, bytes)`.
+const STACK_ATTRS: [u8; 3] = [0x11, 0x12, 0x23];
+
+/// The largest stack size the cubin's `.nv.info` states for kernel `name` (0 when none).
+fn stack_bytes(cubin: &Cubin, name: &str) -> u32 {
+    let (Some(info), Ok(symbols)) = (cubin.elf.section(".nv.info"), cubin.elf.symbols()) else { return 0 };
+    let Some(index) = symbols.iter().position(|s| s.name == name) else { return 0 };
+    let Ok(attrs) = trident_sass::nvinfo::parse(&info.data) else { return 0 };
+    attrs
+        .iter()
+        .filter(|a| STACK_ATTRS.contains(&a.attr))
+        .filter_map(|a| {
+            let d = info.data.get(a.data.clone())?;
+            let sym = u32::from_le_bytes(d.get(0..4)?.try_into().ok()?);
+            let bytes = u32::from_le_bytes(d.get(4..8)?.try_into().ok()?);
+            (sym as usize == index).then_some(bytes)
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 impl SassKernel {
@@ -84,6 +109,7 @@ impl SassKernel {
             params,
             cbank0_bytes,
             shared_bytes: section_size(".nv.shared."),
+            local_bytes: stack_bytes(cubin, name),
             banks: cubin
                 .elf
                 .sections

@@ -127,8 +127,9 @@ pub fn launch(p: &Program, cfg: &LaunchConfig, args: &mut [KernelArg]) -> Result
     for (i, v) in cfg.block.iter().chain(&cfg.grid).enumerate() {
         put(&mut cbank, 4 * i, &v.to_le_bytes());
     }
-    // The initial stack pointer (`c[0x0][0x28]`): local memory is not emulated yet.
-    put(&mut cbank, 0x28, &0u32.to_le_bytes());
+    // The initial stack pointer (`c[0x0][0x28]`): the top of each thread's local window
+    // (`kernel::SassKernel::local_bytes`); the stack grows down to 0.
+    put(&mut cbank, 0x28, &k.local_bytes.to_le_bytes());
     for (i, (a, prm)) in args.iter().zip(&k.params).enumerate() {
         let at = (k.param_base + prm.offset) as usize;
         let bits: u64 = match a {
