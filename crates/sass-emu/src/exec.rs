@@ -1270,6 +1270,7 @@ impl Ctx<'_> {
             }
             "I2FP" | "I2F" | "F2I" | "F2F" => return self.convert(w, op, mask),
             "SHFL" => return self.shfl(w, op, mask).map(|_| Flow::Next),
+            "VOTE" | "VOTEU" | "REDUX" | "MATCH" => return self.warp_wide(w, op, mask).map(|_| Flow::Next),
             "LDG" | "STG" | "LDS" | "STS" | "LDL" | "STL" => return self.memory(w, op, mask).map(|_| Flow::Next),
             "LDSM" => self.ldsm(w, op, mask)?,
             "ATOMG" | "RED" | "REDG" => self.atomic(w, op, mask)?,
@@ -1288,6 +1289,115 @@ impl Ctx<'_> {
             _ => return Err(unsupported(op, &format!("`{root}`"))),
         }
         Ok(Flow::Next)
+    }
+
+    /// Instructions over the lanes `mask` together: `VOTE{,U}.{ANY,ALL,EQ} [Rd,] Pd, Ps`
+    /// (the ballot of `Ps` into `Rd`, the verdict into `Pd`), `REDUX.{SUM,MIN,MAX,AND,OR,XOR}
+    /// [.S32] URd, Rs`, `MATCH.ANY Rd, Rs` (each lane: the lanes holding its value) and
+    /// `MATCH.ALL Pd, Rd, Rs` (all equal: the lanes, else 0).
+    fn warp_wide(&mut self, w: &mut Warp, op: &Op, mask: u32) -> R<()> {
+        if mask == 0 {
+            return Ok(());
+        }
+        let o = &op.ops;
+        let lanes: Vec<usize> = (0..32).filter(|l| mask >> l & 1 == 1).collect();
+        let l0 = lanes[0];
+        match op.root.as_str() {
+            "VOTE" | "VOTEU" => {
+                let src = o.last().ok_or_else(|| unsupported(op, "VOTE without a source"))?;
+                let mut ballot = 0u32;
+                for &l in &lanes {
+                    if self.p(w, l, src, op)? {
+                        ballot |= 1 << l;
+                    }
+                }
+                let verdict = if op.has("ANY") {
+                    ballot != 0
+                } else if op.has("ALL") {
+                    ballot == mask
+                } else if op.has("EQ") {
+                    ballot == 0 || ballot == mask
+                } else {
+                    return Err(unsupported(op, "this vote"));
+                };
+                let (reg, pred) = match o.len() {
+                    3 => (Some(&o[0]), &o[1]),
+                    2 => (None, &o[0]),
+                    _ => return Err(unsupported(op, "these operands")),
+                };
+                match reg {
+                    Some(Opnd::Ur { n, .. }) => w.set_ur(*n, ballot),
+                    Some(r) => {
+                        let d = dst_r(r, op)?;
+                        for &l in &lanes {
+                            w.set_r(d, l, ballot);
+                        }
+                    }
+                    None => {}
+                }
+                match pred {
+                    Opnd::Up { n, .. } => w.set_up(*n, verdict),
+                    p => {
+                        let d = dst_p(p, op)?;
+                        for &l in &lanes {
+                            w.set_p(d, l, verdict);
+                        }
+                    }
+                }
+            }
+            "REDUX" => {
+                let signed = op.has("S32");
+                let vals = lanes.iter().map(|&l| self.u(w, l, &o[1], op)).collect::<R<Vec<u32>>>()?;
+                // No function printed: AND (`redux.sync.and` assembles to a bare `REDUX`).
+                let f = op.mods.iter().map(String::as_str).find(|m| *m != "S32").unwrap_or("AND");
+                let v = match f {
+                    "SUM" => vals.iter().fold(0u32, |a, &b| a.wrapping_add(b)),
+                    "AND" => vals.iter().fold(u32::MAX, |a, &b| a & b),
+                    "OR" => vals.iter().fold(0, |a, &b| a | b),
+                    "XOR" => vals.iter().fold(0, |a, &b| a ^ b),
+                    "MIN" if signed => vals.iter().map(|&x| x as i32).min().unwrap_or(0) as u32,
+                    "MAX" if signed => vals.iter().map(|&x| x as i32).max().unwrap_or(0) as u32,
+                    "MIN" => vals.iter().copied().min().unwrap_or(0),
+                    "MAX" => vals.iter().copied().max().unwrap_or(0),
+                    _ => return Err(unsupported(op, "this reduction")),
+                };
+                match &o[0] {
+                    Opnd::Ur { n, .. } => w.set_ur(*n, v),
+                    r => {
+                        let d = dst_r(r, op)?;
+                        for &l in &lanes {
+                            w.set_r(d, l, v);
+                        }
+                    }
+                }
+            }
+            _ => {
+                if op.has("U64") || op.has("64") {
+                    return Err(unsupported(op, "64-bit matches"));
+                }
+                let src = o.last().ok_or_else(|| unsupported(op, "MATCH without a source"))?;
+                let vals = (0..32)
+                    .map(|l| if mask >> l & 1 == 1 { self.u(w, l, src, op) } else { Ok(0) })
+                    .collect::<R<Vec<u32>>>()?;
+                if op.has("ANY") {
+                    let d = dst_r(&o[0], op)?;
+                    for &l in &lanes {
+                        let same = lanes.iter().filter(|&&k| vals[k] == vals[l]).fold(0u32, |m, &k| m | 1 << k);
+                        w.set_r(d, l, same);
+                    }
+                } else if op.has("ALL") {
+                    let all = lanes.iter().all(|&k| vals[k] == vals[l0]);
+                    let (dp, dr) = (dst_p(&o[0], op)?, dst_r(&o[1], op)?);
+                    for &l in &lanes {
+                        w.set_p(dp, l, all);
+                        w.set_r(dr, l, if all { mask } else { 0 });
+                    }
+                } else {
+                    return Err(unsupported(op, "this match"));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn uniform(&mut self, w: &mut Warp, op: &Op, mask: u32) -> R<()> {
@@ -1614,7 +1724,8 @@ impl Ctx<'_> {
             _ => return Err(unsupported(op, "this shuffle source")),
         };
         for l in (0..32).filter(|l| mask >> l & 1 == 1) {
-            let b = self.u(w, l, &o[3], op)?;
+            // The lane operand's low 5 bits (a register may hold any value).
+            let b = self.u(w, l, &o[3], op)? & 0x1f;
             let c = self.u(w, l, &o[4], op)?;
             let clamp = c & 0x1f;
             let seg = (c >> 8) & 0x1f;

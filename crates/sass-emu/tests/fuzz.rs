@@ -38,7 +38,7 @@ fn program(rng: &mut Rng, steps: usize, all_families: bool) -> String {
     for _ in 0..steps {
         let d = ni;
         // Integer arithmetic and integer compares only, unless all families are asked for.
-        let family = if all_families { rng.below(9) } else { [0, 1, 2, 6][rng.below(4)] };
+        let family = if all_families { rng.below(10) } else { [0, 1, 2, 6, 9][rng.below(5)] };
         match family {
             0..=2 => {
                 let (a, b, c) = (ri(rng, ni), ri(rng, ni), ri(rng, ni));
@@ -64,7 +64,11 @@ fn program(rng: &mut Rng, steps: usize, all_families: bool) -> String {
                     // conversion becomes a signed one), which abs(-2^31) is not; the SASS
                     // emulator then computes what the hardware would, and the two differ.
                     15 => format!("popc.b32 %r{d}, {a};"),
-                    16 => format!("neg.s32 %r{d}, {a};"),
+                    // Not `neg.s32` (nor `sub` from 0): `ptxas` 13.0 for sm_90a drops the
+                    // negation when it fuses two signed min/max into `VIMNMX3` — min(min(a, -b),
+                    // c) assembles to the same machine code as min(min(a, b), c) (13.5 is
+                    // right; bench/SASS_EMU.md has the reproducer). A nonzero minuend is safe.
+                    16 => format!("sub.s32 %r{d}, {}, {a};", rng.pick(&["1", "-3", "100"])),
                     17 => format!(
                         "prmt.b32 %r{d}, {a}, {b}, {};",
                         rng.pick(&["0x3210", "0x0123", "0x7610", "0x5410", "0x1032", "0x8884"])
@@ -164,6 +168,42 @@ fn program(rng: &mut Rng, steps: usize, all_families: bool) -> String {
                         continue;
                     }
                     _ => format!("cvt.u32.u16 %r{ni}, %rs0;"),
+                };
+                let _ = writeln!(body, "    {line}");
+                ni += 1;
+            }
+            9 => {
+                // Warp-wide: votes, reductions, matches, shuffles (all 32 lanes take part).
+                let (a, b) = (ri(rng, ni), ri(rng, ni));
+                let cmp = rng.pick(&["lt.u32", "ge.s32", "eq.u32", "ne.u32"]);
+                let full = "0xffffffff";
+                let line = match rng.below(9) {
+                    0 => format!("{{ .reg .pred %q; setp.{cmp} %q, {a}, {b}; vote.sync.ballot.b32 %r{d}, %q, {full}; }}"),
+                    1 => {
+                        let mode = rng.pick(&["any", "all", "uni"]);
+                        format!(
+                            "{{ .reg .pred %q, %s; setp.{cmp} %q, {a}, {b}; vote.sync.{mode}.pred %s, %q, {full}; selp.b32 %r{d}, {a}, {b}, %s; }}"
+                        )
+                    }
+                    2 => {
+                        let op = rng.pick(&["add.u32", "min.u32", "max.u32", "min.s32", "max.s32"]);
+                        format!("redux.sync.{op} %r{d}, {a}, {full};")
+                    }
+                    3 => {
+                        let op = rng.pick(&["and.b32", "or.b32", "xor.b32"]);
+                        format!("redux.sync.{op} %r{d}, {a}, {full};")
+                    }
+                    4 => format!(
+                        "{{ .reg .b32 %t; and.b32 %t, {a}, {}; match.any.sync.b32 %r{d}, %t, {full}; }}",
+                        rng.pick(&["1", "3", "0x80000003"])
+                    ),
+                    5 => format!(
+                        "{{ .reg .b32 %t; .reg .pred %q; and.b32 %t, {a}, {}; match.all.sync.b32 %t|%q, %t, {full}; selp.b32 %r{d}, %t, {b}, %q; }}",
+                        rng.pick(&["0", "1", "0x100"])
+                    ),
+                    6 => format!("shfl.sync.bfly.b32 %r{d}, {a}, {}, 0x1f, {full};", rng.below(32)),
+                    7 => format!("shfl.sync.idx.b32 %r{d}, {a}, {b}, 0x1f, {full};"),
+                    _ => format!("{{ .reg .pred %q; setp.{cmp} %q, {a}, {b}; vote.sync.ballot.b32 %r{d}, !%q, {full}; }}"),
                 };
                 let _ = writeln!(body, "    {line}");
                 ni += 1;
@@ -293,6 +333,11 @@ fn random_programs_agree_on_both_emulators() {
                     if !ok {
                         // The failing thread's input words, to replay it alone.
                         let KernelArg::Buffer(inp) = &args[0] else { unreachable!() };
+                        // The whole input for a replay outside the test (`trident run FILE.ptx`).
+                        if let Ok(path) = std::env::var("TRIDENT_SASS_FUZZ_DUMP") {
+                            let _ = std::fs::write(format!("{path}.ptx"), &ptx);
+                            let _ = std::fs::write(format!("{path}.in.bin"), &inp.data);
+                        }
                         let t = j / if float { OUT_F } else { OUT_I };
                         let words: Vec<String> = inp.data[4 * INPUTS * t..4 * INPUTS * (t + 1)]
                             .chunks(4)

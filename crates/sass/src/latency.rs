@@ -107,6 +107,9 @@ const COMMON: &[Entry] = &[
     e("UBMSK", 4, false),
     e("UBREV", 4, false),
     e("UPRMT", 4, false),
+    // `ptxas` gives votes no scoreboard and reads their results 4 cycles on (the SASS
+    // emulator's fuzzer, sm_80 and sm_90a).
+    e("VOTE", 4, false),
 ];
 
 /// sm_90a only: `IMAD.WIDE`'s low register is read 3 cycles after issue (13 readers in the
@@ -117,8 +120,8 @@ const SM90: &[Entry] = &[e("IMAD.WIDE", 3, false)];
 /// (or, where `ptxas` sets none, a later result of the same in-order queue, see [`queue`]).
 const VARIABLE: &[&str] = &[
     "LDG", "LDS", "LDSM", "LDL", "LD", "LDC", "ATOM", "ATOMG", "ATOMS", "RED", "S2R", "S2UR", "MUFU", "SHFL", "REDUX",
-    "VOTE", "MATCH", "POPC", "FLO", "BREV", "I2F", "F2I", "F2F", "I2I", "FRND", "FCHK", "DMMA", "IMMA", "BMMA",
-    "LDTRAM", "SUATOM", "SULD", "TEX", "TLD", "QSPC",
+    "MATCH", "POPC", "FLO", "BREV", "I2F", "F2I", "F2F", "I2I", "FRND", "FCHK", "DMMA", "IMMA", "BMMA", "LDTRAM",
+    "SUATOM", "SULD", "TEX", "TLD", "QSPC",
 ];
 
 fn root(opcode: &str) -> &str {
@@ -154,6 +157,9 @@ pub enum Queue {
     /// scoreboard and covers its reader by waiting for a later `S2UR`'s (split-K matmul on
     /// sm_90a).
     SpecialUniform,
+    /// Warp reductions into uniform registers (`REDUX`): the SASS emulator's fuzzer saw a
+    /// `REDUX` with no scoreboard read after a wait for a younger one's.
+    Redux,
     /// Everything else: no order assumed.
     None,
 }
@@ -177,6 +183,7 @@ pub fn queue(opcode: &str) -> Queue {
         // with none, read after a wait for a younger `FCHK`).
         "FCHK" => Queue::Mufu,
         "S2UR" => Queue::SpecialUniform,
+        "REDUX" => Queue::Redux,
         _ => Queue::None,
     }
 }
