@@ -1273,6 +1273,7 @@ impl Ctx<'_> {
             "VOTE" | "VOTEU" | "REDUX" | "MATCH" => return self.warp_wide(w, op, mask).map(|_| Flow::Next),
             "LDG" | "STG" | "LDS" | "STS" | "LDL" | "STL" => return self.memory(w, op, mask).map(|_| Flow::Next),
             "LDSM" => self.ldsm(w, op, mask)?,
+            "STSM" => self.stsm(w, op, mask)?,
             "ATOMG" | "RED" | "REDG" => self.atomic(w, op, mask)?,
             "HMMA" => self.hmma(w, op, mask)?,
             "HGMMA" => self.hgmma(w, op, mask)?,

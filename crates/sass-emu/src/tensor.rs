@@ -59,6 +59,53 @@ impl Ctx<'_> {
         Ok(())
     }
 
+    /// `STSM.16.{M88,MT88}.{1,2,4} [addr], Rs`: the inverse of [`Ctx::ldsm`] (sm_90's
+    /// `stmatrix`): each thread's registers hold its fragment of up to four 8×8 matrices of
+    /// 16-bit values; lane `8i + r` gives the address of row `r` of matrix `i`.
+    pub fn stsm(&mut self, w: &mut Warp, op: &Op, mask: u32) -> R<()> {
+        if !op.has("16") {
+            return Err(unsupported(op, "this STSM element size"));
+        }
+        let trans = op.has("MT88");
+        if !trans && !op.has("M88") {
+            return Err(unsupported(op, "this STSM shape"));
+        }
+        let n = if op.has("4") {
+            4
+        } else if op.has("2") {
+            2
+        } else {
+            1
+        };
+        if mask != w.live {
+            return Err(unsupported(op, "STSM with part of the warp (it is warp-synchronous)"));
+        }
+        let s = reg(&op.ops[1], op)?;
+        let mut rows = [[[0u16; 8]; 8]; 4];
+        for (i, mat) in rows.iter_mut().enumerate().take(n) {
+            for t in 0..32 {
+                let v = w.r[s + i][t];
+                let (lo, hi) = (v as u16, (v >> 16) as u16);
+                let (row, c) = (t / 4, 2 * (t % 4));
+                if trans {
+                    mat[c][row] = lo;
+                    mat[c + 1][row] = hi;
+                } else {
+                    mat[row][c] = lo;
+                    mat[row][c + 1] = hi;
+                }
+            }
+        }
+        for (i, mat) in rows.iter().enumerate().take(n) {
+            for (r, row) in mat.iter().enumerate() {
+                let a = self.address_of(w, 8 * i + r, &op.ops[0], op)?;
+                let bytes: Vec<u8> = row.iter().flat_map(|x| x.to_le_bytes()).collect();
+                self.shared_write(a, &bytes, op)?;
+            }
+        }
+        Ok(())
+    }
+
     /// `LDGSTS[.E][.BYPASS][.LTC128B].{32,64,128} [shared], [global], P`: copies from global
     /// to shared memory where `P` holds, fills zeros where it does not (Triton's masked
     /// `cp.async` with a source size of 0). Done at once: the copy is complete before any

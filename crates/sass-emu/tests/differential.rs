@@ -222,3 +222,65 @@ fn attention_agrees() {
         both(name, "attn_fwd", arch, [(seq / 32) as u32, bh as u32, 1], threads, shared, args, &[3]);
     }
 }
+
+/// `stmatrix` (sm_90's `STSM`), plain and transposed, one to four matrices: each thread
+/// stores fragments made from its id and an input word, the CTA reads shared memory back
+/// out; both emulators must agree bit for bit.
+#[test]
+fn stmatrix_agrees() {
+    if !common::tools() {
+        return;
+    }
+    for (count, trans) in [(1, false), (2, true), (4, false), (4, true)] {
+        let regs: Vec<String> = (0..count).map(|i| format!("%r{}", 10 + i)).collect();
+        let mut ptx = String::from(
+            ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry stm(.param .u64 in, .param .u64 out)\n{\n",
+        );
+        ptx.push_str("    .reg .b32 %r<20>;\n    .reg .b64 %rd<8>;\n    .shared .align 16 .b8 tile[2048];\n");
+        ptx.push_str("    ld.param.u64 %rd0, [in];\n    ld.param.u64 %rd1, [out];\n    mov.u32 %r0, %tid.x;\n");
+        ptx.push_str("    mul.wide.u32 %rd2, %r0, 4;\n    add.u64 %rd3, %rd0, %rd2;\n    ld.global.u32 %r1, [%rd3];\n");
+        for (i, r) in regs.iter().enumerate() {
+            ptx.push_str(&format!("    mad.lo.u32 {r}, %r0, {}, %r1;\n", 0x10003 + 0x20000 * i));
+        }
+        // Row addresses: lane l gives row l % 8 of matrix l / 8, rows 16 bytes apart with a
+        // gap between matrices, so a wrong row or matrix lands elsewhere.
+        ptx.push_str("    mul.lo.u32 %r2, %r0, 16;\n    shr.u32 %r3, %r0, 3;\n    mad.lo.u32 %r2, %r3, 64, %r2;\n");
+        ptx.push_str("    mov.u32 %r4, tile;\n    add.u32 %r2, %r2, %r4;\n");
+        let shape = if trans { ".trans" } else { "" };
+        ptx.push_str(&format!(
+            "    stmatrix.sync.aligned.m8n8.x{count}{shape}.shared.b16 [%r2], {{{}}};\n    bar.sync 0;\n",
+            regs.join(", ")
+        ));
+        // Each thread copies 16 words of the tile out.
+        ptx.push_str("    mul.lo.u32 %r5, %r0, 64;\n    add.u32 %r5, %r5, %r4;\n    mul.wide.u32 %rd4, %r0, 64;\n    add.u64 %rd5, %rd1, %rd4;\n");
+        for k in 0..16 {
+            ptx.push_str(&format!(
+                "    ld.shared.u32 %r6, [%r5+{}];\n    st.global.u32 [%rd5+{}], %r6;\n",
+                4 * k,
+                4 * k
+            ));
+        }
+        ptx.push_str("    ret;\n}\n");
+        let mut rng = Rng(0x5757 ^ std::process::id() as u64 ^ count as u64);
+        let input = {
+            let mut t = HostTensor::zeros(DType::U32, &[32]);
+            for w in t.data.chunks_mut(4) {
+                w.copy_from_slice(&(rng.next() as u32).to_le_bytes());
+            }
+            t
+        };
+        let args = vec![KernelArg::Buffer(input), KernelArg::Buffer(poisoned(DType::U32, 32 * 16))];
+        let module = Module::parse(&ptx).unwrap_or_else(|e| panic!("{e}\n{ptx}"));
+        let mut want = args.clone();
+        let cfg = trident_emu::LaunchConfig { grid: [1, 1, 1], block: [32, 1, 1], ..Default::default() };
+        trident_emu::launch(&module, "stm", &cfg, &mut want).unwrap_or_else(|e| panic!("PTX emulator: {e}"));
+        let dir = std::env::temp_dir().join(format!("trident-sass-emu-stm-{}", std::process::id()));
+        let p = common::compile(&ptx, "sm_90a", "stm", &dir, &format!("stm{count}{trans}")).2;
+        assert!(p.kernel.ops.iter().any(|o| o.root == "STSM"), "no STSM in the SASS");
+        let mut got = args;
+        let scfg = LaunchConfig { grid: [1, 1, 1], block: [32, 1, 1], ..Default::default() };
+        launch(&p, &scfg, &mut got).unwrap_or_else(|e| panic!("SASS emulator: {e}"));
+        let (KernelArg::Buffer(a), KernelArg::Buffer(b)) = (&want[1], &got[1]) else { unreachable!() };
+        assert_eq!(a.data, b.data, "stmatrix x{count} trans={trans}: the emulators differ");
+    }
+}
