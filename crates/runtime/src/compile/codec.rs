@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use trident_core::DType;
+use trident_gpu::ptx::sanitize::{SanitizeInfo, SanitizeSite, SiteAccess};
 use trident_gpu::{AbiParam, AbiType, PtxKernel, Target};
 use trident_ir::print::{print_module, PrintOptions};
 use trident_ir::SourceFile;
@@ -57,6 +58,50 @@ pub struct GpuMeta {
     /// The profile meta of a profiled kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<trident_profile::ProfileMeta>,
+    /// A sanitized kernel's hidden parameters and access sites.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sanitize: Option<SanitizeMeta>,
+}
+
+/// [`SanitizeInfo`] as JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SanitizeMeta {
+    /// IR indices of the pointer parameters, in the order their extents are passed.
+    pub pointer_params: Vec<u32>,
+    /// Per site: file index, line, column, `load`/`store`/`atomic`, the parameter (-1: any),
+    /// the element dtype, the shape.
+    pub sites: Vec<(u32, u32, u32, String, i64, String, Vec<u32>)>,
+}
+
+impl SanitizeMeta {
+    fn of(i: &SanitizeInfo) -> SanitizeMeta {
+        SanitizeMeta {
+            pointer_params: i.pointer_params.clone(),
+            sites: i
+                .sites
+                .iter()
+                .map(|s| {
+                    let param = s.param.map_or(-1, |p| p as i64);
+                    let (l, a) = (s.loc, s.access.name().to_string());
+                    (l.file, l.line, l.col, a, param, s.dtype.name().to_string(), s.shape.clone())
+                })
+                .collect(),
+        }
+    }
+
+    fn to_info(&self) -> Result<SanitizeInfo, String> {
+        let mut sites = vec![];
+        for (file, line, col, access, param, dtype, shape) in &self.sites {
+            sites.push(SanitizeSite {
+                loc: trident_ir::Loc { file: *file, line: *line, col: *col },
+                access: SiteAccess::parse(access).ok_or_else(|| format!("unknown access `{access}`"))?,
+                param: u32::try_from(*param).ok(),
+                dtype: DType::parse(dtype).ok_or_else(|| format!("unknown dtype `{dtype}`"))?,
+                shape: shape.clone(),
+            });
+        }
+        Ok(SanitizeInfo { sites, pointer_params: self.pointer_params.clone() })
+    }
 }
 
 impl GpuMeta {
@@ -79,6 +124,7 @@ impl GpuMeta {
             num_stages: g.num_stages,
             profile_buffer: p.profile_buffer,
             profile: g.profile.clone(),
+            sanitize: p.sanitize.as_ref().map(SanitizeMeta::of),
         }
     }
 
@@ -102,6 +148,7 @@ impl GpuMeta {
             params,
             target,
             profile_buffer: self.profile_buffer,
+            sanitize: self.sanitize.as_ref().map(SanitizeMeta::to_info).transpose()?,
         })
     }
 }
