@@ -153,7 +153,7 @@ impl SanitizeInfo {
             site: payload_ok.then_some(((w1 >> 16) & 0xFFFF) as u32),
             param: payload_ok.then_some(((w1 >> 32) & 0xFF) as u32),
             element: (elem < KEY_ELEM_MAX).then_some(elem),
-            offset: (payload_ok && offset_ok).then(|| ((w2 << 24) as i64) >> 24),
+            offset: (payload_ok && offset_ok).then_some(((w2 << 24) as i64) >> 24),
             thread: payload_ok.then_some((w1 & 0xFFFF) as u32),
             count: w(3),
         })

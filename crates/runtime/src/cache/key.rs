@@ -506,7 +506,7 @@ mod tests {
             |target| describe(k, &infos, target, &opts, 4, 3, GpuExtras { sanitize: true, ..Default::default() });
         assert_ne!(sanitized(emu).spec_text("s"), text(emu, 4, 3, &opts));
         assert_eq!(sanitized(CodeTarget::Tile).spec_text("s"), text(CodeTarget::Tile, 4, 3, &opts));
-        assert!(cache_key(&prog, "k", &sanitized(emu)).summary().contains("sanitize=true"));
+        assert!(cache_key(&prog, "k", &sanitized(emu)).summary().to_string().contains("sanitize=true"));
         let d = describe(k, &infos, emu, &opts, 4, 3, GpuExtras::default());
         assert_eq!(cache_key(&prog, "k", &d).id(), cache_key(&prog, "k", &d).id());
         let summary = cache_key(&prog, "k", &d).summary().to_string();

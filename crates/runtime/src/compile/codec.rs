@@ -68,9 +68,23 @@ pub struct GpuMeta {
 pub struct SanitizeMeta {
     /// IR indices of the pointer parameters, in the order their extents are passed.
     pub pointer_params: Vec<u32>,
-    /// Per site: file index, line, column, `load`/`store`/`atomic`, the parameter (-1: any),
-    /// the element dtype, the shape.
-    pub sites: Vec<(u32, u32, u32, String, i64, String, Vec<u32>)>,
+    /// The access sites, by id.
+    pub sites: Vec<SiteMeta>,
+}
+
+/// One access site of a sanitized kernel.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SiteMeta {
+    /// Source location: file index in the module, line, column.
+    pub file: u32,
+    pub line: u32,
+    pub col: u32,
+    /// `load`, `store` or `atomic`.
+    pub access: String,
+    /// The parameter the pointer came from (IR index), `None`: any.
+    pub param: Option<u32>,
+    pub dtype: String,
+    pub shape: Vec<u32>,
 }
 
 impl SanitizeMeta {
@@ -80,10 +94,14 @@ impl SanitizeMeta {
             sites: i
                 .sites
                 .iter()
-                .map(|s| {
-                    let param = s.param.map_or(-1, |p| p as i64);
-                    let (l, a) = (s.loc, s.access.name().to_string());
-                    (l.file, l.line, l.col, a, param, s.dtype.name().to_string(), s.shape.clone())
+                .map(|s| SiteMeta {
+                    file: s.loc.file,
+                    line: s.loc.line,
+                    col: s.loc.col,
+                    access: s.access.name().to_string(),
+                    param: s.param,
+                    dtype: s.dtype.name().to_string(),
+                    shape: s.shape.clone(),
                 })
                 .collect(),
         }
@@ -91,13 +109,13 @@ impl SanitizeMeta {
 
     fn to_info(&self) -> Result<SanitizeInfo, String> {
         let mut sites = vec![];
-        for (file, line, col, access, param, dtype, shape) in &self.sites {
+        for s in &self.sites {
             sites.push(SanitizeSite {
-                loc: trident_ir::Loc { file: *file, line: *line, col: *col },
-                access: SiteAccess::parse(access).ok_or_else(|| format!("unknown access `{access}`"))?,
-                param: u32::try_from(*param).ok(),
-                dtype: DType::parse(dtype).ok_or_else(|| format!("unknown dtype `{dtype}`"))?,
-                shape: shape.clone(),
+                loc: trident_ir::Loc { file: s.file, line: s.line, col: s.col },
+                access: SiteAccess::parse(&s.access).ok_or_else(|| format!("unknown access `{}`", s.access))?,
+                param: s.param,
+                dtype: DType::parse(&s.dtype).ok_or_else(|| format!("unknown dtype `{}`", s.dtype))?,
+                shape: s.shape.clone(),
             });
         }
         Ok(SanitizeInfo { sites, pointer_params: self.pointer_params.clone() })
