@@ -35,6 +35,23 @@ def emu_benches():
     out.append(dict(name=f"softmax f32 {M}x{N}", file="kernels/softmax.py", kernel="softmax_kernel", grid=(M,),
                     warps=8, stages=3, tensors=[("x", "randn", "f32", (M, N)), ("y", "empty", "f32", (M, N))],
                     scalars=[("x_row_stride", N), ("y_row_stride", N), ("n_cols", N)], consts=[("BLOCK", N)]))
+    M, N = 64, 1024
+    out.append(dict(name=f"layernorm fwd f16 {M}x{N}", file="kernels/layernorm.py", kernel="layernorm_fwd", grid=(M,),
+                    warps=8, stages=3,
+                    tensors=[("x", "randn", "f16", (M, N)), ("y", "empty", "f16", (M, N)), ("w", "randn", "f16", (N,)),
+                             ("b", "randn", "f16", (N,)), ("mean", "empty", "f32", (M,)), ("rstd", "empty", "f32", (M,))],
+                    scalars=[("stride", N), ("N", N), ("eps", 1e-5)], consts=[("BLOCK_N", N)]))
+    Z, H, S, D = 1, 2, 256, 64
+    strides = [H * S * D, S * D, D, 1]
+    scal = [("sm_scale", D ** -0.5)]
+    for t in "qkvo":
+        dims = ["z", "h", "n" if t in "kv" else "m", "d"]
+        scal += [(f"stride_{t}{d}", st) for d, st in zip(dims, strides)]
+    scal += [("H", H), ("N_CTX", S)]
+    out.append(dict(name=f"attention fwd f16 Z{Z} H{H} S{S} D{D} causal", file="kernels/flash_attention.py",
+                    kernel="attn_fwd", grid=(S // 128, Z * H), warps=8, stages=2,
+                    tensors=[(n, "randn", "f16", (Z, H, S, D)) for n in "qkv"] + [("o", "empty", "f16", (Z, H, S, D))],
+                    scalars=scal, consts=[("BLOCK_M", 128), ("BLOCK_N", 64), ("HEAD_DIM", D), ("IS_CAUSAL", True)]))
     S = 256
     out.append(dict(name=f"matmul f16 {S}x{S}x{S}", file="kernels/matmul.py", kernel="matmul_kernel",
                     grid=((S // 128) ** 2,), warps=8, stages=3,
