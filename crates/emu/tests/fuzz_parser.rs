@@ -189,11 +189,22 @@ mod long_run {
             std::fs::OpenOptions::new().create(true).append(true).open(dir.join("progress")).expect("progress file");
         // Panics are counted, not printed: the driver reports them with their inputs.
         std::panic::set_hook(Box::new(|_| {}));
+        // `FUZZ_SELFTEST=P,A,H`: input P panics, A aborts, H hangs (the driver's `--selftest`).
+        let inject: Vec<u64> = std::env::var("FUZZ_SELFTEST")
+            .map(|v| v.split(',').filter_map(|w| w.trim().parse().ok()).collect())
+            .unwrap_or_default();
         for i in start..start + count {
             let text = make(seed, i);
             std::fs::write(dir.join("current.txt"), &text).expect("current input");
             let _ = writeln!(progress, "B {i}");
-            let outcome = match catch_unwind(AssertUnwindSafe(|| run(&text))) {
+            let outcome = match catch_unwind(AssertUnwindSafe(|| match inject.iter().position(|&j| j == i) {
+                Some(0) => panic!("injected"),
+                Some(1) => std::process::abort(),
+                Some(2) => loop {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                },
+                _ => run(&text),
+            })) {
                 Ok(true) => "ok",
                 Ok(false) => "error",
                 Err(_) => {
