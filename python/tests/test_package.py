@@ -159,6 +159,44 @@ def test_out_of_bounds_is_a_launch_error_and_outputs_stay(backend):
     assert np.isnan(out).all(), "nothing written back on error"
 
 
+@trident.jit(sanitize=True)
+def _unmasked_sanitized(x, out, BLOCK: tl_constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.load(x + offs))
+
+
+def _interp_error(x, out):
+    with pytest.raises(trident.LaunchError) as e:
+        K.unmasked[(1,)](x, out, BLOCK=64, backend="interp")
+    return str(e.value).splitlines()[0]
+
+
+def test_sanitize_as_a_launch_keyword_reports_the_interpreters_error():
+    x = np.arange(8, dtype=np.float32)
+    out = poisoned(64)
+    want = _interp_error(x, out)
+    assert "out-of-bounds load: index 8 of buffer `x` (8 elements of f32), program (0, 0, 0), element [8]" in want
+    with pytest.raises(trident.LaunchError) as e:
+        K.unmasked[(1,)](x, out, BLOCK=64, backend="emu", sanitize=True)
+    text = str(e.value)
+    assert text.splitlines()[0] == want, text
+    assert "tl.load(x + offs)" in text and "^" in text, text
+    assert np.isnan(out).all(), "nothing written back on error"
+    # In bounds, sanitized: the same results as unsanitized.
+    x = np.arange(64, dtype=np.float32)
+    K.unmasked[(1,)](x, out, BLOCK=64, backend="emu", sanitize=True)
+    np.testing.assert_array_equal(out, x)
+
+
+def test_sanitize_on_the_decorator():
+    x = np.arange(8, dtype=np.float32)
+    out = poisoned(64)
+    with pytest.raises(trident.LaunchError, match=r"index 8 of buffer `x` \(8 elements of f32\)") as e:
+        _unmasked_sanitized[(1,)](x, out, BLOCK=64, backend="emu")
+    assert "PTX line" not in str(e.value), "reported by the sanitizer, not the emulator's own check"
+    assert np.isnan(out).all()
+
+
 def test_two_aliased_outputs_written_is_an_error(rng):
     buf = rng.standard_normal(64).astype(np.float32)
     before = buf.copy()

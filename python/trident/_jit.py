@@ -15,7 +15,7 @@ from ._errors import ArgumentError, from_native
 # Launch keywords Triton takes besides the kernel's own parameters. `num_ctas`, `maxnreg`
 # and the rest are accepted and ignored on the CPU backends.
 _LAUNCH_KEYWORDS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
-                    "launch_cooperative_grid", "backend", "debug")
+                    "launch_cooperative_grid", "backend", "debug", "sanitize")
 
 _default_backend = None
 
@@ -118,13 +118,16 @@ class JITFunction(KernelInterface):
     """A kernel: the Python function (``fn``) and what Trident compiled of it."""
 
     def __init__(self, fn, *, do_not_specialize=(), do_not_specialize_on_alignment=(),
-                 debug=None, noinline=None, repr=None, launch_metadata=None):
+                 debug=None, noinline=None, repr=None, launch_metadata=None, sanitize=None):
         if not inspect.isfunction(fn):
             raise TypeError(f"@jit needs a Python function, not {type(fn).__name__}")
         self.fn = fn
         self.do_not_specialize = list(do_not_specialize)
         self.do_not_specialize_on_alignment = list(do_not_specialize_on_alignment)
         self.debug = debug
+        # Sanitize mode on emu and cuda (``sanitize=True`` here or at launch, or
+        # TRIDENT_SANITIZE=1): every global access is bounds-checked in the kernel.
+        self.sanitize = sanitize
         self.noinline = noinline
         self.signature = inspect.signature(fn)
         self.arg_names = list(self.signature.parameters)
@@ -209,9 +212,10 @@ class JITFunction(KernelInterface):
         args = _args.convert(values)
         n = _native()
         debug = launch.get("debug", self.debug)
+        sanitize = launch.get("sanitize", self.sanitize)
         try:
             report = program.launch(None, g, args, launch.get("backend") or backend(),
-                                    launch.get("num_warps"), launch.get("num_stages"), bool(debug))
+                                    launch.get("num_warps"), launch.get("num_stages"), bool(debug), bool(sanitize))
         except n.NativeError as e:
             raise from_native(e)  # its __cause__ carries the text
         if report["printed"]:
@@ -283,13 +287,17 @@ class CompiledKernel:
 
 
 def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specialize=(),
-        do_not_specialize_on_alignment=(), debug=None, noinline=None):
-    """Makes a kernel of a Python function, as ``triton.jit``: ``@jit``, ``@jit(...)`` or ``jit(fn)``."""
+        do_not_specialize_on_alignment=(), debug=None, noinline=None, sanitize=None):
+    """Makes a kernel of a Python function, as ``triton.jit``: ``@jit``, ``@jit(...)`` or ``jit(fn)``.
+    ``sanitize=True`` (Trident's own; also a launch keyword): on the emulator and CUDA every
+    global load, store and atomic is bounds-checked in the kernel, and the first violation
+    fails the launch with the interpreter's error."""
 
     def decorate(f):
         return JITFunction(f, do_not_specialize=do_not_specialize,
                            do_not_specialize_on_alignment=do_not_specialize_on_alignment,
-                           debug=debug, noinline=noinline, repr=repr, launch_metadata=launch_metadata)
+                           debug=debug, noinline=noinline, repr=repr, launch_metadata=launch_metadata,
+                           sanitize=sanitize)
 
     return decorate if fn is None else decorate(fn)
 

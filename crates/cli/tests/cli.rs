@@ -126,6 +126,52 @@ fn out_of_bounds_is_reported_with_the_source_line() {
     assert!(!out.exists(), "nothing is saved from a failed launch");
 }
 
+/// `--sanitize` (and `TRIDENT_SANITIZE=1`) on the emulator: the interpreter's error for the
+/// same out-of-bounds load, and nothing saved from the failed launch.
+#[test]
+fn sanitize_on_the_emulator_reports_as_the_interpreter_and_saves_nothing() {
+    let words = |backend: &'static str, save: &str| -> Vec<String> {
+        [
+            "run",
+            "kernels/vector_add.py",
+            "--grid",
+            "2",
+            "--backend",
+            backend,
+            "x=randn:f32:1000",
+            "y=randn:f32:1000",
+            "out=zeros:f32:1000",
+            "n_elements=2000",
+            "BLOCK=1024",
+            "--save",
+            save,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let first_lines = |o: &Output| stderr(o).lines().take(5).collect::<Vec<_>>().join("\n");
+    let out = tmp("sanitize-oob.npy");
+    let save = format!("out={}", out.display());
+    let cache = fresh_cache("sanitize-cache");
+    let env = [("TRIDENT_CACHE_DIR", cache.as_str())];
+    let w = words("interp", &save);
+    let interp = trident_env(&w.iter().map(|s| s.as_str()).collect::<Vec<_>>(), &env);
+    let mut w = words("emu", &save);
+    w.push("--sanitize".into());
+    let flag = trident_env(&w.iter().map(|s| s.as_str()).collect::<Vec<_>>(), &env);
+    let w = words("emu", &save);
+    let var = trident_env(&w.iter().map(|s| s.as_str()).collect::<Vec<_>>(), &[env[0], ("TRIDENT_SANITIZE", "1")]);
+    for o in [&interp, &flag, &var] {
+        assert!(!o.status.success(), "{}", stderr(o));
+    }
+    let want = "out-of-bounds load: index 1000 of buffer `x` (1000 elements of f32), program (0, 0, 0), element [1000]";
+    assert!(first_lines(&interp).contains(want), "{}", stderr(&interp));
+    assert_eq!(first_lines(&flag), first_lines(&interp), "--sanitize");
+    assert_eq!(first_lines(&var), first_lines(&interp), "TRIDENT_SANITIZE=1");
+    assert!(!out.exists(), "nothing is saved from a failed launch");
+}
+
 #[test]
 fn compile_emits_each_stage() {
     let base =

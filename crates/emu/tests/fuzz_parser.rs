@@ -164,3 +164,88 @@ fn mutated_kernels_never_panic_the_executor() {
     }
     assert!(ran > 10, "only {ran} mutated kernels parsed");
 }
+
+/// The long-run protocol of `scripts/fuzz-parsers` (the same in the front end's and the
+/// emulator's fuzz tests): inputs `FUZZ_START..FUZZ_START + FUZZ_COUNT` of seed `FUZZ_SEED`,
+/// input `i` made from `(seed, i)` alone, so that the driver can restart after input `i`
+/// when the process dies (an abort) or stops making progress (a hang). Before each input its
+/// text goes to `FUZZ_DIR/current.txt` and `B i` to `FUZZ_DIR/progress`; after it, `E i
+/// ok|error|panic`. A panic's input is kept as `FUZZ_DIR/panic-i.txt`.
+mod long_run {
+    use std::io::Write;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    fn env(name: &str) -> Option<u64> {
+        std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+    }
+
+    /// `make(seed, i)` gives input `i`'s text; `run(text)` runs it: `true` if it was accepted.
+    pub fn drive(make: impl Fn(u64, u64) -> String, run: impl Fn(&str) -> bool) {
+        let (Some(seed), Some(start), Some(count)) = (env("FUZZ_SEED"), env("FUZZ_START"), env("FUZZ_COUNT")) else {
+            panic!("set FUZZ_SEED, FUZZ_START, FUZZ_COUNT and FUZZ_DIR (scripts/fuzz-parsers does)")
+        };
+        let dir = std::path::PathBuf::from(std::env::var("FUZZ_DIR").expect("FUZZ_DIR"));
+        let mut progress =
+            std::fs::OpenOptions::new().create(true).append(true).open(dir.join("progress")).expect("progress file");
+        // Panics are counted, not printed: the driver reports them with their inputs.
+        std::panic::set_hook(Box::new(|_| {}));
+        // `FUZZ_SELFTEST=P,A,H`: input P panics, A aborts, H hangs (the driver's `--selftest`).
+        let inject: Vec<u64> = std::env::var("FUZZ_SELFTEST")
+            .map(|v| v.split(',').filter_map(|w| w.trim().parse().ok()).collect())
+            .unwrap_or_default();
+        for i in start..start + count {
+            let text = make(seed, i);
+            std::fs::write(dir.join("current.txt"), &text).expect("current input");
+            let _ = writeln!(progress, "B {i}");
+            let outcome = match catch_unwind(AssertUnwindSafe(|| match inject.iter().position(|&j| j == i) {
+                Some(0) => panic!("injected"),
+                Some(1) => std::process::abort(),
+                Some(2) => loop {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                },
+                _ => run(&text),
+            })) {
+                Ok(true) => "ok",
+                Ok(false) => "error",
+                Err(_) => {
+                    let _ = std::fs::write(dir.join(format!("panic-{i}.txt")), &text);
+                    "panic"
+                }
+            };
+            let _ = writeln!(progress, "E {i} {outcome}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "the long run of scripts/fuzz-parsers"]
+fn long_run_of_the_ptx_parser_and_executor() {
+    let corpus = corpus();
+    long_run::drive(
+        |seed, i| {
+            let mut rng = Rng(seed ^ i.wrapping_mul(0xA076_1D64_78BD_642F));
+            mutate(&mut rng, &corpus[(i % corpus.len() as u64) as usize])
+        },
+        |text| {
+            let Ok(m) = Module::parse(text) else { return false };
+            for entry in m.entries() {
+                let n = m.entry_params(entry).map(|p| p.len()).unwrap_or(0);
+                let mut args: Vec<KernelArg> = (0..n)
+                    .map(|i| match i % 3 {
+                        0 | 1 => KernelArg::Buffer(HostTensor::zeros(DType::F32, &[300])),
+                        _ => KernelArg::Scalar(300),
+                    })
+                    .collect();
+                let cfg = LaunchConfig {
+                    grid: [2, 1, 1],
+                    block: [128, 1, 1],
+                    dynamic_shared_bytes: 64,
+                    max_warp_instructions_per_cta: 20_000,
+                    ..LaunchConfig::default()
+                };
+                let _ = launch(&m, entry, &cfg, &mut args);
+            }
+            true
+        },
+    );
+}

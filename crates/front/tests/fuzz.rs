@@ -132,3 +132,85 @@ fn mutated_kernels_never_panic() {
     // Enough mutants must get through to the end of the lowering for the test to mean something.
     assert!(runs > 100, "too few compilations succeeded ({runs})");
 }
+
+/// The long-run protocol of `scripts/fuzz-parsers` (the same in the front end's and the
+/// emulator's fuzz tests): inputs `FUZZ_START..FUZZ_START + FUZZ_COUNT` of seed `FUZZ_SEED`,
+/// input `i` made from `(seed, i)` alone, so that the driver can restart after input `i`
+/// when the process dies (an abort) or stops making progress (a hang). Before each input its
+/// text goes to `FUZZ_DIR/current.txt` and `B i` to `FUZZ_DIR/progress`; after it, `E i
+/// ok|error|panic`. A panic's input is kept as `FUZZ_DIR/panic-i.txt`.
+mod long_run {
+    use std::io::Write;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    fn env(name: &str) -> Option<u64> {
+        std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+    }
+
+    /// `make(seed, i)` gives input `i`'s text; `run(text)` runs it: `true` if it was accepted.
+    pub fn drive(make: impl Fn(u64, u64) -> String, run: impl Fn(&str) -> bool) {
+        let (Some(seed), Some(start), Some(count)) = (env("FUZZ_SEED"), env("FUZZ_START"), env("FUZZ_COUNT")) else {
+            panic!("set FUZZ_SEED, FUZZ_START, FUZZ_COUNT and FUZZ_DIR (scripts/fuzz-parsers does)")
+        };
+        let dir = std::path::PathBuf::from(std::env::var("FUZZ_DIR").expect("FUZZ_DIR"));
+        let mut progress =
+            std::fs::OpenOptions::new().create(true).append(true).open(dir.join("progress")).expect("progress file");
+        // Panics are counted, not printed: the driver reports them with their inputs.
+        std::panic::set_hook(Box::new(|_| {}));
+        // `FUZZ_SELFTEST=P,A,H`: input P panics, A aborts, H hangs (the driver's `--selftest`).
+        let inject: Vec<u64> = std::env::var("FUZZ_SELFTEST")
+            .map(|v| v.split(',').filter_map(|w| w.trim().parse().ok()).collect())
+            .unwrap_or_default();
+        for i in start..start + count {
+            let text = make(seed, i);
+            std::fs::write(dir.join("current.txt"), &text).expect("current input");
+            let _ = writeln!(progress, "B {i}");
+            let outcome = match catch_unwind(AssertUnwindSafe(|| match inject.iter().position(|&j| j == i) {
+                Some(0) => panic!("injected"),
+                Some(1) => std::process::abort(),
+                Some(2) => loop {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                },
+                _ => run(&text),
+            })) {
+                Ok(true) => "ok",
+                Ok(false) => "error",
+                Err(_) => {
+                    let _ = std::fs::write(dir.join(format!("panic-{i}.txt")), &text);
+                    "panic"
+                }
+            };
+            let _ = writeln!(progress, "E {i} {outcome}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "the long run of scripts/fuzz-parsers"]
+fn long_run_of_the_front_end() {
+    let srcs = sources();
+    long_run::drive(
+        |seed, i| {
+            let mut rng = Rng::new(seed ^ i.wrapping_mul(0xA076_1D64_78BD_642F));
+            let (_, src) = &srcs[(i % srcs.len() as u64) as usize];
+            mutate(src, &mut rng)
+        },
+        |m| {
+            let Ok(file) = parse_file("fuzz.py", m) else { return false };
+            let names: Vec<String> = file.kernels().iter().map(|k| k.name.clone()).collect();
+            let mut any = false;
+            for k in names {
+                for t in 0..4 {
+                    let args = args_for(&file, &k, &mut Rng::new(t));
+                    if let Ok(c) = compile(&file, &k, &args, &CompileOptions::default()) {
+                        if let Err(e) = trident_ir::verify_module(&c.module) {
+                            panic!("unverifiable IR: {}", e[0].render(&c.module.files));
+                        }
+                        any = true;
+                    }
+                }
+            }
+            any
+        },
+    );
+}

@@ -19,6 +19,10 @@ pub struct GpuOptions {
     /// In-kernel region profiling (`None`: off, and any `record` op is stripped first, so
     /// the kernel is exactly the unprofiled one).
     pub profile: Option<ProfileOptions>,
+    /// Sanitize mode: every global load, store and atomic is checked against the extent of
+    /// the buffer its pointer came from; a violation is suppressed and recorded (hidden
+    /// parameters: see `ptx::sanitize`).
+    pub sanitize: bool,
 }
 
 impl Default for GpuOptions {
@@ -30,6 +34,7 @@ impl Default for GpuOptions {
             max_shared_bytes: None,
             line_info: true,
             profile: None,
+            sanitize: false,
         }
     }
 }
@@ -155,10 +160,11 @@ impl GpuOptions {
                 "line_info" => {
                     o.line_info = v.parse().map_err(|_| format!("`line_info` is true or false, not `{v}`"))?
                 }
+                "sanitize" => o.sanitize = v.parse().map_err(|_| format!("`sanitize` is true or false, not `{v}`"))?,
                 _ => {
                     return Err(format!(
                         "unknown option `{k}` (known: target, num_warps, num_stages, max_shared_bytes, line_info, \
-                         profile, granularity, buffer_records, profile_mode)"
+                         sanitize, profile, granularity, buffer_records, profile_mode)"
                     ))
                 }
             }

@@ -5,10 +5,13 @@
 //! shows up here as a diff to review; when the change is intended, `BLESS=1 cargo test -p
 //! trident-gpu --test ptx_snapshots` (or `scripts/bless`) rewrites the files.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use trident_front::{ArgInfo, ConstValue};
 use trident_gpu::{GpuOptions, Target};
 
+#[derive(Clone)]
 struct Snapshot {
     name: &'static str,
     file: &'static str,
@@ -19,6 +22,8 @@ struct Snapshot {
     /// `NAME=*DTYPE` (a 16-byte aligned pointer), `NAME=INT`, `NAME=FLOAT`, `NAME=True|False`;
     /// values of constexpr parameters become constexprs.
     args: &'static str,
+    /// Compiled in sanitize mode (bounds checks of every global access).
+    sanitize: bool,
 }
 
 const MATMUL: &str = "a=*f16 b=*f16 c=*f16 M=4096 N=4096 K=4096 stride_am=4096 stride_ak=1 stride_bk=4096 \
@@ -37,6 +42,7 @@ fn snapshots() -> Vec<Snapshot> {
         num_warps,
         num_stages,
         args,
+        sanitize: false,
     };
     vec![
         s(
@@ -103,6 +109,31 @@ fn snapshots() -> Vec<Snapshot> {
             3,
             "BLOCK_M=64 BLOCK_N=32",
         ),
+        // Sanitize mode's lowering: plain loads and stores (vectors), and pipelined cp.async copies.
+        Snapshot {
+            sanitize: true,
+            ..s(
+                "vector_add_f16_sanitized",
+                "kernels/vector_add.py",
+                "add_kernel",
+                Target::Sm80,
+                4,
+                3,
+                "x=*f16 y=*f16 out=*f16 n_elements=4096 BLOCK=1024",
+            )
+        },
+        Snapshot {
+            sanitize: true,
+            ..s(
+                "matmul_f16_64x64x32_w4_sanitized",
+                "kernels/matmul.py",
+                "matmul_kernel",
+                Target::Sm80,
+                4,
+                3,
+                "BLOCK_M=64 BLOCK_N=64 BLOCK_K=32",
+            )
+        },
     ]
 }
 
@@ -161,8 +192,13 @@ fn tile_ir_of(s: &Snapshot) -> (trident_ir::Module, String) {
 
 fn ptx_of(s: &Snapshot) -> String {
     let (m, kernel) = tile_ir_of(s);
-    let opts =
-        GpuOptions { target: s.target, num_warps: s.num_warps, num_stages: s.num_stages, ..GpuOptions::default() };
+    let opts = GpuOptions {
+        target: s.target,
+        num_warps: s.num_warps,
+        num_stages: s.num_stages,
+        sanitize: s.sanitize,
+        ..GpuOptions::default()
+    };
     trident_gpu::compile(&m, &kernel, &opts).unwrap_or_else(|e| panic!("{}", e.diagnostic.render(&m.files))).ptx.ptx
 }
 
@@ -217,6 +253,42 @@ fn snapshots_exercise_their_code_paths() {
     assert!(
         by_name("splitk_matmul_f16_atomics").contains("atom.") || by_name("splitk_matmul_f16_atomics").contains("red.")
     );
+}
+
+/// Sanitize mode's PTX of every snapshot kernel is accepted by ptxas (no warnings) for sm_80
+/// and sm_90a (sm_90a only for the kernels written for it), and checks every global access
+/// of the plain kernel: as many bounds checks as `ld.global`/`st.global`/`atom.global`/
+/// `cp.async` instructions of the user's accesses.
+#[test]
+fn sanitized_ptx_is_accepted_by_ptxas_and_guards_every_access() {
+    for s in snapshots().into_iter().filter(|s| !s.sanitize) {
+        for target in [Target::Sm80, Target::Sm90a] {
+            if s.target == Target::Sm90a && target == Target::Sm80 {
+                continue;
+            }
+            let snap = Snapshot { sanitize: true, target, ..s.clone() };
+            let ptx = ptx_of(&snap);
+            common::ptxas_ok(&ptx, target.arch());
+            let plain = ptx_of(&Snapshot { sanitize: false, ..snap });
+            // Global accesses: instructions (after an optional `@pred` guard) of these kinds.
+            let accesses = |t: &str| {
+                t.lines()
+                    .map(|l| l.trim_start())
+                    .map(|l| if l.starts_with('@') { l.split_once(' ').map_or("", |x| x.1) } else { l })
+                    .filter(|l| {
+                        (l.starts_with("atom.") && l.contains(".global"))
+                            || ["ld.global", "st.global", "cp.async.cg.", "cp.async.ca."]
+                                .iter()
+                                .any(|p| l.starts_with(p))
+                    })
+                    .count()
+            };
+            let checks = ptx.matches("bra $L_san_ok_").count();
+            assert_eq!(checks, accesses(&plain), "{} for {target}: one check per access", s.name);
+            // Each check's recording code adds two stores and two atomics on the record.
+            assert_eq!(accesses(&ptx), accesses(&plain) + 4 * checks, "{} for {target}", s.name);
+        }
+    }
 }
 
 /// ARCHITECTURE.md's invariants on the IR, on real kernels: in tile IR every op carries a

@@ -98,8 +98,10 @@ impl Program {
 
     /// Compiles (through the compile cache) and runs `kernel` on `args`, a list of
     /// `(name, value)` (values as in the module docs). Returns a dict: `backend`,
-    /// `compile_s`, `run_s`, `cache` (`memo`, `disk`, `miss` or None), `printed`.
-    #[pyo3(signature = (kernel, grid, args, backend="interp", num_warps=None, num_stages=None, debug=false))]
+    /// `compile_s`, `run_s`, `cache` (`memo`, `disk`, `miss` or None), `printed`. `sanitize`:
+    /// bounds checks in the kernel on emu and cuda (the first violation fails the launch with
+    /// the interpreter's error; nothing is written back).
+    #[pyo3(signature = (kernel, grid, args, backend="interp", num_warps=None, num_stages=None, debug=false, sanitize=false))]
     #[allow(clippy::too_many_arguments)]
     fn launch<'py>(
         &self,
@@ -111,6 +113,7 @@ impl Program {
         num_warps: Option<u32>,
         num_stages: Option<u32>,
         debug: bool,
+        sanitize: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let k = self.prog.kernel(kernel).map_err(run_err)?;
         let backend = match Backend::parse(backend) {
@@ -132,6 +135,7 @@ impl Program {
         opts.num_warps = num_warps;
         opts.num_stages = num_stages;
         opts.debug = debug;
+        opts.sanitize = sanitize;
         let originals: Vec<Vec<u8>> = held.iter().map(|h| tensor_bytes(&launch_args[h.index]).to_vec()).collect();
         // The kernel runs without the GIL: other Python threads go on meanwhile.
         let prog = &self.prog;

@@ -10,6 +10,10 @@
 //! (`crate::profile::buffer_bytes`) as the hidden last argument on both backends; the
 //! buffer comes back in [`GpuRun::profile`] — as do, on the emulator, the markers a kernel
 //! compiled with zero-cost markers passed.
+//!
+//! A sanitized kernel (`PtxKernel::sanitize`) gets its hidden arguments after those: the
+//! pointer parameters' extents and a zero-filled violation record, which comes back in
+//! [`GpuRun::sanitize`] for `crate::sanitize::check`.
 
 use std::time::Duration;
 
@@ -38,6 +42,8 @@ pub struct GpuRun {
     pub profile: Option<Collected>,
     /// The emulator's modelled clock (its cycles per ns); `None` on CUDA.
     pub clock_ghz: Option<f64>,
+    /// A sanitized kernel's violation record after the last launch (`crate::sanitize`).
+    pub sanitize: Option<Vec<u8>>,
 }
 
 /// Runs compiled GPU code on the emulator (its PTX parsed once per loaded kernel).
@@ -100,6 +106,10 @@ fn run_emu_module(
         if let Some(n) = profile_bytes {
             kargs.push(trident_emu::KernelArg::Buffer(HostTensor::zeros(trident_core::DType::U8, &[n])));
         }
+        if let Some(info) = &ptx.sanitize {
+            kargs.extend(crate::sanitize::extents(info, args).into_iter().map(trident_emu::KernelArg::Scalar));
+            kargs.push(trident_emu::KernelArg::Buffer(crate::sanitize::new_record()));
+        }
         let cfg = trident_emu::LaunchConfig {
             grid,
             block: [ptx.num_threads, 1, 1],
@@ -113,6 +123,17 @@ fn run_emu_module(
         last = Some((kargs, report));
     }
     let Some((mut kargs, report)) = last else { return Err(RunError::msg("internal: no emulator run")) };
+    let sanitize = match &ptx.sanitize {
+        Some(info) => {
+            let record = match kargs.pop() {
+                Some(trident_emu::KernelArg::Buffer(t)) => t.data,
+                _ => return Err(RunError::msg("internal: the sanitize record did not come back")),
+            };
+            kargs.truncate(kargs.len().saturating_sub(info.pointer_params.len()));
+            Some(record)
+        }
+        None => None,
+    };
     let profile = match profile_bytes {
         Some(_) => match kargs.pop() {
             Some(trident_emu::KernelArg::Buffer(t)) => Some(Collected::Buffer(t.data)),
@@ -125,7 +146,15 @@ fn run_emu_module(
     };
     let tensors = emulator_tensors(kargs);
     let kernel_time = samples.last().copied().unwrap_or_default();
-    Ok(GpuRun { tensors, printed: report.printf, kernel_time, samples, profile, clock_ghz: Some(report.clock_ghz) })
+    Ok(GpuRun {
+        tensors,
+        printed: report.printf,
+        kernel_time,
+        samples,
+        profile,
+        clock_ghz: Some(report.clock_ghz),
+        sanitize,
+    })
 }
 
 /// An emulator error of a Trident-compiled kernel, told in the kernel's terms: the source
@@ -281,6 +310,9 @@ pub struct CudaRunner {
     params: Vec<AbiType>,
     /// The zero-filled profile buffer of a profiled kernel (its hidden last parameter).
     profile: Option<trident_cuda::DeviceBuffer>,
+    /// A sanitized kernel's hidden arguments: the pointer parameters' extents and the
+    /// zero-filled violation record.
+    sanitize: Option<(Vec<u64>, trident_cuda::DeviceBuffer)>,
 }
 
 impl CudaRunner {
@@ -293,6 +325,14 @@ impl CudaRunner {
                 let b = DeviceBuffer::alloc(&loaded.dev, n).map_err(cuda_err)?;
                 b.memset(0).map_err(cuda_err)?;
                 Some(b)
+            }
+            None => None,
+        };
+        let sanitize = match &code.ptx.sanitize {
+            Some(info) => {
+                let b = DeviceBuffer::alloc(&loaded.dev, crate::sanitize::new_record().data.len()).map_err(cuda_err)?;
+                b.memset(0).map_err(cuda_err)?;
+                Some((crate::sanitize::extents(info, args), b))
             }
             None => None,
         };
@@ -312,12 +352,21 @@ impl CudaRunner {
             shared: code.ptx.shared_bytes,
             params: code.ptx.params.iter().map(|p| p.ty.clone()).collect(),
             profile,
+            sanitize,
         })
     }
 
     /// The profile buffer as the last launch left it (profiled kernels only).
     pub fn profile_bytes(&self) -> Result<Option<Vec<u8>>, RunError> {
         let Some(b) = &self.profile else { return Ok(None) };
+        let mut out = vec![0u8; b.len()];
+        b.copy_to_host(&mut out).map_err(cuda_err)?;
+        Ok(Some(out))
+    }
+
+    /// The violation record as the launches left it (sanitized kernels only).
+    pub fn sanitize_record(&self) -> Result<Option<Vec<u8>>, RunError> {
+        let Some((_, b)) = &self.sanitize else { return Ok(None) };
         let mut out = vec![0u8; b.len()];
         b.copy_to_host(&mut out).map_err(cuda_err)?;
         Ok(Some(out))
@@ -364,6 +413,10 @@ impl CudaRunner {
             .collect();
         if let Some(b) = &self.profile {
             params.push(Param::Ptr(b));
+        }
+        if let Some((extents, record)) = &self.sanitize {
+            params.extend(extents.iter().map(|&e| Param::U64(e)));
+            params.push(Param::Ptr(record));
         }
         let dev = &self.loaded.dev;
         let stream = dev.default_stream();
@@ -436,6 +489,7 @@ pub fn run_cuda_code(
     let samples = runner.time(warmup, reps, flush_l2)?;
     let tensors = runner.download()?;
     let profile = runner.profile_bytes()?.map(Collected::Buffer);
+    let sanitize = runner.sanitize_record()?;
     let kernel_time = samples.last().copied().unwrap_or_default();
-    Ok(GpuRun { tensors, printed: String::new(), kernel_time, samples, profile, clock_ghz: None })
+    Ok(GpuRun { tensors, printed: String::new(), kernel_time, samples, profile, clock_ghz: None, sanitize })
 }

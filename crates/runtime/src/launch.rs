@@ -75,6 +75,11 @@ pub struct LaunchOptions {
     /// Stop a launch on the interpreter or the emulator that runs longer than this (an
     /// error; the arguments are left as they were). `None`: `TRIDENT_TIMEOUT`, else no limit.
     pub timeout: Option<Duration>,
+    /// Sanitize mode on the emulator and CUDA (`--sanitize`; `TRIDENT_SANITIZE=1` turns it on
+    /// for every launch): the kernel checks every global access against its buffer's extent,
+    /// suppresses one outside and fails the launch with the interpreter's error for the first
+    /// (see [`crate::sanitize`]). The interpreter always checks; the SASS emulator refuses it.
+    pub sanitize: bool,
 }
 
 impl LaunchOptions {
@@ -93,6 +98,7 @@ impl LaunchOptions {
             profile: None,
             profile_cost: crate::profile::ProbeCost::Calibrated,
             timeout: None,
+            sanitize: false,
         }
     }
 
@@ -109,6 +115,7 @@ impl LaunchOptions {
             profile: cmd.profile.as_ref().map(|p| p.options()),
             profile_cost: cmd.profile.as_ref().map_or(crate::profile::ProbeCost::Calibrated, |p| p.probe_cost),
             timeout: cmd.timeout,
+            sanitize: cmd.sanitize,
             ..LaunchOptions::new(cmd.grid)
         }
     }
@@ -122,8 +129,18 @@ impl LaunchOptions {
         }
     }
 
-    /// Refuses profiling where it cannot run.
+    /// Whether the launch is sanitized: asked for here or by `TRIDENT_SANITIZE`.
+    pub fn sanitized(&self) -> bool {
+        self.sanitize || crate::env::sanitize()
+    }
+
+    /// Refuses profiling, and sanitize mode, where they cannot run.
     fn check_profile(&self) -> Result<(), RunError> {
+        if self.sanitized() && self.resolved_backend() == Backend::SassEmu {
+            return Err(RunError::msg(
+                "error: sanitize mode runs on the emulator or CUDA (--backend emu or cuda), not on the SASS emulator",
+            ));
+        }
         let Some(p) = &self.profile else { return Ok(()) };
         if self.resolved_backend() == Backend::Interp {
             return Err(RunError::msg(

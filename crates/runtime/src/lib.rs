@@ -44,6 +44,7 @@ pub mod program;
 pub mod ptx_run;
 pub mod rng;
 pub(crate) mod run;
+pub mod sanitize;
 pub mod sass;
 pub mod sass_run;
 pub mod scalar;

@@ -267,7 +267,7 @@ mod live_tests {
             ("x_ptr".to_string(), ArgInfo::Pointer { dtype: trident_core::DType::F32, aligned16: true }),
             ("BLOCK".to_string(), ArgInfo::Constexpr(ConstValue::Int(16))),
         ];
-        let d = describe(k, &infos, CodeTarget::Tile, &CompileOptions::default(), 4, 3, None);
+        let d = describe(k, &infos, CodeTarget::Tile, &CompileOptions::default(), 4, 3, Default::default());
         format!("{}|{}", cache_key(prog, "k", &d).id(), prog.source_id())
     }
 

@@ -131,6 +131,7 @@ pub(crate) fn run_raw(
         Backend::Emu => {
             let code = gpu_code(ck, backend)?;
             let run = crate::gpu::run_emu_code(code, &values, &ck.runtime_params(), grid, reps, deadline(opts)?)?;
+            sanitize_check(ck, code, &run, &values, grid)?;
             (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz)
         }
         Backend::SassEmu => {
@@ -138,11 +139,30 @@ pub(crate) fn run_raw(
             (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz)
         }
         Backend::Cuda => {
-            let run = crate::gpu::run_cuda_code(gpu_code(ck, backend)?, &values, grid, warmup, reps, opts.flush_l2)?;
+            let code = gpu_code(ck, backend)?;
+            let run = crate::gpu::run_cuda_code(code, &values, grid, warmup, reps, opts.flush_l2)?;
+            sanitize_check(ck, code, &run, &values, grid)?;
             (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz)
         }
     };
     Ok(RawRun { tensors, printed, samples, grid, profile, clock_ghz })
+}
+
+/// A sanitized kernel's violation, as the launch's error (see [`crate::sanitize`]).
+fn sanitize_check(
+    ck: &CompiledKernel,
+    code: &GpuCode,
+    run: &crate::gpu::GpuRun,
+    values: &[ArgValue],
+    grid: [u32; 3],
+) -> Result<(), RunError> {
+    match (&code.ptx.sanitize, &run.sanitize) {
+        (Some(info), Some(record)) => {
+            crate::sanitize::check(info, record, values, &ck.runtime_params(), &ck.module.files, grid)
+        }
+        (Some(_), None) => Err(RunError::msg("internal: a sanitized kernel's record did not come back")),
+        _ => Ok(()),
+    }
 }
 
 /// When a CPU launch starting now must stop: `opts.timeout`, else `TRIDENT_TIMEOUT`.

@@ -80,5 +80,13 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
     let kargs = last.ok_or_else(|| RunError::msg("internal: no sass-emu run"))?;
     let tensors = crate::gpu::emulator_tensors(kargs.into_iter().take(ptx.params.len()).collect());
     let kernel_time = samples.last().copied().unwrap_or_default();
-    Ok(GpuRun { tensors, printed: String::new(), kernel_time, samples, profile: None, clock_ghz: Some(1.755) })
+    Ok(GpuRun {
+        tensors,
+        printed: String::new(),
+        kernel_time,
+        samples,
+        profile: None,
+        clock_ghz: Some(1.755),
+        sanitize: None,
+    })
 }

@@ -285,7 +285,9 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
                 let view = ins(f, OpKind::MemDescIndex, &[bufs[ci].0, slot], Some(bufs[ci].1.clone()));
                 let (ptr, mask) = mapped_ptr_mask(f, op, &map);
                 let vm = valid_mask(f, &mut ins, ptr, mask, valid);
-                ins(f, OpKind::AsyncCopy, &[view, ptr, vm], None);
+                // The copy is the load: its location (sanitize reports accesses there).
+                let cp = f.new_op(OpKind::AsyncCopy, &[view, ptr, vm], &[], f.ops[op].loc);
+                f.insert_op_before(for_op, cp);
             } else {
                 let c = f.clone_op(op, &mut map);
                 f.insert_op_before(for_op, c);
@@ -346,7 +348,9 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
                     let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, ws], Some(bufs[ci].1.clone()));
                     let (ptr, mask) = mapped_ptr_mask(f, op, map0);
                     let vm = valid_mask(f, app, ptr, mask, valid);
-                    app(f, OpKind::AsyncCopy, &[view, ptr, vm], None);
+                    // The copy is the load: its location (sanitize reports accesses there).
+                    let cp = f.new_op(OpKind::AsyncCopy, &[view, ptr, vm], &[], f.ops[op].loc);
+                    f.append_op(nb, cp);
                 } else {
                     let c = f.clone_op(op, map0);
                     f.append_op(nb, c);

@@ -170,10 +170,15 @@ impl Emitter<'_> {
             if let Some((masks, _)) = cp_async {
                 let n = w as u32 * bytes;
                 let cache = if n == 16 { "cg" } else { "ca" };
-                let src_size = match masks {
+                let mut mask = masks.map(|m| m[g * w]);
+                if let Some(site) = self.copy_site.clone() {
+                    // Out of bounds: copy nothing (the slot is zero-filled) and record it.
+                    mask = Some(self.san_guard(&site, &regs[g * w].to_string(), g * w, w, bytes, mask)?);
+                }
+                let src_size = match mask {
                     Some(m) => {
                         let r = self.new_reg(RegClass::B32);
-                        self.ins(format!("selp.u32 {r}, {n}, 0, {}", m[g * w]));
+                        self.ins(format!("selp.u32 {r}, {n}, 0, {m}"));
                         r.to_string()
                     }
                     None => n.to_string(),
@@ -472,8 +477,12 @@ impl Emitter<'_> {
                     Some(m) => Some(self.regs(m)?),
                     None => None,
                 };
+                let site = self.san_site(op, ptr, super::sanitize::SiteAccess::Load)?;
                 if matches!(w as u32 * bytes, 4 | 8 | 16) {
-                    self.store_tile(&sl, &l, &ptrs, bytes, addr, Some((masks.as_deref(), w)))?;
+                    self.copy_site = site;
+                    let r = self.store_tile(&sl, &l, &ptrs, bytes, addr, Some((masks.as_deref(), w)));
+                    self.copy_site = None;
+                    r?;
                 } else {
                     // Too narrow for cp.async: load (zero-filling masked lanes) and store synchronously.
                     let class = super::regs::class_of(vt.elem());
@@ -481,7 +490,11 @@ impl Emitter<'_> {
                     for (i, &p) in ptrs.iter().enumerate() {
                         let r = self.new_reg(class);
                         self.ins(format!("mov.{} {r}, 0", class.btype()));
-                        let pred = masks.as_ref().map(|m| format!("@{} ", m[i])).unwrap_or_default();
+                        let mut pred = masks.as_ref().map(|m| m[i]);
+                        if let Some(s) = &site {
+                            pred = Some(self.san_guard(s, &p.to_string(), i, 1, bytes, pred)?);
+                        }
+                        let pred = pred.map(|p| format!("@{p} ")).unwrap_or_default();
                         let ty = match bytes {
                             1 => "u8",
                             2 => "b16",

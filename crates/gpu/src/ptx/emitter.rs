@@ -59,6 +59,10 @@ pub(crate) struct Emitter<'a> {
     /// How `record` ops are lowered, when profiling (see `profile`).
     pub(crate) records: Option<super::profile::RecordLowering>,
     users: Option<HashMap<Value, Vec<Op>>>,
+    /// Sanitize mode's state (bounds checks of global accesses; see `sanitize`).
+    pub(crate) san: Option<super::sanitize::Sanitizer>,
+    /// The sanitize site of the `async_copy` being emitted, for `store_tile`'s `cp.async`s.
+    pub(crate) copy_site: Option<super::sanitize::Site>,
     /// The PTX ISA version the instructions used need (times ten: 80 = 8.0).
     pub ptx_version: u32,
 }
@@ -95,6 +99,8 @@ impl<'a> Emitter<'a> {
             pending_wgmma: Vec::new(),
             records: None,
             users: None,
+            san: None,
+            copy_site: None,
             ptx_version: 80,
         };
         e.tid = e.new_reg(RegClass::B32);

@@ -10,6 +10,7 @@
 
 use super::emitter::{Emitter, Res};
 use super::regs::{class_of, mem_bytes, Reg, RegClass};
+use super::sanitize::SiteAccess;
 use crate::layout::LinearLayout;
 use crate::machine::scratch::atomic_result_needs_broadcast;
 use crate::machine::vector::vector_width_of;
@@ -287,6 +288,7 @@ impl Emitter<'_> {
         let vol = if volatile { ".volatile" } else { "" };
         let mut out = Vec::with_capacity(ptrs.len());
         let other_bits = other.and_then(|o| self.splat_const(o)).map(|c| super::shape::const_bits(c, e));
+        let site = self.san_site(op, ptr, SiteAccess::Load)?;
         for (g, addr) in addrs.iter().enumerate().take(ptrs.len() / vec) {
             let base = g * vec;
             // Words, pre-set to `other` when it is a constant (else zero, fixed below).
@@ -314,7 +316,11 @@ impl Emitter<'_> {
             } else {
                 acc.suffix()
             };
-            let pred = masks.as_ref().map(|m| format!("@{} ", m[base])).unwrap_or_default();
+            let mut pred = masks.as_ref().map(|m| m[base]);
+            if let Some(s) = &site {
+                pred = Some(self.san_guard(s, addr, base, vec, bytes, pred)?);
+            }
+            let pred = pred.map(|p| format!("@{p} ")).unwrap_or_default();
             self.ins(format!("{pred}ld{vol}.global{cs}.{ty} {}, [{}]", acc.operand(&words), addr));
             let mut elems = self.unpack(&acc, &words, e);
             if is_bool {
@@ -368,10 +374,14 @@ impl Emitter<'_> {
         };
         let acc = Access::new(vec, bytes);
         let cs = cache_suffix(cache, evict, true);
+        let site = self.san_site(op, ptr, SiteAccess::Store)?;
         for (g, addr) in addrs.iter().enumerate().take(ptrs.len() / vec) {
             let base = g * vec;
             let words = self.pack(&acc, &vals[base..base + vec]);
-            let pred = self.combine_preds(masks.as_ref().map(|m| m[base]), owner);
+            let mut pred = self.combine_preds(masks.as_ref().map(|m| m[base]), owner);
+            if let Some(s) = &site {
+                pred = Some(self.san_guard(s, addr, base, vec, bytes, pred)?);
+            }
             let p = pred.map(|p| format!("@{p} ")).unwrap_or_default();
             let ty = acc.suffix();
             self.ins(format!("{p}st.global{cs}.{ty} [{addr}], {}", acc.operand(&words)));
@@ -423,6 +433,8 @@ impl Emitter<'_> {
         let copies = atomic_result_needs_broadcast(f, op);
         let c = class_of(e);
         let mut out = vec![];
+        let site = self.san_site(op, ptr, SiteAccess::Atomic)?;
+        let bytes = mem_bytes(e);
         match &d.kind {
             OpKind::AtomicRmw { op: rmw, .. } => {
                 let vals = self.regs(d.operands[1])?;
@@ -431,7 +443,10 @@ impl Emitter<'_> {
                     None => None,
                 };
                 for i in 0..ptrs.len() {
-                    let pred = self.combine_preds(masks.as_ref().map(|m| m[i]), owner);
+                    let mut pred = self.combine_preds(masks.as_ref().map(|m| m[i]), owner);
+                    if let Some(s) = &site {
+                        pred = Some(self.san_guard(s, &ptrs[i].to_string(), i, 1, bytes, pred)?);
+                    }
                     let old = self.new_reg(c);
                     self.ins(format!("mov.{} {old}, 0", c.btype()));
                     self.atomic_rmw(*rmw, dt, sem_s, scope_s, pred, old, ptrs[i], vals[i])?;
@@ -451,9 +466,13 @@ impl Emitter<'_> {
                     return Err(self.err("atomic_cas on 8-bit types is not supported"));
                 }
                 for i in 0..ptrs.len() {
+                    let mut pred = owner;
+                    if let Some(s) = &site {
+                        pred = Some(self.san_guard(s, &ptrs[i].to_string(), i, 1, bytes, pred)?);
+                    }
                     let old = self.new_reg(c);
                     self.ins(format!("mov.{} {old}, 0", c.btype()));
-                    let p = owner.map(|p| format!("@{p} ")).unwrap_or_default();
+                    let p = pred.map(|p| format!("@{p} ")).unwrap_or_default();
                     self.ins(format!(
                         "{p}atom{sem_s}{scope_s}.global.cas.{ty} {old}, [{}], {}, {}",
                         ptrs[i], cmps[i], vals[i]

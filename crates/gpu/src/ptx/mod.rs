@@ -20,6 +20,10 @@
 //! the launch and reads back after it (format: `trident_profile::format`). Markers and
 //! unprofiled kernels have no hidden parameter.
 //!
+//! **Sanitize mode** (`GpuOptions::sanitize`, [`PtxKernel::sanitize`]) adds, after those, one
+//! `.param .u64` per pointer parameter (its buffer's extent in bytes) and the address of a
+//! 32-byte violation record the launcher zero-fills and reads back: see [`sanitize`].
+//!
 //! The CTA is one-dimensional with `32 * num_warps` threads (`.reqntid`); the grid is
 //! up to three-dimensional (`program_id(axis)` is `%ctaid.{x,y,z}`). Shared memory is
 //! dynamic (`.extern .shared global_smem[]`): launch with [`PtxKernel::shared_bytes`]
@@ -38,6 +42,7 @@ pub mod memory;
 pub mod profile;
 pub mod reduce;
 pub mod regs;
+pub mod sanitize;
 pub mod shape;
 pub mod smem_addr;
 pub mod wgmma;
@@ -107,6 +112,9 @@ pub struct PtxKernel {
     /// Whether the kernel takes the profile buffer's address as a hidden last `.param .u64`
     /// (compiled with real profiling probes; see the module's ABI notes).
     pub profile_buffer: bool,
+    /// Compiled in sanitize mode: its hidden parameters (after the profile buffer) and
+    /// access sites (see [`sanitize`]).
+    pub sanitize: Option<sanitize::SanitizeInfo>,
 }
 
 fn abi_of(t: &Type) -> Result<AbiType, String> {
@@ -133,10 +141,12 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
     };
     let axis = AxisAnalysis::run(f);
     let mut e = Emitter::new(f, &m.files, opts, &axis);
-    let entry = sanitize(&f.name);
+    let entry = ptx_ident(&f.name);
     let mut params = vec![];
     let mut param_text = String::new();
     let mut loads = String::new();
+    // Pointer parameters' registers (sanitize mode checks accesses against their buffers).
+    let mut bases: Vec<Option<regs::Reg>> = vec![None; f.params.len()];
     for (i, p) in f.params.iter().enumerate() {
         let t = f.ty(p.value);
         let abi = abi_of(t).map_err(|m| Diagnostic::error(m).at(f.loc, 1))?;
@@ -147,6 +157,7 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
         match (&abi, class) {
             (AbiType::Pointer(_), _) => {
                 let _ = writeln!(loads, "\tld.param.u64 {r}, [{pname}];");
+                bases[i] = Some(r);
             }
             (AbiType::Scalar(_), RegClass::B64) => {
                 let _ = writeln!(loads, "\tld.param.{} {r}, [{pname}];", abi.ptx_type());
@@ -188,6 +199,17 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
         e.setup_probes(geom, buffer)?;
     }
     debug_assert_eq!(probes.is_some(), opts.profile.is_some_and(|p| p.mode == ProbeMode::Probes));
+    if opts.sanitize {
+        if f.params.len() > 255 {
+            return Err(
+                Diagnostic::error("sanitize: kernels with more than 255 parameters are not supported").at(f.loc, 1)
+            );
+        }
+        let first = f.params.len() + probes.is_some() as usize;
+        let (ptrs, record) = sanitize::load_hidden(&mut e, &entry, first, &bases, &mut param_text, &mut loads);
+        let (key, seq) = e.sanitize_prologue();
+        e.san = Some(sanitize::Sanitizer::new(f, ptrs, record, key, seq));
+    }
     e.block(f.body)?;
     if !e.pending_wgmma.is_empty() {
         e.ins("wgmma.wait_group.sync.aligned 0");
@@ -240,11 +262,12 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
         params,
         target: opts.target,
         profile_buffer: probes.is_some(),
+        sanitize: e.san.take().map(|s| s.info),
     })
 }
 
 /// A PTX identifier for a kernel name.
-fn sanitize(name: &str) -> String {
+fn ptx_ident(name: &str) -> String {
     let mut s: String =
         name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '$' { c } else { '_' }).collect();
     if s.is_empty() || s.as_bytes()[0].is_ascii_digit() {

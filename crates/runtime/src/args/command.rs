@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! trident run FILE.py::KERNEL --grid X[,Y[,Z]]|EXPR [--backend auto|interp|emu|cuda|sass-emu] [--num-warps N]
-//!     [--num-stages N] [--seed N] [--save NAME=PATH.npy]... [--debug] [--print-ir-after-all] NAME=VALUE...
+//!     [--num-stages N] [--seed N] [--save NAME=PATH.npy]... [--debug] [--sanitize] [--print-ir-after-all]
+//!     [--timeout SECS] NAME=VALUE...
 //! trident run FILE.ptx[::ENTRY] --grid X[,Y[,Z]] --block T[,TY[,TZ]] [--shared BYTES]
 //!     [--backend auto|emu|cuda|sass-emu] [--seed N] [--save I=PATH.npy]... VALUE...
 //! trident bench (the words of a kernel run) [--warmup N] [--reps N] [--flops EXPR] [--bytes EXPR]
@@ -83,6 +84,12 @@ pub const FLAGS: &[Flag] = &[
         name: "timeout",
         value: Some("SECS"),
         help: "stop a launch on the interpreter or the emulator that runs longer (an error; outputs untouched); also TRIDENT_TIMEOUT",
+        lines: &[K],
+    },
+    Flag {
+        name: "sanitize",
+        value: None,
+        help: "emu/cuda: check every global load, store and atomic against its buffer's bounds in the kernel; the first violation fails the launch with the interpreter's error (also TRIDENT_SANITIZE=1)",
         lines: &[K],
     },
     Flag { name: "print-ir-after-all", value: None, help: "print the IR after every pass to stderr", lines: &[K] },
@@ -404,6 +411,8 @@ pub struct RunCommand {
     pub saves: Vec<SaveSpec>,
     /// `--debug`.
     pub debug: bool,
+    /// `--sanitize`.
+    pub sanitize: bool,
     /// `--print-ir-after-all`.
     pub print_ir_after_all: bool,
     /// `trident bench`'s options (their defaults for `trident run`).
@@ -454,6 +463,7 @@ impl RunCommand {
             seed: 0,
             saves: vec![],
             debug: false,
+            sanitize: false,
             print_ir_after_all: false,
             bench: BenchOptions::default(),
             profile: None,
@@ -492,6 +502,7 @@ impl RunCommand {
                 "seed" => cmd.seed = parse_u64(&flag, v)?,
                 "save" => cmd.saves.push(parse_save(v)?),
                 "debug" => cmd.debug = true,
+                "sanitize" => cmd.sanitize = true,
                 "print-ir-after-all" => cmd.print_ir_after_all = true,
                 "warmup" => cmd.bench.warmup = parse_count(&flag, v)?,
                 "reps" => cmd.bench.reps = parse_count(&flag, v)?.max(1),

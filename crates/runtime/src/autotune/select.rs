@@ -116,6 +116,7 @@ impl Ctx<'_> {
             num_warps,
             num_stages,
             profile: self.opts.profile.filter(|_| self.target != CodeTarget::Tile),
+            sanitize: self.opts.sanitized() && self.target != CodeTarget::Tile,
             print_ir_after_all: self.print_ir_after_all,
             target: self.target,
         }

@@ -249,11 +249,21 @@ pub fn version() -> &'static str {
 //   the very value the compile is given), `profile_scopes` when set (scopes become records
 //   in the tile IR), and for GPU targets `num_warps`, `num_stages` and, when profiling,
 //   `profile` (regions, granularity, ring capacity, probe mode; tile IR does not depend on
-//   them, so a tile-IR entry serves every choice of them). Options only written when set
+//   them, so a tile-IR entry serves every choice of them), and `sanitize` when set (the
+//   bounds checks and hidden parameters of sanitize mode). Options only written when set
 //   keep the keys of unprofiled compilations what they were;
 // * the value of every environment variable the kernel's files read at module level
 //   (`env:NAME` options; [`env_names_read`]);
 // * the target ([`CodeTarget::name`]).
+
+/// The GPU options beyond warps and stages that change the code (GPU targets only).
+#[derive(Copy, Clone, Debug, Default)]
+pub(crate) struct GpuExtras<'a> {
+    /// In-kernel profiling.
+    pub profile: Option<&'a trident_gpu::ProfileOptions>,
+    /// Sanitize mode (bounds checks in the kernel).
+    pub sanitize: bool,
+}
 
 /// The parts of a specialization's key, computed once per lookup: what the in-process
 /// memo is keyed by ([`Described::spec_text`]) and what the disk key is made of.
@@ -280,7 +290,7 @@ pub(crate) fn describe(
     options: &CompileOptions,
     num_warps: u32,
     num_stages: u32,
-    profile: Option<&trident_gpu::ProfileOptions>,
+    gpu: GpuExtras<'_>,
 ) -> Described {
     let find = |name: &str| infos.iter().rev().find(|(n, _)| n == name).map(|(_, a)| a);
     let mut signature = vec![];
@@ -306,8 +316,11 @@ pub(crate) fn describe(
     if target != CodeTarget::Tile {
         opts.push(("num_warps".to_string(), num_warps.to_string()));
         opts.push(("num_stages".to_string(), num_stages.to_string()));
-        if let Some(p) = profile {
+        if let Some(p) = gpu.profile {
             opts.push(("profile".to_string(), p.key_text()));
+        }
+        if gpu.sanitize {
+            opts.push(("sanitize".to_string(), "true".to_string()));
         }
     }
     Described { target: target.name(), signature, constexprs, options: opts }
@@ -465,7 +478,7 @@ mod tests {
         ];
         let opts = CompileOptions::default();
         let text = |target, warps, stages, o: &CompileOptions| {
-            describe(k, &infos, target, o, warps, stages, None).spec_text("s")
+            describe(k, &infos, target, o, warps, stages, GpuExtras::default()).spec_text("s")
         };
         let emu = CodeTarget::Emu(trident_gpu::Target::Sm80);
         // Tile IR does not depend on warps or stages: one entry serves them all.
@@ -479,14 +492,22 @@ mod tests {
         // Profiling: the scopes change the tile IR (every target), the probes the GPU code.
         let scopes = CompileOptions { profile_scopes: true, ..opts.clone() };
         assert_ne!(text(CodeTarget::Tile, 4, 3, &opts), text(CodeTarget::Tile, 4, 3, &scopes));
-        let profiled =
-            |p: &trident_gpu::ProfileOptions, target| describe(k, &infos, target, &opts, 4, 3, Some(p)).spec_text("s");
+        let profiled = |p: &trident_gpu::ProfileOptions, target| {
+            describe(k, &infos, target, &opts, 4, 3, GpuExtras { profile: Some(p), ..Default::default() })
+                .spec_text("s")
+        };
         let p = trident_gpu::ProfileOptions::default();
         let small = trident_gpu::ProfileOptions { capacity: 64, ..p };
         assert_ne!(profiled(&p, emu), text(emu, 4, 3, &opts));
         assert_ne!(profiled(&p, emu), profiled(&small, emu));
         assert_eq!(profiled(&p, CodeTarget::Tile), text(CodeTarget::Tile, 4, 3, &opts));
-        let d = describe(k, &infos, emu, &opts, 4, 3, None);
+        // Sanitize mode changes the GPU code only.
+        let sanitized =
+            |target| describe(k, &infos, target, &opts, 4, 3, GpuExtras { sanitize: true, ..Default::default() });
+        assert_ne!(sanitized(emu).spec_text("s"), text(emu, 4, 3, &opts));
+        assert_eq!(sanitized(CodeTarget::Tile).spec_text("s"), text(CodeTarget::Tile, 4, 3, &opts));
+        assert!(cache_key(&prog, "k", &sanitized(emu)).summary().to_string().contains("sanitize=true"));
+        let d = describe(k, &infos, emu, &opts, 4, 3, GpuExtras::default());
         assert_eq!(cache_key(&prog, "k", &d).id(), cache_key(&prog, "k", &d).id());
         let summary = cache_key(&prog, "k", &d).summary().to_string();
         assert_eq!(

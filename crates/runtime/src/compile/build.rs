@@ -68,6 +68,7 @@ pub(super) fn build(req: &Request, infos: &[(String, ArgInfo)]) -> Result<Compil
                 num_warps: req.num_warps,
                 num_stages: req.num_stages,
                 profile: req.profile,
+                sanitize: req.sanitize,
                 ..GpuOptions::default()
             };
             let module = &compiled.module;

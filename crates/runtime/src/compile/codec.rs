@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use trident_core::DType;
+use trident_gpu::ptx::sanitize::{SanitizeInfo, SanitizeSite, SiteAccess};
 use trident_gpu::{AbiParam, AbiType, PtxKernel, Target};
 use trident_ir::print::{print_module, PrintOptions};
 use trident_ir::SourceFile;
@@ -57,6 +58,68 @@ pub struct GpuMeta {
     /// The profile meta of a profiled kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<trident_profile::ProfileMeta>,
+    /// A sanitized kernel's hidden parameters and access sites.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sanitize: Option<SanitizeMeta>,
+}
+
+/// [`SanitizeInfo`] as JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SanitizeMeta {
+    /// IR indices of the pointer parameters, in the order their extents are passed.
+    pub pointer_params: Vec<u32>,
+    /// The access sites, by id.
+    pub sites: Vec<SiteMeta>,
+}
+
+/// One access site of a sanitized kernel.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SiteMeta {
+    /// Source location: file index in the module, line, column.
+    pub file: u32,
+    pub line: u32,
+    pub col: u32,
+    /// `load`, `store` or `atomic`.
+    pub access: String,
+    /// The parameter the pointer came from (IR index), `None`: any.
+    pub param: Option<u32>,
+    pub dtype: String,
+    pub shape: Vec<u32>,
+}
+
+impl SanitizeMeta {
+    fn of(i: &SanitizeInfo) -> SanitizeMeta {
+        SanitizeMeta {
+            pointer_params: i.pointer_params.clone(),
+            sites: i
+                .sites
+                .iter()
+                .map(|s| SiteMeta {
+                    file: s.loc.file,
+                    line: s.loc.line,
+                    col: s.loc.col,
+                    access: s.access.name().to_string(),
+                    param: s.param,
+                    dtype: s.dtype.name().to_string(),
+                    shape: s.shape.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    fn to_info(&self) -> Result<SanitizeInfo, String> {
+        let mut sites = vec![];
+        for s in &self.sites {
+            sites.push(SanitizeSite {
+                loc: trident_ir::Loc { file: s.file, line: s.line, col: s.col },
+                access: SiteAccess::parse(&s.access).ok_or_else(|| format!("unknown access `{}`", s.access))?,
+                param: s.param,
+                dtype: DType::parse(&s.dtype).ok_or_else(|| format!("unknown dtype `{}`", s.dtype))?,
+                shape: s.shape.clone(),
+            });
+        }
+        Ok(SanitizeInfo { sites, pointer_params: self.pointer_params.clone() })
+    }
 }
 
 impl GpuMeta {
@@ -79,6 +142,7 @@ impl GpuMeta {
             num_stages: g.num_stages,
             profile_buffer: p.profile_buffer,
             profile: g.profile.clone(),
+            sanitize: p.sanitize.as_ref().map(SanitizeMeta::of),
         }
     }
 
@@ -102,6 +166,7 @@ impl GpuMeta {
             params,
             target,
             profile_buffer: self.profile_buffer,
+            sanitize: self.sanitize.as_ref().map(SanitizeMeta::to_info).transpose()?,
         })
     }
 }

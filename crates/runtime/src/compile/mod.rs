@@ -26,7 +26,7 @@ use std::sync::Arc;
 use trident_front::{ArgInfo, CompileOptions, KernelInfo};
 use trident_gpu::ProfileOptions;
 
-use crate::cache::key::{cache_key, describe};
+use crate::cache::key::{cache_key, describe, GpuExtras};
 use crate::cache::{MemoKey, Outcome};
 use crate::compiled::{CodeTarget, CompiledKernel};
 use crate::error::RunError;
@@ -89,6 +89,8 @@ pub(crate) struct Request<'a> {
     /// In-kernel profiling (GPU targets; the user's scopes are the front end's
     /// `options.profile_scopes`).
     pub profile: Option<ProfileOptions>,
+    /// Sanitize mode (GPU targets): bounds checks of every global access in the kernel.
+    pub sanitize: bool,
     /// Print the IR after every pass (the launch's flag or `TRIDENT_DUMP_IR`); bypasses the cache.
     pub print_ir_after_all: bool,
     pub target: CodeTarget,
@@ -121,7 +123,8 @@ pub(crate) fn compile(
         session.count_build();
         return Ok((Arc::new(build::build(req, &infos)?), None));
     };
-    let d = describe(req.kernel, &infos, req.target, &req.options, req.num_warps, req.num_stages, req.profile.as_ref());
+    let extras = GpuExtras { profile: req.profile.as_ref(), sanitize: req.sanitize };
+    let d = describe(req.kernel, &infos, req.target, &req.options, req.num_warps, req.num_stages, extras);
     let memo = MemoKey::new(&req.kernel.name, d.spec_text(req.prog.source_id()));
     // A decoding failure (an entry that verifies but cannot be used, e.g.
     // written by an incompatible build) removes the entry and compiles again, once.
