@@ -127,10 +127,17 @@ const FENCES: &[&str] = &[
     "UBLKCP",
     "NANOSLEEP",
     "YIELD",
+    "BPT",
+    // Warp-uniform reads of the active lanes (`VOTEU.ANY UR5, UPT, PT` before a warp's
+    // aggregated atomic): kept where `ptxas` put them, as the verifier's order rule keeps them.
+    "VOTEU",
+    "ELECT",
 ];
 
-fn is_fence(op: &str) -> bool {
-    FENCES.contains(&root(op))
+/// Nothing moves across these, nor across a clock read (a profile's probe measures where it
+/// stands).
+fn is_fence(t: &Text) -> bool {
+    FENCES.contains(&root(&t.opcode)) || t.operands.contains("SR_CLOCK") || t.operands.contains("SR_GLOBALTIMER")
 }
 
 /// The dependence edges inside `block` (each pair at most once, the first reason found:
@@ -148,7 +155,7 @@ pub fn dependences(text: &[Text], block: Block) -> Vec<Edge> {
                 Some(Why::War(r))
             } else if let Some(r) = common(&ops[a].defs, &ops[b].defs) {
                 Some(Why::Waw(r))
-            } else if is_fence(&ta.opcode) || is_fence(&tb.opcode) {
+            } else if is_fence(ta) || is_fence(tb) {
                 Some(Why::Fence)
             } else {
                 match (memory(&ta.opcode), memory(&tb.opcode)) {

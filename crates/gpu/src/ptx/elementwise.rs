@@ -39,6 +39,16 @@ impl Emitter<'_> {
             }
             _ => None,
         };
+        // A 32-bit integer negation on sm_90: written so that `ptxas` 13.0 cannot see it
+        // (see `neg_i32_opaque`). `Some(k)`: the operand negated.
+        let negation = match d.kind {
+            _ if self.opts.target.capability() < 90 || !matches!(out.num(), Some(DType::I32 | DType::U32)) => None,
+            OpKind::Unary(UnaryOp::Neg) => Some(0),
+            OpKind::Binary(BinaryOp::Sub) if self.splat_const(d.operands[0]) == Some(trident_ir::Const::Int(0)) => {
+                Some(1)
+            }
+            _ => None,
+        };
         let mut regs = Vec::with_capacity(n);
         // Registers the axis analysis proves equal (runs of `constancy` equal elements, e.g.
         // a compare of a range against a multiple of the run length) are computed once.
@@ -55,9 +65,10 @@ impl Emitter<'_> {
                 regs.push(r);
                 continue;
             }
-            let fast = match by_const {
-                Some((b, c)) => self.div_rem_const(b, num(out), a[0], c),
-                None => None,
+            let fast = match (by_const, negation) {
+                (Some((b, c)), _) => self.div_rem_const(b, num(out), a[0], c),
+                (None, Some(k)) => Some(self.neg_i32_opaque(a[k])),
+                (None, None) => None,
             };
             let r = match fast {
                 Some(r) => r,
@@ -236,6 +247,19 @@ impl Emitter<'_> {
             }
         }
         Ok(r)
+    }
+
+    /// `-x` of a 32-bit integer as `~x + 1`. `ptxas` 13.0 (the H100 driver's CUDA) drops a
+    /// negation (`neg`, or `sub` from 0) when it fuses two signed min/max into `VIMNMX3` for
+    /// sm_90/sm_90a — `min(min(a, -b), c)` becomes `min(min(a, b), c)`; found by the SASS
+    /// emulator, `bench/SASS_EMU.md`. Spelled this way the negation survives (one more
+    /// instruction), and 13.5 compiles both spellings right.
+    fn neg_i32_opaque(&mut self, x: Reg) -> Reg {
+        let t = self.new_reg(RegClass::B32);
+        self.ins(format!("not.b32 {t}, {x}"));
+        let r = self.new_reg(RegClass::B32);
+        self.ins(format!("add.s32 {r}, {t}, 1"));
+        r
     }
 
     /// Re-normalises an 8-bit integer held in a 16-bit register after arithmetic.
