@@ -54,12 +54,14 @@ pub enum Command {
     ///
     /// trident run FILE.ptx[::ENTRY] --grid X[,Y[,Z]] --block T[,TY[,TZ]] [--shared BYTES]
     ///     [--backend auto|emu|cuda|sass-emu] [--seed N] [--save I=PATH.npy]... VALUE...
+    /// trident run FILE.cubin[::KERNEL] (as a PTX run; on the SASS emulator)
     ///
     /// VALUE: @PATH.npy[:DTYPE] | zeros|ones|empty|rand|randn:DTYPE:SHAPE | 42 | 0.5 | True | None | f16 (a dtype) | 'text' (a string constexpr).
     /// `--backend auto` runs on the GPU when a CUDA driver and device are found, else on the interpreter.
     /// EXPR: a grid computed at launch from scalar arguments and constexprs, e.g.
     /// 'cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)' for an autotuned kernel (the config picks the blocks).
-    /// PTX VALUEs are positional, one per .entry parameter (a tensor is a pointer, 0 a null pointer).
+    /// PTX VALUEs are positional, one per .entry parameter (a tensor is a pointer, 0 a null pointer);
+    /// a cubin's too (its parameters have sizes only: 8 bytes a tensor or a 64-bit number, 4 bytes a 32-bit one).
     #[command(after_help = run_help())]
     Run(run_cmd::RunArgs),
     /// Compile the bundled kernels, run each on the best backend found, check it, print a table.

@@ -612,6 +612,38 @@ fn sass_emu_backend_agrees_with_the_emulator() {
         saved.push(std::fs::read(&out).unwrap());
     }
     assert_eq!(saved[0], saved[1], "vadd.ptx: the SASS emulator and the PTX emulator agree");
+    // The same code as a cubin (`trident run FILE.cubin`, the SASS emulator by default).
+    let cubin = dir.join("vadd.cubin");
+    let ptxas = std::env::var("TRIDENT_PTXAS").unwrap();
+    let st = Command::new(ptxas).args(["-arch=sm_80", ptx.to_str().unwrap(), "-o", cubin.to_str().unwrap()]).status();
+    assert!(st.unwrap().success());
+    let out = dir.join("cubin.npy");
+    let o = trident(&[
+        "run",
+        &format!("{}::vadd", cubin.display()),
+        "--grid",
+        "4",
+        "--block",
+        "128",
+        "--seed",
+        "7",
+        "--save",
+        &format!("2={}", out.display()),
+        "randn:f32:1000",
+        "randn:f32:1000",
+        "empty:f32:1000",
+        "1000",
+        "0",
+        "0",
+    ]);
+    assert!(o.status.success(), "cubin: {}", stderr(&o));
+    let printed = String::from_utf8_lossy(&o.stdout).to_string() + &stderr(&o);
+    assert!(printed.contains("SASS emulator"), "{printed}");
+    assert_eq!(std::fs::read(&out).unwrap(), saved[0], "vadd.cubin: the PTX emulator's bytes");
+    let o = trident(&["run", cubin.to_str().unwrap(), "--grid", "1", "--block", "32", "--backend", "emu", "1"]);
+    assert!(!o.status.success() && stderr(&o).contains("machine code"), "{}", stderr(&o));
+    let o = trident(&["run", cubin.to_str().unwrap(), "--grid", "1", "--block", "32", "1", "2"]);
+    assert!(!o.status.success() && stderr(&o).contains("takes 6 parameters"), "{}", stderr(&o));
     let mut saved = vec![];
     for backend in ["emu", "sass-emu"] {
         let out = dir.join(format!("py-{backend}.npy"));

@@ -84,10 +84,120 @@ fn convert(i: usize, text: &str, p: &trident_emu::ParamType, seed: u64) -> Resul
     })
 }
 
-/// Reads, checks and runs the PTX a command line names. Nothing is written to disk:
-/// the caller saves [`PtxOutcome::tensors`] as `cmd.saves` asks.
+/// A cubin parameter's value: the cubin says only each parameter's size, so an 8-byte one
+/// takes a tensor (a pointer), `0`/`None` (null) or a 64-bit number (floats as f64), a 4-byte
+/// one a 32-bit number (floats as f32), smaller ones integers.
+fn convert_sized(i: usize, text: &str, bytes: u32, seed: u64) -> Result<Val, RunError> {
+    let arg = parse_and_materialize(&format!("p{i}={text}"), seed)
+        .map_err(|e| RunError::msg(format!("parameter {i}: {e}")))?;
+    Ok(match (arg.value, bytes) {
+        (ArgValue::Tensor(t), 8) => Val::Tensor(t),
+        (ArgValue::Tensor(_), n) => {
+            return Err(RunError::msg(format!("parameter {i} has {n} bytes: a tensor needs an 8-byte (pointer) one")))
+        }
+        (ArgValue::None, 8) => Val::Null,
+        (ArgValue::Float(x), 4) => Val::Bits((x as f32).to_bits() as u64),
+        (ArgValue::Float(x), 8) => Val::Bits(x.to_bits()),
+        (v @ (ArgValue::Int(_) | ArgValue::Bool(_)), 1 | 2 | 4 | 8) => {
+            let d = match bytes {
+                1 => DType::U8,
+                2 => DType::U16,
+                4 => DType::U32,
+                _ => DType::U64,
+            };
+            Val::Bits(scalar_bits(&v, d))
+        }
+        (_, n) => {
+            return Err(RunError::msg(format!(
+                "parameter {i} ({n} bytes): cubin runs pass numbers and tensors, not `{text}`"
+            )))
+        }
+    })
+}
+
+/// `trident run FILE.cubin[::KERNEL]`: the machine code on the SASS emulator (or, with
+/// `--backend cuda`, on the device), values positional as for PTX.
+fn run_cubin(cmd: &PtxCommand, file: &str) -> Result<PtxOutcome, RunError> {
+    let bytes = std::fs::read(&cmd.file).map_err(|e| RunError::msg(format!("cannot read `{file}`: {e}")))?;
+    let cubin = trident_sass::Cubin::parse(&bytes).map_err(|e| RunError::msg(format!("{file}: not a cubin: {e}")))?;
+    let entry = match &cmd.entry {
+        Some(e) => e.clone(),
+        None => match cubin.kernels.as_slice() {
+            [one] => one.name.clone(),
+            ks => {
+                let names: Vec<&str> = ks.iter().map(|k| k.name.as_str()).collect();
+                return Err(RunError::msg(format!(
+                    "{file} has kernels {}: name one as FILE.cubin::KERNEL",
+                    names.join(", ")
+                )));
+            }
+        },
+    };
+    let backend = match cmd.backend {
+        Backend::Cuda => Backend::Cuda,
+        Backend::Auto if crate::gpu::cuda_available() => Backend::Cuda,
+        Backend::Auto | Backend::SassEmu => Backend::SassEmu,
+        b => {
+            return Err(RunError::msg(format!(
+                "a cubin is machine code: it runs on --backend sass-emu or cuda, not {b:?}"
+            )))
+        }
+    };
+    if backend == Backend::Cuda {
+        return Err(RunError::msg(
+            "error: cubin runs on a CUDA device are not supported yet (--backend sass-emu, or run the PTX)",
+        ));
+    }
+    let p = crate::sass_run::program_of_cubin(&bytes, &entry)?;
+    let sizes: Vec<u32> = p.kernel.params.iter().map(|q| q.size).collect();
+    if sizes.len() != cmd.values.len() {
+        let sig: Vec<String> = sizes.iter().map(|n| format!("{n} bytes")).collect();
+        return Err(RunError::msg(format!(
+            "`{entry}` takes {} parameters ({}), {} values given",
+            sizes.len(),
+            sig.join(", "),
+            cmd.values.len()
+        )));
+    }
+    let vals: Vec<Val> = cmd
+        .values
+        .iter()
+        .zip(&sizes)
+        .enumerate()
+        .map(|(i, (v, &n))| convert_sized(i, v, n, cmd.seed))
+        .collect::<Result<_, _>>()?;
+    for s in &cmd.saves {
+        if !matches!(vals.get(s.index), Some(Val::Tensor(_))) {
+            return Err(RunError::msg(format!("--save {0}: parameter {0} is not a tensor", s.index)));
+        }
+    }
+    let mut args: Vec<trident_emu::KernelArg> = vals
+        .into_iter()
+        .map(|v| match v {
+            Val::Tensor(t) => trident_emu::KernelArg::Buffer(t),
+            Val::Null => trident_emu::KernelArg::Null,
+            Val::Bits(b) => trident_emu::KernelArg::Scalar(b),
+        })
+        .collect();
+    let cfg = trident_sass_emu::LaunchConfig {
+        grid: cmd.grid.dims(),
+        block: cmd.block.dims(),
+        dynamic_shared_bytes: cmd.shared,
+        ..Default::default()
+    };
+    let rep =
+        trident_sass_emu::launch(&p, &cfg, &mut args).map_err(|e| RunError::msg(format!("error: sass-emu: {e}")))?;
+    let tensors = crate::gpu::emulator_tensors(args);
+    Ok(PtxOutcome { entry, backend, printed: String::new(), cycles: Some(rep.cycles), tensors })
+}
+
+/// Reads, checks and runs the PTX (or cubin) a command line names. Nothing is written to
+/// disk: the caller saves [`PtxOutcome::tensors`] as `cmd.saves` asks.
 pub fn run_ptx(cmd: &PtxCommand) -> Result<PtxOutcome, RunError> {
     let file = cmd.file.display().to_string();
+    if file.ends_with(".cubin") {
+        return run_cubin(cmd, &file);
+    }
     let text = std::fs::read_to_string(&cmd.file).map_err(|e| RunError::msg(format!("cannot read `{file}`: {e}")))?;
     let module = trident_emu::Module::parse(&text).map_err(|e| RunError::msg(e.to_string()))?;
     let entry = match &cmd.entry {

@@ -16,26 +16,40 @@
 //!   their own paths (`ptxas` relies on it), so a pending result conflicts only with an
 //!   instruction run by some of the same lanes. Uniform registers belong to the whole warp.
 //!
-//! The cycle estimate is the warp's clock: stalls plus the waits for results in flight, with
-//! these modelled latencies for variable-latency results (not yet calibrated on a GPU).
+//! The cycle estimate is the warp's clock: stalls plus the waits for results in flight. The
+//! latencies of variable-latency results are the PTX emulator's machine model's
+//! (`trident_emu::MachineModel`: A100 for sm_80, H100 for sm_90), which was calibrated
+//! against H100 measurements (bench/EMU_MODEL.md); a global load is taken as an L2 hit. Not
+//! yet calibrated on a GPU at the SASS level (no bandwidth, no sharing of an SM between warps).
 
-use trident_emu::{EmuError, ErrorKind};
+use std::sync::LazyLock;
+
+use trident_emu::{EmuError, ErrorKind, MachineModel};
 use trident_sass::latency::{self, Queue};
 use trident_sass::operands::{Operands, Reg};
 use trident_sass::Control;
 
 use crate::decode::Op;
 
-/// Modelled cycles until a variable-latency result arrives.
-fn arrival(op: &Op) -> u64 {
-    match op.root.as_str() {
-        "LDG" | "LD" | "ATOMG" | "ATOM" | "RED" => 450,
-        "LDL" => 200,
-        "LDS" | "LDSM" | "ATOMS" | "SHFL" => 30,
-        "LDC" | "S2R" | "S2UR" | "CS2R" => 20,
-        "MUFU" => 18,
-        _ => 20,
-    }
+static A100: LazyLock<MachineModel> = LazyLock::new(MachineModel::a100_sxm);
+static H100: LazyLock<MachineModel> = LazyLock::new(MachineModel::h100_sxm);
+
+/// Modelled cycles until a variable-latency result arrives on `sm` (80, 90).
+fn arrival(sm: u32, op: &Op) -> u64 {
+    let m: &MachineModel = if sm >= 90 { &H100 } else { &A100 };
+    (match op.root.as_str() {
+        "LDG" | "LD" | "ATOMG" | "ATOM" | "RED" => m.lat_l2_hit,
+        "LDL" => m.lat_local,
+        "LDS" | "LDSM" => m.lat_shared,
+        "ATOMS" => m.lat_shared_atomic,
+        "SHFL" => m.lat_shfl,
+        "LDC" | "S2R" | "S2UR" | "CS2R" => m.lat_param,
+        "MUFU" => m.lat_sfu,
+        "I2F" | "F2I" | "F2F" | "I2I" | "FRND" => m.lat_conv,
+        "DADD" | "DMUL" | "DFMA" | "DSETP" => m.lat_fp64,
+        "HMMA" => m.lat_mma,
+        _ => m.lat_alu.max(m.lat_conv),
+    }) as u64
 }
 
 #[derive(Clone, Debug)]
@@ -218,7 +232,7 @@ impl WarpTiming {
                     sb: c.write_sb,
                     queue: latency::queue(&opcode),
                     seq: self.seq,
-                    arrives: self.clock + arrival(op),
+                    arrives: self.clock + arrival(sm, op),
                     reading: false,
                     lanes: active,
                 });

@@ -6,6 +6,7 @@
 //!     [--timeout SECS] NAME=VALUE...
 //! trident run FILE.ptx[::ENTRY] --grid X[,Y[,Z]] --block T[,TY[,TZ]] [--shared BYTES]
 //!     [--backend auto|emu|cuda|sass-emu] [--seed N] [--save I=PATH.npy]... VALUE...
+//! trident run FILE.cubin[::KERNEL] (as a PTX run; on the SASS emulator)
 //! trident bench (the words of a kernel run) [--warmup N] [--reps N] [--flops EXPR] [--bytes EXPR]
 //!     [--json] [--flush-l2]
 //! trident profile (the words of a kernel run) [--regions scopes,kernel,loops,dots,loads]
@@ -597,7 +598,8 @@ pub struct PtxCommand {
     pub block: Grid,
     /// `--shared`: dynamic shared memory, bytes.
     pub shared: u32,
-    /// `--backend`: `Emu` (the default), `Cuda`, or `Auto` (CUDA when there is a device, else the emulator).
+    /// `--backend`: `Emu` (the default for PTX), `SassEmu` (the default for a cubin), `Cuda`, or
+    /// `Auto` (CUDA when there is a device, else the emulator).
     pub backend: Backend,
     /// `--seed`.
     pub seed: u64,
@@ -617,7 +619,8 @@ impl PtxCommand {
             grid: Grid { x: 1, y: 1, z: 1 },
             block: Grid { x: 1, y: 1, z: 1 },
             shared: 0,
-            backend: Backend::Emu,
+            // A cubin is machine code: the SASS emulator runs it unless told otherwise.
+            backend: if file.ends_with(".cubin") { Backend::SassEmu } else { Backend::Emu },
             seed: 0,
             saves: vec![],
             values: vec![],
@@ -676,7 +679,11 @@ impl RunLine {
     /// Parses the words after `trident run`: a `.ptx` file is run as PTX, anything else as a kernel.
     pub fn parse<S: AsRef<str>>(words: &[S]) -> Result<RunLine, ArgError> {
         let s = scan(words, &[LineKind::Kernel, LineKind::Ptx])?;
-        let is_ptx = s.target.is_some_and(|t| split_target(t).0.ends_with(".ptx"));
+        // A cubin runs as machine code the same way (its parameters from the cubin).
+        let is_ptx = s.target.is_some_and(|t| {
+            let f = split_target(t).0;
+            f.ends_with(".ptx") || f.ends_with(".cubin")
+        });
         let line = if is_ptx { LineKind::Ptx } else { LineKind::Kernel };
         // Scanned with both lines' options (a word's meaning must not depend on the file
         // named after it); an option of the other line is unknown to this one.
