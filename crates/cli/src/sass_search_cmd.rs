@@ -123,7 +123,11 @@ pub fn search(words: &[String]) -> Result<(), String> {
     let s = &out.stats;
     println!("kernel        {kernel} ({}), {} search, seed {}", setup.arch, out.algo.name(), out.seed);
     println!("original      {} estimated cycles", out.original_cycles);
-    println!("best          {} estimated cycles: {:.4}× (SASS emulator model, uncalibrated)", out.best_cycles, out.speedup());
+    println!(
+        "best          {} estimated cycles: {:.4}× (SASS emulator model, uncalibrated)",
+        out.best_cycles,
+        out.speedup()
+    );
     println!("moves         {} (of the best schedule)", out.best.moves.len());
     println!(
         "evaluations   {} emulator runs, {} cache hits, {} moves made, {} refused",
@@ -137,7 +141,8 @@ pub fn search(words: &[String]) -> Result<(), String> {
     let curve: Vec<String> = out.curve.iter().map(|p| format!("{:.1}s:{}", p.seconds, p.best_cycles)).collect();
     println!("curve         {}", curve.join(" → "));
 
-    let write = |path: &str, bytes: &[u8]| std::fs::write(path, bytes).map_err(|e| format!("error: cannot write {path}: {e}"));
+    let write =
+        |path: &str, bytes: &[u8]| std::fs::write(path, bytes).map_err(|e| format!("error: cannot write {path}: {e}"));
     if let Some(p) = &o.output {
         write(p, &out.bytes)?;
         println!("wrote {p}");

@@ -39,7 +39,9 @@ fn search_writes_a_verified_cubin_moves_and_curve() {
     let (best, moves, curve, orig) = (p("best.cubin"), p("moves.json"), p("curve.csv"), p("orig.cubin"));
     let mut args = vec!["sass", "search"];
     args.extend(KERNEL);
-    args.extend(["--algo", "anneal", "--budget", "20", "--seed", "2", "-o", &best, "--moves", &moves, "--curve", &curve]);
+    args.extend([
+        "--algo", "anneal", "--budget", "20", "--seed", "2", "-o", &best, "--moves", &moves, "--curve", &curve,
+    ]);
     let o = trident(&args);
     let out = text(&o);
     assert!(o.status.success(), "{out}");

@@ -137,7 +137,12 @@ fn emu_error(e: trident_emu::EmuError) -> String {
 }
 
 /// The text of kernel `kernel` of `cubin` (whose bytes are `bytes`), read by `disasm`.
-pub(crate) fn kernel_text(disasm: &Disassembler, bytes: &[u8], cubin: &Cubin, kernel: usize) -> Result<Vec<Text>, String> {
+pub(crate) fn kernel_text(
+    disasm: &Disassembler,
+    bytes: &[u8],
+    cubin: &Cubin,
+    kernel: usize,
+) -> Result<Vec<Text>, String> {
     let listings = disasm(bytes)?;
     let k = &cubin.kernels[kernel];
     let text = section_text(cubin, &listings, k.text_section);

@@ -87,7 +87,9 @@ impl Budget {
             return Err(bad());
         };
         match num.parse::<f64>() {
-            Ok(v) if v.is_finite() && v > 0.0 && v * scale < 1e7 => Ok(Budget::Time(Duration::from_secs_f64(v * scale))),
+            Ok(v) if v.is_finite() && v > 0.0 && v * scale < 1e7 => {
+                Ok(Budget::Time(Duration::from_secs_f64(v * scale)))
+            }
             _ => Err(bad()),
         }
     }

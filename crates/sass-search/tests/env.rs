@@ -29,7 +29,11 @@ fn actions_are_legal_memory_moves_and_every_move_verifies() {
             let actions = e.actions(&s);
             assert!(!actions.is_empty(), "{which} {arch}: no legal move at step {step}");
             for a in &actions {
-                assert!(is_memory(&s.text[a.at]), "{which} {arch}: {} is not a memory instruction", s.text[a.at].line());
+                assert!(
+                    is_memory(&s.text[a.at]),
+                    "{which} {arch}: {} is not a memory instruction",
+                    s.text[a.at].line()
+                );
                 let (lo, hi) = legal_range(&s.text, a.at).unwrap();
                 let to = a.at as isize + a.by();
                 assert!(lo as isize <= to && to <= hi as isize, "{which} {arch}: {a:?} outside [{lo}, {hi}]");

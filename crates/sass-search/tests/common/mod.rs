@@ -73,7 +73,11 @@ pub fn problem(which: &str, arch: &str) -> Problem {
         }
         other => panic!("no test kernel {other}"),
     };
-    let name = if arch == "sm_80" || which == "vadd" || which == "softmax" { which.to_string() } else { format!("{which}.sm90") };
+    let name = if arch == "sm_80" || which == "vadd" || which == "softmax" {
+        which.to_string()
+    } else {
+        format!("{which}.sm90")
+    };
     let cubin = ptxas(&data(&name), arch).unwrap_or_else(|e| panic!("ptxas {arch}: {e}")).cubin;
     let config = LaunchConfig { grid, block: [threads, 1, 1], dynamic_shared_bytes: shared, ..Default::default() };
     Problem { cubin, kernel: entry.to_string(), args, config }
