@@ -130,8 +130,9 @@ pub fn search(words: &[String]) -> Result<(), String> {
     );
     println!("moves         {} (of the best schedule)", out.best.moves.len());
     println!(
-        "evaluations   {} emulator runs, {} cache hits, {} moves made, {} refused",
-        s.evaluations, s.cache_hits, s.moves, s.refused
+        "evaluations   {} emulator runs, {} cache hits, {} moves made, {} refused, {} rejected by the verifier, \
+         {} stopped by the emulator",
+        s.evaluations, s.cache_hits, s.moves, s.refused, s.verifier_rejected, s.emulator_errors
     );
     println!(
         "checks        {} kept schedules checked (verifier + equal outputs on fresh inputs), {} failed",
