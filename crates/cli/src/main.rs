@@ -12,6 +12,8 @@
 //!   writes the trace and CSV texts it renders.
 //! * `layout`: `layout::draw`. `cache`: `cache::Cache`'s admin calls. `demo`: the
 //!   testkit's catalog run on the backend `launch::resolve_backend` picks.
+//! * `sass`: the cubin toolkit's commands (`sass_cmd.rs`); `sass search` takes its own
+//!   options out of the line and gives the rest to the `run` parser (`sass_search_cmd.rs`).
 
 mod bench_cmd;
 mod cache_cmd;
@@ -23,6 +25,7 @@ mod layout_cmd;
 mod profile_cmd;
 mod run_cmd;
 mod sass_cmd;
+mod sass_search_cmd;
 
 use clap::Parser;
 use std::process::ExitCode;

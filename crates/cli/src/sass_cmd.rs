@@ -7,6 +7,7 @@
 //! trident sass verify new.cubin [--against old.cubin]       # timing rules; a legal reordering of old
 //! trident sass move k.cubin --kernel K --index I --by -2 -o out.cubin
 //! trident sass shuffle k.cubin --moves 50 --seed 7 -o out.cubin  # random legal moves, verified
+//! trident sass search k.py::K ARGS... --grid G --algo anneal --budget 2m -o best.cubin  # sass_search_cmd.rs
 //! ```
 
 use clap::{Args, Subcommand};
@@ -70,6 +71,21 @@ pub enum SassCommand {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Search a kernel's schedule (moves of its memory instructions) for fewer estimated
+    /// cycles on the SASS emulator; every kept schedule is verified and checked for equal
+    /// outputs on fresh random inputs.
+    ///
+    /// trident sass search FILE.py::KERNEL ARGS... --grid G [--backend sass-emu] [--target sm_80|sm_90a]
+    ///     [--algo greedy|greedy-first|anneal|beam[:W]] [--budget 60s|2m|N] [--seed S]
+    ///     [-o OUT.cubin] [--moves OUT.json] [--curve OUT.csv]
+    ///
+    /// ARGS, --grid, --num-warps and --num-stages are `trident run`'s (rand/randn inputs use
+    /// seed 0: --seed is the search's).
+    /// --budget: wall time (90s, 2m) or a number of emulator runs; default 60s, greedy, sm_80.
+    Search {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        words: Vec<String>,
+    },
 }
 
 pub fn sass(a: SassArgs) -> Result<(), String> {
@@ -95,6 +111,7 @@ pub fn sass(a: SassArgs) -> Result<(), String> {
         SassCommand::Move { cubin, kernel, index, by, output } => {
             print!("{}", trident_runtime::sass::move_instr(&cubin, &kernel, index, by, &output).map_err(|e| e.text)?);
         }
+        SassCommand::Search { words } => crate::sass_search_cmd::search(&words)?,
         SassCommand::Roundtrip { cubin, output } => {
             let n = trident_runtime::sass::roundtrip(&cubin, &output).map_err(|e| e.text)?;
             eprintln!("wrote {} ({n} bytes, identical to {})", output.display(), cubin.display());

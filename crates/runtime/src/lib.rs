@@ -47,6 +47,7 @@ pub(crate) mod run;
 pub mod sanitize;
 pub mod sass;
 pub mod sass_run;
+pub mod sass_search;
 pub mod scalar;
 pub mod session;
 pub mod stages;

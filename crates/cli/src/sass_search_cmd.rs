@@ -1,0 +1,160 @@
+//! `trident sass search`: parses the search's options, hands the rest of the line to the
+//! runtime's `trident run` parser, then prints what trident-sass-search found and writes
+//! the files asked for. The setup is `trident_runtime::sass_search`'s, the search the
+//! crate's.
+//!
+//! ```text
+//! trident sass search FILE.py::KERNEL ARGS... --grid G [--backend sass-emu] [--target sm_80|sm_90a]
+//!     [--algo greedy|greedy-first|anneal|beam[:W]] [--budget 60s|2m|N] [--seed S]
+//!     [-o OUT.cubin] [--moves OUT.json] [--curve OUT.csv]
+//! ```
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use trident_runtime::sass_search::{self, search};
+use trident_runtime::RunCommand;
+
+/// The search's own options, taken out of the line before the run parser sees it.
+struct SearchOptions {
+    algo: search::Algo,
+    budget: search::Budget,
+    seed: u64,
+    target: String,
+    output: Option<String>,
+    moves: Option<String>,
+    curve: Option<String>,
+}
+
+const USAGE: &str = "usage: trident sass search FILE.py::KERNEL ARGS... --grid G [--backend sass-emu] \
+[--target sm_80|sm_90|sm_90a] [--algo greedy|greedy-first|anneal|beam[:W]] [--budget 60s|2m|N] [--seed S] \
+[-o OUT.cubin] [--moves OUT.json] [--curve OUT.csv]";
+
+fn split_options(words: &[String]) -> Result<(SearchOptions, Vec<String>), String> {
+    let mut o = SearchOptions {
+        algo: search::Algo::Greedy,
+        budget: search::Budget::Time(Duration::from_secs(60)),
+        seed: 1,
+        target: "sm_80".into(),
+        output: None,
+        moves: None,
+        curve: None,
+    };
+    let mut rest = vec![];
+    let mut i = 0;
+    while i < words.len() {
+        let w = &words[i];
+        let (flag, inline) = match w.split_once('=') {
+            Some((f, v)) if f.starts_with('-') => (f, Some(v.to_string())),
+            _ => (w.as_str(), None),
+        };
+        let known = ["--algo", "--budget", "--seed", "--target", "-o", "--output", "--moves", "--curve"];
+        if !known.contains(&flag) {
+            rest.push(w.clone());
+            i += 1;
+            continue;
+        }
+        let value = match inline {
+            Some(v) => v,
+            None => {
+                i += 1;
+                words.get(i).cloned().ok_or_else(|| format!("error: {flag} needs a value\n{USAGE}"))?
+            }
+        };
+        i += 1;
+        match flag {
+            "--algo" => o.algo = search::Algo::parse(&value).map_err(|e| format!("error: --algo: {e}"))?,
+            "--budget" => o.budget = search::Budget::parse(&value).map_err(|e| format!("error: --budget: {e}"))?,
+            "--seed" => {
+                o.seed = value.parse().map_err(|_| format!("error: --seed: `{value}` is not a whole number"))?
+            }
+            "--target" => o.target = value,
+            "-o" | "--output" => o.output = Some(value),
+            "--moves" => o.moves = Some(value),
+            _ => o.curve = Some(value),
+        }
+    }
+    Ok((o, rest))
+}
+
+pub fn search(words: &[String]) -> Result<(), String> {
+    let (o, rest) = split_options(words)?;
+    let cmd = RunCommand::parse(&rest).map_err(|e| format!("error: {e}\n{USAGE}"))?;
+    let setup = sass_search::setup(&cmd, &o.target).map_err(|e| e.text)?;
+    let disasm = sass_search::disassembler().map_err(|e| e.text)?;
+    let kernel = setup.problem.kernel.clone();
+    let mut env = search::Env::new(setup.problem, disasm).map_err(|e| format!("error: {e}"))?;
+    let actions = env.actions(env.original()).len();
+    eprintln!(
+        "searching {kernel} ({}, grid {:?}, {} threads): {} instructions, {} memory, {actions} legal moves at the start; \
+         {} on the SASS emulator's cycle estimate",
+        setup.arch,
+        setup.grid,
+        setup.threads,
+        env.original().text.len(),
+        env.original().text.iter().filter(|t| search::is_memory(t)).count(),
+        o.algo.name()
+    );
+
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template("{prefix} [{bar:30}] {elapsed_precise} {wide_msg}") {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_prefix(format!("search {}", o.algo.name()));
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let opts = search::Options { algo: o.algo, budget: o.budget, seed: o.seed };
+    let mut report = |p: &search::Progress| {
+        bar.set_position((p.fraction * 1000.0) as u64);
+        bar.set_message(format!(
+            "{} evaluations, best {} cycles ({:.3}×)",
+            p.evaluations,
+            p.best_cycles,
+            p.original_cycles as f64 / p.best_cycles.max(1) as f64
+        ));
+    };
+    let out = search::search(&mut env, &opts, &mut report).map_err(|e| format!("error: {e}"))?;
+    bar.finish_and_clear();
+
+    let s = &out.stats;
+    println!("kernel        {kernel} ({}), {} search, seed {}", setup.arch, out.algo.name(), out.seed);
+    println!("original      {} estimated cycles", out.original_cycles);
+    println!(
+        "best          {} estimated cycles: {:.4}× (SASS emulator model, uncalibrated)",
+        out.best_cycles,
+        out.speedup()
+    );
+    println!("moves         {} (of the best schedule)", out.best.moves.len());
+    println!(
+        "evaluations   {} emulator runs, {} cache hits, {} moves made, {} refused, {} rejected by the verifier, \
+         {} stopped by the emulator",
+        s.evaluations, s.cache_hits, s.moves, s.refused, s.verifier_rejected, s.emulator_errors
+    );
+    println!(
+        "checks        {} kept schedules checked (verifier + equal outputs on fresh inputs), {} failed",
+        s.checks, s.check_failures
+    );
+    println!("time          {:.1} s ({})", out.elapsed.as_secs_f64(), out.stopped);
+    let curve: Vec<String> = out.curve.iter().map(|p| format!("{:.1}s:{}", p.seconds, p.best_cycles)).collect();
+    println!("curve         {}", curve.join(" → "));
+
+    let write =
+        |path: &str, bytes: &[u8]| std::fs::write(path, bytes).map_err(|e| format!("error: cannot write {path}: {e}"));
+    if let Some(p) = &o.output {
+        write(p, &out.bytes)?;
+        println!("wrote {p}");
+    }
+    if let Some(p) = &o.moves {
+        write(p, out.moves_json(&kernel).as_bytes())?;
+        println!("wrote {p}");
+    }
+    if let Some(p) = &o.curve {
+        write(p, out.curve_csv().as_bytes())?;
+        println!("wrote {p}");
+    }
+    Ok(())
+}

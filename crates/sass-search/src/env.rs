@@ -1,0 +1,301 @@
+//! The game: a kernel's schedule as the state, "move one memory instruction one slot up or
+//! down" as the actions (only those the toolkit's mask allows), and the SASS emulator's
+//! cycle estimate as the reward.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use trident_emu::KernelArg;
+use trident_sass::disasm::{disassemble, section_text, Listing, Text};
+use trident_sass::verify::{reordering, timing};
+use trident_sass::Cubin;
+use trident_sass_emu::{launch, LaunchConfig, Program};
+
+use crate::SearchError;
+
+/// Reads a cubin's instructions as text: `nvdisasm -json` in practice ([`nvdisasm`]); a
+/// function so the caller decides where the tool is (this crate finds no tools).
+pub type Disassembler = Arc<dyn Fn(&[u8]) -> Result<Vec<Listing>, String> + Send + Sync>;
+
+/// The disassembler that runs `nvdisasm` at `tool` on a temporary copy of the cubin.
+pub fn nvdisasm(tool: PathBuf) -> Disassembler {
+    static N: AtomicU64 = AtomicU64::new(0);
+    Arc::new(move |bytes: &[u8]| {
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("trident-sass-search-{}-{n}.cubin", std::process::id()));
+        std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let out = disassemble(&tool, &path);
+        let _ = std::fs::remove_file(&path);
+        out
+    })
+}
+
+/// What to search: a cubin, the kernel in it, and the launch whose estimated cycles are
+/// the reward (the arguments are also the template of the correctness check's inputs).
+#[derive(Clone, Debug)]
+pub struct Problem {
+    pub cubin: Vec<u8>,
+    pub kernel: String,
+    pub args: Vec<KernelArg>,
+    pub config: LaunchConfig,
+}
+
+/// The instructions whose moves are the actions (CuAsmRL's choice: the memory instructions,
+/// whose placement decides how much latency the rest of the schedule hides).
+pub const MEMORY_OPCODES: &[&str] =
+    &["LDG", "STG", "LDS", "STS", "LDSM", "STSM", "LDGSTS", "LD", "ST", "ATOMG", "ATOMS", "RED"];
+
+/// Whether `t` is one of [`MEMORY_OPCODES`].
+pub fn is_memory(t: &Text) -> bool {
+    let root = t.opcode.split('.').next().unwrap_or("");
+    MEMORY_OPCODES.contains(&root)
+}
+
+/// A schedule: the whole cubin (the moved kernel's words with their repaired control bits),
+/// its instructions' text in the new order, and the moves that led here from the original.
+#[derive(Clone, Debug)]
+pub struct State {
+    pub cubin: Cubin,
+    pub text: Vec<Text>,
+    pub moves: Vec<Move>,
+}
+
+/// One move made: the instruction at `from` now at `to` (adjacent), and how many repairs
+/// (stalls, waits, reuse flags) it needed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Move {
+    pub from: usize,
+    pub to: usize,
+    pub line: String,
+    pub repairs: usize,
+}
+
+/// Move the memory instruction at position `at` one slot earlier (`up`) or later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Action {
+    pub at: usize,
+    pub up: bool,
+}
+
+impl Action {
+    /// The signed distance: -1 up, +1 down.
+    pub fn by(self) -> isize {
+        if self.up {
+            -1
+        } else {
+            1
+        }
+    }
+}
+
+/// What an environment has done so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Launches on the SASS emulator to score a schedule (cache misses).
+    pub evaluations: usize,
+    /// Scores answered from the cache (the same instruction words seen before).
+    pub cache_hits: usize,
+    /// Moves made (applied, repaired and verified).
+    pub moves: usize,
+    /// Moves `move_instr` refused (no repair makes them safe).
+    pub refused: usize,
+    /// Moved schedules the verifier rejected after the repair (should stay 0: the repair
+    /// runs against the same verifier).
+    pub verifier_rejected: usize,
+    /// Schedules the SASS emulator stopped (a hazard or another error): not scored.
+    pub emulator_errors: usize,
+    /// Correctness checks run (each kept schedule), and how many failed (kept nowhere).
+    pub checks: usize,
+    pub check_failures: usize,
+}
+
+/// The environment: the original schedule, the launch, the evaluation cache.
+pub struct Env {
+    /// The kernel's index in the cubin, its name, its architecture (80, 90).
+    pub kernel: usize,
+    pub name: String,
+    pub sm: u32,
+    pub(crate) original: State,
+    pub(crate) original_program: Program,
+    pub(crate) problem: Problem,
+    pub(crate) disasm: Disassembler,
+    /// Estimated cycles of the original schedule.
+    pub original_cycles: u64,
+    /// The kernel's instruction words (control bits included) → its score or why it has none.
+    cache: HashMap<Vec<(u64, u64)>, Result<u64, String>>,
+    pub stats: Stats,
+}
+
+fn emu_error(e: trident_emu::EmuError) -> String {
+    let mut s = e.to_string();
+    if let (Some(c), Some(t)) = (e.cta, e.thread) {
+        s.push_str(&format!(" (CTA {c:?}, thread {t:?})"));
+    }
+    s
+}
+
+/// The text of kernel `kernel` of `cubin` (whose bytes are `bytes`), read by `disasm`.
+pub(crate) fn kernel_text(
+    disasm: &Disassembler,
+    bytes: &[u8],
+    cubin: &Cubin,
+    kernel: usize,
+) -> Result<Vec<Text>, String> {
+    let listings = disasm(bytes)?;
+    let k = &cubin.kernels[kernel];
+    let text = section_text(cubin, &listings, k.text_section);
+    if text.len() != k.instrs.len() {
+        return Err(format!(
+            "kernel `{}`: the disassembler lists {} instructions, the section holds {}",
+            k.name,
+            text.len(),
+            k.instrs.len()
+        ));
+    }
+    Ok(text)
+}
+
+impl Env {
+    /// Reads the problem's cubin, checks the original (timing-clean, runs on the SASS
+    /// emulator) and scores it. Errors say what is wrong with the input.
+    pub fn new(problem: Problem, disasm: Disassembler) -> Result<Env, SearchError> {
+        let cubin = Cubin::parse(&problem.cubin).map_err(|e| SearchError(format!("the cubin: {e}")))?;
+        let kernel = cubin.kernels.iter().position(|k| k.name == problem.kernel).ok_or_else(|| {
+            let names: Vec<&str> = cubin.kernels.iter().map(|k| k.name.as_str()).collect();
+            SearchError(format!("no kernel `{}` in the cubin (it has: {})", problem.kernel, names.join(", ")))
+        })?;
+        let text = kernel_text(&disasm, &problem.cubin, &cubin, kernel).map_err(SearchError)?;
+        let sm = cubin.sm();
+        if let Some(v) = timing(sm, &cubin.kernels[kernel].instrs, &text).first() {
+            return Err(SearchError(format!("the original schedule fails the verifier: {}", v.describe(&text))));
+        }
+        let name = problem.kernel.clone();
+        let original_program =
+            Program::new(&cubin, &name, &text).map_err(|e| SearchError(format!("the SASS emulator: {e}")))?;
+        // Parameters the cubin declares past the given arguments (Triton's scratch
+        // pointers) are passed null, as the sass-emu backend does.
+        let mut problem = problem;
+        while problem.args.len() < original_program.kernel.params.len() {
+            problem.args.push(KernelArg::Null);
+        }
+        let mut args = problem.args.clone();
+        let report = launch(&original_program, &problem.config, &mut args)
+            .map_err(|e| SearchError(format!("the original kernel on the SASS emulator: {}", emu_error(e))))?;
+        let original = State { cubin, text, moves: vec![] };
+        let mut env = Env {
+            kernel,
+            name,
+            sm,
+            original,
+            original_program,
+            problem,
+            disasm,
+            original_cycles: report.cycles,
+            cache: HashMap::new(),
+            stats: Stats::default(),
+        };
+        let key = env.key(&env.original);
+        env.cache.insert(key, Ok(report.cycles));
+        Ok(env)
+    }
+
+    /// The schedule `ptxas` made.
+    pub fn original(&self) -> &State {
+        &self.original
+    }
+
+    /// The launch the reward runs.
+    pub fn problem(&self) -> &Problem {
+        &self.problem
+    }
+
+    /// The cache key of a state: the kernel's words, control bits included (a move's
+    /// repairs depend on the path, so two states with the same order may differ in stalls).
+    fn key(&self, s: &State) -> Vec<(u64, u64)> {
+        s.cubin.kernels[self.kernel].instrs.iter().map(|i| (i.lo, i.hi)).collect()
+    }
+
+    /// The legal actions in `s`: each memory instruction, one slot up or down, where
+    /// `rewrite::legal_range` (the dependence mask) allows it.
+    pub fn actions(&self, s: &State) -> Vec<Action> {
+        let mut out = vec![];
+        for (i, t) in s.text.iter().enumerate() {
+            if !is_memory(t) {
+                continue;
+            }
+            let Ok((lo, hi)) = trident_sass::rewrite::legal_range(&s.text, i) else { continue };
+            if lo < i {
+                out.push(Action { at: i, up: true });
+            }
+            if hi > i {
+                out.push(Action { at: i, up: false });
+            }
+        }
+        out
+    }
+
+    /// `s` after action `a`: the move with its repairs (`rewrite::move_instr`), then the
+    /// verifier — timing, and a legal reordering of the original. An error says why the
+    /// move was refused; `s` is never changed.
+    pub fn apply(&mut self, s: &State, a: Action) -> Result<State, String> {
+        let mut cubin = s.cubin.clone();
+        let moved = match trident_sass::rewrite::move_instr(&mut cubin, self.kernel, &s.text, a.at, a.by()) {
+            Ok(m) => m,
+            Err(e) => {
+                self.stats.refused += 1;
+                return Err(e);
+            }
+        };
+        let k = &cubin.kernels[self.kernel];
+        let orig = &self.original;
+        let mut v = timing(self.sm, &k.instrs, &moved.text);
+        v.extend(reordering((&orig.cubin.kernels[self.kernel].instrs, &orig.text), (&k.instrs, &moved.text)));
+        if let Some(x) = v.first() {
+            self.stats.verifier_rejected += 1;
+            return Err(format!("the moved schedule fails the verifier: {}", x.describe(&moved.text)));
+        }
+        self.stats.moves += 1;
+        let mut moves = s.moves.clone();
+        moves.push(Move { from: moved.from, to: moved.to, line: s.text[a.at].line(), repairs: moved.repairs.len() });
+        Ok(State { cubin, text: moved.text, moves })
+    }
+
+    /// The estimated cycles of `s` (`Report::cycles`: the slowest CTA of the launch), from
+    /// the cache when these instruction words were scored before. An error: the emulator
+    /// stopped the schedule (it is then never kept).
+    pub fn evaluate(&mut self, s: &State) -> Result<u64, String> {
+        let key = self.key(s);
+        if let Some(r) = self.cache.get(&key) {
+            self.stats.cache_hits += 1;
+            return r.clone();
+        }
+        self.stats.evaluations += 1;
+        let mut args = self.problem.args.clone();
+        let r = self.run(s, &mut args).map(|(c, _)| c);
+        if r.is_err() {
+            self.stats.emulator_errors += 1;
+        }
+        self.cache.insert(key, r.clone());
+        r
+    }
+
+    /// Whether `s` was scored before (its score is then free).
+    pub fn cached(&self, s: &State) -> bool {
+        self.cache.contains_key(&self.key(s))
+    }
+
+    /// Marks `s` as unusable (it failed the correctness check): later scores say so.
+    pub(crate) fn forbid(&mut self, s: &State, why: String) {
+        let key = self.key(s);
+        self.cache.insert(key, Err(why));
+    }
+
+    /// Runs `s` with `args` (written back): the cycles and instructions issued.
+    pub(crate) fn run(&self, s: &State, args: &mut [KernelArg]) -> Result<(u64, u64), String> {
+        let p = Program::new(&s.cubin, &self.name, &s.text).map_err(|e| format!("the SASS emulator: {e}"))?;
+        let r = launch(&p, &self.problem.config, args).map_err(emu_error)?;
+        Ok((r.cycles, r.instructions))
+    }
+}
