@@ -791,3 +791,49 @@ fn negated_operand_of_fused_integer_minima_survives_ptxas_on_sm90() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--backend sass-emu` keeps the cubin and its `nvdisasm` listing in the compile cache: a
+/// second run from a warm cache needs neither tool (both pointed at nothing) and gives the
+/// same bytes.
+#[test]
+fn sass_emu_runs_from_a_warm_cache_without_the_tools() {
+    if std::env::var_os("TRIDENT_PTXAS").is_none() || std::env::var_os("TRIDENT_NVDISASM").is_none() {
+        return eprintln!("skipped: TRIDENT_PTXAS/TRIDENT_NVDISASM not set");
+    }
+    let dir = std::env::temp_dir().join(format!("trident-sass-cache-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cache = dir.join("cache");
+    let cache = cache.to_str().unwrap();
+    let run = |out: &Path, tools: &[(&str, &str)]| {
+        let save = format!("out={}", out.display());
+        let args = [
+            "run",
+            "kernels/vector_add.py",
+            "--grid",
+            "4",
+            "--backend",
+            "sass-emu",
+            "--seed",
+            "3",
+            "--save",
+            &save,
+            "x=randn:f32:1000",
+            "y=randn:f32:1000",
+            "out=empty:f32:1000",
+            "n_elements=1000",
+            "BLOCK=256",
+        ];
+        let mut env = vec![("TRIDENT_CACHE_DIR", cache)];
+        env.extend_from_slice(tools);
+        trident_env(&args, &env)
+    };
+    let (cold, warm) = (dir.join("cold.npy"), dir.join("warm.npy"));
+    let o = run(&cold, &[]);
+    assert!(o.status.success(), "cold: {}", stderr(&o));
+    let nothing = dir.join("no-such-tool");
+    let nothing = nothing.to_str().unwrap();
+    let o = run(&warm, &[("TRIDENT_PTXAS", nothing), ("TRIDENT_NVDISASM", nothing)]);
+    assert!(o.status.success(), "warm, without ptxas and nvdisasm: {}", stderr(&o));
+    assert_eq!(std::fs::read(&cold).unwrap(), std::fs::read(&warm).unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -24,6 +24,9 @@ pub enum CodeTarget {
     Tile,
     /// PTX for the emulator.
     Emu(Target),
+    /// PTX and its cubin (`ptxas` at compile time, kept in the cache entry) for the SASS
+    /// emulator, so a warm cache runs no `ptxas`.
+    SassEmu(Target),
     /// PTX (and a cubin when `ptxas` is found) for a CUDA device.
     Cuda(Target),
 }
@@ -34,6 +37,7 @@ impl CodeTarget {
         match self {
             CodeTarget::Tile => "tile".to_string(),
             CodeTarget::Emu(t) => format!("emu-{}", t.arch()),
+            CodeTarget::SassEmu(t) => format!("sass-emu-{}", t.arch()),
             CodeTarget::Cuda(t) => format!("cuda-{}", t.arch()),
         }
     }
@@ -42,7 +46,7 @@ impl CodeTarget {
     pub fn gpu(self) -> Option<Target> {
         match self {
             CodeTarget::Tile => None,
-            CodeTarget::Emu(t) | CodeTarget::Cuda(t) => Some(t),
+            CodeTarget::Emu(t) | CodeTarget::SassEmu(t) | CodeTarget::Cuda(t) => Some(t),
         }
     }
 }
@@ -87,6 +91,9 @@ pub struct GpuCode {
     pub registers: Option<u32>,
     /// Bytes spilled (stores), when `ptxas` reported them.
     pub spills: Option<u32>,
+    /// `nvdisasm -json`'s listing of the cubin (SASS-emulator targets: made at compile time
+    /// and kept in the cache entry, so a warm cache runs neither `ptxas` nor `nvdisasm`).
+    pub sass_json: Option<String>,
     /// For a profiled kernel, the compiler's meta (regions, buffer shape; the launch fills
     /// in the grid and the measured probe cost).
     pub profile: Option<trident_profile::ProfileMeta>,
@@ -101,6 +108,7 @@ pub struct GpuCode {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Assembled {
     pub cubin: Option<Vec<u8>>,
+    pub sass_json: Option<String>,
     pub registers: Option<u32>,
     pub spills: Option<u32>,
 }
@@ -122,6 +130,7 @@ impl GpuCode {
             cubin: asm.cubin,
             registers: asm.registers,
             spills: asm.spills,
+            sass_json: asm.sass_json,
             profile,
             emu: OnceLock::new(),
             cuda: OnceLock::new(),

@@ -293,7 +293,8 @@ pub fn bind(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgInfo)>,
 fn code_target(backend: Backend, session: &Session) -> Result<CodeTarget, RunError> {
     Ok(match backend {
         Backend::Interp | Backend::Auto => CodeTarget::Tile,
-        Backend::Emu | Backend::SassEmu => CodeTarget::Emu(crate::env::emu_target().map_err(RunError::msg)?),
+        Backend::Emu => CodeTarget::Emu(crate::env::emu_target().map_err(RunError::msg)?),
+        Backend::SassEmu => CodeTarget::SassEmu(crate::env::emu_target().map_err(RunError::msg)?),
         Backend::Cuda => CodeTarget::Cuda(session.cuda_target().map_err(RunError::msg)?),
     })
 }

@@ -81,7 +81,8 @@ fn interp_arg(v: &ArgValue, ty: &trident_ir::Type) -> trident_interp::InterpArg 
 fn gpu_code(ck: &CompiledKernel, backend: Backend) -> Result<&GpuCode, RunError> {
     let fits = matches!(
         (backend, ck.target),
-        (Backend::Emu | Backend::SassEmu, CodeTarget::Emu(_)) | (Backend::Cuda, CodeTarget::Cuda(_))
+        (Backend::Emu | Backend::SassEmu, CodeTarget::Emu(_) | CodeTarget::SassEmu(_))
+            | (Backend::Cuda, CodeTarget::Cuda(_))
     );
     match &ck.gpu {
         Some(code) if fits => Ok(code),

@@ -30,7 +30,12 @@ fn read(path: &Path) -> Result<(Vec<u8>, Cubin), RunError> {
 pub(crate) fn kernel_texts(bytes: &[u8], cubin: &Cubin) -> Result<Vec<Vec<Text>>, RunError> {
     let json = trident_gpu::tools::nvdisasm(bytes, &["-json", "-c"])
         .map_err(|e| RunError::msg(format!("error: {e} (run scripts/install-tools, or set TRIDENT_NVDISASM)")))?;
-    let listings = parse_json(&json).map_err(RunError::msg)?;
+    kernel_texts_of(&json, cubin)
+}
+
+/// [`kernel_texts`] from `nvdisasm -json`'s output `json` already at hand.
+pub(crate) fn kernel_texts_of(json: &str, cubin: &Cubin) -> Result<Vec<Vec<Text>>, RunError> {
+    let listings = parse_json(json).map_err(RunError::msg)?;
     let out: Vec<Vec<Text>> = cubin.kernels.iter().map(|k| section_text(cubin, &listings, k.text_section)).collect();
     for (k, t) in cubin.kernels.iter().zip(&out) {
         if t.len() != k.instrs.len() {

@@ -1,9 +1,9 @@
 //! The `sass-emu` backend: a kernel's PTX through `ptxas`, and the SASS it made run on the
 //! SASS emulator (trident-sass-emu) — the schedule prong's CPU check of machine code.
 //!
-//! The cubin is the one the compile made when there is one (CUDA targets), else `ptxas` runs
-//! here on the kernel's PTX; the decoded program is kept with the loaded kernel
-//! ([`GpuCode::sass_program`]), so only the first launch pays for `ptxas` and `nvdisasm`.
+//! The cubin and its `nvdisasm` listing are the ones the compile made for the SASS-emulator
+//! target (`CodeTarget::SassEmu`, kept in the cache entry: a warm cache runs neither tool);
+//! otherwise `ptxas`/`nvdisasm` run here once per loaded kernel ([`GpuCode::sass_program`]).
 //! Configs are tuned on the PTX emulator's model.
 
 use std::time::Duration;
@@ -17,28 +17,47 @@ use crate::gpu::GpuRun;
 
 /// The SASS emulator's kernel for `code`: its cubin (assembled here if need be) decoded.
 pub fn program(code: &GpuCode) -> Result<trident_sass_emu::Program, RunError> {
-    let hint = "(run scripts/install-tools, or set TRIDENT_PTXAS and TRIDENT_NVDISASM)";
     let cubin = match &code.cubin {
         Some(c) => c.clone(),
         None => {
             trident_gpu::tools::ptxas(&code.ptx.ptx, code.ptx.target.arch())
-                .map_err(|e| RunError::msg(format!("error: the sass-emu backend needs ptxas: {e} {hint}")))?
+                .map_err(|e| RunError::msg(format!("error: the sass-emu backend needs ptxas: {e}")))?
                 .cubin
         }
     };
-    program_of_cubin(&cubin, &code.ptx.entry)
+    match &code.sass_json {
+        // The listing the compile kept (a cache hit runs no tool).
+        Some(json) if code.cubin.is_some() => program_of_listing(&cubin, json, &code.ptx.entry),
+        _ => program_of_cubin(&cubin, &code.ptx.entry),
+    }
+}
+
+/// Kernel `entry` of the cubin `bytes` whose `nvdisasm -json` listing is `json`.
+fn program_of_listing(bytes: &[u8], json: &str, entry: &str) -> Result<trident_sass_emu::Program, RunError> {
+    let cubin = Cubin::parse(bytes).map_err(|e| RunError::msg(format!("error: the cubin: {e}")))?;
+    let texts = crate::sass::kernel_texts_of(json, &cubin)?;
+    program_in(&cubin, &texts, entry)
+}
+
+/// Kernel `entry` of `cubin`, given every kernel's text, decoded for the SASS emulator.
+fn program_in(
+    cubin: &Cubin,
+    texts: &[Vec<trident_sass::disasm::Text>],
+    entry: &str,
+) -> Result<trident_sass_emu::Program, RunError> {
+    let k = cubin
+        .kernels
+        .iter()
+        .position(|k| k.name == entry)
+        .ok_or_else(|| RunError::argument(format!("no kernel `{entry}` in the cubin")))?;
+    trident_sass_emu::Program::new(cubin, entry, &texts[k]).map_err(|e| RunError::msg(format!("error: sass-emu: {e}")))
 }
 
 /// Kernel `entry` of the cubin `bytes`, decoded for the SASS emulator.
 pub fn program_of_cubin(bytes: &[u8], entry: &str) -> Result<trident_sass_emu::Program, RunError> {
     let cubin = Cubin::parse(bytes).map_err(|e| RunError::msg(format!("error: the cubin: {e}")))?;
     let texts = crate::sass::kernel_texts(bytes, &cubin)?;
-    let k = cubin
-        .kernels
-        .iter()
-        .position(|k| k.name == entry)
-        .ok_or_else(|| RunError::argument(format!("no kernel `{entry}` in the cubin")))?;
-    trident_sass_emu::Program::new(&cubin, entry, &texts[k]).map_err(|e| RunError::msg(format!("error: sass-emu: {e}")))
+    program_in(&cubin, &texts, entry)
 }
 
 /// Runs `code` on the SASS emulator with `args` (IR parameter order), `reps` times.

@@ -84,7 +84,9 @@ impl Bench for LaunchBench<'_> {
     fn run(&mut self, _config: &TuneConfig) -> Result<f64, TrialError> {
         let backend = match self.ctx.target {
             CodeTarget::Tile => Backend::Interp,
-            CodeTarget::Emu(_) => Backend::Emu,
+            // Configs for the SASS emulator are tuned on the PTX emulator's model (its
+            // estimate knows no bandwidth yet).
+            CodeTarget::Emu(_) | CodeTarget::SassEmu(_) => Backend::Emu,
             CodeTarget::Cuda(_) => Backend::Cuda,
         };
         let t = match &self.current {

@@ -227,7 +227,7 @@ pub(crate) fn select(ctx: &Ctx) -> Result<Selected, RunError> {
     }
     let policy = match ctx.target {
         // The modelled clock gives the same answer every time.
-        CodeTarget::Emu(_) => BenchPolicy::Fixed { warmup: 0, reps: 1 },
+        CodeTarget::Emu(_) | CodeTarget::SassEmu(_) => BenchPolicy::Fixed { warmup: 0, reps: 1 },
         CodeTarget::Cuda(_) => BenchPolicy::default(),
         // Opt-in only (see the module docs); bounded, as interpreted runs are slow.
         CodeTarget::Tile => BenchPolicy::Budget { warmup_ms: 10.0, rep_ms: 50.0, max_runs: 20 },

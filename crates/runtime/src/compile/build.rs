@@ -79,7 +79,7 @@ pub(super) fn build(req: &Request, infos: &[(String, ArgInfo)]) -> Result<Compil
             let ttgir = print_module(&art.gpu_ir, &PrintOptions::with_locs());
             let (ptx, profile) = (art.ptx, art.profile);
             let mut asm = Assembled::default();
-            if matches!(req.target, CodeTarget::Cuda(_))
+            if matches!(req.target, CodeTarget::Cuda(_) | CodeTarget::SassEmu(_))
                 && trident_gpu::tools::find(trident_gpu::tools::Tool::Ptxas).is_ok()
             {
                 match trident_gpu::tools::ptxas(&ptx.ptx, target.arch()) {
@@ -87,6 +87,12 @@ pub(super) fn build(req: &Request, infos: &[(String, ArgInfo)]) -> Result<Compil
                         let usage = out.usage.iter().find(|u| u.function == ptx.entry);
                         asm.registers = usage.map(|u| u.registers);
                         asm.spills = usage.map(|u| u.spill_stores);
+                        if matches!(req.target, CodeTarget::SassEmu(_)) {
+                            match trident_gpu::tools::nvdisasm(&out.cubin, &["-json", "-c"]) {
+                                Ok(json) => asm.sass_json = Some(json),
+                                Err(e) => notes.push(format!("nvdisasm: {e}; it runs again at launch")),
+                            }
+                        }
                         asm.cubin = Some(out.cubin);
                     }
                     Err(e) => notes.push(format!("ptxas: {e}; the driver will compile the PTX")),

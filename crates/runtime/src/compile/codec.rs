@@ -17,6 +17,8 @@ use crate::compiled::{Assembled, CodeTarget, CompiledKernel, GpuCode, ParamSlot}
 use crate::program::KernelProgram;
 
 const KERNEL_JSON: &str = "kernel.json";
+/// `nvdisasm -json` of the cubin (SASS-emulator targets).
+const SASS_JSON: &str = "kernel.sass.json";
 
 /// `kernel.json`: what an entry needs besides its IR and PTX to be launched.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -188,7 +190,9 @@ pub(super) fn encode(ck: &CompiledKernel, prog: &KernelProgram) -> EntryData {
         ttgir: gpu.map(|g| g.ttgir.clone()),
         ptx: gpu.map(|g| g.ptx.ptx.clone()),
         cubin: gpu.and_then(|g| g.cubin.clone()),
-        extra: vec![(KERNEL_JSON.to_string(), serde_json::to_vec_pretty(&meta).unwrap_or_default())],
+        extra: std::iter::once((KERNEL_JSON.to_string(), serde_json::to_vec_pretty(&meta).unwrap_or_default()))
+            .chain(gpu.and_then(|g| g.sass_json.clone()).map(|j| (SASS_JSON.to_string(), j.into_bytes())))
+            .collect(),
         info: BuildInfo {
             shared_mem_bytes: gpu.map_or(0, |g| g.ptx.shared_bytes as u64),
             // Tile IR has no warps or stages: 0 in a tile-IR entry's metadata.
@@ -226,8 +230,15 @@ pub(super) fn decode(entry: &Entry, prog: &KernelProgram) -> Result<CompiledKern
         None => None,
         Some(g) => {
             let ptx = entry.ptx.clone().ok_or("no PTX")?;
+            let sass_json = entry
+                .extra
+                .iter()
+                .find(|(n, _)| n == SASS_JSON)
+                .map(|(_, b)| String::from_utf8(b.clone()).map_err(|_| "kernel.sass.json is not UTF-8"))
+                .transpose()?;
             let asm = Assembled {
                 cubin: entry.cubin.clone(),
+                sass_json,
                 registers: entry.metadata.build.registers,
                 spills: entry.metadata.build.spills,
             };
@@ -241,6 +252,7 @@ pub(super) fn decode(entry: &Entry, prog: &KernelProgram) -> Result<CompiledKern
     let target = match (&gpu, entry.metadata.key.target.split_once('-')) {
         (None, _) => CodeTarget::Tile,
         (Some(g), Some(("cuda", _))) => CodeTarget::Cuda(g.ptx.target),
+        (Some(g), Some(("sass", _))) => CodeTarget::SassEmu(g.ptx.target),
         (Some(g), _) => CodeTarget::Emu(g.ptx.target),
     };
     Ok(CompiledKernel {
