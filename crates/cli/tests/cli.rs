@@ -837,3 +837,66 @@ fn sass_emu_runs_from_a_warm_cache_without_the_tools() {
     assert_eq!(std::fs::read(&cold).unwrap(), std::fs::read(&warm).unwrap());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--sass-search BUDGET` (issue 12's compile option): the first launch searches the kernel's
+/// schedule on the SASS emulator and keeps it in the cache directory's `schedules/`; the
+/// output is the unsearched kernel's; the kept cubin is timing-clean and a legal reordering
+/// of the compiled one; a second launch (`TRIDENT_SASS_SEARCH`) reuses it with neither
+/// `ptxas` nor `nvdisasm` at hand.
+#[test]
+fn sass_search_option_runs_and_keeps_the_searched_schedule() {
+    if std::env::var_os("TRIDENT_PTXAS").is_none() || std::env::var_os("TRIDENT_NVDISASM").is_none() {
+        return eprintln!("skipped: TRIDENT_PTXAS/TRIDENT_NVDISASM not set");
+    }
+    let dir = std::env::temp_dir().join(format!("trident-sass-search-opt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cache = dir.join("cache");
+    let cache_s = cache.to_str().unwrap().to_string();
+    let words = [
+        "kernels/softmax.py::softmax_kernel",
+        "x=randn:f32:8x256",
+        "y=empty:f32:8x256",
+        "x_row_stride=256",
+        "y_row_stride=256",
+        "n_cols=256",
+        "BLOCK=256",
+        "--grid",
+        "8",
+        "--backend",
+        "sass-emu",
+    ];
+    let run = |out: &Path, extra: &[&str], env: &[(&str, &str)]| {
+        let save = format!("y={}", out.display());
+        let mut args: Vec<&str> = vec!["run"];
+        args.extend(words);
+        args.extend(["--save", &save]);
+        args.extend(extra);
+        let mut e = vec![("TRIDENT_CACHE_DIR", cache_s.as_str())];
+        e.extend_from_slice(env);
+        trident_env(&args, &e)
+    };
+    let (plain, searched, again) = (dir.join("plain.npy"), dir.join("searched.npy"), dir.join("again.npy"));
+    let o = run(&plain, &[], &[]);
+    assert!(o.status.success(), "plain: {}", stderr(&o));
+    let o = run(&searched, &["--sass-search", "30"], &[]);
+    assert!(o.status.success(), "searched: {}", stderr(&o));
+    assert_eq!(std::fs::read(&plain).unwrap(), std::fs::read(&searched).unwrap());
+    let kept: Vec<PathBuf> = std::fs::read_dir(cache.join("schedules"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "cubin"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let o = trident(&["sass", "verify", kept[0].to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let nothing = dir.join("no-such-tool");
+    let nothing = nothing.to_str().unwrap();
+    let env = [("TRIDENT_SASS_SEARCH", "30"), ("TRIDENT_PTXAS", nothing), ("TRIDENT_NVDISASM", nothing)];
+    let o = run(&again, &[], &env);
+    assert!(o.status.success(), "reused: {}", stderr(&o));
+    assert_eq!(std::fs::read(&plain).unwrap(), std::fs::read(&again).unwrap());
+    let o = run(&again, &["--sass-search", "soon"], &[]);
+    assert!(!o.status.success() && stderr(&o).contains("sass-search"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -16,6 +16,7 @@
 //! | `TRIDENT_AUTOTUNE_INTERP` | `1`: tune on the interpreter too (wall clock) | — |
 //! | `TRIDENT_PRINT_AUTOTUNING` | `1`: print the chosen config after each tuning, on stderr | — |
 //! | `TRIDENT_SASS_SHUFFLE` | `SEED:MOVES` (e.g. `7:50`): on a CUDA device, load each kernel's cubin after that many random legal SASS moves (`trident sass shuffle`, repaired and verified) — the schedule prong's check that moved code computes the same; an error if there is no cubin or the shuffle fails | — (applied at load, after the cache) |
+//! | `TRIDENT_SASS_SEARCH` | a budget (`30s`, `500`): every launch on the SASS emulator or CUDA runs the schedule a search of its SASS found (as `--sass-search`; searched once, kept in the cache directory's `schedules/`) | the cubin's hash |
 //! | `TRIDENT_SANITIZE` | `1`: sanitize mode for every launch on the emulator or CUDA (as `--sanitize`, `sanitize=True`): bounds checks of every global access in the kernel | `sanitize=true` |
 //! | `TRIDENT_TIMEOUT` | seconds a launch on the interpreter or the emulator may run before it is stopped with an error (as `--timeout`; default none) | — |
 //!
@@ -88,6 +89,12 @@ pub fn timeout() -> Result<Option<std::time::Duration>, String> {
 /// Whether `TRIDENT_SANITIZE` asks for sanitize mode.
 pub fn sanitize() -> bool {
     on("TRIDENT_SANITIZE")
+}
+
+/// `TRIDENT_SASS_SEARCH`: the budget of a schedule search for every launch on the SASS
+/// emulator or CUDA (as `--sass-search`), when set and not blank.
+pub fn sass_search() -> Option<String> {
+    value("TRIDENT_SASS_SEARCH").filter(|v| !v.trim().is_empty())
 }
 
 /// Whether `TRIDENT_DUMP_IR` asks for the IR after every pass.

@@ -75,6 +75,10 @@ pub struct LaunchOptions {
     /// Stop a launch on the interpreter or the emulator that runs longer than this (an
     /// error; the arguments are left as they were). `None`: `TRIDENT_TIMEOUT`, else no limit.
     pub timeout: Option<Duration>,
+    /// Run the schedule found by a search of the cubin's SASS (`--sass-search BUDGET`,
+    /// `TRIDENT_SASS_SEARCH`; the SASS emulator and CUDA): searched at the first launch,
+    /// kept in the cache directory (`crate::schedule`). `None`: `TRIDENT_SASS_SEARCH`, else off.
+    pub sass_search: Option<String>,
     /// Sanitize mode on the emulator and CUDA (`--sanitize`; `TRIDENT_SANITIZE=1` turns it on
     /// for every launch): the kernel checks every global access against its buffer's extent,
     /// suppresses one outside and fails the launch with the interpreter's error for the first
@@ -98,6 +102,7 @@ impl LaunchOptions {
             profile: None,
             profile_cost: crate::profile::ProbeCost::Calibrated,
             timeout: None,
+            sass_search: None,
             sanitize: false,
         }
     }
@@ -116,6 +121,7 @@ impl LaunchOptions {
             profile_cost: cmd.profile.as_ref().map_or(crate::profile::ProbeCost::Calibrated, |p| p.probe_cost),
             timeout: cmd.timeout,
             sanitize: cmd.sanitize,
+            sass_search: cmd.sass_search.clone(),
             ..LaunchOptions::new(cmd.grid)
         }
     }

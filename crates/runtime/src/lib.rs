@@ -49,6 +49,7 @@ pub mod sass;
 pub mod sass_run;
 pub mod sass_search;
 pub mod scalar;
+mod schedule;
 pub mod session;
 pub mod stages;
 

@@ -77,6 +77,20 @@ fn interp_arg(v: &ArgValue, ty: &trident_ir::Type) -> trident_interp::InterpArg 
     }
 }
 
+/// `code` with the searched schedule the options ask for (`--sass-search`,
+/// `TRIDENT_SASS_SEARCH`), if they ask.
+fn searched_schedule(
+    code: &GpuCode,
+    values: &[ArgValue],
+    grid: [u32; 3],
+    opts: &LaunchOptions,
+) -> Result<Option<std::sync::Arc<GpuCode>>, RunError> {
+    match opts.sass_search.clone().or_else(crate::env::sass_search) {
+        Some(budget) => crate::schedule::searched(code, values, grid, &budget).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// The GPU code of `ck` when it was compiled for `backend`'s kind of target.
 fn gpu_code(ck: &CompiledKernel, backend: Backend) -> Result<&GpuCode, RunError> {
     let fits = matches!(
@@ -136,11 +150,16 @@ pub(crate) fn run_raw(
             (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz)
         }
         Backend::SassEmu => {
-            let run = crate::sass_run::run_sass_emu_code(gpu_code(ck, backend)?, &values, grid, reps)?;
+            let code = gpu_code(ck, backend)?;
+            let searched = searched_schedule(code, &values, grid, opts)?;
+            let code = searched.as_deref().unwrap_or(code);
+            let run = crate::sass_run::run_sass_emu_code(code, &values, grid, reps)?;
             (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz)
         }
         Backend::Cuda => {
             let code = gpu_code(ck, backend)?;
+            let searched = searched_schedule(code, &values, grid, opts)?;
+            let code = searched.as_deref().unwrap_or(code);
             let run = crate::gpu::run_cuda_code(code, &values, grid, warmup, reps, opts.flush_l2)?;
             sanitize_check(ck, code, &run, &values, grid)?;
             (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz)

@@ -93,6 +93,12 @@ pub const FLAGS: &[Flag] = &[
         help: "emu/cuda: check every global load, store and atomic against its buffer's bounds in the kernel; the first violation fails the launch with the interpreter's error (also TRIDENT_SANITIZE=1)",
         lines: &[K],
     },
+    Flag {
+        name: "sass-search",
+        value: Some("BUDGET"),
+        help: "sass-emu/cuda: run the schedule a search of the kernel's SASS finds (first launch searches for BUDGET, e.g. 30s or 500 evaluations, on the SASS emulator's estimate; kept in the cache directory); also TRIDENT_SASS_SEARCH",
+        lines: &[K],
+    },
     Flag { name: "print-ir-after-all", value: None, help: "print the IR after every pass to stderr", lines: &[K] },
     Flag { name: "block", value: Some("T[,TY[,TZ]]"), help: "threads per CTA (PTX only; required)", lines: &[P] },
     Flag { name: "shared", value: Some("BYTES"), help: "dynamic shared memory per CTA (PTX only)", lines: &[P] },
@@ -406,6 +412,8 @@ pub struct RunCommand {
     pub num_stages: Option<u32>,
     /// `--timeout`, if given.
     pub timeout: Option<std::time::Duration>,
+    /// `--sass-search BUDGET`, if given.
+    pub sass_search: Option<String>,
     /// `--seed` (default 0).
     pub seed: u64,
     /// Every `--save`, in order.
@@ -461,6 +469,7 @@ impl RunCommand {
             num_warps: None,
             num_stages: None,
             timeout: None,
+            sass_search: None,
             seed: 0,
             saves: vec![],
             debug: false,
@@ -501,6 +510,7 @@ impl RunCommand {
                     cmd.timeout = Some(std::time::Duration::from_secs_f64(secs));
                 }
                 "seed" => cmd.seed = parse_u64(&flag, v)?,
+                "sass-search" => cmd.sass_search = Some(v.to_string()),
                 "save" => cmd.saves.push(parse_save(v)?),
                 "debug" => cmd.debug = true,
                 "sanitize" => cmd.sanitize = true,
