@@ -211,3 +211,43 @@ fn pipelined_loops_of_every_depth_and_trip_count() {
     assert!(k.ptx.contains("cp.async.cg.shared.global"), "not pipelined");
     assert!(k.ptx.contains("cp.async.wait_group 1"));
 }
+
+/// `tl.dot(a, b, out_dtype=tl.float16)` on f16 operands: the f16-accumulating `mma.sync`
+/// (rounded after every k-step of 16, as the interpreter rounds), not an FMA loop; bit for
+/// bit the interpreter's on every target, with a K loop carrying the f16 accumulator.
+#[test]
+fn f16_accumulating_dot_on_tensor_cores() {
+    let src = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def dot16(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((M, N), dtype=tl.float16)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :])
+        b = tl.load(b_ptr + (k0 + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(a, b, acc, out_dtype=tl.float16)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
+"#;
+    let mut rng = Rng(seed());
+    let (m, n, k) = (32usize, 32usize, 64usize);
+    let args = [
+        ("a_ptr", A::T(random(&mut rng, DType::F16, &[m, k], 1.0))),
+        ("b_ptr", A::T(random(&mut rng, DType::F16, &[k, n], 1.0))),
+        ("c_ptr", A::T(poisoned(DType::F16, &[m, n]))),
+        ("M", A::C(m as i64)),
+        ("N", A::C(n as i64)),
+        ("K", A::C(k as i64)),
+        ("BK", A::C(32)),
+    ];
+    let (module, kernel, rt) = front_text("dot16.py", src, "dot16", &args);
+    for p in compile_all(&module, &kernel, 4, 2) {
+        assert!(p.ptx.contains(".f16.f16.f16.f16"), "{}: no f16-accumulating mma", p.target);
+        assert!(!p.ptx.contains("fma.rn.f32"), "{}: an FMA loop", p.target);
+    }
+    differential(&module, &kernel, 4, [1, 1, 1], &rt, Some((0.0, 0.0)));
+}

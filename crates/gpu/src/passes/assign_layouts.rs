@@ -260,6 +260,9 @@ impl Assigner<'_> {
         };
         let acc_ok = |k: &MmaKind| match ce {
             Some(trident_ir::DType::F32) => k.acc == "f32",
+            // `out_dtype=tl.float16`: the f16-accumulating form (rounded after every k-step
+            // of 16, as the interpreter and the hardware round).
+            Some(trident_ir::DType::F16) => k.acc == "f32" && k.ab == "f16.f16",
             Some(trident_ir::DType::I32) => k.acc == "s32",
             _ => false,
         };

@@ -648,7 +648,15 @@ impl Emitter<'_> {
         if m < 16 || n < 8 || kdim < kind.k {
             return Err(self.err(format!("internal: dot {m}x{n}x{kdim} is too small for mma")));
         }
-        let want_acc = if kind.acc == "s32" { DType::I32 } else { DType::F32 };
+        // An f16 result of f16 operands accumulates in f16 (`out_dtype=tl.float16`): the
+        // instruction's f16 form, two halves per register, rounded once per instruction.
+        let f16_acc = ct == DType::F16 && kind.ab == "f16.f16";
+        let acc_name = if f16_acc { "f16" } else { kind.acc };
+        let want_acc = match kind.acc {
+            "s32" => DType::I32,
+            _ if f16_acc => DType::F16,
+            _ => DType::F32,
+        };
         // Accumulator in the instruction's type.
         let mut cur: Vec<Reg> = Vec::with_capacity(acc.len());
         for &r in acc {
@@ -698,33 +706,53 @@ impl Emitter<'_> {
                 let products: Vec<(usize, usize)> =
                     if pa.len() == 2 { vec![(1, 0), (0, 1), (0, 0)] } else { vec![(0, 0)] };
                 for (ia, ib) in products {
-                    let dregs: Vec<Reg> = (0..4).map(|_| self.new_reg(RegClass::B32)).collect();
                     let list = |v: &[Reg]| v.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ");
-                    let cs: Vec<Reg> = cregs.iter().map(|&i| cur[i]).collect();
+                    let mut cs: Vec<Reg> = cregs.iter().map(|&i| cur[i]).collect();
+                    if f16_acc {
+                        // (c0, c1) and (c2, c3) share a register: the same elements per thread
+                        // as the f32 form's four.
+                        cs = cs.chunks(2).map(|h| self.pack_halves(h[0], h[1])).collect();
+                    }
+                    let dregs: Vec<Reg> = (0..cs.len()).map(|_| self.new_reg(RegClass::B32)).collect();
                     self.ins(format!(
                         "mma.sync.aligned.m16n8k{}.row.col.{}.{}.{} {{{}}}, {{{}}}, {{{}}}, {{{}}}",
                         kind.k,
-                        kind.acc,
+                        acc_name,
                         kind.ab,
-                        kind.acc,
+                        acc_name,
                         list(&dregs),
                         list(&pa[ia]),
                         list(&pb[ib]),
                         list(&cs)
                     ));
+                    let ds: Vec<Reg> =
+                        if f16_acc { dregs.iter().flat_map(|&d| self.unpack_halves(d)).collect() } else { dregs };
                     for (j, &i) in cregs.iter().enumerate() {
-                        cur[i] = dregs[j];
+                        cur[i] = ds[j];
                     }
                 }
             }
             k0 += kind.k;
         }
-        let res_ty = if kind.acc == "s32" { DType::I32 } else { DType::F32 };
         let mut out = Vec::with_capacity(cur.len());
         for r in cur {
-            out.push(self.convert(res_ty, ct, trident_ir::Rounding::Rtne, r)?);
+            out.push(self.convert(want_acc, ct, trident_ir::Rounding::Rtne, r)?);
         }
         Ok(out)
+    }
+
+    /// Two 16-bit registers as one 32-bit register (`lo` in the low half).
+    fn pack_halves(&mut self, lo: Reg, hi: Reg) -> Reg {
+        let r = self.new_reg(RegClass::B32);
+        self.ins(format!("mov.b32 {r}, {{{lo}, {hi}}}"));
+        r
+    }
+
+    /// A 32-bit register's halves as two 16-bit registers, low first.
+    fn unpack_halves(&mut self, r: Reg) -> [Reg; 2] {
+        let (lo, hi) = (self.new_reg(RegClass::B16), self.new_reg(RegClass::B16));
+        self.ins(format!("mov.b32 {{{lo}, {hi}}}, {r}"));
+        [lo, hi]
     }
 
     /// The 32-bit registers of an mma fragment made of operand elements `idx`: `ldmatrix`
