@@ -23,6 +23,7 @@
 pub mod check;
 pub mod env;
 pub mod mask;
+pub mod ppo;
 mod rng;
 pub mod search;
 
