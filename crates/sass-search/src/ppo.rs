@@ -213,9 +213,9 @@ impl Features {
         }
         let (mut down_slots, mut down_stalls) = (WINDOW as f64, 0.0);
         let mut acc = 0.0;
-        for j in i + 1..be.min(i + 1 + WINDOW) {
+        for (j, tj) in text.iter().enumerate().take(be.min(i + 1 + WINDOW)).skip(i + 1) {
             acc += stall(j - 1);
-            if meets(&me.defs, &self.ops(&text[j]).uses) {
+            if meets(&me.defs, &self.ops(tj).uses) {
                 down_slots = (j - i) as f64;
                 down_stalls = acc;
                 break;
