@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! trident sass search FILE.py::KERNEL ARGS... --grid G [--backend sass-emu] [--target sm_80|sm_90a]
-//!     [--algo greedy|greedy-first|anneal|beam[:W]] [--budget 60s|2m|N] [--seed S]
+//!     [--algo greedy|greedy-first|anneal|beam[:W]|ppo] [--budget 60s|2m|N] [--seed S]
 //!     [-o OUT.cubin] [--moves OUT.json] [--curve OUT.csv]
 //! ```
 
@@ -28,7 +28,7 @@ struct SearchOptions {
 }
 
 const USAGE: &str = "usage: trident sass search FILE.py::KERNEL ARGS... --grid G [--backend sass-emu] \
-[--target sm_80|sm_90|sm_90a] [--algo greedy|greedy-first|anneal|beam[:W]] [--budget 60s|2m|N] [--seed S] \
+[--target sm_80|sm_90|sm_90a] [--algo greedy|greedy-first|anneal|beam[:W]|ppo] [--budget 60s|2m|N] [--seed S] \
 [-o OUT.cubin] [--moves OUT.json] [--curve OUT.csv]";
 
 fn split_options(words: &[String]) -> Result<(SearchOptions, Vec<String>), String> {

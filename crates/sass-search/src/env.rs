@@ -13,6 +13,7 @@ use trident_sass::verify::{reordering, timing};
 use trident_sass::Cubin;
 use trident_sass_emu::{launch, LaunchConfig, Program};
 
+use crate::mask::Mask;
 use crate::SearchError;
 
 /// Reads a cubin's instructions as text: `nvdisasm -json` in practice ([`nvdisasm`]); a
@@ -60,6 +61,9 @@ pub struct State {
     pub cubin: Cubin,
     pub text: Vec<Text>,
     pub moves: Vec<Move>,
+    /// The legal one-slot moves of this order ([`Mask`]: kept up to date move by move, so
+    /// asking for the actions costs no dependence analysis).
+    pub mask: Mask,
 }
 
 /// One move made: the instruction at `from` now at `to` (adjacent), and how many repairs
@@ -183,7 +187,8 @@ impl Env {
         let mut args = problem.args.clone();
         let report = launch(&original_program, &problem.config, &mut args)
             .map_err(|e| SearchError(format!("the original kernel on the SASS emulator: {}", emu_error(e))))?;
-        let original = State { cubin, text, moves: vec![] };
+        let mask = Mask::new(&text);
+        let original = State { cubin, text, moves: vec![], mask };
         let mut env = Env {
             kernel,
             name,
@@ -217,9 +222,17 @@ impl Env {
         s.cubin.kernels[self.kernel].instrs.iter().map(|i| (i.lo, i.hi)).collect()
     }
 
-    /// The legal actions in `s`: each memory instruction, one slot up or down, where
-    /// `rewrite::legal_range` (the dependence mask) allows it.
+    /// The legal actions in `s`: each memory instruction, one slot up or down, where the
+    /// dependence mask allows it — read from `s.mask` (the same set as
+    /// [`Env::actions_by_legal_range`], without its per-instruction dependence graphs).
     pub fn actions(&self, s: &State) -> Vec<Action> {
+        s.mask.actions(&s.text)
+    }
+
+    /// The legal actions as `rewrite::legal_range` gives them, asked per memory instruction
+    /// (each call builds its block's dependence graph): the reference the mask is tested
+    /// against, and what [`Env::actions`] did before.
+    pub fn actions_by_legal_range(&self, s: &State) -> Vec<Action> {
         let mut out = vec![];
         for (i, t) in s.text.iter().enumerate() {
             if !is_memory(t) {
@@ -259,7 +272,12 @@ impl Env {
         self.stats.moves += 1;
         let mut moves = s.moves.clone();
         moves.push(Move { from: moved.from, to: moved.to, line: s.text[a.at].line(), repairs: moved.repairs.len() });
-        Ok(State { cubin, text: moved.text, moves })
+        let mask = if moved.from.abs_diff(moved.to) == 1 {
+            s.mask.after_swap(&moved.text, moved.from.min(moved.to))
+        } else {
+            Mask::new(&moved.text)
+        };
+        Ok(State { cubin, text: moved.text, moves, mask })
     }
 
     /// The estimated cycles of `s` (`Report::cycles`: the slowest CTA of the launch), from

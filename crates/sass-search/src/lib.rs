@@ -22,10 +22,13 @@
 
 pub mod check;
 pub mod env;
+pub mod mask;
+pub mod ppo;
 mod rng;
 pub mod search;
 
 pub use env::{is_memory, nvdisasm, Action, Disassembler, Env, Move, Problem, State, Stats, MEMORY_OPCODES};
+pub use mask::Mask;
 pub use search::{search, Algo, Budget, CurvePoint, Options, Outcome, Progress};
 
 /// A search that cannot start or finish: what is wrong, ready for a terminal.

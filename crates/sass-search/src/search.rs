@@ -27,6 +27,9 @@ pub enum Algo {
     /// Beam search: every legal move of the `width` best schedules, keep the `width` best
     /// new children, repeat.
     Beam { width: usize },
+    /// PPO: a small policy network over per-action features, trained on episodes of moves
+    /// from the original schedule ([`crate::ppo`]).
+    Ppo,
 }
 
 impl Algo {
@@ -37,11 +40,12 @@ impl Algo {
             "greedy-first" => Algo::GreedyFirst,
             "anneal" => Algo::Anneal,
             "beam" => Algo::Beam { width: 4 },
+            "ppo" => Algo::Ppo,
             _ => match s.strip_prefix("beam:").map(str::parse::<usize>) {
                 Some(Ok(w)) if w > 0 => Algo::Beam { width: w },
                 _ => {
                     return Err(format!(
-                        "unknown search `{s}` (greedy, greedy-first, anneal, beam, beam:WIDTH with WIDTH ≥ 1)"
+                        "unknown search `{s}` (greedy, greedy-first, anneal, beam, beam:WIDTH with WIDTH ≥ 1, ppo)"
                     ))
                 }
             },
@@ -54,6 +58,7 @@ impl Algo {
             Algo::GreedyFirst => "greedy-first".into(),
             Algo::Anneal => "anneal".into(),
             Algo::Beam { width } => format!("beam:{width}"),
+            Algo::Ppo => "ppo".into(),
         }
     }
 }
@@ -209,16 +214,16 @@ fn json_string(s: &str) -> String {
 }
 
 /// The search's bookkeeping: budget, best so far (checked), curve, progress.
-struct Run<'a> {
-    env: &'a mut Env,
-    opts: Options,
+pub(crate) struct Run<'a> {
+    pub(crate) env: &'a mut Env,
+    pub(crate) opts: Options,
     start: Instant,
     evals0: usize,
     /// Scores asked for (cache hits included): an evaluation budget also bounds these, so a
     /// search going round among cached states still ends.
     asked: usize,
     best: State,
-    best_cycles: u64,
+    pub(crate) best_cycles: u64,
     curve: Vec<CurvePoint>,
     rng: Rng,
     checks: u64,
@@ -238,7 +243,7 @@ impl Run<'_> {
         .min(1.0)
     }
 
-    fn spent(&self) -> bool {
+    pub(crate) fn spent(&self) -> bool {
         self.fraction() >= 1.0
     }
 
@@ -255,7 +260,7 @@ impl Run<'_> {
 
     /// The score of `s`, or `None` when it has none (the emulator stopped it, or it failed
     /// a check before).
-    fn score(&mut self, s: &State) -> Option<u64> {
+    pub(crate) fn score(&mut self, s: &State) -> Option<u64> {
         self.asked += 1;
         let r = self.env.evaluate(s).ok();
         self.tell();
@@ -264,7 +269,7 @@ impl Run<'_> {
 
     /// Offers `s` (scored `cycles`) as the new best: kept only if better and checked.
     /// `false` when it failed the check (then it is forbidden: treat it as unscored).
-    fn offer(&mut self, s: &State, cycles: u64) -> bool {
+    pub(crate) fn offer(&mut self, s: &State, cycles: u64) -> bool {
         if cycles >= self.best_cycles {
             return true;
         }
@@ -318,6 +323,7 @@ pub fn search(env: &mut Env, opts: &Options, progress: &mut dyn FnMut(&Progress)
         Algo::GreedyFirst => greedy(&mut run, true),
         Algo::Anneal => anneal(&mut run),
         Algo::Beam { width } => beam(&mut run, width),
+        Algo::Ppo => crate::ppo::ppo(&mut run),
     };
     run.point();
     run.tell();
@@ -347,7 +353,7 @@ pub fn search(env: &mut Env, opts: &Options, progress: &mut dyn FnMut(&Progress)
     })
 }
 
-const SPENT: &str = "budget spent";
+pub(crate) const SPENT: &str = "budget spent";
 
 /// Hill climbing from the original; `first`: first improvement in random order, else the
 /// best of all moves. Stops at a local optimum (no move improves) or when the budget is spent.

@@ -111,3 +111,39 @@ fn the_same_seed_gives_the_same_search() {
     assert_eq!(a.best_cycles, b.best_cycles);
     assert_eq!(a.bytes, b.bytes);
 }
+
+/// A short PPO run on matmul (sm_80): the best schedule's moves replay as legal actions
+/// (each one offered by `legal_range` in the state it was made in), every kept schedule
+/// passed the check and the best re-checks independently, and the same seed gives the same
+/// run (an evaluation budget: a time budget would cut it by the clock).
+#[test]
+fn ppo_takes_legal_actions_keeps_checked_schedules_and_replays_from_a_seed() {
+    if !common::tools() {
+        return;
+    }
+    let evals = 40;
+    let (mut e, a) = run("matmul", "sm_80", Algo::Ppo, evals, 3);
+    sane("matmul", "sm_80", &e, &a, evals);
+    recheck(&e, &a.bytes, 21);
+    let k = e.kernel;
+    let mut s = e.original().clone();
+    for m in &a.best.moves {
+        let act = trident_sass_search::Action { at: m.from, up: m.to < m.from };
+        assert!(e.actions_by_legal_range(&s).contains(&act), "PPO's move {m:?} is not a legal action");
+        s = e.apply(&s, act).unwrap();
+    }
+    assert_eq!(s.cubin.kernels[k].instrs, a.best.cubin.kernels[k].instrs, "the moves replay to the best");
+    let (_, b) = run("matmul", "sm_80", Algo::Ppo, evals, 3);
+    assert_eq!(a.best.moves, b.best.moves);
+    assert_eq!(a.best_cycles, b.best_cycles);
+    assert_eq!(a.bytes, b.bytes);
+    let evals_at = |o: &Outcome| o.curve.iter().map(|p| (p.evaluations, p.best_cycles)).collect::<Vec<_>>();
+    assert_eq!(evals_at(&a), evals_at(&b));
+    eprintln!(
+        "matmul sm_80 ppo: {} → {} cycles in {} evaluations, {} moves",
+        a.original_cycles,
+        a.best_cycles,
+        a.stats.evaluations,
+        a.best.moves.len()
+    );
+}

@@ -82,3 +82,18 @@ pub fn problem(which: &str, arch: &str) -> Problem {
     let config = LaunchConfig { grid, block: [threads, 1, 1], dynamic_shared_bytes: shared, ..Default::default() };
     Problem { cubin, kernel: entry.to_string(), args, config }
 }
+
+/// Kernel `which` (`softmax`, `layernorm`, `matmul`, `attn_fwd`) of the emulator's test data
+/// through `ptxas` for `arch`: the cubin, the kernel's index and its text (no launch: the
+/// mask tests need only the instructions).
+pub fn compiled(which: &str, arch: &str) -> (trident_sass::Cubin, usize, Vec<trident_sass::disasm::Text>) {
+    let name = if arch == "sm_80" { which.to_string() } else { format!("{which}.sm90") };
+    let bytes = ptxas(&data(&name), arch).unwrap_or_else(|e| panic!("ptxas {which} {arch}: {e}")).cubin;
+    let cubin = trident_sass::Cubin::parse(&bytes).unwrap();
+    let listings = disassembler()(&bytes).unwrap();
+    let kernel = 0;
+    let k = &cubin.kernels[kernel];
+    let text = trident_sass::disasm::section_text(&cubin, &listings, k.text_section);
+    assert_eq!(text.len(), k.instrs.len(), "{which} {arch}: text and instructions");
+    (cubin, kernel, text)
+}
