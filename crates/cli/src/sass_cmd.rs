@@ -76,7 +76,7 @@ pub enum SassCommand {
     /// outputs on fresh random inputs.
     ///
     /// trident sass search FILE.py::KERNEL ARGS... --grid G [--backend sass-emu] [--target sm_80|sm_90a]
-    ///     [--algo greedy|greedy-first|anneal|beam[:W]] [--budget 60s|2m|N] [--seed S]
+    ///     [--algo greedy|greedy-first|anneal|beam[:W]|ppo] [--budget 60s|2m|N] [--seed S]
     ///     [-o OUT.cubin] [--moves OUT.json] [--curve OUT.csv]
     ///
     /// ARGS, --grid, --num-warps and --num-stages are `trident run`'s (rand/randn inputs use
