@@ -259,7 +259,9 @@ class JITFunction(KernelInterface):
         g = grid3(self.__name__, grid, values)
         if g is None:
             return None
-        program = self._program or self.program()
+        program = self._program
+        if program is None or (self._dispatcher is None and self._simple):
+            program = self.program()  # (re)makes the fast path's dispatcher too
         args = _args.convert(values)
         n = _native()
         debug = launch.get("debug", self.debug)
