@@ -46,6 +46,27 @@ const LAUNCH_KEYWORDS: [&str; 9] = [
     "sanitize",
 ];
 
+/// FNV-1a: the table's keys are a few small integers and short strings, hashed on every
+/// launch; SipHash's protection against chosen keys buys nothing here and costs more.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for &b in bytes {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type Table = HashMap<Key, Arc<CompiledKernel>, std::hash::BuildHasherDefault<Fnv>>;
+
 /// Kept specializations per kernel before the table is cleared (a kernel launched with ever
 /// new constexpr values must not grow it without bound).
 const MAX_ENTRIES: usize = 1024;
@@ -114,7 +135,7 @@ pub(crate) struct Dispatcher {
     /// Whether the runtime sees no autotune configs and no heuristics: then the compiled
     /// kernel follows from the key alone.
     keyable: bool,
-    table: Mutex<HashMap<Key, Arc<CompiledKernel>>>,
+    table: Mutex<Table>,
 }
 
 /// `kernel[grid]`: a launch waiting for its arguments.
@@ -168,7 +189,7 @@ impl Dispatcher {
             from_native,
             ndarray,
             keyable,
-            table: Mutex::new(HashMap::new()),
+            table: Mutex::new(Table::default()),
         })
     }
 
@@ -405,7 +426,6 @@ impl Dispatcher {
             let name = self.name_texts[i].clone();
             values.push(Arg { text: name.clone(), name, value });
         }
-
         // The grid: a tuple of positive ints here; anything else through the package's
         // `grid3` (callables get the bound arguments, as on the general path).
         let g = match simple_grid(grid) {
@@ -427,12 +447,11 @@ impl Dispatcher {
         if gx == 0 || gy == 0 || gz == 0 {
             return Ok(Fast::Done(py.None())); // an empty grid launches nothing
         }
-
         // Alias groups: clusters of overlapping spans, as `_args.convert` makes them.
-        let mut spans: Vec<(usize, usize, usize)> =
-            views.iter().enumerate().map(|(j, (_, _, a))| (a.address, a.address + a.nbytes, j)).collect();
         let mut groups = vec![-1i64; views.len()];
-        if spans.len() > 1 {
+        if views.len() > 1 {
+            let mut spans: Vec<(usize, usize, usize)> =
+                views.iter().enumerate().map(|(j, (_, _, a))| (a.address, a.address + a.nbytes, j)).collect();
             spans.sort_unstable();
             let mut clusters: Vec<Vec<usize>> = Vec::new();
             let mut end = 0usize;
@@ -473,16 +492,17 @@ impl Dispatcher {
             held.push(h);
         }
 
-        let key = Key { head: head.clone(), parts };
-        let start = Instant::now();
-        let compiled = self.table.lock().ok().and_then(|t| t.get(&key).cloned());
-        let lookup = start.elapsed();
         let mut opts = LaunchOptions::new(Grid { x: gx, y: gy, z: gz });
         opts.backend = head.backend;
         opts.num_warps = head.num_warps;
         opts.num_stages = head.num_stages;
         opts.debug = head.debug;
         opts.sanitize = sanitize;
+        let key = Key { head, parts };
+        let start = Instant::now();
+        let compiled = self.table.lock().ok().and_then(|t| t.get(&key).cloned());
+        let lookup = start.elapsed();
+
         let hit = compiled.is_some();
         let prog = &self.program.get().prog;
         let (mut report, prepared) = match run_held(py, prog, None, values, &held, &opts, compiled) {
