@@ -15,7 +15,7 @@ parts of dispatch:
   the interpreter's own timing, the copy back, the report;
 
 and, for comparison, the general path every launch took before the fast path (still taken by
-torch tensors, dtype objects, callable grids' fallbacks...): ``general`` is
+torch tensors, dtype objects, numpy scalars...): ``general`` is
 ``kernel._run_slow(...)``'s dispatch, ``bind+convert`` its Python binding and conversion.
 """
 
