@@ -244,6 +244,9 @@ def test_what_the_fast_path_leaves_to_the_general_path_still_works():
     out[:] = np.nan
     assert scale_add[(0,)](x, out, 16, 2.0, K=1, BLOCK=16) is None
     assert np.isnan(out).all()
+    # `warmup=` is taken and ignored by `run`, on either path.
+    scale_add[(1,)](x, out, 16, 2.0, K=1, BLOCK=16, warmup=False)
+    np.testing.assert_array_equal(out, x * 2 + 1 + 16)
 
 
 def test_device_print_reaches_sys_stdout(capsys):
@@ -272,3 +275,26 @@ def test_keyword_only_signatures_take_the_general_path():
     x = np.zeros(4, np.float32)
     k[(1,)](x, BLOCK=4)
     assert k._dispatcher is None and (x == 3).all()
+
+
+def test_threads_launch_the_same_kernel_on_their_own_arrays():
+    import threading
+
+    errors = []
+
+    def work(seed):
+        try:
+            x = np.full(16, float(seed), np.float32)
+            for i in range(20):
+                out = _poisoned(16)
+                scale_add[(1,)](x, out, 16, 2.0, K=i % 2, BLOCK=16)
+                np.testing.assert_array_equal(out, x * 2 + i % 2 + 16)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors

@@ -240,7 +240,7 @@ class JITFunction(KernelInterface):
                 return result
         return self._run_slow(*args, grid=grid, **kwargs)
 
-    def _run_slow(self, *args, grid, **kwargs):
+    def _run_slow(self, *args, grid, warmup=False, **kwargs):
         """The general path: binding and conversion in Python (every value, every error)."""
         launch = {k: kwargs.pop(k) for k in _LAUNCH_KEYWORDS if k in kwargs} if kwargs else {}
         values = self.bind(args, kwargs)

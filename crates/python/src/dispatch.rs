@@ -249,7 +249,10 @@ impl Launcher {
                     Some(k) => k.copy()?,
                     None => PyDict::new(py),
                 };
-                kw.set_item(intern!(py, "grid"), grid)?;
+                // As `functools.partial(run, grid=grid)` did: a `grid=` at the call wins.
+                if !kw.contains(intern!(py, "grid"))? {
+                    kw.set_item(intern!(py, "grid"), grid)?;
+                }
                 Ok(d.slow.bind(py).call(args, Some(&kw))?.unbind())
             }
         }
