@@ -4,8 +4,19 @@ backend's call, i.e. a launch's wall time minus the backend's own run time (the 
 
     python python/benchmarks/dispatch.py          # with the package installed (release build)
 
-Prints per-launch microseconds: total, backend run, dispatch (total - run), and the parts of
-dispatch spent in Python's argument binding and conversion.
+Prints per-launch microseconds (medians): total, backend run, dispatch (total - run), and the
+parts of dispatch:
+
+* ``getitem``: ``kernel[grid]`` alone (the Python method and the native launcher it returns);
+* ``front``: the same launch with an empty grid (``(0,)``), minus ``getitem`` — binding,
+  classifying the values (numpy arrays through the buffer protocol), the environment reads
+  and the specialization key; it stops where the launch would start;
+* ``back``: the rest — the key lookup, copying the array in, the runtime's run call around
+  the interpreter's own timing, the copy back, the report;
+
+and, for comparison, the general path every launch took before the fast path (still taken by
+torch tensors, dtype objects, numpy scalars...): ``general`` is
+``kernel._run_slow(...)``'s dispatch, ``bind+convert`` its Python binding and conversion.
 """
 
 import statistics
@@ -24,32 +35,52 @@ def touch(x, n, BLOCK: tl.constexpr):
     tl.store(x + offs, tl.load(x + offs, mask=offs < n) + 1.0, mask=offs < n)
 
 
+def _median_us(f, reps):
+    samples = []
+    for _ in range(reps):
+        t0 = time.perf_counter_ns()
+        f()
+        samples.append(time.perf_counter_ns() - t0)
+    return statistics.median(samples) / 1e3
+
+
 def main(reps=3000):
     x = np.zeros(16, np.float32)
-    out = {}
+    rows = []
     for backend in ("interp", "emu"):
         touch[(1,)](x, 16, BLOCK=16, backend=backend)  # compile once
         totals, runs = [], []
         for _ in range(reps):
-            t0 = time.perf_counter()
+            t0 = time.perf_counter_ns()
             r = touch[(1,)](x, 16, BLOCK=16, backend=backend)
-            totals.append(time.perf_counter() - t0)
-            runs.append(r["run_s"] if backend == "interp" else 0.0)
-        # The emulator reports modelled time, not host time: its host run time is measured
-        # as the launch minus what the same launch costs without running (not available), so
-        # for emu only the total is meaningful.
-        bind = []
+            totals.append(time.perf_counter_ns() - t0)
+            # The emulator reports modelled time, not host time: for emu only the total means
+            # something (its fixed launch cost dominates).
+            runs.append(r["run_s"] * 1e9 if backend == "interp" else 0.0)
+        total = statistics.median(totals) / 1e3
+        run = statistics.median(runs) / 1e3
+        getitem = _median_us(lambda: touch[(1,)], reps)
+        empty = _median_us(lambda: touch[(0,)](x, 16, BLOCK=16, backend=backend), reps)
+        general_t, general_r = [], []
         for _ in range(reps):
-            t0 = time.perf_counter()
-            values = touch.bind((x, 16), {"BLOCK": 16})
-            _args.convert(values)
-            bind.append(time.perf_counter() - t0)
-        med = lambda v: statistics.median(v) * 1e6  # noqa: E731
-        out[backend] = (med(totals), med(runs), med(bind))
-    print(f"{'backend':<8} {'total us':>9} {'run us':>8} {'dispatch us':>12} {'python bind+convert us':>23}")
-    for b, (t, r, p) in out.items():
-        d = f"{t - r:12.1f}" if b == "interp" else f"{'-':>12}"
-        print(f"{b:<8} {t:9.1f} {r:8.1f} {d} {p:23.1f}")
+            t0 = time.perf_counter_ns()
+            r = touch._run_slow(x, 16, BLOCK=16, backend=backend, grid=(1,))
+            general_t.append(time.perf_counter_ns() - t0)
+            general_r.append(r["run_s"] * 1e9 if backend == "interp" else 0.0)
+        general = (statistics.median(general_t) - statistics.median(general_r)) / 1e3
+
+        def bind_convert():
+            _args.convert(touch.bind((x, 16), {"BLOCK": 16}))
+
+        bind = _median_us(bind_convert, reps)
+        rows.append((backend, total, run, getitem, empty - getitem, total - run - empty, general, bind))
+    print(f"{'backend':<8} {'total':>7} {'run':>6} {'dispatch':>9} {'getitem':>8} {'front':>6} {'back':>6}"
+          f" {'general':>8} {'bind+convert':>13}   (us)")
+    for b, t, r, g, f, k, gen, p in rows:
+        if b == "interp":
+            print(f"{b:<8} {t:7.1f} {r:6.1f} {t - r:9.1f} {g:8.2f} {f:6.2f} {k:6.2f} {gen:8.1f} {p:13.1f}")
+        else:
+            print(f"{b:<8} {t:7.1f} {'-':>6} {'-':>9} {g:8.2f} {f:6.2f} {'-':>6} {'-':>8} {p:13.1f}")
 
 
 if __name__ == "__main__":

@@ -78,6 +78,10 @@ def host_array(name, v):
     if isinstance(arr, np.generic) or arr.ndim == 0 and not isinstance(v, np.ndarray):
         return None  # a numpy scalar: a scalar argument
     name_ = arr.dtype.name
+    if arr.dtype.byteorder == (">" if _np().little_endian else "<"):
+        # The kernel reads memory in the machine's order; a swapped array would be misread.
+        raise ArgumentError(f"argument `{name}`: an array of non-native byte order (`{arr.dtype}`); "
+                            "pass `.astype(its dtype's native form)`, e.g. `x.astype(x.dtype.newbyteorder('='))`")
     if name_ not in _NUMPY_NAMES:
         raise ArgumentError(f"argument `{name}`: numpy dtype `{arr.dtype}` is not supported by Triton kernels")
     return arr, _NUMPY_NAMES[name_]

@@ -122,6 +122,9 @@ class JITFunction(KernelInterface):
         if not inspect.isfunction(fn):
             raise TypeError(f"@jit needs a Python function, not {type(fn).__name__}")
         self.fn = fn
+        # The native fast path of cached launches (`_native.Dispatcher`), made with the program
+        # for plain signatures; dropped when `debug` or `sanitize` change (it keeps them).
+        self._dispatcher = None
         self.do_not_specialize = list(do_not_specialize)
         self.do_not_specialize_on_alignment = list(do_not_specialize_on_alignment)
         self.debug = debug
@@ -145,6 +148,30 @@ class JITFunction(KernelInterface):
             if text is not None:
                 fn.__trident_source__ = text
 
+    @property
+    def debug(self):
+        return self._debug
+
+    @debug.setter
+    def debug(self, value):
+        self._debug = value
+        self._dispatcher = None
+
+    @property
+    def sanitize(self):
+        return self._sanitize
+
+    @sanitize.setter
+    def sanitize(self, value):
+        self._sanitize = value
+        self._dispatcher = None
+
+    def __getitem__(self, grid):
+        d = self._dispatcher
+        if d is not None:
+            return d[grid]  # a native launcher: the fast path, else `_run_slow`
+        return functools.partial(self.run, grid=grid)
+
     def __repr__(self):
         return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
 
@@ -163,7 +190,22 @@ class JITFunction(KernelInterface):
                         self._program = n.Program(json.dumps(description))
                     except n.NativeError as e:
                         raise from_native(e)  # its __cause__ carries the text
+        if self._dispatcher is None and self._simple:
+            self._make_dispatcher()
         return self._program
+
+    def _make_dispatcher(self):
+        import numpy
+        from . import _errors
+        n = _native()
+        try:
+            self._dispatcher = n.Dispatcher(
+                self._program, self.__name__, self.arg_names,
+                [(name in self._defaults, self._defaults.get(name)) for name in self.arg_names],
+                bool(self.debug), bool(self.sanitize), self._run_slow, sys.modules[__name__],
+                _errors.from_native, numpy.ndarray)
+        except n.NativeError:
+            self._dispatcher = None  # the general path reports whatever is wrong
 
     def bind(self, args, kwargs):
         """Arguments by parameter name, defaults applied (launch keywords removed first)."""
@@ -191,6 +233,15 @@ class JITFunction(KernelInterface):
         return dict(b.arguments)
 
     def run(self, *args, grid, warmup=False, **kwargs):
+        d = self._dispatcher
+        if d is not None:
+            done, result = d.try_launch(grid, args, kwargs)
+            if done:
+                return result
+        return self._run_slow(*args, grid=grid, **kwargs)
+
+    def _run_slow(self, *args, grid, warmup=False, **kwargs):
+        """The general path: binding and conversion in Python (every value, every error)."""
         launch = {k: kwargs.pop(k) for k in _LAUNCH_KEYWORDS if k in kwargs} if kwargs else {}
         values = self.bind(args, kwargs)
         return self.launch(values, grid, launch)
@@ -208,7 +259,9 @@ class JITFunction(KernelInterface):
         g = grid3(self.__name__, grid, values)
         if g is None:
             return None
-        program = self._program or self.program()
+        program = self._program
+        if program is None or (self._dispatcher is None and self._simple):
+            program = self.program()  # (re)makes the fast path's dispatcher too
         args = _args.convert(values)
         n = _native()
         debug = launch.get("debug", self.debug)

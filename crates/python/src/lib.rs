@@ -25,8 +25,15 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
+mod buffer;
+mod dispatch;
+
+use std::sync::Arc;
+
 use trident_runtime::args::{Arg, ArgValue, Backend, Grid};
-use trident_runtime::launch::{launch, LaunchOptions};
+use trident_runtime::cache::Outcome;
+use trident_runtime::compiled::CompiledKernel;
+use trident_runtime::launch::{prepare, run_compiled, LaunchOptions, Prepared};
 use trident_runtime::{DType, ErrorKind, HostTensor, KernelProgram, RunError};
 
 create_exception!(_native, NativeError, PyException, "An error from Trident's runtime: args are (kind, text).");
@@ -58,7 +65,14 @@ struct Held<'py> {
     nbytes: usize,
     group: i64,
     writable: bool,
-    _owner: Bound<'py, PyAny>,
+    _owner: Owner<'py>,
+}
+
+/// What keeps a tensor argument's memory alive for the call: the Python object the package
+/// passed with its span, or (the fast path, [`dispatch`]) a buffer-protocol view of the array.
+enum Owner<'py> {
+    Object(#[allow(dead_code)] Bound<'py, PyAny>),
+    View(#[allow(dead_code)] buffer::View<'py>),
 }
 
 impl Held<'_> {
@@ -97,8 +111,8 @@ impl Program {
     }
 
     /// Compiles (through the compile cache) and runs `kernel` on `args`, a list of
-    /// `(name, value)` (values as in the module docs). Returns a dict: `backend`,
-    /// `compile_s`, `run_s`, `cache` (`memo`, `disk`, `miss` or None), `printed`. `sanitize`:
+    /// `(name, value)` (values as in the module docs). Returns a [`Report`] (read like a dict:
+    /// `backend`, `compile_s`, `run_s`, `cache` (`memo`, `hit`, `miss` or None), `printed`). `sanitize`:
     /// bounds checks in the kernel on emu and cuda (the first violation fails the launch with
     /// the interpreter's error; nothing is written back).
     #[pyo3(signature = (kernel, grid, args, backend="interp", num_warps=None, num_stages=None, debug=false, sanitize=false))]
@@ -114,8 +128,8 @@ impl Program {
         num_stages: Option<u32>,
         debug: bool,
         sanitize: bool,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        let k = self.prog.kernel(kernel).map_err(run_err)?;
+    ) -> PyResult<Report> {
+        self.prog.kernel(kernel).map_err(run_err)?;
         let backend = match Backend::parse(backend) {
             Some(b @ (Backend::Interp | Backend::Emu | Backend::Cuda | Backend::SassEmu)) => b,
             _ => {
@@ -129,63 +143,15 @@ impl Program {
             return Err(native_err("argument", format!("the grid must be positive in every dimension, not {grid:?}")));
         }
         let mut held: Vec<Held<'py>> = Vec::new();
-        let mut launch_args = convert_args(&args, &mut held)?;
+        let launch_args = convert_args(&args, &mut held)?;
         let mut opts = LaunchOptions::new(Grid { x: grid.0, y: grid.1, z: grid.2 });
         opts.backend = backend;
         opts.num_warps = num_warps;
         opts.num_stages = num_stages;
         opts.debug = debug;
         opts.sanitize = sanitize;
-        let originals: Vec<Vec<u8>> = held.iter().map(|h| tensor_bytes(&launch_args[h.index]).to_vec()).collect();
-        // The kernel runs without the GIL: other Python threads go on meanwhile.
-        let prog = &self.prog;
-        let outcome = py.detach(|| launch(prog, k, &mut launch_args, &opts)).map_err(run_err)?;
-        // Which buffers changed; two changed members of one alias group cannot both be
-        // written back.
-        let changed: Vec<bool> =
-            held.iter().zip(&originals).map(|(h, o)| tensor_bytes(&launch_args[h.index]) != o.as_slice()).collect();
-        for (h, &c) in held.iter().zip(&changed) {
-            if c && !h.writable {
-                return Err(native_err(
-                    "launch",
-                    format!(
-                        "the kernel wrote to argument `{}`, a read-only array; nothing was written back",
-                        launch_args[h.index].name
-                    ),
-                ));
-            }
-        }
-        for (a, ha) in held.iter().enumerate() {
-            for (b, hb) in held.iter().enumerate().skip(a + 1) {
-                if ha.group >= 0 && ha.group == hb.group && changed[a] && changed[b] {
-                    return Err(native_err(
-                        "launch",
-                        format!(
-                            "arguments `{}` and `{}` share memory and the kernel wrote to both; on the CPU backends \
-                             every argument runs on its own copy, so the result would depend on which is copied back \
-                             last. Nothing was written back.",
-                            launch_args[ha.index].name, launch_args[hb.index].name
-                        ),
-                    ));
-                }
-            }
-        }
-        for (h, &c) in held.iter().zip(&changed) {
-            if c {
-                h.write(tensor_bytes(&launch_args[h.index]));
-            }
-        }
-        let d = PyDict::new(py);
-        let backend = match outcome.backend {
-            Backend::SassEmu => "sass-emu".to_string(),
-            b => format!("{b:?}").to_lowercase(),
-        };
-        d.set_item("backend", backend)?;
-        d.set_item("compile_s", outcome.compile_time.as_secs_f64())?;
-        d.set_item("run_s", outcome.run_time.as_secs_f64())?;
-        d.set_item("cache", outcome.cache.map(|c| format!("{c:?}").to_lowercase()))?;
-        d.set_item("printed", outcome.printed)?;
-        Ok(d)
+        let (report, _) = run_held(py, &self.prog, kernel, launch_args, &held, &opts, None)?;
+        Ok(report)
     }
 
     /// Compiles `kernel` for `args` (as for `launch`; nothing runs, no array is written) down
@@ -242,6 +208,179 @@ impl Program {
     }
 }
 
+/// Runs a launch whose arguments are converted (`held`: their tensors' caller memory) and
+/// copies back what the kernel changed — nothing on any error. `compiled`: the kernel the
+/// dispatcher's fast path already has for this specialization (else it is prepared: config,
+/// compile cache); the second value is the kernel prepared here, for the fast path to keep.
+fn run_held<'py>(
+    py: Python<'py>,
+    prog: &KernelProgram,
+    kernel: Option<&str>,
+    mut launch_args: Vec<Arg>,
+    held: &[Held<'py>],
+    opts: &LaunchOptions,
+    compiled: Option<Arc<CompiledKernel>>,
+) -> PyResult<(Report, Option<Prepared>)> {
+    let k = prog.kernel(kernel).map_err(run_err)?;
+    let originals: Vec<Vec<u8>> = held.iter().map(|h| tensor_bytes(&launch_args[h.index]).to_vec()).collect();
+    // The kernel runs without the GIL: other Python threads go on meanwhile.
+    let (outcome, prepared) = py
+        .detach(|| -> Result<_, RunError> {
+            match compiled {
+                Some(ck) => {
+                    let mut out = run_compiled(&ck, &mut launch_args, opts)?;
+                    out.cache = Some(Outcome::Memo);
+                    Ok((out, None))
+                }
+                // `launch` without profiling is exactly prepare + run; split so that the
+                // prepared kernel can be kept.
+                None => {
+                    let p = prepare(prog, k, &launch_args, opts)?;
+                    let mut out = run_compiled(&p, &mut launch_args, opts)?;
+                    out.compile_time = p.compile_time;
+                    out.cache = p.cache;
+                    Ok((out, Some(p)))
+                }
+            }
+        })
+        .map_err(run_err)?;
+    // Which buffers changed; two changed members of one alias group cannot both be
+    // written back.
+    let changed: Vec<bool> =
+        held.iter().zip(&originals).map(|(h, o)| tensor_bytes(&launch_args[h.index]) != o.as_slice()).collect();
+    for (h, &c) in held.iter().zip(&changed) {
+        if c && !h.writable {
+            return Err(native_err(
+                "launch",
+                format!(
+                    "the kernel wrote to argument `{}`, a read-only array; nothing was written back",
+                    launch_args[h.index].name
+                ),
+            ));
+        }
+    }
+    for (a, ha) in held.iter().enumerate() {
+        for (b, hb) in held.iter().enumerate().skip(a + 1) {
+            if ha.group >= 0 && ha.group == hb.group && changed[a] && changed[b] {
+                return Err(native_err(
+                    "launch",
+                    format!(
+                        "arguments `{}` and `{}` share memory and the kernel wrote to both; on the CPU backends \
+                         every argument runs on its own copy, so the result would depend on which is copied back \
+                         last. Nothing was written back.",
+                        launch_args[ha.index].name, launch_args[hb.index].name
+                    ),
+                ));
+            }
+        }
+    }
+    for (h, &c) in held.iter().zip(&changed) {
+        if c {
+            h.write(tensor_bytes(&launch_args[h.index]));
+        }
+    }
+    let report = Report {
+        backend: match outcome.backend {
+            Backend::Interp | Backend::Auto => "interp",
+            Backend::Emu => "emu",
+            Backend::Cuda => "cuda",
+            Backend::SassEmu => "sass-emu",
+        },
+        compile_s: outcome.compile_time.as_secs_f64(),
+        run_s: outcome.run_time.as_secs_f64(),
+        cache: outcome.cache.map(|c| match c {
+            Outcome::Memo => "memo",
+            Outcome::Hit => "hit",
+            Outcome::Miss => "miss",
+        }),
+        printed: outcome.printed,
+    };
+    Ok((report, prepared))
+}
+
+/// What a launch reports, read like the dict it replaces (`r["run_s"]`, `r.get(..)`, `dict(r)`):
+/// `backend`, `compile_s`, `run_s` (the interpreter's wall time, the emulator's modelled time),
+/// `cache` (`memo`, `hit`, `miss` or None) and `printed`. A class, not a dict, because building
+/// the dict cost more than the rest of a cached launch's native call (bench/PYTHON.md).
+#[pyclass(frozen, module = "trident._native")]
+struct Report {
+    backend: &'static str,
+    compile_s: f64,
+    run_s: f64,
+    cache: Option<&'static str>,
+    printed: String,
+}
+
+const REPORT_KEYS: [&str; 5] = ["backend", "compile_s", "run_s", "cache", "printed"];
+
+#[pymethods]
+impl Report {
+    fn __getitem__<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match key {
+            "backend" => self.backend.into_pyobject(py)?.into_any(),
+            "compile_s" => self.compile_s.into_pyobject(py)?.into_any(),
+            "run_s" => self.run_s.into_pyobject(py)?.into_any(),
+            "cache" => self.cache.into_pyobject(py)?.into_any(),
+            "printed" => self.printed.as_str().into_pyobject(py)?.into_any(),
+            _ => return Err(pyo3::exceptions::PyKeyError::new_err(key.to_string())),
+        })
+    }
+
+    #[pyo3(signature = (key, default=None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match key.extract::<String>() {
+            Ok(k) if REPORT_KEYS.contains(&k.as_str()) => self.__getitem__(py, &k).map(Some),
+            _ => Ok(default),
+        }
+    }
+
+    fn __contains__(&self, key: &Bound<'_, PyAny>) -> bool {
+        key.extract::<String>().is_ok_and(|k| REPORT_KEYS.contains(&k.as_str()))
+    }
+
+    fn __len__(&self) -> usize {
+        REPORT_KEYS.len()
+    }
+
+    fn keys(&self) -> Vec<&'static str> {
+        REPORT_KEYS.to_vec()
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        REPORT_KEYS.to_vec().into_pyobject(py)?.into_any().try_iter().map(|i| i.into_any())
+    }
+
+    fn values<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        REPORT_KEYS.iter().map(|k| self.__getitem__(py, k)).collect()
+    }
+
+    fn items<'py>(&self, py: Python<'py>) -> PyResult<Vec<(&'static str, Bound<'py, PyAny>)>> {
+        REPORT_KEYS.iter().map(|k| Ok((*k, self.__getitem__(py, k)?))).collect()
+    }
+
+    /// The report as a plain dict.
+    fn as_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for k in REPORT_KEYS {
+            d.set_item(k, self.__getitem__(py, k)?)?;
+        }
+        Ok(d)
+    }
+
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        self.as_dict(py)?.eq(other)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("Report({})", self.as_dict(py)?.repr()?))
+    }
+}
+
 fn tensor_bytes(a: &Arg) -> &[u8] {
     match &a.value {
         ArgValue::Tensor(t) => &t.data,
@@ -277,7 +416,7 @@ fn arg_value<'py>(name: &str, v: &Bound<'py, PyTuple>, index: usize, held: &mut 
                 return Err(bad(format!("internal: a span of {nbytes} bytes at {address:#x} for {dtype} elements")));
             }
             let writable: bool = item(6)?.extract()?;
-            let h = Held { index, address, nbytes, group, writable, _owner: item(5)? };
+            let h = Held { index, address, nbytes, group, writable, _owner: Owner::Object(item(5)?) };
             let bytes = h.read();
             let n = bytes.len() / size;
             held.push(h);
@@ -318,6 +457,9 @@ fn dtype_size(name: &str) -> Option<usize> {
 #[pyo3(name = "_native")]
 fn trident_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Program>()?;
+    m.add_class::<Report>()?;
+    m.add_class::<dispatch::Dispatcher>()?;
+    m.add_class::<dispatch::Launcher>()?;
     m.add("NativeError", m.py().get_type::<NativeError>())?;
     m.add_function(wrap_pyfunction!(dtype_size, m)?)?;
     Ok(())

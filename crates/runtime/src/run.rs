@@ -68,12 +68,13 @@ pub(crate) fn runtime_values(ck: &CompiledKernel, args: &[Arg]) -> Result<Vec<Ar
     Ok(out.into_iter().map(|(_, v)| v).collect())
 }
 
-fn interp_arg(v: &ArgValue, ty: &trident_ir::Type) -> trident_interp::InterpArg {
+/// `v` as the interpreter takes it (owned: the last run's values are moved in, not copied).
+fn interp_arg(v: ArgValue, ty: &trident_ir::Type) -> trident_interp::InterpArg {
     use trident_interp::InterpArg;
     let d = ty.elem().num().unwrap_or(DType::I64);
     match v {
-        ArgValue::Tensor(t) => InterpArg::Tensor(t.clone()),
-        v => InterpArg::Scalar { dtype: d, bits: scalar_bits(v, d) },
+        ArgValue::Tensor(t) => InterpArg::Tensor(t),
+        v => InterpArg::Scalar { dtype: d, bits: scalar_bits(&v, d) },
     }
 }
 
@@ -117,7 +118,7 @@ pub(crate) fn run_raw(
     warmup: usize,
     reps: usize,
 ) -> Result<RawRun, RunError> {
-    let values = runtime_values(ck, args)?;
+    let mut values = runtime_values(ck, args)?;
     let grid = grid_of(ck, args, opts)?;
     let (tensors, printed, samples, profile, clock_ghz) = match backend {
         // Tile IR is part of every compiled kernel: the interpreter runs any of them.
@@ -130,9 +131,13 @@ pub(crate) fn run_raw(
                 trident_interp::InterpOptions { debug: opts.debug, deadline: deadline(opts)?, ..Default::default() };
             let mut samples = vec![];
             let mut last = None;
-            for i in 0..warmup + reps.max(1) {
+            let runs = warmup + reps.max(1);
+            for i in 0..runs {
+                // Each run gets its own copy of the inputs; the last takes `values` itself (a
+                // cached launch's dispatch is measured in copies of its buffers).
+                let inputs = if i + 1 == runs { std::mem::take(&mut values) } else { values.clone() };
                 let mut iargs: Vec<trident_interp::InterpArg> =
-                    values.iter().zip(&func.params).map(|(v, p)| interp_arg(v, func.ty(p.value))).collect();
+                    inputs.into_iter().zip(&func.params).map(|(v, p)| interp_arg(v, func.ty(p.value))).collect();
                 let report = trident_interp::launch(module, &ck.kernel, grid, &mut iargs, &iopts)
                     .map_err(|e| RunError::other(e.render(module)))?;
                 if i >= warmup {
@@ -141,7 +146,14 @@ pub(crate) fn run_raw(
                 last = Some((iargs, report.printed));
             }
             let Some((iargs, printed)) = last else { return Err(RunError::msg("internal: no interpreter run")) };
-            (iargs.into_iter().map(|a| a.as_tensor().cloned()).collect(), printed, samples, None, None)
+            let tensors = iargs
+                .into_iter()
+                .map(|a| match a {
+                    trident_interp::InterpArg::Tensor(t) => Some(t),
+                    trident_interp::InterpArg::Scalar { .. } => None,
+                })
+                .collect();
+            (tensors, printed, samples, None, None)
         }
         Backend::Emu => {
             let code = gpu_code(ck, backend)?;

@@ -1,0 +1,602 @@
+//! The cached launch's fast path: `kernel[grid](*args, **kwargs)` from the call to the
+//! backend in Rust, for the launches that need none of the package's Python.
+//!
+//! A [`Dispatcher`] belongs to one `JITFunction` (a plain signature: positional-or-keyword
+//! parameters). `kernel[grid]` is a [`Launcher`]; calling it binds the arguments to the
+//! parameters, classifies each value by its exact type (int, float, bool, str, None, a numpy
+//! array through the buffer protocol) and builds the specialization key: for each parameter
+//! what the compile cache's memo key holds of it (`cache::key::signature_text`: a tensor's
+//! dtype; an int's width, `== 1` and divisibility by 16; a constexpr's exact value), plus the
+//! backend, warps, stages, debug, sanitize and every environment value the compile reads. A
+//! hit goes straight to the compiled kernel's run; a miss prepares it (config, compile cache)
+//! as `Program.launch` does and keeps it for the key.
+//!
+//! Anything else — a torch tensor, a dtype or `tl.constexpr` object, a launch keyword not
+//! handled here, a missing or unknown argument, a negative stride, a backend other than
+//! `interp`/`emu`, an autotuned kernel or one with heuristics in the runtime's view, caching
+//! off or IR dumps on — returns to the package's Python path before anything happened
+//! (nothing run, nothing written), so every error is raised by the code that always raised it.
+//! Errors of the run itself are raised here as the package's exceptions (`from_native`), with
+//! the caller's arrays untouched, as on the general path (`run_held` is shared).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
+use pyo3::{intern, PyTraverseError, PyVisit};
+use trident_runtime::args::{Arg, ArgValue, Backend, Grid};
+use trident_runtime::compiled::CompiledKernel;
+use trident_runtime::launch::LaunchOptions;
+use trident_runtime::{DType, HostTensor};
+
+use crate::{buffer, run_held, Held, Owner, Program};
+
+/// Launch keywords the package takes out before binding (`_jit._LAUNCH_KEYWORDS`).
+const LAUNCH_KEYWORDS: [&str; 9] = [
+    "num_warps",
+    "num_stages",
+    "num_ctas",
+    "maxnreg",
+    "enable_fp_fusion",
+    "launch_cooperative_grid",
+    "backend",
+    "debug",
+    "sanitize",
+];
+
+/// FNV-1a: the table's keys are a few small integers and short strings, hashed on every
+/// launch; SipHash's protection against chosen keys buys nothing here and costs more.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for &b in bytes {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type Table = HashMap<Key, Arc<CompiledKernel>, std::hash::BuildHasherDefault<Fnv>>;
+
+/// Kept specializations per kernel before the table is cleared (a kernel launched with ever
+/// new constexpr values must not grow it without bound).
+const MAX_ENTRIES: usize = 1024;
+
+/// One parameter's part of the key: what the compile's memo key holds of its value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Part {
+    Tensor(DType),
+    /// A runtime int: i64 (else i32), `== 1`, divisible by 16.
+    Int {
+        wide: bool,
+        one: bool,
+        div16: bool,
+    },
+    Float,
+    Bool,
+    /// None (a compile-time value on any parameter).
+    None,
+    ConstInt(i64),
+    ConstFloat(u64),
+    ConstBool(bool),
+    ConstStr(String),
+}
+
+/// Everything besides the arguments that selects the compiled kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Head {
+    backend: Backend,
+    num_warps: Option<u32>,
+    num_stages: Option<u32>,
+    debug: bool,
+    /// The launch's or `TRIDENT_SANITIZE`.
+    sanitize: bool,
+    /// `TRITON_F32_DEFAULT` as the compile reads it.
+    dot_precision: &'static str,
+    /// `TRIDENT_EMU_TARGET` (emu only).
+    emu_target: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    head: Head,
+    parts: Vec<Part>,
+}
+
+/// A kernel's fast path (see the module docs).
+#[pyclass(frozen, module = "trident._native")]
+pub(crate) struct Dispatcher {
+    program: Py<Program>,
+    name: String,
+    names: Vec<Py<PyString>>,
+    name_texts: Vec<String>,
+    constexpr: Vec<bool>,
+    defaults: Vec<Option<Py<PyAny>>>,
+    /// The decorator's `debug` and `sanitize` (launch keywords override them).
+    debug: bool,
+    sanitize: bool,
+    /// `JITFunction._run_slow(*args, grid=grid, **kwargs)`: the package's path.
+    slow: Py<PyAny>,
+    /// `trident._jit`: `_default_backend`, `grid3`.
+    jit: Py<PyAny>,
+    /// `trident._errors.from_native`.
+    from_native: Py<PyAny>,
+    /// `numpy.ndarray` (exact type only: subclasses take the general path).
+    ndarray: Py<PyAny>,
+    /// Whether the runtime sees no autotune configs and no heuristics: then the compiled
+    /// kernel follows from the key alone.
+    keyable: bool,
+    table: Mutex<Table>,
+}
+
+/// `kernel[grid]`: a launch waiting for its arguments.
+#[pyclass(frozen, module = "trident._native")]
+pub(crate) struct Launcher {
+    dispatcher: Py<Dispatcher>,
+    grid: Py<PyAny>,
+}
+
+/// What the fast path decided.
+enum Fast {
+    /// Launched (or an empty grid): the value to return.
+    Done(Py<PyAny>),
+    /// Not handled: the package's path runs the launch.
+    Fallback,
+}
+
+#[pymethods]
+impl Dispatcher {
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        program: Py<Program>,
+        name: String,
+        names: Vec<String>,
+        defaults: Vec<(bool, Py<PyAny>)>,
+        debug: bool,
+        sanitize: bool,
+        slow: Py<PyAny>,
+        jit: Py<PyAny>,
+        from_native: Py<PyAny>,
+        ndarray: Py<PyAny>,
+    ) -> PyResult<Dispatcher> {
+        let prog = &program.get().prog;
+        let k = prog.kernel(None).map_err(crate::run_err)?;
+        let constexpr = names.iter().map(|n| k.param(n).is_some_and(|p| p.is_constexpr)).collect();
+        let keyable = k.autotune.is_none() && k.heuristics.is_empty() && k.params.len() == names.len();
+        Ok(Dispatcher {
+            program,
+            name,
+            names: names.iter().map(|n| PyString::intern(py, n).unbind()).collect(),
+            name_texts: names,
+            constexpr,
+            // `(has_default, default)`: a default may itself be None.
+            defaults: defaults.into_iter().map(|(has, d)| has.then_some(d)).collect(),
+            debug,
+            sanitize,
+            slow,
+            jit,
+            from_native,
+            ndarray,
+            keyable,
+            table: Mutex::new(Table::default()),
+        })
+    }
+
+    /// `kernel[grid]`.
+    fn __getitem__(slf: Py<Self>, grid: Py<PyAny>) -> Launcher {
+        Launcher { dispatcher: slf, grid }
+    }
+
+    /// The fast path for `JITFunction.run`: `(True, result)` when it launched, `(False, None)`
+    /// when the package's path must.
+    fn try_launch<'py>(
+        &self,
+        py: Python<'py>,
+        grid: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<(bool, Py<PyAny>)> {
+        Ok(match self.fast(py, grid, args, kwargs)? {
+            Fast::Done(r) => (true, r),
+            Fast::Fallback => (false, py.None()),
+        })
+    }
+
+    /// How many specializations the fast path keeps (for tests).
+    fn cached(&self) -> usize {
+        self.table.lock().map(|t| t.len()).unwrap_or(0)
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.program)?;
+        visit.call(&self.slow)?;
+        visit.call(&self.jit)?;
+        visit.call(&self.from_native)?;
+        visit.call(&self.ndarray)?;
+        for d in self.defaults.iter().flatten() {
+            visit.call(d)?;
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl Launcher {
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let d = self.dispatcher.get();
+        let grid = self.grid.bind(py);
+        match d.fast(py, grid, args, kwargs)? {
+            Fast::Done(r) => Ok(r),
+            Fast::Fallback => {
+                let kw = match kwargs {
+                    Some(k) => k.copy()?,
+                    None => PyDict::new(py),
+                };
+                // As `functools.partial(run, grid=grid)` did: a `grid=` at the call wins.
+                if !kw.contains(intern!(py, "grid"))? {
+                    kw.set_item(intern!(py, "grid"), grid)?;
+                }
+                Ok(d.slow.bind(py).call(args, Some(&kw))?.unbind())
+            }
+        }
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.dispatcher)?;
+        visit.call(&self.grid)
+    }
+}
+
+/// The launch keywords the fast path takes.
+#[derive(Default)]
+struct LaunchKw<'py> {
+    backend: Option<Bound<'py, PyAny>>,
+    num_warps: Option<Bound<'py, PyAny>>,
+    num_stages: Option<Bound<'py, PyAny>>,
+    debug: Option<Bound<'py, PyAny>>,
+    sanitize: Option<Bound<'py, PyAny>>,
+}
+
+/// An optional launch count given as an exact int (None: not given); `Err(())`: anything else.
+fn opt_u32(v: &Option<Bound<'_, PyAny>>) -> Result<Option<u32>, ()> {
+    match v {
+        None => Ok(None),
+        Some(v) if v.is_none() => Ok(None),
+        Some(v) if v.is_exact_instance_of::<PyInt>() => v.extract::<u32>().map(Some).map_err(|_| ()),
+        Some(_) => Err(()),
+    }
+}
+
+/// A launch flag as the package reads it (`bool(value)`), for values whose truth is plain.
+fn flag(v: &Option<Bound<'_, PyAny>>, default: bool) -> Result<bool, ()> {
+    match v {
+        None => Ok(default),
+        Some(v) if v.is_none() => Ok(false),
+        Some(v) if v.is_exact_instance_of::<PyBool>() || v.is_exact_instance_of::<PyInt>() => {
+            v.is_truthy().map_err(|_| ())
+        }
+        Some(_) => Err(()),
+    }
+}
+
+impl Dispatcher {
+    fn fast<'py>(
+        &self,
+        py: Python<'py>,
+        grid: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Fast> {
+        if !self.keyable {
+            return Ok(Fast::Fallback);
+        }
+        // Bind: positional, then keywords (launch keywords first, as the package takes them
+        // out before binding), then defaults.
+        let n = self.names.len();
+        if args.len() > n {
+            return Ok(Fast::Fallback);
+        }
+        let mut slots: Vec<Option<Bound<'py, PyAny>>> = Vec::with_capacity(n);
+        slots.extend(args.iter().map(Some));
+        slots.resize(n, None);
+        let mut kw = LaunchKw::default();
+        if let Some(kwargs) = kwargs {
+            for (k, v) in kwargs.iter() {
+                let Some(place) = self.keyword(&k, &mut slots, &mut kw) else { return Ok(Fast::Fallback) };
+                if place.is_some() {
+                    return Ok(Fast::Fallback); // given twice: the package's TypeError
+                }
+                *place = Some(v);
+            }
+        }
+        for (slot, default) in slots.iter_mut().zip(&self.defaults) {
+            if slot.is_none() {
+                match default {
+                    Some(d) => *slot = Some(d.bind(py).clone()),
+                    None => return Ok(Fast::Fallback), // missing: the package's TypeError
+                }
+            }
+        }
+        let slots: Vec<Bound<'py, PyAny>> = slots.into_iter().flatten().collect();
+
+        // The backend: `backend=`, else `set_backend`'s, else TRIDENT_BACKEND, else interp.
+        let backend = match kw.backend.as_ref().filter(|b| b.is_truthy().unwrap_or(true)) {
+            Some(b) => b.clone(),
+            None => self.jit.bind(py).getattr(intern!(py, "_default_backend"))?,
+        };
+        let backend = if backend.is_none() {
+            match std::env::var("TRIDENT_BACKEND") {
+                Ok(v) if !v.is_empty() => v,
+                Ok(_) | Err(std::env::VarError::NotPresent) => "interp".to_string(),
+                Err(_) => return Ok(Fast::Fallback),
+            }
+        } else {
+            match backend.cast_exact::<PyString>() {
+                Ok(s) => s.to_cow()?.into_owned(),
+                Err(_) => return Ok(Fast::Fallback),
+            }
+        };
+        // CUDA and the SASS emulator keep the general path (not measured here, not needed
+        // for the goal); an unknown name gets the package's error there.
+        let backend = match backend.as_str() {
+            "interp" => Backend::Interp,
+            "emu" => Backend::Emu,
+            _ => return Ok(Fast::Fallback),
+        };
+        let (Ok(num_warps), Ok(num_stages), Ok(debug), Ok(sanitize)) = (
+            opt_u32(&kw.num_warps),
+            opt_u32(&kw.num_stages),
+            flag(&kw.debug, self.debug),
+            flag(&kw.sanitize, self.sanitize),
+        ) else {
+            return Ok(Fast::Fallback);
+        };
+        // What the compile reads from the environment, read per launch as the runtime does
+        // (a test may change it between launches): part of the key, or no fast path at all.
+        if trident_runtime::env::dump_ir() || !trident_runtime::env::cache_enabled() {
+            return Ok(Fast::Fallback);
+        }
+        let emu_target = match backend {
+            Backend::Emu => match std::env::var("TRIDENT_EMU_TARGET") {
+                Ok(v) => Some(v),
+                Err(std::env::VarError::NotPresent) => None,
+                Err(_) => return Ok(Fast::Fallback),
+            },
+            _ => None,
+        };
+        let head = Head {
+            backend,
+            num_warps,
+            num_stages,
+            debug,
+            sanitize: sanitize || trident_runtime::env::sanitize(),
+            dot_precision: trident_runtime::env::compile_options(debug, false).default_dot_precision.name(),
+            emu_target,
+        };
+
+        // Classify the values (no side effects: a fallback after this point is still clean).
+        let mut parts = Vec::with_capacity(n);
+        let mut values: Vec<Arg> = Vec::with_capacity(n);
+        let mut views: Vec<(usize, buffer::View<'py>, buffer::ArrayInfo)> = Vec::new();
+        for (i, v) in slots.iter().enumerate() {
+            let cx = self.constexpr[i];
+            let (part, value) = if v.is_exact_instance_of::<PyInt>() {
+                let Ok(x) = v.extract::<i64>() else { return Ok(Fast::Fallback) };
+                let part = if cx {
+                    Part::ConstInt(x)
+                } else {
+                    Part::Int { wide: i32::try_from(x).is_err(), one: x == 1, div16: x % 16 == 0 }
+                };
+                (part, ArgValue::Int(x))
+            } else if v.is_exact_instance_of::<PyFloat>() {
+                let x: f64 = v.extract()?;
+                (if cx { Part::ConstFloat(x.to_bits()) } else { Part::Float }, ArgValue::Float(x))
+            } else if v.is_exact_instance_of::<PyBool>() {
+                let x = v.is_truthy()?;
+                (if cx { Part::ConstBool(x) } else { Part::Bool }, ArgValue::Bool(x))
+            } else if v.is_none() {
+                (Part::None, ArgValue::None)
+            } else if v.is_exact_instance_of::<PyString>() && cx {
+                let s = v.cast_exact::<PyString>()?.to_cow()?.into_owned();
+                (Part::ConstStr(s.clone()), ArgValue::Str(s))
+            } else if !cx && v.get_type().is(self.ndarray.bind(py)) {
+                let Some((view, info)) = buffer::view(v) else { return Ok(Fast::Fallback) };
+                let part = Part::Tensor(info.dtype);
+                views.push((i, view, info));
+                // Filled in below, once every argument is known to be handled.
+                (part, ArgValue::None)
+            } else {
+                return Ok(Fast::Fallback);
+            };
+            parts.push(part);
+            let name = self.name_texts[i].clone();
+            values.push(Arg { text: name.clone(), name, value });
+        }
+        // The grid: a tuple of positive ints here; anything else through the package's
+        // `grid3` (callables get the bound arguments, as on the general path).
+        let g = match simple_grid(grid) {
+            Some(g) => Some(g),
+            None => {
+                let meta = PyDict::new(py);
+                for (name, v) in self.names.iter().zip(&slots) {
+                    meta.set_item(name.bind(py), v)?;
+                }
+                let r = self.jit.bind(py).getattr(intern!(py, "grid3"))?.call1((self.name.as_str(), grid, meta))?;
+                if r.is_none() {
+                    None
+                } else {
+                    Some(r.extract::<(u32, u32, u32)>()?)
+                }
+            }
+        };
+        let Some((gx, gy, gz)) = g else { return Ok(Fast::Done(py.None())) };
+        if gx == 0 || gy == 0 || gz == 0 {
+            return Ok(Fast::Done(py.None())); // an empty grid launches nothing
+        }
+        // Alias groups: clusters of overlapping spans, as `_args.convert` makes them.
+        let mut groups = vec![-1i64; views.len()];
+        if views.len() > 1 {
+            let mut spans: Vec<(usize, usize, usize)> =
+                views.iter().enumerate().map(|(j, (_, _, a))| (a.address, a.address + a.nbytes, j)).collect();
+            spans.sort_unstable();
+            let mut clusters: Vec<Vec<usize>> = Vec::new();
+            let mut end = 0usize;
+            for (lo, hi, j) in spans {
+                if hi == lo {
+                    continue;
+                }
+                match clusters.last_mut() {
+                    Some(c) if lo < end => {
+                        c.push(j);
+                        end = end.max(hi);
+                    }
+                    _ => {
+                        clusters.push(vec![j]);
+                        end = hi;
+                    }
+                }
+            }
+            for (gi, c) in clusters.iter().filter(|c| c.len() > 1).enumerate() {
+                for &j in c {
+                    groups[j] = gi as i64;
+                }
+            }
+        }
+        let mut held: Vec<Held<'py>> = Vec::with_capacity(views.len());
+        for ((i, view, a), group) in views.into_iter().zip(groups) {
+            let h = Held {
+                index: i,
+                address: a.address,
+                nbytes: a.nbytes,
+                group,
+                writable: a.writable,
+                _owner: Owner::View(view),
+            };
+            let size = a.dtype.size_bytes().max(1);
+            values[i].value =
+                ArgValue::Tensor(HostTensor { dtype: a.dtype, shape: vec![a.nbytes / size], data: h.read() });
+            held.push(h);
+        }
+
+        let mut opts = LaunchOptions::new(Grid { x: gx, y: gy, z: gz });
+        opts.backend = head.backend;
+        opts.num_warps = head.num_warps;
+        opts.num_stages = head.num_stages;
+        opts.debug = head.debug;
+        opts.sanitize = sanitize;
+        let key = Key { head, parts };
+        let start = Instant::now();
+        let compiled = self.table.lock().ok().and_then(|t| t.get(&key).cloned());
+        let lookup = start.elapsed();
+
+        let hit = compiled.is_some();
+        let prog = &self.program.get().prog;
+        let (mut report, prepared) = match run_held(py, prog, None, values, &held, &opts, compiled) {
+            Ok(r) => r,
+            Err(e) => return Err(self.package_error(py, e)),
+        };
+        drop(held); // the views are released with the GIL held
+        if hit {
+            report.compile_s = lookup.as_secs_f64();
+        }
+        // Kept only when the runtime did no tuning and used its cache (so the memo's key,
+        // which this key follows, decided the kernel).
+        if let Some(p) = prepared.filter(|p| p.tuning.is_none() && p.cache.is_some()) {
+            if let Ok(mut t) = self.table.lock() {
+                if t.len() >= MAX_ENTRIES {
+                    t.clear();
+                }
+                t.insert(key, p.compiled.clone());
+            }
+        }
+        if !report.printed.is_empty() {
+            let out = py.import(intern!(py, "sys"))?.getattr(intern!(py, "stdout"))?;
+            out.call_method1(intern!(py, "write"), (report.printed.as_str(),))?;
+            out.call_method0(intern!(py, "flush"))?;
+        }
+        Ok(Fast::Done(Py::new(py, report)?.into_any()))
+    }
+
+    /// Where keyword `k` goes: a parameter's slot or a launch keyword's; None for anything
+    /// the fast path leaves to the package (unknown names, `warmup`, the ignored keywords).
+    fn keyword<'a, 'py>(
+        &self,
+        k: &Bound<'py, PyAny>,
+        slots: &'a mut [Option<Bound<'py, PyAny>>],
+        kw: &'a mut LaunchKw<'py>,
+    ) -> Option<&'a mut Option<Bound<'py, PyAny>>> {
+        // Keyword names at a call site are interned: compare pointers first.
+        let by_ptr = self.names.iter().position(|n| n.as_ptr() == k.as_ptr());
+        let text = || k.cast_exact::<PyString>().ok().and_then(|s| s.to_cow().ok().map(|c| c.into_owned()));
+        let launch_kw = |kw: &'a mut LaunchKw<'py>, t: &str| -> Option<&'a mut Option<Bound<'py, PyAny>>> {
+            match t {
+                "backend" => Some(&mut kw.backend),
+                "num_warps" => Some(&mut kw.num_warps),
+                "num_stages" => Some(&mut kw.num_stages),
+                "debug" => Some(&mut kw.debug),
+                "sanitize" => Some(&mut kw.sanitize),
+                _ => None,
+            }
+        };
+        match by_ptr {
+            // A parameter named like a launch keyword is a launch keyword to the package.
+            Some(i) if !LAUNCH_KEYWORDS.contains(&self.name_texts[i].as_str()) => Some(&mut slots[i]),
+            _ => {
+                let t = text()?;
+                if LAUNCH_KEYWORDS.contains(&t.as_str()) {
+                    return launch_kw(kw, &t);
+                }
+                let i = self.name_texts.iter().position(|n| *n == t)?;
+                Some(&mut slots[i])
+            }
+        }
+    }
+
+    /// The package's exception for a native error (`_errors.from_native`).
+    fn package_error(&self, py: Python<'_>, e: PyErr) -> PyErr {
+        if !e.is_instance_of::<crate::NativeError>(py) {
+            return e;
+        }
+        match self.from_native.bind(py).call1((e.value(py),)) {
+            Ok(exc) => PyErr::from_value(exc),
+            Err(other) => other,
+        }
+    }
+}
+
+/// A grid given as a tuple of one to three ints, each in `0..2^31` (0: an empty grid).
+fn simple_grid(grid: &Bound<'_, PyAny>) -> Option<(u32, u32, u32)> {
+    let t = grid.cast_exact::<PyTuple>().ok()?;
+    if t.is_empty() || t.len() > 3 {
+        return None;
+    }
+    let mut g = [1u32; 3];
+    for (i, x) in t.iter().enumerate() {
+        if !x.is_exact_instance_of::<PyInt>() {
+            return None;
+        }
+        let v: i64 = x.extract().ok()?;
+        if !(0..1 << 31).contains(&v) {
+            return None;
+        }
+        g[i] = v as u32;
+    }
+    Some((g[0], g[1], g[2]))
+}
