@@ -360,3 +360,26 @@ def test_constexpr_tuples(rng, backend):
     np.testing.assert_array_equal(z, x)
     with pytest.raises(trident.ArgumentError, match="tuples are supported for tl.constexpr parameters only"):
         K.add[(1,)](x, x, z, (1, 2), BLOCK=32)
+
+
+@trident.jit(sass_search="20")
+def _searched_scale(x, out, n, BLOCK: tl_constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=m) * 2.0 + 1.0, mask=m)
+
+
+@pytest.mark.skipif(not all(os.path.isfile(os.environ.get(v, "")) for v in ("TRIDENT_PTXAS", "TRIDENT_NVDISASM")),
+                    reason="needs ptxas and nvdisasm (scripts/install-tools)")
+def test_sass_search_on_the_decorator_and_at_launch(rng):
+    # The first launch searches the cubin's schedule on the SASS emulator and keeps it in the
+    # cache directory's schedules/; results are the kernel's either way.
+    x = rng.standard_normal(300).astype(np.float32)
+    out = poisoned(300)
+    _searched_scale[(3,)](x, out, 300, BLOCK=128, backend="sass-emu")
+    np.testing.assert_array_equal(out, x * np.float32(2.0) + np.float32(1.0))
+    kept = os.listdir(os.path.join(os.environ["TRIDENT_CACHE_DIR"], "schedules"))
+    assert any(f.endswith(".cubin") for f in kept), kept
+    out2 = poisoned(300)
+    K.unmasked[(1,)](x[:64], out2[:64], BLOCK=64, backend="sass-emu", sass_search="20")
+    np.testing.assert_array_equal(out2[:64], x[:64])

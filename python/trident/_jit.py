@@ -15,7 +15,7 @@ from ._errors import ArgumentError, from_native
 # Launch keywords Triton takes besides the kernel's own parameters. `num_ctas`, `maxnreg`
 # and the rest are accepted and ignored on the CPU backends.
 _LAUNCH_KEYWORDS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
-                    "launch_cooperative_grid", "backend", "debug", "sanitize")
+                    "launch_cooperative_grid", "backend", "debug", "sanitize", "sass_search")
 
 _default_backend = None
 
@@ -118,7 +118,7 @@ class JITFunction(KernelInterface):
     """A kernel: the Python function (``fn``) and what Trident compiled of it."""
 
     def __init__(self, fn, *, do_not_specialize=(), do_not_specialize_on_alignment=(),
-                 debug=None, noinline=None, repr=None, launch_metadata=None, sanitize=None):
+                 debug=None, noinline=None, repr=None, launch_metadata=None, sanitize=None, sass_search=None):
         if not inspect.isfunction(fn):
             raise TypeError(f"@jit needs a Python function, not {type(fn).__name__}")
         self.fn = fn
@@ -131,6 +131,9 @@ class JITFunction(KernelInterface):
         # Sanitize mode on emu and cuda (``sanitize=True`` here or at launch, or
         # TRIDENT_SANITIZE=1): every global access is bounds-checked in the kernel.
         self.sanitize = sanitize
+        # A searched SASS schedule on sass-emu and cuda (``sass_search="30s"`` here or at
+        # launch, or TRIDENT_SASS_SEARCH): the first launch searches, later ones reuse it.
+        self.sass_search = sass_search
         self.noinline = noinline
         self.signature = inspect.signature(fn)
         self.arg_names = list(self.signature.parameters)
@@ -266,9 +269,11 @@ class JITFunction(KernelInterface):
         n = _native()
         debug = launch.get("debug", self.debug)
         sanitize = launch.get("sanitize", self.sanitize)
+        sass_search = launch.get("sass_search", self.sass_search)
         try:
             report = program.launch(None, g, args, launch.get("backend") or backend(),
-                                    launch.get("num_warps"), launch.get("num_stages"), bool(debug), bool(sanitize))
+                                    launch.get("num_warps"), launch.get("num_stages"), bool(debug), bool(sanitize),
+                                    None if sass_search is None else str(sass_search))
         except n.NativeError as e:
             raise from_native(e)  # its __cause__ carries the text
         if report["printed"]:
@@ -340,17 +345,20 @@ class CompiledKernel:
 
 
 def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specialize=(),
-        do_not_specialize_on_alignment=(), debug=None, noinline=None, sanitize=None):
+        do_not_specialize_on_alignment=(), debug=None, noinline=None, sanitize=None, sass_search=None):
     """Makes a kernel of a Python function, as ``triton.jit``: ``@jit``, ``@jit(...)`` or ``jit(fn)``.
     ``sanitize=True`` (Trident's own; also a launch keyword): on the emulator and CUDA every
     global load, store and atomic is bounds-checked in the kernel, and the first violation
-    fails the launch with the interpreter's error."""
+    fails the launch with the interpreter's error. ``sass_search="30s"`` (also a launch keyword,
+    or TRIDENT_SASS_SEARCH): on sass-emu and cuda, run the SASS schedule a search found (the
+    first launch searches for that budget — seconds or a number of evaluations — and the
+    schedule is kept in the compile cache's directory)."""
 
     def decorate(f):
         return JITFunction(f, do_not_specialize=do_not_specialize,
                            do_not_specialize_on_alignment=do_not_specialize_on_alignment,
                            debug=debug, noinline=noinline, repr=repr, launch_metadata=launch_metadata,
-                           sanitize=sanitize)
+                           sanitize=sanitize, sass_search=sass_search)
 
     return decorate if fn is None else decorate(fn)
 

@@ -114,8 +114,9 @@ impl Program {
     /// `(name, value)` (values as in the module docs). Returns a [`Report`] (read like a dict:
     /// `backend`, `compile_s`, `run_s`, `cache` (`memo`, `hit`, `miss` or None), `printed`). `sanitize`:
     /// bounds checks in the kernel on emu and cuda (the first violation fails the launch with
-    /// the interpreter's error; nothing is written back).
-    #[pyo3(signature = (kernel, grid, args, backend="interp", num_warps=None, num_stages=None, debug=false, sanitize=false))]
+    /// the interpreter's error; nothing is written back). `sass_search`: a budget (`30s`, `500`):
+    /// on sass-emu and cuda, run the schedule a search of the SASS found (searched once, kept).
+    #[pyo3(signature = (kernel, grid, args, backend="interp", num_warps=None, num_stages=None, debug=false, sanitize=false, sass_search=None))]
     #[allow(clippy::too_many_arguments)]
     fn launch<'py>(
         &self,
@@ -128,6 +129,7 @@ impl Program {
         num_stages: Option<u32>,
         debug: bool,
         sanitize: bool,
+        sass_search: Option<String>,
     ) -> PyResult<Report> {
         self.prog.kernel(kernel).map_err(run_err)?;
         let backend = match Backend::parse(backend) {
@@ -150,6 +152,7 @@ impl Program {
         opts.num_stages = num_stages;
         opts.debug = debug;
         opts.sanitize = sanitize;
+        opts.sass_search = sass_search;
         let (report, _) = run_held(py, &self.prog, kernel, launch_args, &held, &opts, None)?;
         Ok(report)
     }
