@@ -45,6 +45,8 @@ pub struct BulkCopy {
     pub line: u32,
     pub warp: u32,
     pub lane: u32,
+    /// Race-detection tag of its bytes (an index into `CtaMem::landings`).
+    pub tag: Option<u32>,
 }
 
 /// Largest arrival count of `mbarrier.init` (2^20 - 1) and largest transaction count.
@@ -123,9 +125,12 @@ impl CtaMem {
         let n = c.data.len();
         self.check_not_barrier(c.dst as u64, n)?;
         let phase = self.mbars.get(&c.bar).map_or(0, |b| b.phase);
-        if let Some(r) = self.race.as_mut() {
-            let tag = self.landings.len() as u32;
-            self.landings.push((c.bar_id, phase));
+        if let (Some(r), Some(tag)) = (self.race.as_mut(), c.tag) {
+            // Now known: the phase this copy completes in (a barrier may have started a new
+            // race epoch since the copy issued, so the bytes are marked again).
+            if let Some(l) = self.landings.get_mut(tag as usize) {
+                l.1 = phase;
+            }
             r.async_write(c.dst as usize, n, tag, c.line);
         }
         self.shared[c.dst as usize..c.dst as usize + n].copy_from_slice(&c.data);
@@ -346,7 +351,19 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                 })?;
                 log_chunks(ex, Place::Global(src), size);
                 log_chunks(ex, Place::Shared(dst as u64), size);
-                ex.m.bulk.push(BulkCopy { dst, data, bar, bar_id, done: u64::MAX, line: ins.line, warp: ex.w.id, lane });
+                // From issue until the phase it completes is observed, the destination
+                // belongs to the copy: warps reading (or writing) it race with the copy.
+                let tag = match ex.m.race.as_mut() {
+                    Some(r) => {
+                        let tag = ex.m.landings.len() as u32;
+                        ex.m.landings.push((bar_id, u64::MAX));
+                        r.async_write(dst as usize, size as usize, tag, ins.line);
+                        Some(tag)
+                    }
+                    None => None,
+                };
+                let (line, warp) = (ins.line, ex.w.id);
+                ex.m.bulk.push(BulkCopy { dst, data, bar, bar_id, done: u64::MAX, line, warp, lane, tag });
             }
             Ok(())
         }

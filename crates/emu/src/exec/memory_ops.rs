@@ -69,11 +69,16 @@ impl Ex<'_, '_> {
                 }
             };
             if let Some(c) = conflict.as_ref().filter(|c| c.async_tag.is_some()) {
-                let bar = c.async_tag.and_then(|t| self.m.landings.get(t as usize)).map_or(0, |l| l.1);
+                let phase = c.async_tag.and_then(|t| self.m.landings.get(t as usize)).map_or(u64::MAX, |l| l.1);
+                let when = if phase == u64::MAX {
+                    "while it is in flight".to_string()
+                } else {
+                    format!("without waiting for the mbarrier phase {phase} it completed")
+                };
                 return Err(EmuError::new(
                     ErrorKind::Race,
                     format!(
-                        "shared-memory data race at byte offset {off}: warp {warp} {} bytes a bulk copy (line {}) wrote before waiting on its mbarrier phase ({bar}) completion",
+                        "shared-memory data race at byte offset {off}: warp {warp} {} bytes of the bulk copy at line {} {when}",
                         if write { "overwrites" } else { "reads" },
                         c.other_line
                     ),

@@ -447,7 +447,8 @@ pub fn decode(
             }
             "popc" if kind == Kind::Bar => m.boolop = None,
             "global" => m.space = Some(Space::Global),
-            "shared" | "shared::cta" => m.space = Some(Space::Shared),
+            // A cluster of one CTA: its shared::cluster window is the CTA's own shared memory.
+            "shared" | "shared::cta" | "shared::cluster" => m.space = Some(Space::Shared),
             "local" => m.space = Some(Space::Local),
             "const" => m.space = Some(Space::Const),
             "param" | "param::entry" | "param::func" => m.space = Some(Space::Param),
@@ -684,6 +685,10 @@ fn decode_hopper(
         _ => return None,
     };
     let mut tys = Vec::new();
+    if matches!(kind, Kind::BulkLoad | Kind::BulkStore) {
+        // Their shared operands (destination or source, and the mbarrier) are shared addresses.
+        m.space = Some(Space::Shared);
+    }
     for &p in mods {
         match p {
             "b64" | "u32" | "u64" | "b32" if kind != Kind::Elect => tys.push(Ty::parse(p).unwrap_or(Ty::B64)),
