@@ -17,7 +17,11 @@ fn ptxas_accepts(ptx: &str) -> Option<bool> {
     let tool = std::env::var("TRIDENT_PTXAS").ok()?;
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
-    let path = std::env::temp_dir().join(format!("emu_hopper_{}_{}.ptx", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let path = std::env::temp_dir().join(format!(
+        "emu_hopper_{}_{}.ptx",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::write(&path, ptx).ok()?;
     let out = std::process::Command::new(tool).args(["-arch=sm_90a", "-o", "/dev/null"]).arg(&path).output().ok()?;
     let _ = std::fs::remove_file(&path);

@@ -279,13 +279,16 @@ impl Cta {
     /// Lands the bulk copies due by cycle `t`, in time order (then issue order), and
     /// releases the warps whose phases completed.
     fn land_until(&mut self, l: &Launch, t: u64) -> Result<(), EmuError> {
-        while let Some(i) = (0..self.mem.bulk.len()).filter(|&i| self.mem.bulk[i].done <= t).min_by_key(|&i| self.mem.bulk[i].done) {
+        while let Some(i) =
+            (0..self.mem.bulk.len()).filter(|&i| self.mem.bulk[i].done <= t).min_by_key(|&i| self.mem.bulk[i].done)
+        {
             let c = self.mem.bulk.remove(i);
             let (line, warp, lane) = (c.line, c.warp, c.lane);
             self.mem.land(c).map_err(|e| {
                 let b = l.block;
                 let tid = warp * 32 + lane;
-                e.at_line(line, l.module.line_text(line)).at_thread(self.mem.ctaid, [tid % b[0], (tid / b[0]) % b[1], tid / (b[0] * b[1])])
+                e.at_line(line, l.module.line_text(line))
+                    .at_thread(self.mem.ctaid, [tid % b[0], (tid / b[0]) % b[1], tid / (b[0] * b[1])])
             })?;
         }
         self.mbar_release(l);
@@ -344,14 +347,24 @@ impl Cta {
 
     /// Completes the cluster barrier's phase once every live thread arrived.
     fn cl_release(&mut self, l: &Launch) {
-        let live: u32 =
-            self.warps.iter().filter(|w| !w.done).map(|w| (w.lanes & !w.exited).count_ones()).sum();
+        let live: u32 = self.warps.iter().filter(|w| !w.done).map(|w| (w.lanes & !w.exited).count_ones()).sum();
         if self.cl_arrived == 0 || self.cl_arrived < live {
             return;
         }
         self.cl_arrived = 0;
         self.cl_phase += 1;
-        let arrived_at = self.cl_pending.iter().enumerate().filter(|(_, p)| p.is_some()).map(|(w, _)| self.warps[w].clock).max().unwrap_or(0);
+        // Like bar.sync, a completed cluster barrier orders every thread's shared accesses.
+        if let Some(r) = self.mem.race.as_mut() {
+            r.new_epoch();
+        }
+        let arrived_at = self
+            .cl_pending
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.is_some())
+            .map(|(w, _)| self.warps[w].clock)
+            .max()
+            .unwrap_or(0);
         let t = arrived_at + l.costs.m.lat_barrier as u64;
         for w in std::mem::take(&mut self.cl_waiters) {
             self.warps[w].clock = self.warps[w].clock.max(t);

@@ -257,7 +257,8 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                         }
                         let id = ex.m.next_mbar_id;
                         ex.m.next_mbar_id += 1;
-                        let b = Mbar { id, expected: count as u32, pending: count as u32, tx: 0, phase: 0, line: ins.line };
+                        let b =
+                            Mbar { id, expected: count as u32, pending: count as u32, tx: 0, phase: 0, line: ins.line };
                         ex.m.mbars.insert(off, b);
                     }
                     Ok(())
@@ -296,8 +297,7 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                         if tx > 0 {
                             ex.m.mbar_update(off, 0, false, tx as i64, now)?;
                         }
-                        let (phase, pending) =
-                            ex.m.mbar_update(off, count as u32, op == MbarOp::ArriveDrop, 0, now)?;
+                        let (phase, pending) = ex.m.mbar_update(off, count as u32, op == MbarOp::ArriveDrop, 0, now)?;
                         out[lane as usize] = token(phase, pending);
                     }
                     ex.dst(&o[0], mask, &out, u64::MAX)
@@ -335,7 +335,7 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                 let size = ex.src1(&o[2], lane)?;
                 let bar = ex.mbar_addr(ins, &o[3], lane)?;
                 let dst = bulk_range(ex, dst, size, "destination")?;
-                if src % 16 != 0 {
+                if !src.is_multiple_of(16) {
                     return Err(EmuError::new(
                         ErrorKind::Memory,
                         format!("bulk copy source {src:#x} is not 16-byte aligned"),
@@ -376,7 +376,7 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                 let src = ex.addr(&o[1], lane)?;
                 let size = ex.src1(&o[2], lane)?;
                 let src = bulk_range(ex, src, size, "source")?;
-                if dst % 16 != 0 {
+                if !dst.is_multiple_of(16) {
                     return Err(EmuError::new(
                         ErrorKind::Memory,
                         format!("bulk copy destination {dst:#x} is not 16-byte aligned"),
@@ -410,12 +410,14 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
         }
         Kind::SetMaxNReg => {
             let n = ex.src1(&o[0], 0)?;
-            if !(24..=256).contains(&n) || n % 8 != 0 {
+            if !(24..=256).contains(&n) || !n.is_multiple_of(8) {
                 return Err(rt(format!("setmaxnreg {n}: the register count must be a multiple of 8 in [24, 256]")));
             }
             let live = ex.w.lanes & !ex.w.exited;
             if mask != live {
-                return Err(rt("setmaxnreg.sync.aligned executed by part of a warp (every thread of the warpgroup must)"));
+                return Err(rt(
+                    "setmaxnreg.sync.aligned executed by part of a warp (every thread of the warpgroup must)",
+                ));
             }
             let wg = ex.w.id / 4;
             let k = ex.w.maxnreg_count as usize;
@@ -472,20 +474,26 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
 /// Checks a bulk copy's shared range (16-byte aligned, a positive multiple of 16 bytes,
 /// inside shared memory) and returns its offset.
 fn bulk_range(ex: &Ex, addr: u64, size: u64, what: &str) -> R<u32> {
-    if size == 0 || size % 16 != 0 {
+    if size == 0 || !size.is_multiple_of(16) {
         return Err(rt(format!("bulk copy size {size} is not a positive multiple of 16")));
     }
     let off = match ex.place(Space::Shared, addr) {
         Place::Shared(o) => o,
         _ => return Err(bad_operand("bulk copy shared address")),
     };
-    if off % 16 != 0 {
-        return Err(EmuError::new(ErrorKind::Memory, format!("bulk copy {what} at shared offset {off} is not 16-byte aligned")));
+    if !off.is_multiple_of(16) {
+        return Err(EmuError::new(
+            ErrorKind::Memory,
+            format!("bulk copy {what} at shared offset {off} is not 16-byte aligned"),
+        ));
     }
     if off.saturating_add(size) > ex.m.shared.len() as u64 {
         return Err(EmuError::new(
             ErrorKind::Memory,
-            format!("bulk copy {what} at shared offset {off} + {size} bytes outside the CTA's {} bytes", ex.m.shared.len()),
+            format!(
+                "bulk copy {what} at shared offset {off} + {size} bytes outside the CTA's {} bytes",
+                ex.m.shared.len()
+            ),
         ));
     }
     Ok(off as u32)

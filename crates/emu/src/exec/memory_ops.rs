@@ -55,9 +55,7 @@ impl Ex<'_, '_> {
             let (landings, seen_map) = (&self.m.landings, &self.w.mbar_seen);
             // A bulk copy's bytes are visible to a warp that waited for the phase it completed.
             let seen = |tag: u32| {
-                landings
-                    .get(tag as usize)
-                    .is_some_and(|&(id, phase)| seen_map.get(&id).is_some_and(|&s| s > phase))
+                landings.get(tag as usize).is_some_and(|&(id, phase)| seen_map.get(&id).is_some_and(|&s| s > phase))
             };
             let conflict = match new {
                 None => r.access(off as usize, len, warp, false, line, seen),

@@ -85,7 +85,16 @@ fn writes_first(kind: Kind, m: &Mods) -> bool {
         // wgmma's D registers are written when its group is waited for (see `sm`).
         Wgmma => false,
         Bar => m.red,
-        Mbar => matches!(m.mbar, Some(crate::ir::MbarOp::Arrive | crate::ir::MbarOp::ArriveDrop | crate::ir::MbarOp::TestWait | crate::ir::MbarOp::TryWait | crate::ir::MbarOp::PendingCount)),
+        Mbar => matches!(
+            m.mbar,
+            Some(
+                crate::ir::MbarOp::Arrive
+                    | crate::ir::MbarOp::ArriveDrop
+                    | crate::ir::MbarOp::TestWait
+                    | crate::ir::MbarOp::TryWait
+                    | crate::ir::MbarOp::PendingCount
+            )
+        ),
         BulkLoad | BulkStore | BulkCommit | BulkWait | SetMaxNReg | ClusterBar => false,
         _ => true,
     }
