@@ -245,6 +245,28 @@ pub enum Sreg {
     LaneMaskLe,
     LaneMaskGt,
     LaneMaskGe,
+    /// Cluster registers: the emulator launches every CTA as a cluster of one.
+    ClusterCtaid(u8),
+    ClusterNctaid(u8),
+    ClusterId(u8),
+    NClusterId(u8),
+    ClusterCtaRank,
+    ClusterNctaRank,
+    IsExplicitCluster,
+}
+
+/// Operations of `mbarrier.*` (see `exec::mbarrier`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MbarOp {
+    Init,
+    Arrive,
+    ArriveDrop,
+    ExpectTx,
+    CompleteTx,
+    TestWait,
+    TryWait,
+    Inval,
+    PendingCount,
 }
 
 /// Where an address operand starts.
@@ -329,6 +351,13 @@ pub struct Mods {
     pub cache_hint: bool,
     /// `cp.async` with an `ignore-src` predicate operand (true: zero-fill, read nothing).
     pub ignore_src: bool,
+    /// `mbarrier.*`: which operation; `.expect_tx` on an arrive; `.parity` on a wait.
+    pub mbar: Option<MbarOp>,
+    pub expect_tx: bool,
+    pub parity: bool,
+    /// `cp.async.bulk.wait_group.read`; `setmaxnreg.inc` (false: `.dec`).
+    pub read: bool,
+    pub inc: bool,
 }
 
 /// Opcode families. The type and modifiers select the exact behaviour.
@@ -417,6 +446,22 @@ pub enum Kind {
     Trap,
     /// A `//@trident.mark N` comment: records the warp's clock, costs nothing.
     Mark,
+    /// `mbarrier.*` (the operation is `Mods::mbar`).
+    Mbar,
+    /// `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]`.
+    BulkLoad,
+    /// `cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size`.
+    BulkStore,
+    BulkCommit,
+    BulkWait,
+    /// `setmaxnreg.{inc,dec}.sync.aligned.u32 N`.
+    SetMaxNReg,
+    /// `elect.sync d|p, membermask`.
+    Elect,
+    /// `barrier.cluster.arrive` (`Mods::arrive`) / `barrier.cluster.wait`.
+    ClusterBar,
+    /// `mapa`: the address of a variable in another CTA of the cluster (rank 0 only here).
+    Mapa,
 }
 
 /// One decoded instruction.

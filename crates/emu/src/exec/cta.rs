@@ -33,6 +33,14 @@ pub struct Cta {
     /// Warps not finished yet.
     live: usize,
     steps: u64,
+    /// Warps suspended in `mbarrier.try_wait`, with the barrier's shared offset.
+    mbar_waiters: Vec<(usize, u32)>,
+    /// `barrier.cluster`: threads arrived in the current phase, the phases completed, each
+    /// warp's phase of its arrival not yet waited for, and the warps waiting.
+    cl_arrived: u32,
+    cl_phase: u64,
+    cl_pending: Vec<Option<u64>>,
+    cl_waiters: Vec<usize>,
 }
 
 impl Cta {
@@ -52,6 +60,12 @@ impl Cta {
             printf: String::new(),
             sm,
             marks: Vec::new(),
+            mbars: Default::default(),
+            next_mbar_id: 0,
+            mbar_events: Vec::new(),
+            bulk: Vec::new(),
+            landings: Vec::new(),
+            maxnreg: Default::default(),
         };
         let warps: Vec<Warp> = (0..l.nwarps)
             .map(|w| {
@@ -82,6 +96,10 @@ impl Cta {
                     wg_shadow: Default::default(),
                     warp_instrs: 0,
                     lane_instrs: 0,
+                    mbar_seen: Default::default(),
+                    bulk_open_done: 0,
+                    bulk_done: Default::default(),
+                    maxnreg_count: 0,
                 }
             })
             .collect();
@@ -96,6 +114,11 @@ impl Cta {
             released: Vec::new(),
             live: n,
             steps: 0,
+            mbar_waiters: Vec::new(),
+            cl_arrived: 0,
+            cl_phase: 0,
+            cl_pending: vec![None; n],
+            cl_waiters: Vec::new(),
         }
     }
 
@@ -127,12 +150,26 @@ impl Cta {
     ) -> Result<(), EmuError> {
         let mut limit = first;
         loop {
+            // Bulk copies whose data has arrived by now land before the warp goes on.
+            if !self.mem.bulk.is_empty() {
+                self.land_until(l, self.warps[wi].clock)?;
+                if !self.runnable(wi) {
+                    return Ok(());
+                }
+            }
             let before = self.warps[wi].warp_instrs;
             let stop = {
                 let mut ex = Ex { l, m: &mut self.mem, w: &mut self.warps[wi], sm: &mut *sm, mem };
                 ex.step(limit)?
             };
             self.steps += self.warps[wi].warp_instrs - before;
+            if !self.mem.mbar_events.is_empty() {
+                // An arrival completed a phase: its waiters rejoin the SM's queues now.
+                self.mbar_release(l);
+                if !self.released.is_empty() && matches!(stop, Stop::Ran) {
+                    return Ok(());
+                }
+            }
             if self.steps > l.max_steps {
                 return Err(EmuError::new(
                     ErrorKind::Runtime,
@@ -153,15 +190,23 @@ impl Cta {
                 }
                 Stop::Done => {
                     self.live -= 1;
+                    self.cl_release(l);
                     return self.after_exit(l);
+                }
+                Stop::MbarWait(bar) => {
+                    self.waiting[wi] = true;
+                    self.mbar_waiters.push((wi, bar));
+                    return self.after_block(l);
+                }
+                Stop::Cluster(wait) => {
+                    self.cluster(wi, wait)?;
+                    self.cl_release(l);
+                    return self.after_block(l);
                 }
                 Stop::Barrier { id, count, wait, red } => {
                     self.arrive(wi, id, count, wait, red)?;
                     self.release_barriers(l.costs.m.lat_barrier as u64);
-                    if !self.all_done() && (0..self.warps.len()).all(|w| !self.runnable(w)) {
-                        return Err(self.deadlock());
-                    }
-                    return Ok(());
+                    return self.after_block(l);
                 }
             }
         }
@@ -214,10 +259,119 @@ impl Cta {
     /// thread that has not exited).
     fn after_exit(&mut self, l: &Launch) -> Result<(), EmuError> {
         self.release_barriers(l.costs.m.lat_barrier as u64);
-        if !self.all_done() && (0..self.warps.len()).all(|w| !self.runnable(w)) {
-            return Err(self.deadlock());
+        self.after_block(l)
+    }
+
+    /// After a warp stopped at a barrier or exited: phases its operation completed
+    /// release their waiters; if no warp can run, bulk copies in flight land (earliest
+    /// first) until one can; if none is left, the CTA is deadlocked.
+    fn after_block(&mut self, l: &Launch) -> Result<(), EmuError> {
+        self.mbar_release(l);
+        while !self.all_done() && (0..self.warps.len()).all(|w| !self.runnable(w)) {
+            let Some(next) = self.mem.bulk.iter().map(|c| c.done).min() else {
+                return Err(self.deadlock());
+            };
+            self.land_until(l, next)?;
         }
         Ok(())
+    }
+
+    /// Lands the bulk copies due by cycle `t`, in time order (then issue order), and
+    /// releases the warps whose phases completed.
+    fn land_until(&mut self, l: &Launch, t: u64) -> Result<(), EmuError> {
+        while let Some(i) =
+            (0..self.mem.bulk.len()).filter(|&i| self.mem.bulk[i].done <= t).min_by_key(|&i| self.mem.bulk[i].done)
+        {
+            let c = self.mem.bulk.remove(i);
+            let (line, warp, lane) = (c.line, c.warp, c.lane);
+            self.mem.land(c).map_err(|e| {
+                let b = l.block;
+                let tid = warp * 32 + lane;
+                e.at_line(line, l.module.line_text(line))
+                    .at_thread(self.mem.ctaid, [tid % b[0], (tid / b[0]) % b[1], tid / (b[0] * b[1])])
+            })?;
+        }
+        self.mbar_release(l);
+        Ok(())
+    }
+
+    /// Wakes the warps suspended on barriers whose phase completed (they run their
+    /// `try_wait` again, `lat_barrier` cycles after the completion).
+    fn mbar_release(&mut self, l: &Launch) {
+        if self.mem.mbar_events.is_empty() {
+            return;
+        }
+        let lat = l.costs.m.lat_barrier as u64;
+        for (bar, t) in std::mem::take(&mut self.mem.mbar_events) {
+            let warps = &mut self.warps;
+            let (waiting, released) = (&mut self.waiting, &mut self.released);
+            self.mbar_waiters.retain(|&(w, b)| {
+                if b != bar {
+                    return true;
+                }
+                warps[w].clock = warps[w].clock.max(t + lat);
+                waiting[w] = false;
+                released.push(w);
+                false
+            });
+        }
+    }
+
+    /// `barrier.cluster.arrive` / `.wait` for a cluster of one CTA: every thread that has
+    /// not exited arrives, then waits for the phase it arrived in.
+    fn cluster(&mut self, wi: usize, wait: bool) -> Result<(), EmuError> {
+        let err = |m: &str| {
+            EmuError::new(ErrorKind::Runtime, m.to_string()).at_thread(self.mem.ctaid, [self.warps[wi].id * 32, 0, 0])
+        };
+        if !wait {
+            if self.cl_pending[wi].is_some() {
+                return Err(err("barrier.cluster.arrive again before barrier.cluster.wait"));
+            }
+            self.cl_pending[wi] = Some(self.cl_phase);
+            self.cl_arrived += (self.warps[wi].lanes & !self.warps[wi].exited).count_ones();
+            return Ok(());
+        }
+        match self.cl_pending[wi] {
+            None => Err(err("barrier.cluster.wait without a preceding barrier.cluster.arrive")),
+            Some(p) if p < self.cl_phase => {
+                self.cl_pending[wi] = None;
+                Ok(())
+            }
+            Some(_) => {
+                self.waiting[wi] = true;
+                self.cl_waiters.push(wi);
+                Ok(())
+            }
+        }
+    }
+
+    /// Completes the cluster barrier's phase once every live thread arrived.
+    fn cl_release(&mut self, l: &Launch) {
+        let live: u32 = self.warps.iter().filter(|w| !w.done).map(|w| (w.lanes & !w.exited).count_ones()).sum();
+        if self.cl_arrived == 0 || self.cl_arrived < live {
+            return;
+        }
+        self.cl_arrived = 0;
+        self.cl_phase += 1;
+        // Like bar.sync, a completed cluster barrier orders every thread's shared accesses.
+        if let Some(r) = self.mem.race.as_mut() {
+            r.new_epoch();
+        }
+        let arrived_at = self
+            .cl_pending
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.is_some())
+            .map(|(w, _)| self.warps[w].clock)
+            .max()
+            .unwrap_or(0);
+        let t = arrived_at + l.costs.m.lat_barrier as u64;
+        for w in std::mem::take(&mut self.cl_waiters) {
+            self.warps[w].clock = self.warps[w].clock.max(t);
+            self.waiting[w] = false;
+            self.cl_pending[w] = None;
+            self.released.push(w);
+        }
     }
 
     fn deadlock(&self) -> EmuError {
@@ -236,6 +390,25 @@ impl Cta {
                 )
             })
             .collect();
+        let mut stuck = stuck;
+        for (w, bar) in &self.mbar_waiters {
+            let state = match self.mem.mbars.get(bar) {
+                Some(b) => format!(
+                    "in phase {} (parity {}), {} of {} arrivals pending, {} transaction bytes pending, initialized at line {}",
+                    b.phase,
+                    b.phase & 1,
+                    b.pending,
+                    b.expected,
+                    b.tx,
+                    b.line
+                ),
+                None => "invalidated".to_string(),
+            };
+            stuck.push(format!("warp {w} waits on the mbarrier at shared offset {bar} {state}"));
+        }
+        if !self.cl_waiters.is_empty() {
+            stuck.push(format!("warps {:?} wait at barrier.cluster", self.cl_waiters));
+        }
         EmuError::new(ErrorKind::Deadlock, format!("deadlock: a barrier can never complete ({})", stuck.join("; ")))
             .at_thread(self.mem.ctaid, [0, 0, 0])
     }

@@ -49,17 +49,39 @@ impl Ex<'_, '_> {
                 "shared memory access of {len} bytes at offset {off} outside the CTA's {size} bytes"
             )));
         }
+        self.m.check_not_barrier(off, len)?;
         let warp = self.w.id;
         if let Some(r) = self.m.race.as_mut() {
+            let (landings, seen_map) = (&self.m.landings, &self.w.mbar_seen);
+            // A bulk copy's bytes are visible to a warp that waited for the phase it completed.
+            let seen = |tag: u32| {
+                landings.get(tag as usize).is_some_and(|&(id, phase)| seen_map.get(&id).is_some_and(|&s| s > phase))
+            };
             let conflict = match new {
-                None => r.access(off as usize, len, warp, false, line),
+                None => r.access(off as usize, len, warp, false, line, seen),
                 Some(bytes) => {
                     let old = &self.m.shared[off as usize..off as usize + len];
                     (0..len)
                         .filter(|&i| old[i] != bytes[i])
-                        .find_map(|i| r.access(off as usize + i, 1, warp, true, line))
+                        .find_map(|i| r.access(off as usize + i, 1, warp, true, line, seen))
                 }
             };
+            if let Some(c) = conflict.as_ref().filter(|c| c.async_tag.is_some()) {
+                let phase = c.async_tag.and_then(|t| self.m.landings.get(t as usize)).map_or(u64::MAX, |l| l.1);
+                let when = if phase == u64::MAX {
+                    "while it is in flight".to_string()
+                } else {
+                    format!("without waiting for the mbarrier phase {phase} it completed")
+                };
+                return Err(EmuError::new(
+                    ErrorKind::Race,
+                    format!(
+                        "shared-memory data race at byte offset {off}: warp {warp} {} bytes of the bulk copy at line {} {when}",
+                        if write { "overwrites" } else { "reads" },
+                        c.other_line
+                    ),
+                ));
+            }
             if let Some(c) = conflict {
                 return Err(EmuError::new(
                     ErrorKind::Race,
@@ -400,6 +422,7 @@ fn atomic(ex: &mut Ex, ins: &Instr, mask: u32, space: Space) -> R<()> {
                     .map_err(|m| ex.fail_at(mem_err(m), lane))?
             }
             Place::Shared(off) => {
+                ex.m.check_not_barrier(off, size).map_err(|e| ex.fail_at(e, lane))?;
                 let sz = ex.m.shared.len() as u64;
                 if off.saturating_add(size as u64) > sz {
                     return Err(ex.fail_at(

@@ -9,6 +9,7 @@ mod cta;
 mod float;
 mod grid;
 mod int;
+mod mbarrier;
 mod memory_ops;
 mod printf;
 mod race;

@@ -93,6 +93,13 @@ pub struct Warp {
     pub wg_shadow: std::collections::HashMap<u32, [u64; 32]>,
     pub warp_instrs: u64,
     pub lane_instrs: u64,
+    /// Per mbarrier (by init id): phases this warp has seen complete (by a successful wait).
+    pub mbar_seen: rustc_hash::FxHashMap<u32, u64>,
+    /// Completion cycles of the open and committed bulk groups (`cp.async.bulk` stores).
+    pub bulk_open_done: u64,
+    pub bulk_done: VecDeque<u64>,
+    /// `setmaxnreg` instructions this warp ran (warpgroup uniformity is checked in order).
+    pub maxnreg_count: u32,
 }
 
 /// Per-CTA memory and outputs.
@@ -107,6 +114,17 @@ pub struct CtaMem {
     pub sm: u32,
     /// Markers passed: (warp, id, clock), in execution order per warp.
     pub marks: Vec<(u32, u32, u64)>,
+    /// Live mbarriers by shared offset, and the next init id (see `mbarrier`).
+    pub mbars: rustc_hash::FxHashMap<u32, super::mbarrier::Mbar>,
+    pub next_mbar_id: u32,
+    /// Phases completed since the CTA last looked: (barrier offset, cycle).
+    pub mbar_events: Vec<(u32, u64)>,
+    /// Bulk loads in flight.
+    pub bulk: Vec<super::mbarrier::BulkCopy>,
+    /// Each landed bulk copy (race tag → barrier id and the phase it completed in).
+    pub landings: Vec<(u32, u64)>,
+    /// `setmaxnreg` per warpgroup, in order: (count, inc, line, warp).
+    pub maxnreg: rustc_hash::FxHashMap<u32, Vec<(u32, bool, u32, u32)>>,
 }
 
 /// What one step of a warp did.
@@ -123,6 +141,11 @@ pub enum Stop {
         red: Option<BarRed>,
     },
     Done,
+    /// `mbarrier.try_wait` found no lane's phase complete: it suspends until a phase of
+    /// the barrier at this shared offset completes, then runs again.
+    MbarWait(u32),
+    /// `barrier.cluster.arrive` (false) or `.wait` (true).
+    Cluster(bool),
 }
 
 /// An executing warp with everything an instruction may touch.
@@ -207,6 +230,11 @@ impl Ex<'_, '_> {
             Sreg::LaneMaskLe => (2u64 << lane) - 1,
             Sreg::LaneMaskGt => (!((2u64 << lane) - 1)) & 0xffff_ffff,
             Sreg::LaneMaskGe => (!((1u64 << lane) - 1)) & 0xffff_ffff,
+            // Every CTA is a cluster of one (launches have no cluster dimensions).
+            Sreg::ClusterCtaid(_) | Sreg::ClusterCtaRank | Sreg::IsExplicitCluster => 0,
+            Sreg::ClusterNctaid(_) | Sreg::ClusterNctaRank => 1,
+            Sreg::ClusterId(d) => self.m.ctaid[d as usize] as u64,
+            Sreg::NClusterId(d) => g[d as usize] as u64,
         }
     }
 
@@ -387,7 +415,7 @@ impl Ex<'_, '_> {
             self.w.lane_instrs += full.count_ones() as u64;
             let memory = matches!(it.lat(), Lat::Memory | Lat::Atomic) && mask != 0;
             if memory {
-                self.sm.acc.start(matches!(ins.kind, Kind::St | Kind::Red | Kind::Stmatrix));
+                self.sm.acc.start(matches!(ins.kind, Kind::St | Kind::Red | Kind::Stmatrix | Kind::BulkStore));
             }
             match ins.kind {
                 Kind::Bra => {
@@ -428,6 +456,30 @@ impl Ex<'_, '_> {
                     self.advance(pc);
                     if mask != 0 {
                         self.call(ins, mask).map_err(|e| self.locate(e, ins, mask))?;
+                    }
+                }
+                Kind::Mbar if ins.m.mbar == Some(crate::ir::MbarOp::TryWait) && mask != 0 => {
+                    match self.mbar_try_wait(ins, mask).map_err(|e| self.locate(e, ins, mask))? {
+                        // Not advanced: it runs again when a phase of the barrier completes.
+                        Some(bar) => return Ok(Stop::MbarWait(bar)),
+                        None => self.advance(pc),
+                    }
+                }
+                Kind::ClusterBar => {
+                    self.advance(pc);
+                    let live = self.w.lanes & !self.w.exited;
+                    if mask != 0 && mask != live {
+                        return Err(self.locate(
+                            EmuError::new(
+                                ErrorKind::Runtime,
+                                "barrier.cluster reached by part of a warp (every thread of the cluster must arrive and wait)",
+                            ),
+                            ins,
+                            mask,
+                        ));
+                    }
+                    if mask != 0 {
+                        return Ok(Stop::Cluster(!ins.m.arrive));
                     }
                 }
                 Kind::Bar => {
@@ -573,6 +625,14 @@ impl Ex<'_, '_> {
             self.w.stall_until = self.w.stall_until.max(d.accepted);
             if ins.kind == Kind::CpAsync {
                 self.w.cp_open_done = self.w.cp_open_done.max(d.ready);
+            }
+            if ins.kind == Kind::BulkLoad {
+                for c in self.m.bulk.iter_mut().filter(|c| c.done == u64::MAX) {
+                    c.done = d.ready;
+                }
+            }
+            if ins.kind == Kind::BulkStore {
+                self.w.bulk_open_done = self.w.bulk_open_done.max(d.drained);
             }
             return d.ready;
         }
@@ -742,7 +802,10 @@ impl Ex<'_, '_> {
             Ldmatrix | Stmatrix | Mma => super::tensor::exec(self, ins, mask),
             Wgmma | WgmmaFence | WgmmaCommit | WgmmaWait => super::wgmma::exec(self, ins, mask),
             Shfl | Vote | Match | Activemask | Redux => super::collective::exec(self, ins, mask),
-            Fence | Prefetch | BarWarp | Nanosleep | Trap | Mark => Ok(()),
+            Fence | Prefetch | BarWarp | Nanosleep | Trap | Mark | ClusterBar => Ok(()),
+            Mbar | BulkLoad | BulkStore | BulkCommit | BulkWait | SetMaxNReg | Elect | Mapa => {
+                super::mbarrier::exec(self, ins, mask)
+            }
             Bar => Ok(()),
             Bra | Call | Ret | Exit => Ok(()),
         }

@@ -73,6 +73,10 @@ fn sreg_of(s: &str) -> Option<Sreg> {
             "%ntid" => Sreg::Ntid(d),
             "%ctaid" => Sreg::Ctaid(d),
             "%nctaid" => Sreg::Nctaid(d),
+            "%cluster_ctaid" => Sreg::ClusterCtaid(d),
+            "%cluster_nctaid" => Sreg::ClusterNctaid(d),
+            "%clusterid" => Sreg::ClusterId(d),
+            "%nclusterid" => Sreg::NClusterId(d),
             _ => return None,
         });
     }
@@ -93,6 +97,9 @@ fn sreg_of(s: &str) -> Option<Sreg> {
         "%lanemask_le" => Sreg::LaneMaskLe,
         "%lanemask_gt" => Sreg::LaneMaskGt,
         "%lanemask_ge" => Sreg::LaneMaskGe,
+        "%cluster_ctarank" => Sreg::ClusterCtaRank,
+        "%cluster_nctarank" => Sreg::ClusterNctaRank,
+        "%is_explicit_cluster" => Sreg::IsExplicitCluster,
         _ => return None,
     })
 }
@@ -262,6 +269,9 @@ pub fn decode(
         return Ok(ins);
     }
     let parts: Vec<&str> = opcode.split('.').collect();
+    if let Some(r) = decode_hopper(ctx, guard, opcode, &parts, raw, line) {
+        return r;
+    }
     let base = parts[0];
     let mut m = Mods { vec: 1, ..Mods::default() };
     let mut tys: Vec<Ty> = Vec::new();
@@ -437,7 +447,8 @@ pub fn decode(
             }
             "popc" if kind == Kind::Bar => m.boolop = None,
             "global" => m.space = Some(Space::Global),
-            "shared" | "shared::cta" => m.space = Some(Space::Shared),
+            // A cluster of one CTA: its shared::cluster window is the CTA's own shared memory.
+            "shared" | "shared::cta" | "shared::cluster" => m.space = Some(Space::Shared),
             "local" => m.space = Some(Space::Local),
             "const" => m.space = Some(Space::Const),
             "param" | "param::entry" | "param::func" => m.space = Some(Space::Param),
@@ -607,4 +618,137 @@ fn finish(
     })?;
     ins.timing = crate::timing::class::classify(&ins);
     Ok(ins)
+}
+
+/// Hopper's asynchronous machinery: `mbarrier.*`, bulk copies, `setmaxnreg`, `elect`,
+/// cluster barriers and `mapa`. `None`: not one of these opcodes. Each family accepts
+/// exactly the modifiers the PTX ISA lists for it; anything else is unsupported.
+fn decode_hopper(
+    ctx: &Ctx,
+    guard: Option<&(String, bool)>,
+    opcode: &str,
+    parts: &[&str],
+    raw: &[RawOp],
+    line: u32,
+) -> Option<Result<Instr, EmuError>> {
+    let mut m = Mods { vec: 1, ..Mods::default() };
+    let (kind, mods): (Kind, &[&str]) = match (parts[0], parts.get(1).copied().unwrap_or("")) {
+        ("mbarrier", op) => {
+            let (o, tx) = match op {
+                "init" => (MbarOp::Init, false),
+                "arrive" => (MbarOp::Arrive, false),
+                "arrive_drop" => (MbarOp::ArriveDrop, false),
+                "expect_tx" => (MbarOp::ExpectTx, false),
+                "complete_tx" => (MbarOp::CompleteTx, false),
+                "test_wait" => (MbarOp::TestWait, false),
+                "try_wait" => (MbarOp::TryWait, false),
+                "inval" => (MbarOp::Inval, false),
+                "pending_count" => (MbarOp::PendingCount, false),
+                _ => return Some(Err(unsupported(opcode, ""))),
+            };
+            m.mbar = Some(o);
+            m.expect_tx = tx;
+            (Kind::Mbar, &parts[2..])
+        }
+        ("cp", "async") if parts.get(2) == Some(&"bulk") => match parts.get(3).copied() {
+            Some("commit_group") => (Kind::BulkCommit, &parts[4..]),
+            Some("wait_group") => (Kind::BulkWait, &parts[4..]),
+            Some("tensor") | Some("prefetch") => {
+                return Some(Err(unsupported(
+                    opcode,
+                    "tensor-map (TMA) copies are not implemented: NVIDIA does not document CUtensorMap, see the emulator README",
+                )))
+            }
+            Some("shared::cluster") | Some("shared::cta") if parts.get(4) == Some(&"global") => {
+                (Kind::BulkLoad, &parts[5..])
+            }
+            Some("global") if matches!(parts.get(4).copied(), Some("shared::cta")) => (Kind::BulkStore, &parts[5..]),
+            _ => return Some(Err(unsupported(opcode, ""))),
+        },
+        ("setmaxnreg", d) => {
+            m.inc = d == "inc";
+            if d != "inc" && d != "dec" {
+                return Some(Err(unsupported(opcode, "needs .inc or .dec")));
+            }
+            (Kind::SetMaxNReg, &parts[2..])
+        }
+        ("elect", _) => (Kind::Elect, &parts[1..]),
+        ("barrier", "cluster") => match parts.get(2).copied() {
+            Some("arrive") => {
+                m.arrive = true;
+                (Kind::ClusterBar, &parts[3..])
+            }
+            Some("wait") => (Kind::ClusterBar, &parts[3..]),
+            _ => return Some(Err(unsupported(opcode, ""))),
+        },
+        ("mapa", _) => (Kind::Mapa, &parts[1..]),
+        _ => return None,
+    };
+    let mut tys = Vec::new();
+    if matches!(kind, Kind::BulkLoad | Kind::BulkStore) {
+        // Their shared operands (destination or source, and the mbarrier) are shared addresses.
+        m.space = Some(Space::Shared);
+    }
+    for &p in mods {
+        match p {
+            "b64" | "u32" | "u64" | "b32" if kind != Kind::Elect => tys.push(Ty::parse(p).unwrap_or(Ty::B64)),
+            "shared" | "shared::cta" | "shared::cluster" => m.space = Some(Space::Shared),
+            "global" if kind == Kind::Mapa => m.space = Some(Space::Global),
+            "expect_tx" if kind == Kind::Mbar => m.expect_tx = true,
+            "parity" if kind == Kind::Mbar => m.parity = true,
+            "release" | "acquire" | "relaxed" | "cta" | "cluster" if kind != Kind::SetMaxNReg => {}
+            "sync" | "aligned" if matches!(kind, Kind::SetMaxNReg | Kind::Elect | Kind::ClusterBar) => {}
+            "read" if kind == Kind::BulkWait => m.read = true,
+            "bulk_group" if kind == Kind::BulkStore => {}
+            "mbarrier::complete_tx::bytes" if kind == Kind::BulkLoad => {}
+            "L2::cache_hint" if matches!(kind, Kind::BulkLoad | Kind::BulkStore) => m.cache_hint = true,
+            _ => return Some(Err(unsupported(opcode, &format!("modifier `.{p}`")))),
+        }
+    }
+    if kind == Kind::BulkLoad && parts.iter().any(|p| p.starts_with("multicast")) {
+        return Some(Err(unsupported(opcode, "multicast needs a cluster of more than one CTA")));
+    }
+    if kind == Kind::BulkLoad && !parts.contains(&"mbarrier::complete_tx::bytes") {
+        return Some(Err(unsupported(opcode, "a bulk load completes on an mbarrier (.mbarrier::complete_tx::bytes)")));
+    }
+    if kind == Kind::BulkStore && !parts.contains(&"bulk_group") {
+        return Some(Err(unsupported(opcode, "a bulk store completes through a bulk group (.bulk_group)")));
+    }
+    let mut ops = Vec::with_capacity(raw.len());
+    for r in raw {
+        let o = match ctx.operand(r, Ty::B64) {
+            Ok(o) => o,
+            Err(e) => return Some(Err(e)),
+        };
+        ops.push(o);
+    }
+    // Shapes of the operand lists (so the executor can index freely).
+    let n = ops.len();
+    let ok = match kind {
+        Kind::Mbar => match m.mbar {
+            Some(MbarOp::Init) => n == 2,
+            Some(MbarOp::Inval) => n == 1,
+            Some(MbarOp::Arrive) | Some(MbarOp::ArriveDrop) => (2..=3).contains(&n),
+            Some(MbarOp::ExpectTx) | Some(MbarOp::CompleteTx) => n == 2,
+            Some(MbarOp::TestWait) => n == 3,
+            Some(MbarOp::TryWait) => (3..=4).contains(&n),
+            Some(MbarOp::PendingCount) => n == 2,
+            None => false,
+        },
+        Kind::BulkLoad => n == 4 + m.cache_hint as usize,
+        Kind::BulkStore => n == 3 + m.cache_hint as usize,
+        Kind::BulkCommit => n == 0,
+        Kind::BulkWait | Kind::SetMaxNReg => n == 1,
+        Kind::Elect => n == 2,
+        Kind::ClusterBar => n == 0,
+        Kind::Mapa => n == 3,
+        _ => false,
+    };
+    if !ok {
+        return Some(Err(perr(format!("`{opcode}` has the wrong number of operands ({n})"))));
+    }
+    if m.mbar.is_some_and(|o| matches!(o, MbarOp::Arrive | MbarOp::ArriveDrop)) && m.expect_tx && n != 3 {
+        return Some(Err(perr(format!("`{opcode}` needs a transaction count"))));
+    }
+    Some(finish(kind, guard, ctx, tys, m, ops, line))
 }

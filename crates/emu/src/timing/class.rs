@@ -85,6 +85,17 @@ fn writes_first(kind: Kind, m: &Mods) -> bool {
         // wgmma's D registers are written when its group is waited for (see `sm`).
         Wgmma => false,
         Bar => m.red,
+        Mbar => matches!(
+            m.mbar,
+            Some(
+                crate::ir::MbarOp::Arrive
+                    | crate::ir::MbarOp::ArriveDrop
+                    | crate::ir::MbarOp::TestWait
+                    | crate::ir::MbarOp::TryWait
+                    | crate::ir::MbarOp::PendingCount
+            )
+        ),
+        BulkLoad | BulkStore | BulkCommit | BulkWait | SetMaxNReg | ClusterBar => false,
         _ => true,
     }
 }
@@ -208,6 +219,12 @@ pub fn classify(ins: &Instr) -> InstrTiming {
         Bar | BarWarp | Fence | Nanosleep => (Pipe::None, Lat::None, 1, 0),
         Bra | Call | Ret | Exit | Trap => (Pipe::None, Lat::None, 1, 0),
         Mark => (Pipe::None, Lat::None, 0, 0),
+        // mbarrier operations are shared-memory atomics in the hardware.
+        Mbar => (Pipe::Mio, Lat::Shfl, 1, 0),
+        BulkLoad | BulkStore => (Pipe::Mio, Lat::Memory, 1, 0),
+        BulkCommit | BulkWait | SetMaxNReg | ClusterBar => (Pipe::None, Lat::None, 1, 0),
+        Elect => (Pipe::Int, Lat::Alu, 1, 0),
+        Mapa => (Pipe::Int, Lat::Alu, 1, 0),
     };
     t.pipe = Some(pipe);
     t.lat = Some(lat);
