@@ -115,6 +115,40 @@ fn convert_sized(i: usize, text: &str, bytes: u32, seed: u64) -> Result<Val, Run
     })
 }
 
+/// An error unless `cmd` gives one value per parameter (`sig`: the parameters as shown).
+fn check_count(cmd: &PtxCommand, entry: &str, sig: &[String]) -> Result<(), RunError> {
+    if sig.len() == cmd.values.len() {
+        return Ok(());
+    }
+    Err(RunError::msg(format!(
+        "`{entry}` takes {} parameters ({}), {} values given",
+        sig.len(),
+        sig.join(", "),
+        cmd.values.len()
+    )))
+}
+
+/// An error unless every `--save` names a tensor.
+fn check_saves(cmd: &PtxCommand, vals: &[Val]) -> Result<(), RunError> {
+    for s in &cmd.saves {
+        if !matches!(vals.get(s.index), Some(Val::Tensor(_))) {
+            return Err(RunError::msg(format!("--save {0}: parameter {0} is not a tensor", s.index)));
+        }
+    }
+    Ok(())
+}
+
+/// The values as the emulators' arguments.
+fn kernel_args(vals: Vec<Val>) -> Vec<trident_emu::KernelArg> {
+    vals.into_iter()
+        .map(|v| match v {
+            Val::Tensor(t) => trident_emu::KernelArg::Buffer(t),
+            Val::Null => trident_emu::KernelArg::Null,
+            Val::Bits(b) => trident_emu::KernelArg::Scalar(b),
+        })
+        .collect()
+}
+
 /// `trident run FILE.cubin[::KERNEL]`: the machine code on the SASS emulator (or, with
 /// `--backend cuda`, on the device), values positional as for PTX.
 fn run_cubin(cmd: &PtxCommand, file: &str) -> Result<PtxOutcome, RunError> {
@@ -150,15 +184,7 @@ fn run_cubin(cmd: &PtxCommand, file: &str) -> Result<PtxOutcome, RunError> {
     }
     let p = crate::sass_run::program_of_cubin(&bytes, &entry)?;
     let sizes: Vec<u32> = p.kernel.params.iter().map(|q| q.size).collect();
-    if sizes.len() != cmd.values.len() {
-        let sig: Vec<String> = sizes.iter().map(|n| format!("{n} bytes")).collect();
-        return Err(RunError::msg(format!(
-            "`{entry}` takes {} parameters ({}), {} values given",
-            sizes.len(),
-            sig.join(", "),
-            cmd.values.len()
-        )));
-    }
+    check_count(cmd, &entry, &sizes.iter().map(|n| format!("{n} bytes")).collect::<Vec<_>>())?;
     let vals: Vec<Val> = cmd
         .values
         .iter()
@@ -166,19 +192,8 @@ fn run_cubin(cmd: &PtxCommand, file: &str) -> Result<PtxOutcome, RunError> {
         .enumerate()
         .map(|(i, (v, &n))| convert_sized(i, v, n, cmd.seed))
         .collect::<Result<_, _>>()?;
-    for s in &cmd.saves {
-        if !matches!(vals.get(s.index), Some(Val::Tensor(_))) {
-            return Err(RunError::msg(format!("--save {0}: parameter {0} is not a tensor", s.index)));
-        }
-    }
-    let mut args: Vec<trident_emu::KernelArg> = vals
-        .into_iter()
-        .map(|v| match v {
-            Val::Tensor(t) => trident_emu::KernelArg::Buffer(t),
-            Val::Null => trident_emu::KernelArg::Null,
-            Val::Bits(b) => trident_emu::KernelArg::Scalar(b),
-        })
-        .collect();
+    check_saves(cmd, &vals)?;
+    let mut args = kernel_args(vals);
     let cfg = trident_sass_emu::LaunchConfig {
         grid: cmd.grid.dims(),
         block: cmd.block.dims(),
@@ -213,15 +228,7 @@ pub fn run_ptx(cmd: &PtxCommand) -> Result<PtxOutcome, RunError> {
         },
     };
     let params = module.entry_params(&entry).map_err(|e| RunError::msg(e.to_string()))?;
-    if params.len() != cmd.values.len() {
-        let sig: Vec<String> = params.iter().map(|p| p.name()).collect();
-        return Err(RunError::msg(format!(
-            "`{entry}` takes {} parameters ({}), {} values given",
-            params.len(),
-            sig.join(", "),
-            cmd.values.len()
-        )));
-    }
+    check_count(cmd, &entry, &params.iter().map(|p| p.name()).collect::<Vec<_>>())?;
     let vals: Vec<Val> = cmd
         .values
         .iter()
@@ -229,11 +236,7 @@ pub fn run_ptx(cmd: &PtxCommand) -> Result<PtxOutcome, RunError> {
         .enumerate()
         .map(|(i, (v, p))| convert(i, v, p, cmd.seed))
         .collect::<Result<_, _>>()?;
-    for s in &cmd.saves {
-        if !matches!(vals.get(s.index), Some(Val::Tensor(_))) {
-            return Err(RunError::msg(format!("--save {0}: parameter {0} is not a tensor", s.index)));
-        }
-    }
+    check_saves(cmd, &vals)?;
     let backend = match cmd.backend {
         Backend::Auto if crate::gpu::cuda_available() => Backend::Cuda,
         Backend::Cuda => Backend::Cuda,
@@ -244,14 +247,7 @@ pub fn run_ptx(cmd: &PtxCommand) -> Result<PtxOutcome, RunError> {
         let tensors = run_cuda(&text, &entry, cmd, &params, &vals)?;
         return Ok(PtxOutcome { entry, backend, printed: String::new(), cycles: None, tensors });
     }
-    let mut args: Vec<trident_emu::KernelArg> = vals
-        .into_iter()
-        .map(|v| match v {
-            Val::Tensor(t) => trident_emu::KernelArg::Buffer(t),
-            Val::Null => trident_emu::KernelArg::Null,
-            Val::Bits(b) => trident_emu::KernelArg::Scalar(b),
-        })
-        .collect();
+    let mut args = kernel_args(vals);
     if backend == Backend::SassEmu {
         // The PTX through ptxas for the architecture it names, the SASS on the SASS emulator.
         let arch = text.lines().find_map(|l| l.trim().strip_prefix(".target ")).unwrap_or("sm_80");

@@ -9,6 +9,29 @@ use half::{bf16, f16};
 use crate::decode::{Op, Opnd};
 use crate::exec::{unsupported, Ctx, Warp, R};
 
+/// `LDSM`/`STSM.16.{M88,MT88}.{1,2,4}`: whether transposed, and how many 8×8 matrices; the
+/// whole warp must run it (it is warp-synchronous).
+fn matrix_shape(op: &Op, w: &Warp, mask: u32) -> R<(bool, usize)> {
+    if !op.has("16") {
+        return Err(unsupported(op, "this element size"));
+    }
+    let trans = op.has("MT88");
+    if !trans && !op.has("M88") {
+        return Err(unsupported(op, "this matrix shape"));
+    }
+    let n = if op.has("4") {
+        4
+    } else if op.has("2") {
+        2
+    } else {
+        1
+    };
+    if mask != w.live {
+        return Err(unsupported(op, "a matrix load or store by part of the warp (it is warp-synchronous)"));
+    }
+    Ok((trans, n))
+}
+
 fn reg(o: &Opnd, op: &Op) -> R<usize> {
     match o {
         Opnd::R { n, .. } if *n != 255 => Ok(*n as usize),
@@ -20,23 +43,7 @@ impl Ctx<'_> {
     /// `LDSM.16.M88.{1,2,4}` / `.MT88` (transposed): lanes 8i..8i+7 give the row addresses
     /// of matrix i; register d+i of lane t gets row t/4, columns 2(t%4) and 2(t%4)+1.
     pub fn ldsm(&mut self, w: &mut Warp, op: &Op, mask: u32) -> R<()> {
-        if !op.has("16") {
-            return Err(unsupported(op, "this LDSM element size"));
-        }
-        let trans = op.has("MT88");
-        if !trans && !op.has("M88") {
-            return Err(unsupported(op, "this LDSM shape"));
-        }
-        let n = if op.has("4") {
-            4
-        } else if op.has("2") {
-            2
-        } else {
-            1
-        };
-        if mask != w.live {
-            return Err(unsupported(op, "LDSM with part of the warp (it is warp-synchronous)"));
-        }
+        let (trans, n) = matrix_shape(op, w, mask)?;
         let d = reg(&op.ops[0], op)?;
         let mut rows = [[[0u16; 8]; 8]; 4];
         for (i, mat) in rows.iter_mut().enumerate().take(n) {
@@ -63,23 +70,7 @@ impl Ctx<'_> {
     /// `stmatrix`): each thread's registers hold its fragment of up to four 8×8 matrices of
     /// 16-bit values; lane `8i + r` gives the address of row `r` of matrix `i`.
     pub fn stsm(&mut self, w: &mut Warp, op: &Op, mask: u32) -> R<()> {
-        if !op.has("16") {
-            return Err(unsupported(op, "this STSM element size"));
-        }
-        let trans = op.has("MT88");
-        if !trans && !op.has("M88") {
-            return Err(unsupported(op, "this STSM shape"));
-        }
-        let n = if op.has("4") {
-            4
-        } else if op.has("2") {
-            2
-        } else {
-            1
-        };
-        if mask != w.live {
-            return Err(unsupported(op, "STSM with part of the warp (it is warp-synchronous)"));
-        }
+        let (trans, n) = matrix_shape(op, w, mask)?;
         let s = reg(&op.ops[1], op)?;
         let mut rows = [[[0u16; 8]; 8]; 4];
         for (i, mat) in rows.iter_mut().enumerate().take(n) {

@@ -678,6 +678,8 @@ impl PtxCommand {
 
 /// What `trident run` was given: a kernel in a Python file, or PTX.
 #[derive(Clone, Debug, PartialEq)]
+// One per command line, moved once: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum RunLine {
     /// `FILE.py::KERNEL ...`.
     Kernel(RunCommand),
