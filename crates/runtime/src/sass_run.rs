@@ -15,16 +15,29 @@ use crate::compiled::GpuCode;
 use crate::error::RunError;
 use crate::gpu::GpuRun;
 
+/// `code`'s cubin: the compile's, else assembled here.
+pub(crate) fn cubin_of(code: &GpuCode) -> Result<Vec<u8>, RunError> {
+    match &code.cubin {
+        Some(c) => Ok(c.clone()),
+        None => Ok(trident_gpu::tools::ptxas(&code.ptx.ptx, code.ptx.target.arch())
+            .map_err(|e| RunError::msg(format!("error: running SASS needs ptxas: {e}")))?
+            .cubin),
+    }
+}
+
+/// The SASS emulator's launch of `ptx` on `grid`.
+pub(crate) fn launch_config(ptx: &trident_gpu::PtxKernel, grid: [u32; 3]) -> trident_sass_emu::LaunchConfig {
+    trident_sass_emu::LaunchConfig {
+        grid,
+        block: [ptx.num_threads, 1, 1],
+        dynamic_shared_bytes: ptx.shared_bytes,
+        ..Default::default()
+    }
+}
+
 /// The SASS emulator's kernel for `code`: its cubin (assembled here if need be) decoded.
 pub fn program(code: &GpuCode) -> Result<trident_sass_emu::Program, RunError> {
-    let cubin = match &code.cubin {
-        Some(c) => c.clone(),
-        None => {
-            trident_gpu::tools::ptxas(&code.ptx.ptx, code.ptx.target.arch())
-                .map_err(|e| RunError::msg(format!("error: the sass-emu backend needs ptxas: {e}")))?
-                .cubin
-        }
-    };
+    let cubin = cubin_of(code)?;
     match &code.sass_json {
         // The listing the compile kept (a cache hit runs no tool).
         Some(json) if code.cubin.is_some() => program_of_listing(&cubin, json, &code.ptx.entry),
@@ -77,12 +90,7 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
         while kargs.len() < p.kernel.params.len() {
             kargs.push(trident_emu::KernelArg::Null);
         }
-        let cfg = trident_sass_emu::LaunchConfig {
-            grid,
-            block: [ptx.num_threads, 1, 1],
-            dynamic_shared_bytes: ptx.shared_bytes,
-            ..Default::default()
-        };
+        let cfg = launch_config(ptx, grid);
         let report = trident_sass_emu::launch(&p, &cfg, &mut kargs).map_err(|e| {
             let place = match (e.cta, e.thread) {
                 (Some(c), Some(t)) => {

@@ -3,7 +3,7 @@
 //! exactly as `--backend sass-emu` would make it — handed to trident-sass-search, which
 //! does the search (re-exported as [`search`] for the CLI).
 
-use trident_gpu::tools::{find, ptxas, Tool};
+use trident_gpu::tools::{find, Tool};
 use trident_gpu::Target;
 
 pub use trident_sass_search as search;
@@ -61,27 +61,24 @@ pub fn setup(cmd: &RunCommand, arch: &str) -> Result<Setup, RunError> {
         .ok_or_else(|| RunError::msg(format!("internal: kernel `{}` has no GPU code", prepared.kernel)))?;
     let values = crate::run::runtime_values(&prepared, &args)?;
     let grid = crate::run::grid_of(&prepared, &args, &opts)?;
-    let cubin = match &code.cubin {
-        Some(c) => c.clone(),
-        None => {
-            ptxas(&code.ptx.ptx, code.ptx.target.arch())
-                .map_err(|e| RunError::other(format!("error: {e} {TOOL_HINT}")))?
-                .cubin
-        }
-    };
-    let config = trident_sass_emu::LaunchConfig {
-        grid,
-        block: [code.ptx.num_threads, 1, 1],
-        dynamic_shared_bytes: code.ptx.shared_bytes,
-        ..Default::default()
-    };
-    let problem = search::Problem {
+    let cubin = crate::sass_run::cubin_of(code).map_err(|e| RunError::other(format!("{} {TOOL_HINT}", e.text)))?;
+    let problem = problem(code, cubin, &values, grid);
+    Ok(Setup { problem, arch: target.arch().to_string(), grid, threads: code.ptx.num_threads })
+}
+
+/// The search's problem: `cubin` (of `code`) launched on the SASS emulator with `values`.
+pub(crate) fn problem(
+    code: &crate::compiled::GpuCode,
+    cubin: Vec<u8>,
+    values: &[crate::args::ArgValue],
+    grid: [u32; 3],
+) -> search::Problem {
+    search::Problem {
         cubin,
         kernel: code.ptx.entry.clone(),
-        args: crate::gpu::emulator_args(&code.ptx, &values),
-        config,
-    };
-    Ok(Setup { problem, arch: target.arch().to_string(), grid, threads: code.ptx.num_threads })
+        args: crate::gpu::emulator_args(&code.ptx, values),
+        config: crate::sass_run::launch_config(&code.ptx, grid),
+    }
 }
 
 /// `nvdisasm`, found as the GPU crate finds it, as the search's disassembler.

@@ -35,14 +35,7 @@ pub(crate) fn searched(
 ) -> Result<Arc<GpuCode>, RunError> {
     let budget = trident_sass_search::Budget::parse(budget)
         .map_err(|e| RunError::argument(format!("--sass-search / TRIDENT_SASS_SEARCH: {e}")))?;
-    let original = match &code.cubin {
-        Some(c) => c.clone(),
-        None => {
-            trident_gpu::tools::ptxas(&code.ptx.ptx, code.ptx.target.arch())
-                .map_err(|e| RunError::other(format!("error: a schedule search needs ptxas: {e}")))?
-                .cubin
-        }
-    };
+    let original = crate::sass_run::cubin_of(code)?;
     // Greedy: the most found per minute on the emulator's model (bench/SASS.md).
     let algo = trident_sass_search::Algo::Greedy;
     let key = format!("{}-{}", blake3::hash(&original).to_hex(), algo.name().replace(':', "_"));
@@ -111,17 +104,7 @@ fn search(
     budget: trident_sass_search::Budget,
     algo: trident_sass_search::Algo,
 ) -> Result<(Vec<u8>, String), RunError> {
-    let problem = trident_sass_search::Problem {
-        cubin: original.to_vec(),
-        kernel: code.ptx.entry.clone(),
-        args: crate::gpu::emulator_args(&code.ptx, values),
-        config: trident_sass_emu::LaunchConfig {
-            grid,
-            block: [code.ptx.num_threads, 1, 1],
-            dynamic_shared_bytes: code.ptx.shared_bytes,
-            ..Default::default()
-        },
-    };
+    let problem = crate::sass_search::problem(code, original.to_vec(), values, grid);
     let err = |e: trident_sass_search::SearchError| RunError::msg(format!("error: schedule search: {}", e.0));
     let mut env = trident_sass_search::Env::new(problem, crate::sass_search::disassembler()?).map_err(err)?;
     let opts = trident_sass_search::Options { algo, budget, seed: 0 };
