@@ -194,7 +194,10 @@ fn cases() -> Vec<Case> {
             src: SPIN_LOCK,
             args: &["lock=zeros:i32:1", "out=zeros:f32:8"],
             grid: "16",
-            expect: "out-of-bounds store: index 1000 of buffer `out` (8 elements of f32), program (1, 0, 0)",
+            // Every program but 0 stores out of bounds, and which one takes the lock first is
+            // a race on the interpreter (it runs programs in parallel and reports the first
+            // fault in time): the index and program vary, the error and its line do not.
+            expect: "out-of-bounds store: index ",
         },
         Case {
             from: "extra: atomics",
@@ -274,7 +277,21 @@ fn every_out_of_bounds_case_fails_alike_on_the_interpreter_and_the_sanitized_emu
             assert_eq!(a, before, "{} on {backend:?}: a failed launch leaves the arguments alone", c.from);
             texts.push(main_part(&e));
         }
-        assert_eq!(texts[0], texts[1], "{}: the interpreter and the sanitized emulator disagree", c.from);
+        if c.src == SPIN_LOCK {
+            // The racy case (above): the same error at the same line, any program.
+            let shape = |t: &str| {
+                let first = t.lines().next().unwrap_or("").split(": index").next().unwrap_or("").to_string();
+                (first, t.lines().skip(1).collect::<Vec<_>>().join("\n"))
+            };
+            assert_eq!(
+                shape(&texts[0]),
+                shape(&texts[1]),
+                "{}: the interpreter and the sanitized emulator disagree",
+                c.from
+            );
+        } else {
+            assert_eq!(texts[0], texts[1], "{}: the interpreter and the sanitized emulator disagree", c.from);
+        }
     }
 }
 
