@@ -330,6 +330,22 @@ fn strings_dtypes_and_none_are_compile_time_values() {
     }
 }
 
+/// Whether ptxas and nvdisasm are set up (scripts/install-tools, .tools/env); says so when not.
+fn sass_tools() -> bool {
+    let set = std::env::var_os("TRIDENT_PTXAS").is_some() && std::env::var_os("TRIDENT_NVDISASM").is_some();
+    if !set {
+        eprintln!("skipped: TRIDENT_PTXAS/TRIDENT_NVDISASM not set");
+    }
+    set
+}
+
+/// Runs `args` with `env`, which must succeed, and reads the file `out` it saved.
+fn run_saved(args: &[&str], env: &[(&str, &str)], out: &Path, what: &str) -> Vec<u8> {
+    let o = trident_env(args, env);
+    assert!(o.status.success(), "{what}: {}", stderr(&o));
+    std::fs::read(out).unwrap()
+}
+
 fn trident_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_trident"));
     c.args(args).current_dir(root());
@@ -579,8 +595,8 @@ fn sass_dump_and_roundtrip() {
 /// emulator gives the same bytes; so does a Python kernel.
 #[test]
 fn sass_emu_backend_agrees_with_the_emulator() {
-    if std::env::var_os("TRIDENT_PTXAS").is_none() || std::env::var_os("TRIDENT_NVDISASM").is_none() {
-        return eprintln!("skipped: TRIDENT_PTXAS/TRIDENT_NVDISASM not set");
+    if !sass_tools() {
+        return;
     }
     let dir = std::env::temp_dir().join(format!("trident-sass-emu-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -676,8 +692,8 @@ fn sass_emu_backend_agrees_with_the_emulator() {
 /// emulator's bytes.
 #[test]
 fn sass_emu_runs_a_kernel_that_spills() {
-    if std::env::var_os("TRIDENT_PTXAS").is_none() || std::env::var_os("TRIDENT_NVDISASM").is_none() {
-        return eprintln!("skipped: TRIDENT_PTXAS/TRIDENT_NVDISASM not set");
+    if !sass_tools() {
+        return;
     }
     let dir = std::env::temp_dir().join(format!("trident-sass-spill-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -715,9 +731,7 @@ fn sass_emu_runs_a_kernel_that_spills() {
             let save = format!("c={}", out.display());
             let mut args = vec!["run", "--grid", "2,1", "--seed", "5", "--backend", backend, "--save", &save];
             args.extend(words);
-            let o = trident_env(&args, &[("TRIDENT_EMU_TARGET", arch)]);
-            assert!(o.status.success(), "{arch} {backend}: {}", stderr(&o));
-            saved.push(std::fs::read(&out).unwrap());
+            saved.push(run_saved(&args, &[("TRIDENT_EMU_TARGET", arch)], &out, &format!("{arch} {backend}")));
         }
         assert_eq!(saved[0], saved[1], "{arch}: the spilling matmul agrees on sass-emu");
     }
@@ -729,8 +743,8 @@ fn sass_emu_runs_a_kernel_that_spills() {
 /// (bench/SASS_EMU.md). As SASS on the SASS emulator it must give the interpreter's values.
 #[test]
 fn negated_operand_of_fused_integer_minima_survives_ptxas_on_sm90() {
-    if std::env::var_os("TRIDENT_PTXAS").is_none() || std::env::var_os("TRIDENT_NVDISASM").is_none() {
-        return eprintln!("skipped: TRIDENT_PTXAS/TRIDENT_NVDISASM not set");
+    if !sass_tools() {
+        return;
     }
     let dir = std::env::temp_dir().join(format!("trident-negmin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -783,9 +797,7 @@ fn negated_operand_of_fused_integer_minima_survives_ptxas_on_sm90() {
                 "--save",
                 &save,
             ];
-            let o = trident_env(&args, &[("TRIDENT_EMU_TARGET", arch)]);
-            assert!(o.status.success(), "{arch} {backend}: {}", stderr(&o));
-            saved.push(std::fs::read(&out).unwrap());
+            saved.push(run_saved(&args, &[("TRIDENT_EMU_TARGET", arch)], &out, &format!("{arch} {backend}")));
         }
         assert_eq!(saved[0], saved[1], "{arch}: min(min(a, -b), c) as SASS differs from the interpreter");
     }
@@ -797,8 +809,8 @@ fn negated_operand_of_fused_integer_minima_survives_ptxas_on_sm90() {
 /// same bytes.
 #[test]
 fn sass_emu_runs_from_a_warm_cache_without_the_tools() {
-    if std::env::var_os("TRIDENT_PTXAS").is_none() || std::env::var_os("TRIDENT_NVDISASM").is_none() {
-        return eprintln!("skipped: TRIDENT_PTXAS/TRIDENT_NVDISASM not set");
+    if !sass_tools() {
+        return;
     }
     let dir = std::env::temp_dir().join(format!("trident-sass-cache-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -845,8 +857,8 @@ fn sass_emu_runs_from_a_warm_cache_without_the_tools() {
 /// `ptxas` nor `nvdisasm` at hand.
 #[test]
 fn sass_search_option_runs_and_keeps_the_searched_schedule() {
-    if std::env::var_os("TRIDENT_PTXAS").is_none() || std::env::var_os("TRIDENT_NVDISASM").is_none() {
-        return eprintln!("skipped: TRIDENT_PTXAS/TRIDENT_NVDISASM not set");
+    if !sass_tools() {
+        return;
     }
     let dir = std::env::temp_dir().join(format!("trident-sass-search-opt-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
