@@ -29,7 +29,9 @@ use trident_profile::passes::{Instrument, Strip};
 use trident_profile::{regions_of, ProfileMeta};
 
 use crate::options::{GpuOptions, ProbeMode};
-use crate::passes::{AllocShared, AssignLayouts, InsertBarriers, OverflowReport, Pipeline, RemoveConverts, SinkRanges};
+use crate::passes::{
+    AllocShared, AssignLayouts, Descriptors, InsertBarriers, OverflowReport, Pipeline, RemoveConverts, SinkRanges,
+};
 use crate::ptx::{emit_gpu_ir, PtxKernel};
 
 /// What compiling one kernel for the GPU produces.
@@ -148,6 +150,7 @@ impl GpuPipeline {
         if !o.profile.is_some_and(|p| p.regions.scopes) {
             passes.push(Box::new(Strip));
         }
+        passes.push(Box::new(Descriptors(o.clone())));
         passes.push(Box::new(AssignLayouts(o.clone())));
         passes.push(Box::new(RemoveConverts));
         passes.push(Box::new(Pipeline(o.clone())));

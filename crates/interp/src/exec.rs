@@ -290,7 +290,8 @@ impl<'a> Program<'a> {
             OpKind::Fma => single(ew::fma(&*arg(fr, 0)?, &*arg(fr, 1)?, &*arg(fr, 2)?, res_ty(0)?.elem())?)?,
             OpKind::Cast { kind, rounding } => single(ew::cast(*kind, *rounding, &*arg(fr, 0)?, res_ty(0)?.elem())?)?,
             OpKind::AddPtr => single(ew::addptr(&*arg(fr, 0)?, &*arg(fr, 1)?, res_ty(0)?.elem())?)?,
-            OpKind::Load { .. } => {
+            // A descriptor load is its pointer/mask load (the window operands are for TMA).
+            OpKind::Load { .. } | OpKind::DescLoad { .. } => {
                 let (p, m, o) = (arg(fr, 0)?, opt(fr, 1)?, opt(fr, 2)?);
                 single(memops::load(mem, &p, m.as_deref(), o.as_deref(), res_ty(0)?.shape())?)?
             }

@@ -317,6 +317,14 @@ pub enum OpKind {
     // ---- memory ----
     /// `[ptr, mask?, other?]` → values; masked-off lanes get `other` (0 when absent).
     Load { cache: CacheModifier, evict: EvictionPolicy, volatile: bool },
+    /// `[ptr, mask, other, base, shape × rank, strides × rank, offsets × rank]` → values: a
+    /// tensor descriptor's `desc.load(offsets)`. Its value is exactly `load ptr, mask, other`
+    /// (how every backend without a tensor-memory accelerator runs it); the trailing
+    /// operands describe the same window — `base` a scalar pointer, `shape`/`strides` i64
+    /// scalars, `offsets` i32 scalars, innermost dimension last — so a backend with TMA can
+    /// copy the box instead (`trident-gpu`'s `gpu-descriptors` decides, and turns the rest
+    /// into plain loads).
+    DescLoad { rank: u32 },
     /// `[ptr, value, mask?]` → nothing.
     Store { cache: CacheModifier, evict: EvictionPolicy },
     /// `[ptr, value, mask?]` → old values (masked-off lanes: 0).
@@ -569,6 +577,7 @@ impl OpKind {
             Cast { .. } => "cast",
             AddPtr => "addptr",
             Load { .. } => "load",
+            DescLoad { .. } => "desc_load",
             Store { .. } => "store",
             AtomicRmw { .. } => "atomic_rmw",
             AtomicCas { .. } => "atomic_cas",
@@ -645,6 +654,7 @@ impl OpKind {
                 }
                 v
             }
+            DescLoad { rank } => vec![("rank", Attr::Int(*rank as i64))],
             Store { cache, evict } => {
                 let mut v = vec![];
                 if *cache != CacheModifier::None {
@@ -728,6 +738,13 @@ impl OpKind {
                 evict: a.word("evict", EvictionPolicy::from_name, EvictionPolicy::Normal)?,
                 volatile: a.bool_or("volatile", false)?,
             },
+            "desc_load" => {
+                let rank = a.int("rank")?;
+                if !(1..=5).contains(&rank) {
+                    return Err(format!("attribute `rank` of `desc_load` must be 1 to 5, not {rank}"));
+                }
+                DescLoad { rank: rank as u32 }
+            }
             "store" => Store {
                 cache: a.word("cache", CacheModifier::from_name, CacheModifier::None)?,
                 evict: a.word("evict", EvictionPolicy::from_name, EvictionPolicy::Normal)?,
@@ -795,7 +812,7 @@ impl OpKind {
     pub fn effect(&self) -> Effect {
         use OpKind::*;
         match self {
-            Load { volatile: false, .. } => Effect::Read,
+            Load { volatile: false, .. } | DescLoad { .. } => Effect::Read,
             Load { volatile: true, .. }
             | Store { .. }
             | AtomicRmw { .. }
@@ -861,6 +878,7 @@ mod tests {
         round_trip(OpKind::Constant(Const::Float(-0.0)));
         round_trip(OpKind::Constant(Const::Int(-7)));
         round_trip(OpKind::Load { cache: CacheModifier::Cg, evict: EvictionPolicy::Last, volatile: true });
+        round_trip(OpKind::DescLoad { rank: 2 });
         round_trip(OpKind::AtomicRmw { op: RmwOp::Xchg, sem: MemSem::Relaxed, scope: MemScope::Cta });
         round_trip(OpKind::Dot { precision: InputPrecision::Ieee, max_num_imprecise_acc: 32 });
         round_trip(OpKind::Trans { perm: vec![1, 0, 2] });

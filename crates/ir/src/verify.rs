@@ -832,6 +832,32 @@ impl<'a> Verifier<'a> {
                     self.err(op, format!("`other` must have the result type `{}`, not `{}`", rt[0], ot[2]));
                 }
             }
+            DescLoad { rank } => {
+                let r = *rank as usize;
+                if !self.counts(op, 4 + 3 * r..=4 + 3 * r, 1) {
+                    return;
+                }
+                let Some(val) = self.pointee_type(op, ot[0]) else { return };
+                if !same_shape_elem(rt[0], &val) || rt[0].shape().len() != r {
+                    self.err(op, format!("loading `{}` gives `{val}` of rank {r}, not `{}`", ot[0], rt[0]));
+                }
+                self.check_mask(op, ot[1], ot[0]);
+                if ot[2] != rt[0] {
+                    self.err(op, format!("`other` must have the result type `{}`, not `{}`", rt[0], ot[2]));
+                }
+                if !ot[3].is_scalar() || !ot[3].elem().is_ptr() {
+                    self.err(op, format!("the descriptor's base must be a scalar pointer, not `{}`", ot[3]));
+                }
+                let scalar = |t: &Type, d: DType| t.is_scalar() && t.elem() == Elem::Num(d);
+                let fields = ot[4..].iter().enumerate();
+                for (i, t) in fields {
+                    let want = if i < 2 * r { DType::I64 } else { DType::I32 };
+                    if !scalar(t, want) {
+                        let what = ["shape", "strides", "offsets"][i / r];
+                        self.err(op, format!("the descriptor's {what} must be `{}` scalars, not `{t}`", want.name()));
+                    }
+                }
+            }
             Store { .. } => {
                 if !self.counts(op, 2..=3, 0) {
                     return;

@@ -122,6 +122,28 @@ fn memory() {
     assert_error("  %0 = load %tp, %b : tensor<4xf32>", "mask must be i1 of the pointer's shape");
     assert_error("  %0 = load %tp, %tb, %ti : tensor<4xf32>", "`other` must have the result type");
     assert_error("  %0 = load %p, %b, %f, %f : f32", "has 4 operand(s), expected 1 to 3");
+    let l = "  %l = cast %i [kind = convert] : i64\n";
+    assert!(errors_of(&module_with(&format!(
+        "{l}  %0 = desc_load %tp, %tb, %tf, %p, %l, %l, %i [rank = 1] : tensor<4xf32>"
+    )))
+    .is_empty());
+    assert_error(
+        &format!("{l}  %0 = desc_load %tp, %tb, %tf, %p, %l, %l, %l [rank = 1] : tensor<4xf32>"),
+        "offsets must be `i32` scalars",
+    );
+    assert_error(
+        &format!("{l}  %0 = desc_load %tp, %tb, %tf, %p, %i, %l, %i [rank = 1] : tensor<4xf32>"),
+        "shape must be `i64` scalars",
+    );
+    assert_error(
+        &format!("{l}  %0 = desc_load %tp, %tb, %tf, %tp, %l, %l, %i [rank = 1] : tensor<4xf32>"),
+        "base must be a scalar pointer",
+    );
+    assert_error(&format!("{l}  %0 = desc_load %tp, %tb, %tf, %p, %l, %l [rank = 1] : tensor<4xf32>"), "expected 7");
+    assert_error(
+        &format!("{l}  %0 = desc_load %tp, %tb, %tb, %p, %l, %l, %i [rank = 1] : tensor<4xf32>"),
+        "`other` must have the result type",
+    );
     assert_error("  store %p, %i", "needs a `f32` value, not `i32`");
     assert_error("  store %tp, %tf, %ti", "mask must be i1");
     assert_error("  %0 = store %p, %f : f32", "has 1 result(s), expected 0");

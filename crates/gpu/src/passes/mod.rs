@@ -2,7 +2,8 @@
 //! manager can verify and dump the IR after each.
 //!
 //! In pipeline order (declared in [`crate::pipeline::GpuPipeline::passes`]; by name in
-//! [`registry`]): `gpu-assign-layouts` (axis analysis, coalescing, mma layouts,
+//! [`registry`]): `gpu-descriptors` (tensor-descriptor loads become plain loads),
+//! `gpu-assign-layouts` (axis analysis, coalescing, mma layouts,
 //! conversions), `gpu-remove-converts`, `gpu-pipeline` (cp.async multi-buffering of dot
 //! operands, `num_stages`), `gpu-sink-ranges` (recomputes `arange`s inside the loops that
 //! use them, to shorten their registers' lives), `gpu-alloc-shared` (marks the wgmma
@@ -16,6 +17,7 @@ pub mod alloc_shared;
 pub mod assign_layouts;
 pub mod barriers;
 pub mod coalesce;
+pub mod descriptors;
 pub mod pipeline;
 pub mod registry;
 pub mod remove_converts;
@@ -27,6 +29,8 @@ use std::rc::Rc;
 use trident_ir::{Diagnostic, Function};
 use trident_opt::Pass;
 
+/// Decides how each tensor-descriptor load runs (see `descriptors`).
+pub struct Descriptors(pub GpuOptions);
 /// Lays out every tensor of each kernel (see `assign_layouts`).
 pub struct AssignLayouts(pub GpuOptions);
 /// Folds and rematerialises layout conversions (see `remove_converts`).
@@ -82,6 +86,16 @@ impl Pass for SinkRanges {
             return Ok(false);
         }
         Ok(sink_ranges::sink_ranges(f) > 0)
+    }
+}
+
+impl Pass for Descriptors {
+    fn name(&self) -> &'static str {
+        "gpu-descriptors"
+    }
+
+    fn run_on_function(&self, f: &mut Function) -> Result<bool, Diagnostic> {
+        Ok(descriptors::lower_descriptors(f) > 0)
     }
 }
 

@@ -5,12 +5,13 @@
 //! (`profile-strip`, `profile-instrument{loops,dots}`: `trident_profile::passes`) and the
 //! tile passes of `trident-opt`.
 
-use super::{AllocShared, AssignLayouts, InsertBarriers, Pipeline, RemoveConverts, SinkRanges};
+use super::{AllocShared, AssignLayouts, Descriptors, InsertBarriers, Pipeline, RemoveConverts, SinkRanges};
 use crate::options::GpuOptions;
 use trident_opt::{Pass, PassManager};
 
 /// Every GPU pass name, in pipeline order.
 pub const PASS_NAMES: &[&str] = &[
+    "gpu-descriptors",
     "gpu-assign-layouts",
     "gpu-remove-converts",
     "gpu-pipeline",
@@ -22,6 +23,7 @@ pub const PASS_NAMES: &[&str] = &[
 /// The GPU pass named `name`, compiling for `opts`.
 pub fn create_pass(name: &str, opts: &GpuOptions) -> Option<Box<dyn Pass>> {
     Some(match name {
+        "gpu-descriptors" => Box::new(Descriptors(opts.clone())),
         "gpu-assign-layouts" => Box::new(AssignLayouts(opts.clone())),
         "gpu-remove-converts" => Box::new(RemoveConverts),
         "gpu-pipeline" => Box::new(Pipeline(opts.clone())),
@@ -98,7 +100,7 @@ mod tests {
         let profiled = GpuOptions { profile: Some(crate::ProfileOptions::default()), ..GpuOptions::default() };
         let names = crate::GpuPipeline::new(&profiled).pass_names();
         let mut want = PASS_NAMES.to_vec();
-        want.insert(4, "profile-instrument");
+        want.insert(5, "profile-instrument");
         assert_eq!(names, want);
         let mut pm = PassManager::new();
         add_pipeline(&mut pm, "inline, gpu-assign-layouts ,profile-instrument{loops,dots}, gpu-insert-barriers", &opts)

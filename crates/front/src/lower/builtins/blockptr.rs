@@ -16,7 +16,7 @@ use super::const_shape;
 use crate::value::{ConstValue, PyBinOp, PyCmp};
 use ruff_text_size::TextRange;
 use trident_core::DType;
-use trident_ir::{Elem, OpKind, Type, Value};
+use trident_ir::{Elem, OpKind, Type, Value, ValueDef};
 
 fn items(v: &Val) -> Vec<Val> {
     match v {
@@ -299,7 +299,40 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         let check = vec![true; bp.block.len()];
         let (ptr, mask) = self.window(&bp, &offsets, &check, args.r)?;
         let other = if bp.descriptor == Some(true) { ConstValue::Float(f64::NAN) } else { ConstValue::Int(0) };
-        self.emit_load_values(ptr, mask, Some(Val::C(other)), args.r)
+        let window = self.descriptor_window(&bp, &offsets, args.r)?;
+        let v = self.emit_load_values(ptr, mask, Some(Val::C(other)), args.r)?;
+        self.mark_descriptor_load(&v, window);
+        Ok(v)
+    }
+
+    /// The window of a descriptor access as IR scalars (base, shape, strides, offsets), made
+    /// before the load that will carry them.
+    fn descriptor_window(&mut self, bp: &BlockPtr, offsets: &[Val], r: TextRange) -> R<Option<Vec<Value>>> {
+        let Val::T(base) = &bp.base else { return Ok(None) };
+        let mut window = vec![*base];
+        for (vals, dt) in [(&bp.shape[..], DType::I64), (&bp.strides[..], DType::I64), (offsets, DType::I32)] {
+            for x in vals {
+                let t = self.tensor_of(x, r)?;
+                window.push(self.cast(t, Elem::Num(dt), None, r)?);
+            }
+        }
+        Ok(Some(window))
+    }
+
+    /// Turns the `load ptr, mask, other` a descriptor load just emitted into a `desc_load`
+    /// carrying the window (base, shape, strides, offsets as scalars), which a backend with
+    /// a tensor-memory accelerator copies as one box (`OpKind::DescLoad`). Boolean tensors
+    /// (loaded as i8 and cast) stay plain loads.
+    fn mark_descriptor_load(&mut self, v: &Val, window: Option<Vec<Value>>) {
+        let (Val::T(v), Some(window)) = (v, window) else { return };
+        let ValueDef::Result(op, 0) = self.f.values[*v].def else { return };
+        if !matches!(self.f.ops[op].kind, OpKind::Load { .. }) || self.f.ops[op].operands.len() != 3 {
+            return;
+        }
+        let rank = (window.len() - 1) / 3;
+        let od = &mut self.f.ops[op];
+        od.kind = OpKind::DescLoad { rank: rank as u32 };
+        od.operands.extend(window);
     }
 
     /// `desc.store(offsets, value)` / `tl.store_tensor_descriptor(desc, offsets, value)`.
