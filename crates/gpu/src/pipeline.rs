@@ -150,9 +150,9 @@ impl GpuPipeline {
         if !o.profile.is_some_and(|p| p.regions.scopes) {
             passes.push(Box::new(Strip));
         }
-        passes.push(Box::new(Descriptors(o.clone())));
         passes.push(Box::new(AssignLayouts(o.clone())));
         passes.push(Box::new(RemoveConverts));
+        passes.push(Box::new(Descriptors(o.clone())));
         passes.push(Box::new(Pipeline(o.clone())));
         passes.push(Box::new(SinkRanges));
         // Automatic regions see the pipelined loops; planning (next) reserves the rings.

@@ -435,6 +435,27 @@ pub enum OpKind {
     AsyncWait { pending: u32 },
     /// `[]` → nothing; a CTA-wide barrier ordering shared-memory accesses.
     Barrier,
+    /// `[base, shape × rank, strides × rank]` → `i64`: a tensor map (TMA descriptor) of the
+    /// strided tensor at `base` (shape and strides in elements, i64 scalars, innermost last;
+    /// the innermost stride is 1) copied in boxes of `block` elements, laid out in shared
+    /// memory with `swizzle` (0, 32, 64 or 128: the span in bytes of TMA's swizzle pattern),
+    /// out-of-bounds elements read as 0 (or NaN with `nan`). The value is the map's
+    /// address; the map itself is built before the launch from the kernel's parameters, so
+    /// every operand is a kernel parameter, a constant, or a conversion of one.
+    TmaMap { block: Vec<u32>, swizzle: u32, nan: bool },
+    /// `[map, buffer, barrier, offsets × rank]` → nothing: one thread copies the box of
+    /// `map` at `offsets` (i32 element coordinates, innermost last) into `buffer` with the
+    /// tensor-memory accelerator, completing the box's bytes as a transaction on `barrier`
+    /// (a one-slot view of an `mbarrier_init`ed buffer). Asynchronous: the data is there
+    /// once `mbarrier_wait` on `barrier` returns.
+    TmaCopy,
+    /// `[barriers]` → nothing: initialises every mbarrier of a `local_alloc`ed i64 buffer
+    /// (`tensor<Nx1xi64>`, or `tensor<1xi64>` for one) to expect `count` arrivals. Once,
+    /// before any use; every thread sees the initialised barriers after it.
+    MbarrierInit { count: u32 },
+    /// `[barrier]` → nothing: waits until the barrier's current phase completes. Each wait on
+    /// a barrier waits for the next phase (the lowering keeps every barrier's parity).
+    MbarrierWait,
 }
 
 /// The discardable attributes the IR knows (see [`crate::AttrMap`]), where they may appear,
@@ -603,6 +624,10 @@ impl OpKind {
             LocalLoad => "local_load",
             LocalStore => "local_store",
             MemDescIndex => "memdesc_index",
+            TmaMap { .. } => "tma_map",
+            TmaCopy => "tma_copy",
+            MbarrierInit { .. } => "mbarrier_init",
+            MbarrierWait => "mbarrier_wait",
             AsyncCopy => "async_copy",
             AsyncCommitGroup => "async_commit_group",
             AsyncWait { .. } => "async_wait",
@@ -690,8 +715,16 @@ impl OpKind {
             AsyncWait { pending } => vec![("pending", Attr::Int(*pending as i64))],
             Splat | Broadcast | Join | Split | Cat | Binary(_) | Unary(_) | Select | Fma | AddPtr | Assume | For
             | If | While | Yield | Condition | Return => vec![],
+            TmaMap { block, swizzle, nan } => {
+                let mut v = vec![("block", ints(block)), ("swizzle", Attr::Int(*swizzle as i64))];
+                if *nan {
+                    v.push(("nan", Attr::Bool(true)));
+                }
+                v
+            }
+            MbarrierInit { count } => vec![("count", Attr::Int(*count as i64))],
             ConvertLayout | LocalAlloc | LocalLoad | LocalStore | MemDescIndex | AsyncCopy | AsyncCommitGroup
-            | Barrier => vec![],
+            | Barrier | TmaCopy | MbarrierWait => vec![],
         }
     }
 
@@ -793,6 +826,22 @@ impl OpKind {
             "local_load" => LocalLoad,
             "local_store" => LocalStore,
             "memdesc_index" => MemDescIndex,
+            "tma_map" => {
+                let swizzle = a.int("swizzle")?;
+                if ![0, 32, 64, 128].contains(&swizzle) {
+                    return Err(format!("attribute `swizzle` of `tma_map` must be 0, 32, 64 or 128, not {swizzle}"));
+                }
+                TmaMap { block: a.u32s("block")?, swizzle: swizzle as u32, nan: a.bool_or("nan", false)? }
+            }
+            "tma_copy" => TmaCopy,
+            "mbarrier_init" => {
+                let count = a.int("count")?;
+                if !(1..=1 << 20).contains(&count) {
+                    return Err(format!("attribute `count` of `mbarrier_init` must be 1 to 2^20, not {count}"));
+                }
+                MbarrierInit { count: count as u32 }
+            }
+            "mbarrier_wait" => MbarrierWait,
             "async_copy" => AsyncCopy,
             "async_commit_group" => AsyncCommitGroup,
             "async_wait" => AsyncWait { pending: a.small("pending", u32::MAX as i64)? as u32 },
@@ -828,6 +877,8 @@ impl OpKind {
             | Return => Effect::Write,
             // Shared-memory buffers have identity (two allocs are never one) and ordering.
             LocalAlloc | LocalStore | AsyncCopy | AsyncCommitGroup | AsyncWait { .. } | Barrier => Effect::Write,
+            // The copy writes shared memory and arrives on a barrier; the wait orders what follows.
+            TmaCopy | MbarrierInit { .. } | MbarrierWait => Effect::Write,
             LocalLoad => Effect::Read,
             // Structured control flow is as effectful as what its regions hold; passes look inside.
             For | If | While => Effect::Write,
@@ -879,6 +930,11 @@ mod tests {
         round_trip(OpKind::Constant(Const::Int(-7)));
         round_trip(OpKind::Load { cache: CacheModifier::Cg, evict: EvictionPolicy::Last, volatile: true });
         round_trip(OpKind::DescLoad { rank: 2 });
+        round_trip(OpKind::TmaMap { block: vec![64, 32], swizzle: 64, nan: true });
+        round_trip(OpKind::TmaMap { block: vec![16], swizzle: 0, nan: false });
+        round_trip(OpKind::TmaCopy);
+        round_trip(OpKind::MbarrierInit { count: 1 });
+        round_trip(OpKind::MbarrierWait);
         round_trip(OpKind::AtomicRmw { op: RmwOp::Xchg, sem: MemSem::Relaxed, scope: MemScope::Cta });
         round_trip(OpKind::Dot { precision: InputPrecision::Ieee, max_num_imprecise_acc: 32 });
         round_trip(OpKind::Trans { perm: vec![1, 0, 2] });

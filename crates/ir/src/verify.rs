@@ -1070,6 +1070,50 @@ impl<'a> Verifier<'a> {
             AsyncCopy => {
                 self.counts(op, 2..=4, 0);
             }
+            TmaMap { block, .. } => {
+                let r = block.len();
+                if !(1..=5).contains(&r) || !self.counts(op, 1 + 2 * r..=1 + 2 * r, 1) {
+                    if !(1..=5).contains(&r) {
+                        self.err(op, format!("a tensor map has 1 to 5 dimensions, not {r}"));
+                    }
+                    return;
+                }
+                if !ot[0].is_scalar() || !ot[0].elem().is_ptr() {
+                    self.err(op, format!("the map's base must be a scalar pointer, not `{}`", ot[0]));
+                }
+                if ot[1..].iter().any(|t| !t.is_scalar() || t.elem() != Elem::Num(DType::I64)) {
+                    self.err(op, format!("the map's shape and strides must be `i64` scalars, not {}", list(&ot[1..])));
+                }
+                if block.iter().any(|&b| !(1..=256).contains(&b)) {
+                    self.err(op, format!("a box dimension is 1 to 256 elements, not {block:?}"));
+                }
+                if !rt[0].is_scalar() || rt[0].elem() != Elem::Num(DType::I64) {
+                    self.err(op, format!("a tensor map is an `i64` address, not `{}`", rt[0]));
+                }
+            }
+            TmaCopy => {
+                if !self.counts(op, 4..=8, 0) {
+                    return;
+                }
+                let rank = ot.len() - 3;
+                if !ot[0].is_scalar() || ot[0].elem() != Elem::Num(DType::I64) {
+                    self.err(op, format!("the first operand is a tensor map (`i64`), not `{}`", ot[0]));
+                }
+                if ot[1].shape().len() != rank {
+                    self.err(op, format!("a box of rank {rank} does not fill `{}`", ot[1]));
+                }
+                if ot[2].elem() != Elem::Num(DType::I64) || ot[2].shape() != [1] {
+                    self.err(op, format!("the barrier is a one-slot `tensor<1xi64>` view, not `{}`", ot[2]));
+                }
+                if ot[3..].iter().any(|t| !t.is_scalar() || t.elem() != Elem::Num(DType::I32)) {
+                    self.err(op, format!("the box offsets must be `i32` scalars, not {}", list(&ot[3..])));
+                }
+            }
+            MbarrierInit { .. } | MbarrierWait => {
+                if self.counts(op, 1..=1, 0) && ot[0].elem() != Elem::Num(DType::I64) {
+                    self.err(op, format!("mbarriers are `i64` shared buffers, not `{}`", ot[0]));
+                }
+            }
             AsyncCommitGroup | AsyncWait { .. } | Barrier => {
                 self.counts(op, 0..=0, 0);
             }

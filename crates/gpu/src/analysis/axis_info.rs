@@ -328,7 +328,7 @@ impl AxisAnalysis {
             }
             // The same values in another layout or read back from shared memory.
             OpKind::ConvertLayout | OpKind::LocalLoad => arg(0),
-            OpKind::Load { .. } => {
+            OpKind::Load { .. } | OpKind::DescLoad { .. } => {
                 let p = arg(0);
                 AxisInfo { constancy: p.constancy.clone(), ..AxisInfo::unknown(rank) }
             }

@@ -189,9 +189,19 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, PlanEr
     let mut biggest: Option<(Op, u64)> = None;
     for op in f.all_ops() {
         if matches!(f.ops[op].kind, OpKind::LocalAlloc) {
-            // 1024: the repeat of wgmma's 128-byte swizzle (its descriptors assume it).
-            let bytes = align(buffer_bytes(f, op), 128);
             let (a, b) = buffer_interval(f, op, &pos, &users);
+            let res = f.ops[op].results[0];
+            let is_barriers = users
+                .get(&res)
+                .is_some_and(|us| us.iter().any(|&u| matches!(f.ops[u].kind, OpKind::MbarrierInit { .. })));
+            if is_barriers {
+                // mbarriers: 8 bytes each, 8-byte aligned.
+                items.push((op, buffer_bytes(f, op), a, b, true, 8));
+                continue;
+            }
+            // 1024: the repeat of wgmma's 128-byte swizzle (its descriptors assume it; TMA
+            // copies need 128).
+            let bytes = align(buffer_bytes(f, op), 128);
             items.push((op, bytes, a, b, true, 1024));
             continue;
         }

@@ -228,7 +228,7 @@ impl Assigner<'_> {
         }
         let bytes = t.elem().pointee().map_or(4, |p| p.size_bytes() as u32);
         let mask = match &d.kind {
-            OpKind::Load { .. } => d.operands.get(1).copied(),
+            OpKind::Load { .. } | OpKind::DescLoad { .. } => d.operands.get(1).copied(),
             OpKind::Store { .. } | OpKind::AtomicRmw { .. } => d.operands.get(2).copied(),
             _ => None,
         };
@@ -332,7 +332,11 @@ impl Assigner<'_> {
         let d = self.f.ops[op].clone();
         let res_hint = d.results.first().and_then(|r| self.hints.get(r).copied());
         match &d.kind {
-            OpKind::Load { .. } | OpKind::Store { .. } | OpKind::AtomicRmw { .. } | OpKind::AtomicCas { .. } => {
+            OpKind::Load { .. }
+            | OpKind::DescLoad { .. }
+            | OpKind::Store { .. }
+            | OpKind::AtomicRmw { .. }
+            | OpKind::AtomicCas { .. } => {
                 if let Some(l) = self.mem_layout(op) {
                     for &o in &d.operands {
                         self.hint(o, l);
@@ -542,7 +546,11 @@ impl Assigner<'_> {
                     self.set_layout(d.results[0], l);
                 }
             }
-            OpKind::Load { .. } | OpKind::Store { .. } | OpKind::AtomicRmw { .. } | OpKind::AtomicCas { .. } => {
+            OpKind::Load { .. }
+            | OpKind::DescLoad { .. }
+            | OpKind::Store { .. }
+            | OpKind::AtomicRmw { .. }
+            | OpKind::AtomicCas { .. } => {
                 if let Some(l) = self.mem_layout(op) {
                     for i in 0..d.operands.len() {
                         self.convert_operand(op, i, l);

@@ -6,7 +6,10 @@
 //! walk tracks what may be pending since the last barrier: a scratch op needs a barrier
 //! when any scratch access is pending; a buffer read needs one after a pending write of
 //! that buffer and a buffer write after any pending access of it. `async_copy` writes are
-//! ordered by the pipeliner's own `async_wait` + `barrier` protocol and are not tracked.
+//! ordered by the pipeliner's own `async_wait` + `barrier` protocol and are not tracked;
+//! a `tma_copy` waits for earlier accesses of its buffer like a write, but its data is
+//! published by its mbarrier (`mbarrier_wait`), not by a CTA barrier, so it leaves no
+//! pending write. `mbarrier_init` ends in a CTA barrier.
 //! Loops are entered with their own accesses pending (the previous iteration's).
 
 use crate::machine::scratch::scratch_bytes;
@@ -111,6 +114,16 @@ fn walk(f: &mut Function, b: Block, mut st: State, n: &mut usize) -> State {
                     st.writes.insert(buf);
                 }
             }
+            OpKind::TmaCopy => {
+                if let Some(buf) = root(f, f.ops[op].operands[1]) {
+                    need = st.writes.contains(&buf) || st.reads.contains(&buf);
+                    if need {
+                        st = State::default();
+                    }
+                }
+            }
+            // Ends in a CTA barrier of its own.
+            OpKind::MbarrierInit { .. } => st = State::default(),
             _ => {
                 if scratch_bytes(f, op).unwrap_or(0) > 0 {
                     need = st.scratch;
@@ -159,6 +172,14 @@ fn dry_walk(f: &Function, b: Block, mut st: State) -> State {
                     st.writes.insert(buf);
                 }
             }
+            OpKind::TmaCopy => {
+                if let Some(buf) = root(f, f.ops[op].operands[1]) {
+                    if st.writes.contains(&buf) || st.reads.contains(&buf) {
+                        st = State::default();
+                    }
+                }
+            }
+            OpKind::MbarrierInit { .. } => st = State::default(),
             _ => {
                 if scratch_bytes(f, op).unwrap_or(0) > 0 {
                     if st.scratch {

@@ -2,9 +2,9 @@
 //! manager can verify and dump the IR after each.
 //!
 //! In pipeline order (declared in [`crate::pipeline::GpuPipeline::passes`]; by name in
-//! [`registry`]): `gpu-descriptors` (tensor-descriptor loads become plain loads),
-//! `gpu-assign-layouts` (axis analysis, coalescing, mma layouts,
-//! conversions), `gpu-remove-converts`, `gpu-pipeline` (cp.async multi-buffering of dot
+//! [`registry`]): `gpu-assign-layouts` (axis analysis, coalescing, mma layouts,
+//! conversions), `gpu-remove-converts`, `gpu-descriptors` (tensor-descriptor loads become
+//! TMA copies or plain loads), `gpu-pipeline` (cp.async multi-buffering of dot
 //! operands, `num_stages`), `gpu-sink-ranges` (recomputes `arange`s inside the loops that
 //! use them, to shorten their registers' lives), `gpu-alloc-shared` (marks the wgmma
 //! operands read from shared memory, plans shared memory and records the plan in the IR),
@@ -95,7 +95,7 @@ impl Pass for Descriptors {
     }
 
     fn run_on_function(&self, f: &mut Function) -> Result<bool, Diagnostic> {
-        Ok(descriptors::lower_descriptors(f) > 0)
+        Ok(descriptors::lower_descriptors(f, &self.0) > 0)
     }
 }
 

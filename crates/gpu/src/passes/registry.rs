@@ -11,9 +11,9 @@ use trident_opt::{Pass, PassManager};
 
 /// Every GPU pass name, in pipeline order.
 pub const PASS_NAMES: &[&str] = &[
-    "gpu-descriptors",
     "gpu-assign-layouts",
     "gpu-remove-converts",
+    "gpu-descriptors",
     "gpu-pipeline",
     "gpu-sink-ranges",
     "gpu-alloc-shared",

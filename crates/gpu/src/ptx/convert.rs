@@ -51,6 +51,9 @@ impl Emitter<'_> {
             | OpKind::AsyncCopy
             | OpKind::AsyncCommitGroup
             | OpKind::AsyncWait { .. } => self.emit_local(op),
+            OpKind::TmaMap { .. } | OpKind::TmaCopy | OpKind::MbarrierInit { .. } | OpKind::MbarrierWait => {
+                self.emit_tma_op(op)
+            }
             other => Err(self.err(format!("internal: `{}` cannot be emitted", other.name()))),
         }
     }

@@ -47,6 +47,8 @@ fn has_effect(ins: &str) -> bool {
         || op.starts_with("atom")
         || op.starts_with("red.")
         || op.starts_with("cp.async")
+        || op.starts_with("mbarrier.init")
+        || op.starts_with("mbarrier.arrive")
         || op.starts_with("bar")
         || op.starts_with("bra")
         || op.starts_with("call")
@@ -59,6 +61,7 @@ fn has_effect(ins: &str) -> bool {
         || op.starts_with("wgmma.fence")
         || op.starts_with("wgmma.commit_group")
         || op.starts_with("wgmma.wait_group")
+        || op.starts_with("mbarrier")
 }
 
 /// Whether the first operand is a destination (false for stores and other effect-only ops).

@@ -65,6 +65,12 @@ pub(crate) struct Emitter<'a> {
     pub(crate) copy_site: Option<super::sanitize::Site>,
     /// The PTX ISA version the instructions used need (times ten: 80 = 8.0).
     pub ptx_version: u32,
+    /// Each `tma_map` op's hidden parameter (see `tma`).
+    pub(crate) tma_params: HashMap<Op, String>,
+    /// Each barrier buffer's slot parities (see `tma`).
+    pub(crate) mbar_phases: HashMap<Op, Reg>,
+    /// `tid == 0`, made once in the prologue for the TMA ops.
+    pub(crate) tma_leader: Option<Reg>,
 }
 
 impl<'a> Emitter<'a> {
@@ -102,6 +108,9 @@ impl<'a> Emitter<'a> {
             san: None,
             copy_site: None,
             ptx_version: 80,
+            tma_params: HashMap::new(),
+            mbar_phases: HashMap::new(),
+            tma_leader: None,
         };
         e.tid = e.new_reg(RegClass::B32);
         e.lane = e.new_reg(RegClass::B32);

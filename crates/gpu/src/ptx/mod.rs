@@ -45,6 +45,7 @@ pub mod regs;
 pub mod sanitize;
 pub mod shape;
 pub mod smem_addr;
+pub mod tma;
 pub mod wgmma;
 
 use crate::analysis::AxisAnalysis;
@@ -115,6 +116,9 @@ pub struct PtxKernel {
     /// Compiled in sanitize mode: its hidden parameters (after the profile buffer) and
     /// access sites (see [`sanitize`]).
     pub sanitize: Option<sanitize::SanitizeInfo>,
+    /// The tensor maps the launch builds and passes by value, as hidden 128-byte parameters
+    /// after every other one, in this order (see [`tma`]).
+    pub tensor_maps: Vec<tma::TensorMapSpec>,
 }
 
 fn abi_of(t: &Type) -> Result<AbiType, String> {
@@ -210,6 +214,10 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
         let (key, seq) = e.sanitize_prologue();
         e.san = Some(sanitize::Sanitizer::new(f, ptrs, record, key, seq));
     }
+    let first_map = f.params.len()
+        + probes.is_some() as usize
+        + e.san.as_ref().map_or(0, |s| s.info.pointer_params.len() + 1);
+    let tensor_maps = e.declare_tensor_maps(&entry, first_map, &mut param_text)?;
     e.block(f.body)?;
     if !e.pending_wgmma.is_empty() {
         e.ins("wgmma.wait_group.sync.aligned 0");
@@ -263,6 +271,7 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
         target: opts.target,
         profile_buffer: probes.is_some(),
         sanitize: e.san.take().map(|s| s.info),
+        tensor_maps,
     })
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use trident_core::DType;
 use trident_gpu::ptx::sanitize::{SanitizeInfo, SanitizeSite, SiteAccess};
+use trident_gpu::ptx::tma::{MapField, TensorMapSpec};
 use trident_gpu::{AbiParam, AbiType, PtxKernel, Target};
 use trident_ir::print::{print_module, PrintOptions};
 use trident_ir::SourceFile;
@@ -63,6 +64,71 @@ pub struct GpuMeta {
     /// A sanitized kernel's hidden parameters and access sites.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sanitize: Option<SanitizeMeta>,
+    /// The hidden tensor maps the launch builds (TMA), in parameter order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tensor_maps: Vec<TensorMapMeta>,
+}
+
+/// A [`TensorMapSpec`] as JSON: fields are `{"param": i}` or `{"const": v}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TensorMapMeta {
+    pub base_param: usize,
+    pub dtype: String,
+    pub shape: Vec<MapFieldMeta>,
+    pub strides: Vec<MapFieldMeta>,
+    pub block: Vec<u32>,
+    pub swizzle: u32,
+    pub nan: bool,
+}
+
+/// A [`MapField`] as JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MapFieldMeta {
+    Param(usize),
+    Const(i64),
+}
+
+impl TensorMapMeta {
+    fn of(s: &TensorMapSpec) -> TensorMapMeta {
+        let fields = |v: &[MapField]| {
+            v.iter()
+                .map(|x| match x {
+                    MapField::Param(i) => MapFieldMeta::Param(*i),
+                    MapField::Const(c) => MapFieldMeta::Const(*c),
+                })
+                .collect()
+        };
+        TensorMapMeta {
+            base_param: s.base_param,
+            dtype: s.dtype.name().to_string(),
+            shape: fields(&s.shape),
+            strides: fields(&s.strides),
+            block: s.block.clone(),
+            swizzle: s.swizzle,
+            nan: s.nan,
+        }
+    }
+
+    fn to_spec(&self) -> Result<TensorMapSpec, String> {
+        let fields = |v: &[MapFieldMeta]| {
+            v.iter()
+                .map(|x| match x {
+                    MapFieldMeta::Param(i) => MapField::Param(*i),
+                    MapFieldMeta::Const(c) => MapField::Const(*c),
+                })
+                .collect()
+        };
+        Ok(TensorMapSpec {
+            base_param: self.base_param,
+            dtype: DType::parse(&self.dtype).ok_or_else(|| format!("unknown dtype `{}`", self.dtype))?,
+            shape: fields(&self.shape),
+            strides: fields(&self.strides),
+            block: self.block.clone(),
+            swizzle: self.swizzle,
+            nan: self.nan,
+        })
+    }
 }
 
 /// [`SanitizeInfo`] as JSON.
@@ -145,6 +211,7 @@ impl GpuMeta {
             profile_buffer: p.profile_buffer,
             profile: g.profile.clone(),
             sanitize: p.sanitize.as_ref().map(SanitizeMeta::of),
+            tensor_maps: p.tensor_maps.iter().map(TensorMapMeta::of).collect(),
         }
     }
 
@@ -169,6 +236,7 @@ impl GpuMeta {
             target,
             profile_buffer: self.profile_buffer,
             sanitize: self.sanitize.as_ref().map(SanitizeMeta::to_info).transpose()?,
+            tensor_maps: self.tensor_maps.iter().map(TensorMapMeta::to_spec).collect::<Result<_, _>>()?,
         })
     }
 }

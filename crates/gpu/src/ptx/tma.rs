@@ -1,0 +1,229 @@
+//! The tensor-memory accelerator: `tma_map`, `tma_copy`, `mbarrier_init`, `mbarrier_wait`.
+//!
+//! **Tensor maps are kernel parameters.** Every distinct `tma_map` of the kernel becomes a
+//! hidden `.param .align 64 .b8 NAME[128]` after all other parameters (the IR's, the
+//! profile buffer, sanitize's — sanitize mode uses no TMA), in the order of
+//! [`PtxKernel::tensor_maps`](super::PtxKernel::tensor_maps): the launch builds each map from
+//! its [`TensorMapSpec`] — on a GPU with the driver's `cuTensorMapEncodeTiled`, on the
+//! emulator in the emulator's own encoding — and passes the 128 bytes by value. The kernel
+//! uses the parameter's generic address (`cvta.param`), as a `__grid_constant__` argument.
+//!
+//! **Barriers** live in shared memory (`local_alloc`ed i64 slots). `mbarrier_init`: thread 0
+//! initialises every slot, then `fence.mbarrier_init` and a CTA barrier publish them.
+//! `tma_copy`: thread 0 announces the box's bytes on the slot (`expect_tx`, which is also its
+//! one arrival) and issues `cp.async.bulk.tensor`, coordinates innermost first. `mbarrier_wait`:
+//! every thread polls the slot's current phase with `try_wait.parity`. Each barrier buffer
+//! keeps its slots' parities in one register (bit i: slot i), flipped after each wait, so a
+//! wait always waits for the next phase, in loops too (tile ops run on every thread alike).
+
+use super::emitter::{Emitter, Res};
+use super::regs::{Reg, RegClass};
+use std::fmt::Write as _;
+use trident_core::DType;
+use trident_ir::{CastKind, Const, Function, Op, OpKind, Value, ValueDef};
+
+/// Where one field of a tensor map comes from at launch.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum MapField {
+    /// The value of the kernel's scalar parameter with this index (IR parameter order), as
+    /// an integer of its type (signed types sign-extended).
+    Param(usize),
+    Const(i64),
+}
+
+/// What the launch needs to build one hidden tensor map (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TensorMapSpec {
+    /// The pointer parameter (IR parameter order) the map's global address is.
+    pub base_param: usize,
+    /// The element type (the pointer's pointee).
+    pub dtype: DType,
+    /// Dimensions, outermost first, in elements.
+    pub shape: Vec<MapField>,
+    /// Strides, outermost first, in elements (the last is 1).
+    pub strides: Vec<MapField>,
+    /// The box copied by each `tma_copy`, outermost first.
+    pub block: Vec<u32>,
+    /// The shared-memory swizzle span in bytes (0: none; 32, 64, 128).
+    pub swizzle: u32,
+    /// Out-of-bounds elements read as NaN (else 0).
+    pub nan: bool,
+}
+
+/// The parameter a map field names, through integer conversions, or its constant.
+fn field(f: &Function, v: Value) -> Option<MapField> {
+    match f.values[v].def {
+        ValueDef::Arg(b, i) if b == f.body => Some(MapField::Param(i as usize)),
+        ValueDef::Arg(..) => None,
+        ValueDef::Result(op, _) => match &f.ops[op].kind {
+            OpKind::Constant(Const::Int(x)) => Some(MapField::Const(*x)),
+            OpKind::Cast { kind: CastKind::Convert, .. } => field(f, f.ops[op].operands[0]),
+            _ => None,
+        },
+    }
+}
+
+/// The launch-time description of a `tma_map` op, or why it has none.
+pub fn spec_of(f: &Function, op: Op) -> Result<TensorMapSpec, String> {
+    let d = &f.ops[op];
+    let OpKind::TmaMap { block, swizzle, nan } = &d.kind else { return Err("not a tma_map".into()) };
+    let r = block.len();
+    let base_param = match f.values[d.operands[0]].def {
+        ValueDef::Arg(b, i) if b == f.body => i as usize,
+        _ => return Err("the map's base is not a pointer parameter of the kernel".into()),
+    };
+    let dtype = f.ty(d.operands[0]).elem().pointee().ok_or("the map's base is not a pointer")?;
+    let fields: Option<Vec<MapField>> = d.operands[1..].iter().map(|&v| field(f, v)).collect();
+    let fields = fields.ok_or("a shape or stride of the map is neither a kernel parameter nor a constant")?;
+    Ok(TensorMapSpec {
+        base_param,
+        dtype,
+        shape: fields[..r].to_vec(),
+        strides: fields[r..].to_vec(),
+        block: block.clone(),
+        swizzle: *swizzle,
+        nan: *nan,
+    })
+}
+
+impl Emitter<'_> {
+    /// Numbers the kernel's distinct tensor maps and declares their hidden parameters
+    /// (appended to `params`, each first parameter after `first`): called before the body.
+    pub(crate) fn declare_tensor_maps(
+        &mut self,
+        entry: &str,
+        first: usize,
+        param_text: &mut String,
+    ) -> Res<Vec<TensorMapSpec>> {
+        let f = self.f;
+        let mut specs: Vec<TensorMapSpec> = vec![];
+        for op in f.all_ops() {
+            if !matches!(f.ops[op].kind, OpKind::TmaMap { .. }) {
+                continue;
+            }
+            self.cur_op = Some(op);
+            let spec = spec_of(f, op).map_err(|m| self.err(m))?;
+            let k = match specs.iter().position(|s| *s == spec) {
+                Some(k) => k,
+                None => {
+                    let pname = format!("{entry}_param_{}", first + specs.len());
+                    let sep = if param_text.is_empty() { "" } else { ",\n" };
+                    let _ = write!(param_text, "{sep}\t.param .align 64 .b8 {pname}[128]");
+                    specs.push(spec);
+                    specs.len() - 1
+                }
+            };
+            self.tma_params.insert(op, format!("{entry}_param_{}", first + k));
+        }
+        Ok(specs)
+    }
+
+    pub(crate) fn emit_tma_op(&mut self, op: Op) -> Res<()> {
+        let f = self.f;
+        let d = &f.ops[op];
+        match &d.kind {
+            OpKind::TmaMap { .. } => {
+                let pname = self.tma_params.get(&op).cloned().ok_or_else(|| self.err("internal: undeclared tma_map"))?;
+                let (a, g) = (self.new_reg(RegClass::B64), self.new_reg(RegClass::B64));
+                self.ins(format!("mov.u64 {a}, {pname}"));
+                self.ins(format!("cvta.param.u64 {g}, {a}"));
+                self.set(d.results[0], vec![g]);
+            }
+            OpKind::MbarrierInit { count } => {
+                let bars = d.operands[0];
+                let addr = self.reg1(bars)?;
+                let slots = f.ty(bars).shape().first().copied().unwrap_or(1);
+                let leader = self.leader()?;
+                for i in 0..slots {
+                    self.ins(format!("@{leader} mbarrier.init.shared::cta.b64 [{addr}+{}], {count}", 8 * i));
+                }
+                self.ins("fence.mbarrier_init.release.cluster");
+                self.ins("bar.sync 0");
+                let phases = self.new_reg(RegClass::B32);
+                self.ins(format!("mov.b32 {phases}, 0"));
+                let root = self.barrier_root(bars)?.0;
+                self.mbar_phases.insert(root, phases);
+            }
+            OpKind::TmaCopy => {
+                let map = self.reg1(d.operands[0])?;
+                let buf = self.reg1(d.operands[1])?;
+                let bar = self.reg1(d.operands[2])?;
+                let bt = f.ty(d.operands[1]);
+                let bytes = bt.numel() * super::regs::mem_bytes(bt.elem()) as u64;
+                let mut coords = vec![];
+                for &o in d.operands[3..].iter().rev() {
+                    coords.push(self.reg1(o)?.to_string());
+                }
+                let leader = self.leader()?;
+                self.ins(format!("@{leader} mbarrier.arrive.expect_tx.shared::cta.b64 _, [{bar}], {bytes}"));
+                self.ins(format!(
+                    "@{leader} cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{buf}], [{map}, {{{}}}], [{bar}]",
+                    coords.len(),
+                    coords.join(", ")
+                ));
+            }
+            OpKind::MbarrierWait => {
+                let bar = self.reg1(d.operands[0])?;
+                let (root, slot) = self.barrier_root(d.operands[0])?;
+                let phases = *self
+                    .mbar_phases
+                    .get(&root)
+                    .ok_or_else(|| self.err("internal: mbarrier_wait on a barrier no mbarrier_init initialised"))?;
+                let parity = self.new_reg(RegClass::B32);
+                let bit = self.new_reg(RegClass::B32);
+                match slot {
+                    Some(i) => {
+                        self.ins(format!("shr.u32 {parity}, {phases}, {i}"));
+                        self.ins(format!("shl.b32 {bit}, 1, {i}"));
+                    }
+                    None => {
+                        self.ins(format!("mov.b32 {parity}, {phases}"));
+                        self.ins(format!("mov.b32 {bit}, 1"));
+                    }
+                }
+                self.ins(format!("and.b32 {parity}, {parity}, 1"));
+                let done = self.new_reg(RegClass::Pred);
+                let again = self.new_label("mbar_wait");
+                self.label(&again);
+                self.ins(format!("mbarrier.try_wait.parity.shared::cta.b64 {done}, [{bar}], {parity}"));
+                self.ins(format!("@!{done} bra {again}"));
+                self.ins(format!("xor.b32 {phases}, {phases}, {bit}"));
+            }
+            other => return Err(self.err(format!("internal: `{}` is not a TMA op", other.name()))),
+        }
+        Ok(())
+    }
+
+    /// A predicate true in thread 0 only (the thread that initialises barriers and issues copies).
+    fn leader(&mut self) -> Res<Reg> {
+        if let Some(p) = self.tma_leader {
+            return Ok(p);
+        }
+        let p = self.new_reg(RegClass::Pred);
+        let tid = self.tid;
+        self.pro_ins(format!("setp.eq.u32 {p}, {tid}, 0"));
+        self.tma_leader = Some(p);
+        Ok(p)
+    }
+
+    /// The `local_alloc` a barrier view comes from, and the slot's index register when the
+    /// view is a `memdesc_index` of it (`None`: the buffer itself, slot 0).
+    fn barrier_root(&self, mut v: Value) -> Res<(Op, Option<Reg>)> {
+        let f = self.f;
+        let mut slot = None;
+        loop {
+            match f.values[v].def {
+                ValueDef::Result(op, _) => match f.ops[op].kind {
+                    OpKind::LocalAlloc => return Ok((op, slot)),
+                    OpKind::MemDescIndex if slot.is_none() => {
+                        slot = Some(self.reg1(f.ops[op].operands[1])?);
+                        v = f.ops[op].operands[0];
+                    }
+                    _ => break,
+                },
+                ValueDef::Arg(..) => break,
+            }
+        }
+        Err(self.err("internal: an mbarrier that is not a slot of a local_alloc"))
+    }
+}
