@@ -269,6 +269,22 @@ pub enum MbarOp {
     PendingCount,
 }
 
+/// The field `tensormap.replace.tile.<field>` writes (see `crate::tensormap`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TmapField {
+    GlobalAddress,
+    Rank,
+    BoxDim,
+    GlobalDim,
+    GlobalStride,
+    ElementStride,
+    ElemType,
+    Interleave,
+    SwizzleMode,
+    SwizzleAtomicity,
+    FillMode,
+}
+
 /// Where an address operand starts.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AddrBase {
@@ -358,6 +374,8 @@ pub struct Mods {
     /// `cp.async.bulk.wait_group.read`; `setmaxnreg.inc` (false: `.dec`).
     pub read: bool,
     pub inc: bool,
+    /// `tensormap.replace`: the field it writes.
+    pub tmap: Option<TmapField>,
 }
 
 /// Opcode families. The type and modifiers select the exact behaviour.
@@ -462,6 +480,20 @@ pub enum Kind {
     ClusterBar,
     /// `mapa`: the address of a variable in another CTA of the cluster (rank 0 only here).
     Mapa,
+    /// `cp.async.bulk.tensor.Nd.shared::{cluster,cta}.global.tile.mbarrier::complete_tx::bytes
+    /// [dst], [map, {coords}], [mbar]` (N in `Mods::count`).
+    TensorLoad,
+    /// `cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group [map, {coords}], [src]`.
+    TensorStore,
+    /// `prefetch{.param,.const}.tensormap [map]` (`Mods::count` 0) and
+    /// `cp.async.bulk.prefetch.tensor.Nd.L2.global.tile [map, {coords}]` (count N): hints
+    /// whose map address is checked.
+    TensorPrefetch,
+    /// `tensormap.replace.tile.<field>{.global,.shared::cta}.b1024.<type> [map], {ord,} value`.
+    TmapReplace,
+    /// `tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.<scope>.sync.aligned
+    /// [dst], [src], 128`.
+    TmapCopy,
 }
 
 /// One decoded instruction.

@@ -43,6 +43,7 @@ mod ir;
 mod machine;
 pub mod memory;
 mod parse;
+pub mod tensormap;
 pub mod timing;
 
 pub use error::{Access, EmuError, ErrorKind};
@@ -54,3 +55,4 @@ pub use ir::{Rnd, Ty};
 pub use machine::MachineModel;
 pub use memory::buffer_base;
 pub use parse::{Module, ParamType};
+pub use tensormap::TensorMap;

@@ -19,7 +19,11 @@ const MAX_REGIONS: usize = 512;
 /// Generic addresses of the CTA's shared memory and the thread's local memory.
 pub const SHARED_WINDOW: u64 = 0x0000_7000_0000_0000;
 pub const LOCAL_WINDOW: u64 = 0x0000_7100_0000_0000;
-const WINDOW_SIZE: u64 = 1 << 32;
+/// Generic (and `.param`-space) addresses of the kernel parameters: `mov`/`cvta.param` of a
+/// kernel parameter's name gives `PARAM_WINDOW + offset` (PTX lets kernels take parameters'
+/// addresses, e.g. a tensor map passed as a `.param .align 64 .b8 [128]` parameter).
+pub const PARAM_WINDOW: u64 = 0x0000_7200_0000_0000;
+pub const WINDOW_SIZE: u64 = 1 << 32;
 
 pub fn buffer_base(i: usize) -> u64 {
     GLOBAL_BASE + ((i as u64) << REGION_SHIFT)
@@ -47,7 +51,7 @@ impl From<String> for MemFault {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Place {
     Global(u64),
-    /// The kernel parameter buffer (`ld.param`).
+    /// The kernel parameter buffer (`ld.param`, or a generic address in `PARAM_WINDOW`): an offset.
     Param(u64),
     Shared(u64),
     Local(u64),
@@ -59,6 +63,8 @@ pub fn classify_generic(addr: u64) -> Place {
         Place::Shared(addr - SHARED_WINDOW)
     } else if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_SIZE).contains(&addr) {
         Place::Local(addr - LOCAL_WINDOW)
+    } else if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_SIZE).contains(&addr) {
+        Place::Param(addr - PARAM_WINDOW)
     } else {
         Place::Global(addr)
     }

@@ -139,6 +139,10 @@ pub fn launch(p: &Program, cfg: &LaunchConfig, args: &mut [KernelArg]) -> Result
             }
             KernelArg::Null => 0,
             KernelArg::Scalar(b) => *b,
+            KernelArg::Bytes(b) => {
+                put(&mut cbank, at, b);
+                continue;
+            }
         };
         let n = prm.size.clamp(1, 8) as usize;
         put(&mut cbank, at, &bits.to_le_bytes()[..n]);

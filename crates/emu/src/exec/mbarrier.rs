@@ -47,10 +47,13 @@ pub struct BulkCopy {
     pub lane: u32,
     /// Race-detection tag of its bytes (an index into `CtaMem::landings`).
     pub tag: Option<u32>,
+    /// Shared offset of each 16-byte piece of `data` (a swizzled tensor copy); empty: `data`
+    /// lands contiguously at `dst`.
+    pub chunks: Vec<u32>,
 }
 
 /// Largest arrival count of `mbarrier.init` (2^20 - 1) and largest transaction count.
-const MAX_COUNT: u64 = (1 << 20) - 1;
+pub(super) const MAX_COUNT: u64 = (1 << 20) - 1;
 
 fn rt(msg: impl Into<String>) -> EmuError {
     EmuError::new(ErrorKind::Runtime, msg)
@@ -123,7 +126,12 @@ impl CtaMem {
             )));
         }
         let n = c.data.len();
-        self.check_not_barrier(c.dst as u64, n)?;
+        if c.chunks.is_empty() {
+            self.check_not_barrier(c.dst as u64, n)?;
+        }
+        for &a in &c.chunks {
+            self.check_not_barrier(a as u64, 16)?;
+        }
         let phase = self.mbars.get(&c.bar).map_or(0, |b| b.phase);
         if let (Some(r), Some(tag)) = (self.race.as_mut(), c.tag) {
             // Now known: the phase this copy completes in (a barrier may have started a new
@@ -131,9 +139,19 @@ impl CtaMem {
             if let Some(l) = self.landings.get_mut(tag as usize) {
                 l.1 = phase;
             }
-            r.async_write(c.dst as usize, n, tag, c.line);
+            if c.chunks.is_empty() {
+                r.async_write(c.dst as usize, n, tag, c.line);
+            }
+            for &a in &c.chunks {
+                r.async_write(a as usize, 16, tag, c.line);
+            }
         }
-        self.shared[c.dst as usize..c.dst as usize + n].copy_from_slice(&c.data);
+        if c.chunks.is_empty() {
+            self.shared[c.dst as usize..c.dst as usize + n].copy_from_slice(&c.data);
+        }
+        for (piece, &a) in c.data.chunks_exact(16).zip(&c.chunks) {
+            self.shared[a as usize..a as usize + 16].copy_from_slice(piece);
+        }
         self.mbar_update(c.bar, 0, false, -(n as i64), c.done).map(|_| ())
     }
 
@@ -160,7 +178,7 @@ impl CtaMem {
 impl Ex<'_, '_> {
     /// The shared offset of an mbarrier operand for one lane, checked (8-byte aligned,
     /// inside shared memory).
-    fn mbar_addr(&self, ins: &Instr, op: &Operand, lane: u32) -> R<u32> {
+    pub(super) fn mbar_addr(&self, ins: &Instr, op: &Operand, lane: u32) -> R<u32> {
         let a = self.addr(op, lane)?;
         let off = match self.place(ins.m.space.unwrap_or(Space::Generic), a) {
             Place::Shared(o) => o,
@@ -363,7 +381,18 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                     None => None,
                 };
                 let (line, warp) = (ins.line, ex.w.id);
-                ex.m.bulk.push(BulkCopy { dst, data, bar, bar_id, done: u64::MAX, line, warp, lane, tag });
+                ex.m.bulk.push(BulkCopy {
+                    dst,
+                    data,
+                    bar,
+                    bar_id,
+                    done: u64::MAX,
+                    line,
+                    warp,
+                    lane,
+                    tag,
+                    chunks: Vec::new(),
+                });
             }
             Ok(())
         }
@@ -501,7 +530,7 @@ fn bulk_range(ex: &Ex, addr: u64, size: u64, what: &str) -> R<u32> {
 
 /// Logs a bulk transfer for the timing model in 128-byte pieces (the footprint counts
 /// sectors and lines from them).
-fn log_chunks(ex: &mut Ex, place: Place, size: u64) {
+pub(super) fn log_chunks(ex: &mut Ex, place: Place, size: u64) {
     let mut at = 0;
     while at < size {
         let n = (size - at).min(128) as usize;

@@ -6,7 +6,7 @@ use super::warp::{bad_operand, unsupported, Ex, PendingCopy, R};
 use crate::error::{EmuError, ErrorKind};
 use crate::fp::{self, Small};
 use crate::ir::{AtomOp, Instr, Kind, Operand, Space, Ty};
-use crate::memory::{check_align, classify_generic, Place};
+use crate::memory::{check_align, classify_generic, Place, PARAM_WINDOW, WINDOW_SIZE};
 use crate::timing::access::Where;
 
 fn mem_err(f: impl Into<crate::memory::MemFault>) -> EmuError {
@@ -23,6 +23,8 @@ impl Ex<'_, '_> {
             Space::Shared => Place::Shared(addr),
             Space::Local => Place::Local(addr),
             Space::Generic => classify_generic(addr),
+            // A named parameter's offset, or an address taken with `mov`/`cvta.param`.
+            Space::Param if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_SIZE).contains(&addr) => Place::Param(addr - PARAM_WINDOW),
             Space::Param => Place::Param(addr),
             _ => Place::Global(addr),
         }

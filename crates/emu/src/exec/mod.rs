@@ -14,6 +14,7 @@ mod memory_ops;
 mod printf;
 mod race;
 mod tensor;
+mod tma;
 mod validate;
 mod warp;
 pub(crate) mod wgmma;
@@ -36,6 +37,9 @@ pub enum KernelArg {
     Null,
     /// A scalar, as raw bits (the low bytes are used, as many as the parameter is wide).
     Scalar(u64),
+    /// The bytes of a byte-array parameter, exactly as long as it (e.g. a tensor map,
+    /// `.param .align 64 .b8 desc[128]`, from `TensorMap::encode`).
+    Bytes(Vec<u8>),
 }
 
 /// How to launch.
@@ -217,6 +221,19 @@ pub fn launch(
             }
             KernelArg::Null => 0,
             KernelArg::Scalar(v) => *v,
+            KernelArg::Bytes(b) => {
+                if b.len() != p.size as usize {
+                    return Err(EmuError::launch(format!(
+                        "argument {i} has {} bytes, but parameter `{}` is {} bytes long",
+                        b.len(),
+                        p.name,
+                        p.size
+                    )));
+                }
+                let at = p.offset as usize;
+                params[at..at + b.len()].copy_from_slice(b);
+                continue;
+            }
         };
         let at = p.offset as usize;
         let n = (p.size as usize).min(8);

@@ -415,7 +415,10 @@ impl Ex<'_, '_> {
             self.w.lane_instrs += full.count_ones() as u64;
             let memory = matches!(it.lat(), Lat::Memory | Lat::Atomic) && mask != 0;
             if memory {
-                self.sm.acc.start(matches!(ins.kind, Kind::St | Kind::Red | Kind::Stmatrix | Kind::BulkStore));
+                self.sm.acc.start(matches!(
+                    ins.kind,
+                    Kind::St | Kind::Red | Kind::Stmatrix | Kind::BulkStore | Kind::TensorStore | Kind::TmapReplace | Kind::TmapCopy
+                ));
             }
             match ins.kind {
                 Kind::Bra => {
@@ -626,12 +629,12 @@ impl Ex<'_, '_> {
             if ins.kind == Kind::CpAsync {
                 self.w.cp_open_done = self.w.cp_open_done.max(d.ready);
             }
-            if ins.kind == Kind::BulkLoad {
+            if matches!(ins.kind, Kind::BulkLoad | Kind::TensorLoad) {
                 for c in self.m.bulk.iter_mut().filter(|c| c.done == u64::MAX) {
                     c.done = d.ready;
                 }
             }
-            if ins.kind == Kind::BulkStore {
+            if matches!(ins.kind, Kind::BulkStore | Kind::TensorStore) {
                 self.w.bulk_open_done = self.w.bulk_open_done.max(d.drained);
             }
             return d.ready;
@@ -806,6 +809,7 @@ impl Ex<'_, '_> {
             Mbar | BulkLoad | BulkStore | BulkCommit | BulkWait | SetMaxNReg | Elect | Mapa => {
                 super::mbarrier::exec(self, ins, mask)
             }
+            TensorLoad | TensorStore | TensorPrefetch | TmapReplace | TmapCopy => super::tma::exec(self, ins, mask),
             Bar => Ok(()),
             Bra | Call | Ret | Exit => Ok(()),
         }

@@ -9,6 +9,7 @@ use super::raw::RawOp;
 use super::Sym;
 use crate::error::{EmuError, ErrorKind};
 use crate::ir::*;
+use crate::memory::PARAM_WINDOW;
 
 pub struct Ctx<'a> {
     /// Register name → (first index, vector width).
@@ -142,7 +143,9 @@ impl Ctx<'_> {
             Some(Sym::Global(a)) => Ok(Operand::Imm((*a as i64).wrapping_add(off) as u64)),
             Some(Sym::Local(a)) => Ok(Operand::Imm((*a as i64).wrapping_add(off) as u64)),
             Some(Sym::Func(i)) if off == 0 => Ok(Operand::Target(*i)),
-            Some(Sym::KParam(_)) => Err(perr(format!("taking the address of kernel parameter `{n}` is not supported"))),
+            // The address of a kernel parameter (PTX ISA "Kernel Function Parameters"): in the
+            // parameter window, usable with `ld.param`, as a generic address, or as a tensor map.
+            Some(Sym::KParam(a)) => Ok(Operand::Imm(PARAM_WINDOW.wrapping_add((*a as i64).wrapping_add(off) as u64))),
             _ => Err(perr(format!("unknown name `{n}`"))),
         }
     }
@@ -174,6 +177,9 @@ impl Ctx<'_> {
                     }
                 }
             },
+            RawOp::TensorAddr { .. } => {
+                return Err(perr("a `[tensorMap, {coordinates}]` operand belongs to tensor copies (cp.async.bulk.tensor)"))
+            }
             RawOp::List(items) => {
                 let mut refs = Vec::new();
                 for i in items {
@@ -269,6 +275,9 @@ pub fn decode(
         return Ok(ins);
     }
     let parts: Vec<&str> = opcode.split('.').collect();
+    if let Some(r) = decode_tensor(ctx, guard, opcode, &parts, raw, line) {
+        return r;
+    }
     if let Some(r) = decode_hopper(ctx, guard, opcode, &parts, raw, line) {
         return r;
     }
@@ -575,8 +584,11 @@ pub fn decode(
     // function and call parameters live in per-thread local memory.
     if matches!(kind, Kind::Ld | Kind::St) && m.space == Some(Space::Param) {
         let addr_raw = if kind == Kind::Ld { raw.get(1) } else { raw.first() };
+        let reg_based = matches!(addr_raw, Some(RawOp::Addr { base: Some(n), .. }) if ctx.reg(n).is_some());
         match addr_raw.and_then(|a| ctx.addr_sym(a)) {
             Some(Sym::KParam(_)) if ctx.is_entry && kind == Kind::Ld => {}
+            // A kernel parameter's address taken with `mov`/`cvta.param` (PARAM_WINDOW).
+            None if reg_based && ctx.is_entry && kind == Kind::Ld => {}
             Some(Sym::Local(_)) => m.space = Some(Space::Local),
             _ => return Err(unsupported(opcode, "parameter access other than a named .param")),
         }
@@ -653,12 +665,6 @@ fn decode_hopper(
         ("cp", "async") if parts.get(2) == Some(&"bulk") => match parts.get(3).copied() {
             Some("commit_group") => (Kind::BulkCommit, &parts[4..]),
             Some("wait_group") => (Kind::BulkWait, &parts[4..]),
-            Some("tensor") | Some("prefetch") => {
-                return Some(Err(unsupported(
-                    opcode,
-                    "tensor-map (TMA) copies are not implemented: NVIDIA does not document CUtensorMap, see the emulator README",
-                )))
-            }
             Some("shared::cluster") | Some("shared::cta") if parts.get(4) == Some(&"global") => {
                 (Kind::BulkLoad, &parts[5..])
             }
@@ -751,4 +757,309 @@ fn decode_hopper(
         return Some(Err(perr(format!("`{opcode}` needs a transaction count"))));
     }
     Some(finish(kind, guard, ctx, tys, m, ops, line))
+}
+
+/// Operand of a tensor map's address (`[map]`, or the map of `[map, {coords}]`): a register
+/// holding a generic address, a kernel parameter (its address in the parameter window), or a
+/// `.global`/`.const` variable.
+fn map_operand(ctx: &Ctx, base: &Option<String>, off: i64) -> Result<Operand, EmuError> {
+    Ok(match base {
+        None => Operand::Addr(AddrBase::Abs(off as u64), 0),
+        Some(n) => match ctx.reg(n) {
+            Some(r) => Operand::Addr(AddrBase::Reg(r), off),
+            None => match ctx.syms.get(n.as_str()) {
+                Some(Sym::KParam(a)) => Operand::Addr(AddrBase::Abs(PARAM_WINDOW + *a as u64), off),
+                Some(Sym::Global(a)) => Operand::Addr(AddrBase::Abs(*a), off),
+                Some(_) => {
+                    return Err(perr(format!(
+                        "tensor map `{n}`: a tensor map lives in .param, .const or .global memory (PTX ISA \"Tensor-map\")"
+                    )))
+                }
+                None => return Err(perr(format!("unknown name `{n}` in address"))),
+            },
+        },
+    })
+}
+
+/// Parses `.Nd` (1..=5).
+fn dim_of(p: Option<&&str>) -> Option<u8> {
+    match p.copied() {
+        Some("1d") => Some(1),
+        Some("2d") => Some(2),
+        Some("3d") => Some(3),
+        Some("4d") => Some(4),
+        Some("5d") => Some(5),
+        _ => None,
+    }
+}
+
+/// Load modes and qualifiers of tensor copies the emulator refuses by name.
+fn refused_tensor_mod(p: &str) -> Option<&'static str> {
+    Some(match p {
+        "im2col" | "im2col::w" | "im2col::w::128" | "im2col_no_offs" => "im2col load modes are not implemented",
+        "tile::gather4" | "tile::scatter4" => "the gather4/scatter4 load modes (sm_100a) are not implemented",
+        _ if p.starts_with("multicast") => "multicast needs a cluster of more than one CTA",
+        _ if p.starts_with("cta_group") => "CTA pairs (.cta_group, sm_100a) are not implemented",
+        _ => return None,
+    })
+}
+
+/// Tensor-map instructions (see `exec::tma`): `cp.async.bulk.tensor`,
+/// `cp.async.bulk.prefetch.tensor`, `prefetch.tensormap`, `tensormap.replace`,
+/// `tensormap.cp_fenceproxy`, and the operand checks of `fence.proxy.tensormap::generic`.
+/// `None`: not one of these.
+fn decode_tensor(
+    ctx: &Ctx,
+    guard: Option<&(String, bool)>,
+    opcode: &str,
+    parts: &[&str],
+    raw: &[RawOp],
+    line: u32,
+) -> Option<Result<Instr, EmuError>> {
+    let r = (|| -> Result<Option<Instr>, EmuError> {
+        let mut m = Mods { vec: 1, ..Mods::default() };
+        let p = |i: usize| parts.get(i).copied().unwrap_or("");
+        let wrong_ops = || perr(format!("`{opcode}` has the wrong operands"));
+        let imm = |o: &RawOp, ty: Ty| -> Result<Option<u64>, EmuError> {
+            Ok(match ctx.operand(o, ty)? {
+                Operand::Imm(v) => Some(v),
+                _ => None,
+            })
+        };
+        let tensor_ref = |o: &RawOp, n: u8| -> Result<(Operand, Operand), EmuError> {
+            let RawOp::TensorAddr { base, off, coords } = o else {
+                return Err(perr(format!("`{opcode}` needs a `[tensorMap, {{coordinates}}]` operand")));
+            };
+            if coords.len() != n as usize {
+                return Err(perr(format!("`{opcode}` takes {n} coordinates, got {}", coords.len())));
+            }
+            let cs = coords.iter().map(|c| ctx.operand(c, Ty::S32)).collect::<Result<Vec<_>, _>>()?;
+            Ok((map_operand(ctx, base, *off)?, Operand::Vec(cs)))
+        };
+        let (kind, ops) = match (p(0), p(1)) {
+            ("cp", "reduce") if parts.contains(&"tensor") => {
+                return Err(unsupported(opcode, "tensor reductions (cp.reduce.async.bulk.tensor) are not implemented"))
+            }
+            ("cp", "async") if p(2) == "bulk" && p(3) == "prefetch" && p(4) == "tensor" => {
+                let n = dim_of(parts.get(5)).ok_or_else(|| unsupported(opcode, "needs .1d to .5d"))?;
+                for &q in &parts[6..] {
+                    if let Some(why) = refused_tensor_mod(q) {
+                        return Err(unsupported(opcode, why));
+                    }
+                    match q {
+                        "L2" | "global" | "tile" => {}
+                        "L2::cache_hint" => m.cache_hint = true,
+                        _ => return Err(unsupported(opcode, &format!("modifier `.{q}`"))),
+                    }
+                }
+                if raw.len() != 1 + m.cache_hint as usize {
+                    return Err(wrong_ops());
+                }
+                let (map, coords) = tensor_ref(&raw[0], n)?;
+                let mut ops = vec![map, coords];
+                if m.cache_hint {
+                    ops.push(ctx.operand(&raw[1], Ty::B64)?);
+                }
+                m.count = n;
+                (Kind::TensorPrefetch, ops)
+            }
+            ("cp", "async") if p(2) == "bulk" && p(3) == "tensor" => {
+                let n = dim_of(parts.get(4)).ok_or_else(|| unsupported(opcode, "needs .1d to .5d"))?;
+                let rest = &parts[5..];
+                let first_space = rest.iter().find(|q| q.starts_with("shared") || **q == "global").copied();
+                let load = first_space.is_some_and(|q| q.starts_with("shared"));
+                let (mut saw_global, mut saw_shared, mut saw_completion) = (false, false, false);
+                for &q in rest {
+                    if let Some(why) = refused_tensor_mod(q) {
+                        return Err(unsupported(opcode, why));
+                    }
+                    match q {
+                        "global" => saw_global = true,
+                        "shared::cluster" | "shared::cta" if load => saw_shared = true,
+                        "shared::cta" => saw_shared = true,
+                        "tile" => {}
+                        "mbarrier::complete_tx::bytes" if load => saw_completion = true,
+                        "bulk_group" if !load => saw_completion = true,
+                        "L2::cache_hint" => m.cache_hint = true,
+                        _ => return Err(unsupported(opcode, &format!("modifier `.{q}`"))),
+                    }
+                }
+                if !(saw_global && saw_shared && saw_completion) {
+                    return Err(unsupported(
+                        opcode,
+                        "tensor copies are .shared::{cluster,cta}.global...mbarrier::complete_tx::bytes or .global.shared::cta...bulk_group",
+                    ));
+                }
+                m.space = Some(Space::Shared);
+                m.count = n;
+                let extra = m.cache_hint as usize;
+                let ops = if load {
+                    if raw.len() != 3 + extra {
+                        return Err(wrong_ops());
+                    }
+                    let (map, coords) = tensor_ref(&raw[1], n)?;
+                    let mut ops = vec![ctx.operand(&raw[0], Ty::B64)?, map, coords, ctx.operand(&raw[2], Ty::B64)?];
+                    if m.cache_hint {
+                        ops.push(ctx.operand(&raw[3], Ty::B64)?);
+                    }
+                    ops
+                } else {
+                    if raw.len() != 2 + extra {
+                        return Err(wrong_ops());
+                    }
+                    let (map, coords) = tensor_ref(&raw[0], n)?;
+                    let mut ops = vec![map, coords, ctx.operand(&raw[1], Ty::B64)?];
+                    if m.cache_hint {
+                        ops.push(ctx.operand(&raw[2], Ty::B64)?);
+                    }
+                    ops
+                };
+                if !matches!(ops[0], Operand::Addr(..)) || !matches!(ops[if load { 3 } else { 2 }], Operand::Addr(..)) {
+                    return Err(wrong_ops());
+                }
+                (if load { Kind::TensorLoad } else { Kind::TensorStore }, ops)
+            }
+            ("prefetch", _) if parts.contains(&"tensormap") => {
+                m.space = Some(Space::Generic);
+                for &q in &parts[1..] {
+                    match q {
+                        "tensormap" => {}
+                        "param" | "param::entry" => m.space = Some(Space::Param),
+                        "const" => m.space = Some(Space::Const),
+                        _ => return Err(unsupported(opcode, &format!("modifier `.{q}`"))),
+                    }
+                }
+                let [RawOp::Addr { base, off }] = raw else { return Err(wrong_ops()) };
+                let op = match (m.space, base) {
+                    // `[param]` in .param space: the parameter's offset (as `ld.param` reads it).
+                    (Some(Space::Param), Some(n)) if ctx.reg(n).is_none() => ctx.operand(&raw[0], Ty::B64)?,
+                    _ => map_operand(ctx, base, *off)?,
+                };
+                (Kind::TensorPrefetch, vec![op])
+            }
+            ("tensormap", "replace") => {
+                if p(2) != "tile" {
+                    return Err(unsupported(opcode, "only the .tile mode exists"));
+                }
+                let field = match p(3) {
+                    "global_address" => TmapField::GlobalAddress,
+                    "rank" => TmapField::Rank,
+                    "box_dim" => TmapField::BoxDim,
+                    "global_dim" => TmapField::GlobalDim,
+                    "global_stride" => TmapField::GlobalStride,
+                    "element_stride" => TmapField::ElementStride,
+                    "elemtype" => TmapField::ElemType,
+                    "interleave_layout" => TmapField::Interleave,
+                    "swizzle_mode" => TmapField::SwizzleMode,
+                    "swizzle_atomicity" => TmapField::SwizzleAtomicity,
+                    "fill_mode" => TmapField::FillMode,
+                    f => return Err(unsupported(opcode, &format!("field `.{f}`"))),
+                };
+                m.tmap = Some(field);
+                m.space = Some(Space::Generic);
+                let (mut b1024, mut ty) = (false, None);
+                for &q in &parts[4..] {
+                    match q {
+                        "global" => m.space = Some(Space::Global),
+                        "shared::cta" | "shared" => m.space = Some(Space::Shared),
+                        "b1024" => b1024 = true,
+                        "b32" => ty = Some(Ty::B32),
+                        "b64" => ty = Some(Ty::B64),
+                        _ => return Err(unsupported(opcode, &format!("modifier `.{q}`"))),
+                    }
+                }
+                let want = if matches!(field, TmapField::GlobalAddress | TmapField::GlobalStride) { Ty::B64 } else { Ty::B32 };
+                if !b1024 || ty != Some(want) {
+                    return Err(perr(format!(
+                        "`{opcode}` needs .b1024 and .{} (new_val is .b64 for global_address and global_stride, .b32 otherwise)",
+                        if want == Ty::B64 { "b64" } else { "b32" }
+                    )));
+                }
+                let ordinal = matches!(
+                    field,
+                    TmapField::BoxDim | TmapField::GlobalDim | TmapField::GlobalStride | TmapField::ElementStride
+                );
+                if raw.len() != 2 + ordinal as usize {
+                    return Err(wrong_ops());
+                }
+                let addr = ctx.operand(&raw[0], Ty::B64)?;
+                if !matches!(addr, Operand::Addr(..)) {
+                    return Err(wrong_ops());
+                }
+                let ord = if ordinal {
+                    match imm(&raw[1], Ty::U32)? {
+                        Some(k) if k <= 4 => k,
+                        _ => return Err(perr(format!("`{opcode}`: the ordinal must be an immediate in 0..=4"))),
+                    }
+                } else {
+                    0
+                };
+                let value = ctx.operand(&raw[raw.len() - 1], want)?;
+                let limit = match field {
+                    TmapField::ElemType => Some(15),
+                    TmapField::Interleave => Some(2),
+                    TmapField::SwizzleMode => Some(4),
+                    TmapField::SwizzleAtomicity => Some(3),
+                    TmapField::FillMode => Some(1),
+                    _ => None,
+                };
+                if let Some(limit) = limit {
+                    match value {
+                        Operand::Imm(v) if v <= limit => {}
+                        _ => {
+                            return Err(perr(format!(
+                                "`{opcode}`: new_val must be an immediate in 0..={limit} (PTX ISA \"Tensormap new_val validity\")"
+                            )))
+                        }
+                    }
+                }
+                (Kind::TmapReplace, vec![addr, Operand::Imm(ord), value])
+            }
+            ("tensormap", "cp_fenceproxy") => {
+                let need = ["global", "shared::cta", "tensormap::generic", "release", "sync", "aligned"];
+                for &q in &parts[2..] {
+                    if !need.contains(&q) && !matches!(q, "cta" | "cluster" | "gpu" | "sys") {
+                        return Err(unsupported(opcode, &format!("modifier `.{q}`")));
+                    }
+                }
+                if need.iter().any(|q| !parts.contains(q)) {
+                    return Err(unsupported(
+                        opcode,
+                        "the form is tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.<scope>.sync.aligned",
+                    ));
+                }
+                if raw.len() != 3 {
+                    return Err(wrong_ops());
+                }
+                let ops = vec![ctx.operand(&raw[0], Ty::B64)?, ctx.operand(&raw[1], Ty::B64)?];
+                if !ops.iter().all(|o| matches!(o, Operand::Addr(..))) || imm(&raw[2], Ty::U32)? != Some(128) {
+                    return Err(perr(format!("`{opcode}` copies a 128-byte tensor map: [dst], [src], 128")));
+                }
+                m.aligned = true;
+                (Kind::TmapCopy, ops)
+            }
+            ("fence", "proxy") if p(2) == "tensormap::generic" => {
+                // Ordering only (the executor is sequentially consistent); check the operands.
+                let acquire = parts.contains(&"acquire");
+                let ok = if acquire {
+                    raw.len() == 2 && matches!(raw[0], RawOp::Addr { .. }) && imm(&raw[1], Ty::U32)? == Some(128)
+                } else {
+                    raw.is_empty() && parts.contains(&"release")
+                };
+                if !ok {
+                    return Err(perr(format!(
+                        "`{opcode}`: fence.proxy.tensormap::generic is .release (no operands) or .acquire [addr], 128"
+                    )));
+                }
+                return Ok(None);
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(finish(kind, guard, ctx, vec![], m, ops, line)?))
+    })();
+    match r {
+        Ok(None) => None,
+        Ok(Some(i)) => Some(Ok(i)),
+        Err(e) => Some(Err(e)),
+    }
 }

@@ -23,6 +23,12 @@ pub enum RawOp {
     Pair(String, String),
     /// `sym+off` outside brackets.
     SymOff(String, i64),
+    /// `[base + off, {coordinates}]`: a tensor map and the coordinates of a box (tensor copies).
+    TensorAddr {
+        base: Option<String>,
+        off: i64,
+        coords: Vec<RawOp>,
+    },
 }
 
 /// A variable declaration (`.reg`, `.shared`, `.local`, `.param`, `.global`, `.const`).
@@ -396,14 +402,12 @@ fn parse_body(c: &mut Cursor) -> Result<Vec<RawStmt>, EmuError> {
                 let neg = c.eat('!');
                 let g = c.ident()?.to_string();
                 let opcode = c.ident()?.to_string();
-                refuse_tensor_copy(c, &opcode)?;
                 let ops = parse_operands(c)?;
                 out.push(RawStmt::Instr { guard: Some((g, neg)), opcode, ops, line });
             }
             Some(Tok::Ident(s)) => {
                 c.pos += 1;
                 let opcode = s.clone();
-                refuse_tensor_copy(c, &opcode)?;
                 let ops = parse_operands(c)?;
                 out.push(RawStmt::Instr { guard: None, opcode, ops, line });
             }
@@ -482,6 +486,15 @@ fn parse_operand_at(c: &mut Cursor, depth: u32) -> Result<RawOp, EmuError> {
                     Tok::Punct('+') => {}
                     Tok::Punct('-') => sign = -sign,
                     Tok::Punct(']') => break,
+                    Tok::Punct(',') => {
+                        // `[tensorMap, {c0, ...}]`
+                        let coords = match parse_operand_at(c, depth + 1)? {
+                            RawOp::Vec(items) => items,
+                            _ => return Err(c.err("expected `{coordinates}` after the tensor map in `[map, {...}]`")),
+                        };
+                        c.expect(']')?;
+                        return Ok(RawOp::TensorAddr { base, off, coords });
+                    }
                     _ => return Err(c.err("malformed address")),
                 }
             }
@@ -513,19 +526,4 @@ fn parse_operand_at(c: &mut Cursor, depth: u32) -> Result<RawOp, EmuError> {
             Err(c.err(format!("unexpected {} in operand", c.describe())))
         }
     }
-}
-
-/// Tensor-map copies (`cp.async.bulk.tensor`, `cp.async.bulk.prefetch.tensor`) take a
-/// `[tensorMap, {coordinates}]` operand the operand grammar does not have; they are refused
-/// here, by name, before it is read: the emulator does not implement them because the
-/// CUtensorMap layout is undocumented (see the README).
-fn refuse_tensor_copy(c: &Cursor, opcode: &str) -> Result<(), EmuError> {
-    if opcode.starts_with("cp.async.bulk.tensor") || opcode.starts_with("cp.async.bulk.prefetch.tensor") {
-        let mut e = c.err(format!(
-            "unsupported instruction `{opcode}` (tensor-map (TMA) copies are not implemented: NVIDIA does not document CUtensorMap, see the emulator README)"
-        ));
-        e.kind = crate::error::ErrorKind::Unsupported;
-        return Err(e);
-    }
-    Ok(())
 }

@@ -96,6 +96,7 @@ fn writes_first(kind: Kind, m: &Mods) -> bool {
             )
         ),
         BulkLoad | BulkStore | BulkCommit | BulkWait | SetMaxNReg | ClusterBar => false,
+        TensorLoad | TensorStore | TensorPrefetch | TmapReplace | TmapCopy => false,
         _ => true,
     }
 }
@@ -222,6 +223,8 @@ pub fn classify(ins: &Instr) -> InstrTiming {
         // mbarrier operations are shared-memory atomics in the hardware.
         Mbar => (Pipe::Mio, Lat::Shfl, 1, 0),
         BulkLoad | BulkStore => (Pipe::Mio, Lat::Memory, 1, 0),
+        // Tensor copies are bulk copies with an address generator (timed like them).
+        TensorLoad | TensorStore | TensorPrefetch | TmapReplace | TmapCopy => (Pipe::Mio, Lat::Memory, 1, 0),
         BulkCommit | BulkWait | SetMaxNReg | ClusterBar => (Pipe::None, Lat::None, 1, 0),
         Elect => (Pipe::Int, Lat::Alu, 1, 0),
         Mapa => (Pipe::Int, Lat::Alu, 1, 0),
