@@ -110,6 +110,9 @@ fn run_emu_module(
             kargs.extend(crate::sanitize::extents(info, args).into_iter().map(trident_emu::KernelArg::Scalar));
             kargs.push(trident_emu::KernelArg::Buffer(crate::sanitize::new_record()));
         }
+        let maps = crate::tma::emulator_maps(ptx, args)?;
+        let n_maps = maps.len();
+        kargs.extend(maps);
         let cfg = trident_emu::LaunchConfig {
             grid,
             block: [ptx.num_threads, 1, 1],
@@ -119,6 +122,7 @@ fn run_emu_module(
         };
         let report = trident_emu::launch(module, &ptx.entry, &cfg, &mut kargs)
             .map_err(|e| emu_error(e, &ptx.ptx, names, args))?;
+        kargs.truncate(kargs.len() - n_maps);
         samples.push(Duration::from_secs_f64(report.cycles as f64 / (report.clock_ghz * 1e9)));
         last = Some((kargs, report));
     }

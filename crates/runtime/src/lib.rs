@@ -52,6 +52,7 @@ pub mod scalar;
 mod schedule;
 pub mod session;
 pub mod stages;
+mod tma;
 
 pub use args::{Arg, ArgError, ArgSpec, ArgValue, Backend, Grid, RunCommand, SaveSpec, TensorKind, ValueSpec};
 pub use error::{ErrorKind, RunError};

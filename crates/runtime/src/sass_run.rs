@@ -86,6 +86,7 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
     let mut last = None;
     for _ in 0..reps.max(1) {
         let mut kargs = crate::gpu::emulator_args(ptx, args);
+        kargs.extend(crate::tma::emulator_maps(ptx, args)?);
         // Parameters the PTX declares past the arguments (Triton's scratch pointers): null.
         while kargs.len() < p.kernel.params.len() {
             kargs.push(trident_emu::KernelArg::Null);

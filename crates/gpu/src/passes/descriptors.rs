@@ -33,9 +33,7 @@
 
 use crate::options::GpuOptions;
 use trident_core::DType;
-use trident_ir::{
-    CacheModifier, Const, Elem, EvictionPolicy, Function, Layout, Op, OpKind, Type, Value, ValueDef,
-};
+use trident_ir::{CacheModifier, Const, Elem, EvictionPolicy, Function, Layout, Op, OpKind, Type, Value, ValueDef};
 
 /// Lowers every `desc_load` of `f` (TMA or plain load); returns how many.
 pub fn lower_descriptors(f: &mut Function, opts: &GpuOptions) -> usize {

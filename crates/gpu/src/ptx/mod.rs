@@ -214,9 +214,8 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
         let (key, seq) = e.sanitize_prologue();
         e.san = Some(sanitize::Sanitizer::new(f, ptrs, record, key, seq));
     }
-    let first_map = f.params.len()
-        + probes.is_some() as usize
-        + e.san.as_ref().map_or(0, |s| s.info.pointer_params.len() + 1);
+    let first_map =
+        f.params.len() + probes.is_some() as usize + e.san.as_ref().map_or(0, |s| s.info.pointer_params.len() + 1);
     let tensor_maps = e.declare_tensor_maps(&entry, first_map, &mut param_text)?;
     e.block(f.body)?;
     if !e.pending_wgmma.is_empty() {

@@ -123,7 +123,8 @@ impl Emitter<'_> {
         let d = &f.ops[op];
         match &d.kind {
             OpKind::TmaMap { .. } => {
-                let pname = self.tma_params.get(&op).cloned().ok_or_else(|| self.err("internal: undeclared tma_map"))?;
+                let pname =
+                    self.tma_params.get(&op).cloned().ok_or_else(|| self.err("internal: undeclared tma_map"))?;
                 let (a, g) = (self.new_reg(RegClass::B64), self.new_reg(RegClass::B64));
                 self.ins(format!("mov.u64 {a}, {pname}"));
                 self.ins(format!("cvta.param.u64 {g}, {a}"));
