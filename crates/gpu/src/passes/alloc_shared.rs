@@ -195,10 +195,17 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, PlanEr
                 .get(&res)
                 .is_some_and(|us| us.iter().any(|&u| matches!(f.ops[u].kind, OpKind::MbarrierInit { .. })));
             if is_barriers {
-                // mbarriers: 8 bytes each, 8-byte aligned.
-                items.push((op, buffer_bytes(f, op), a, b, true, 8));
+                // mbarriers: 8 bytes each, 8-byte aligned, live to the kernel's end (their
+                // bytes may not be reused without `mbarrier.inval`).
+                items.push((op, buffer_bytes(f, op), a, u32::MAX, true, 8));
                 continue;
             }
+            // A TMA copy's box lives to the kernel's end: the barrier pass orders a copy after
+            // the earlier readers of its own buffer only, so its bytes must be no one else's.
+            let tma_box = users.get(&res).is_some_and(|us| {
+                us.iter().any(|&u| matches!(f.ops[u].kind, OpKind::TmaCopy) && f.ops[u].operands[1] == res)
+            });
+            let b = if tma_box { u32::MAX } else { b };
             // 1024: the repeat of wgmma's 128-byte swizzle (its descriptors assume it; TMA
             // copies need 128).
             let bytes = align(buffer_bytes(f, op), 128);

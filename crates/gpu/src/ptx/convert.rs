@@ -129,7 +129,8 @@ impl Emitter<'_> {
         self.ins(format!("add.u32 {addr}, {base}, {off}"));
         self.store_tile(&sl, src, regs, bytes, addr, None)?;
         self.ins("bar.sync 0");
-        Ok(Some(self.load_tile(&sl, dst, class, bytes, addr)?))
+        let signed = elem.num().is_some_and(|t| t.is_signed_int());
+        Ok(Some(self.load_tile(&sl, dst, class, bytes, signed, addr)?))
     }
 
     /// Moves elements of `srcs` into `dsts` through shared memory at the op's scratch offset.

@@ -212,6 +212,7 @@ impl Emitter<'_> {
         dst: &Rc<LinearLayout>,
         class: RegClass,
         bytes: u32,
+        signed: bool,
         addr: Reg,
     ) -> Res<Vec<Reg>> {
         let SmemAccess { mut ta, reg_offs, fast, vec_elems } = self.smem_access(sl, dst, bytes, addr);
@@ -221,7 +222,7 @@ impl Emitter<'_> {
             let o = reg_offs[g * w];
             let a = self.tile_elem_addr(&mut ta, o);
             if w == 1 {
-                out.push(self.ld_shared_elem(class, bytes, &a));
+                out.push(self.ld_shared_elem(class, bytes, &a, signed));
                 continue;
             }
             // Words of up to 32 bits (64-bit elements: one word each), split into elements.
@@ -257,9 +258,10 @@ impl Emitter<'_> {
                         } else {
                             wd
                         };
+                        let bfe = if signed { "bfe.s32" } else { "bfe.u32" };
                         for j in 0..(wd.class.bits() / 8) {
                             let t = self.new_reg(RegClass::B32);
-                            self.ins(format!("bfe.u32 {t}, {w32}, {}, 8", 8 * j));
+                            self.ins(format!("{bfe} {t}, {w32}, {}, 8", 8 * j));
                             let h = self.new_reg(RegClass::B16);
                             self.ins(format!("cvt.u16.u32 {h}, {t}"));
                             out.push(h);
@@ -551,11 +553,12 @@ impl Emitter<'_> {
                 });
                 let mut ta = self.tile_addr(&lt, bytes, addr, 0);
                 let class = super::regs::class_of(vt.elem());
+                let signed_byte = vt.elem().num().is_some_and(|t| t.is_signed_int());
                 let mut out = vec![];
                 for r in 0..dst.num_regs() as u64 {
                     let o = offset(dst.reg_part(r));
                     let a = self.tile_elem_addr(&mut ta, o);
-                    out.push(self.ld_shared_elem(class, bytes, &a));
+                    out.push(self.ld_shared_elem(class, bytes, &a, signed_byte));
                 }
                 self.set(res, out);
             }

@@ -99,11 +99,13 @@ impl Emitter<'_> {
         }
     }
 
-    /// Loads one element of `bytes` bytes (its real size) from shared memory.
-    pub fn ld_shared_elem(&mut self, class: RegClass, bytes: u32, addr: &str) -> Reg {
+    /// Loads one element of `bytes` bytes (its real size) from shared memory; a signed byte
+    /// is sign-extended in its 16-bit register, as every 8-bit integer is held.
+    pub fn ld_shared_elem(&mut self, class: RegClass, bytes: u32, addr: &str, signed: bool) -> Reg {
         if class == RegClass::B16 && bytes == 1 {
             let r = self.new_reg(class);
-            self.ins(format!("ld.shared.u8 {r}, [{addr}]"));
+            let ty = if signed { "s8" } else { "u8" };
+            self.ins(format!("ld.shared.{ty} {r}, [{addr}]"));
             return r;
         }
         self.ld_shared(class, addr)

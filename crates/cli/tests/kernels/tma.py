@@ -1,0 +1,82 @@
+"""Tensor-descriptor loads that Trident copies with the tensor-memory accelerator on sm_90
+(and one it cannot: a base that is not a kernel parameter). crates/cli/tests/tma.rs runs
+each on the interpreter and on the emulators and compares."""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_2d(src, dst, M, N, BM: tl.constexpr, BN: tl.constexpr, NAN: tl.constexpr):
+    # one ragged box per program; out-of-bounds elements read as 0 (or NaN) and are stored
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    if NAN:
+        d = tl.make_tensor_descriptor(src, shape=[M, N], strides=[N, 1], block_shape=[BM, BN],
+                                      padding_option="nan")
+    else:
+        d = tl.make_tensor_descriptor(src, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    t = d.load([pid_m * BM, pid_n * BN])
+    rows = pid_m * BM + tl.arange(0, BM)
+    cols = pid_n * BN + tl.arange(0, BN)
+    # dst is (M + BM) x (N + BN): the whole box is stored, padding included
+    tl.store(dst + rows[:, None] * (N + BN) + cols[None, :], t)
+
+
+@triton.jit
+def copy_3d(src, dst, B, M, N, stride_b, BB: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    pid_b = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    d = tl.make_tensor_descriptor(src, shape=[B, M, N], strides=[stride_b, N, 1], block_shape=[BB, BM, BN])
+    t = d.load([pid_b * BB, pid_m * BM, 0])
+    b = pid_b * BB + tl.arange(0, BB)
+    r = pid_m * BM + tl.arange(0, BM)
+    c = tl.arange(0, BN)
+    mask = (b[:, None, None] < B) & (r[None, :, None] < M) & (c[None, None, :] < N)
+    tl.store(dst + b[:, None, None] * (M * N) + r[None, :, None] * N + c[None, None, :], t * 2, mask=mask)
+
+
+@triton.jit
+def copy_1d(src, dst, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    d = tl.make_tensor_descriptor(src, shape=[n], strides=[1], block_shape=[BLOCK])
+    t = d.load([pid * BLOCK])
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst + offs, t + 1, mask=offs < n)
+
+
+@triton.jit
+def row_sums(src, out, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    # a descriptor load in a loop (not feeding a dot): one barrier, waited on every iteration
+    pid = tl.program_id(0)
+    d = tl.make_tensor_descriptor(src, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    acc = tl.zeros((BM,), dtype=tl.int32)
+    for k in range(0, tl.cdiv(N, BN)):
+        acc += tl.sum(d.load([pid * BM, k * BN]), axis=1)
+    rows = pid * BM + tl.arange(0, BM)
+    tl.store(out + rows, acc, mask=rows < M)
+
+
+@triton.jit
+def small_dot(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # one K tile: the loads feed the dot outside any loop (small integers: exact sums)
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    da = tl.make_tensor_descriptor(a, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    db = tl.make_tensor_descriptor(b, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])
+    x = da.load([pid_m * BM, 0]).to(tl.float16)
+    y = db.load([0, pid_n * BN]).to(tl.float16)
+    acc = tl.dot(x, y)
+    rows = pid_m * BM + tl.arange(0, BM)
+    cols = pid_n * BN + tl.arange(0, BN)
+    tl.store(c + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def offset_base(src, dst, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    # the base is not a kernel parameter: no host-built map, plain loads
+    pid = tl.program_id(0)
+    d = tl.make_tensor_descriptor(src + N, shape=[M - 1, N], strides=[N, 1], block_shape=[BM, BN])
+    t = d.load([pid * BM, 0])
+    rows = pid * BM + tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    tl.store(dst + rows[:, None] * BN + cols[None, :], t)

@@ -1,0 +1,224 @@
+//! Tensor-descriptor loads on the tensor-memory accelerator (issue 13): each kernel of
+//! `tests/kernels/tma.py` runs on the interpreter, on the PTX emulator for sm_90a (TMA:
+//! host-built tensor maps, `cp.async.bulk.tensor` on an mbarrier) and for sm_80 (plain loads),
+//! from the same seeded inputs (outputs start random, so a byte not written shows); the saved
+//! outputs must be byte-identical. The sm_90a PTX must copy with TMA exactly where the
+//! descriptor can be built before the launch.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const FILE: &str = "crates/cli/tests/kernels/tma.py";
+
+struct Case {
+    kernel: &'static str,
+    grid: &'static str,
+    args: &'static [&'static str],
+    /// The output argument compared.
+    out: &'static str,
+    /// Whether the sm_90a code copies with TMA.
+    tma: bool,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        kernel: "copy_2d",
+        grid: "2,2",
+        args: &["src=randn:f16:100x72", "dst=randn:f16:164x136", "M=100", "N=72", "BM=64", "BN=64", "NAN=False"],
+        out: "dst",
+        tma: true,
+    },
+    Case {
+        kernel: "copy_2d",
+        grid: "2,2",
+        args: &["src=randn:f32:20x36", "dst=randn:f32:36x68", "M=20", "N=36", "BM=16", "BN=32", "NAN=True"],
+        out: "dst",
+        tma: true,
+    },
+    Case {
+        kernel: "copy_3d",
+        grid: "2,2",
+        args: &[
+            "src=randn:f32:3x10x16",
+            "dst=randn:f32:3x10x16",
+            "B=3",
+            "M=10",
+            "N=16",
+            "stride_b=160",
+            "BB=2",
+            "BM=8",
+            "BN=16",
+        ],
+        out: "dst",
+        tma: true,
+    },
+    Case {
+        kernel: "copy_1d",
+        grid: "4",
+        args: &["src=rand:i32:200", "dst=rand:i32:200", "n=200", "BLOCK=64"],
+        out: "dst",
+        tma: true,
+    },
+    Case {
+        kernel: "row_sums",
+        grid: "3",
+        args: &["src=rand:i32:20x100", "out=rand:i32:20", "M=20", "N=100", "BM=8", "BN=32"],
+        out: "out",
+        tma: true,
+    },
+    Case {
+        kernel: "small_dot",
+        grid: "2,2",
+        args: &[
+            "a=randn:i8:40x32",
+            "b=randn:i8:32x48",
+            "c=randn:f32:40x48",
+            "M=40",
+            "N=48",
+            "K=32",
+            "BM=32",
+            "BN=32",
+            "BK=32",
+        ],
+        out: "c",
+        tma: true,
+    },
+    Case {
+        kernel: "offset_base",
+        grid: "2",
+        args: &["src=randn:f32:9x16", "dst=randn:f32:16x16", "M=9", "N=16", "BM=8", "BN=16"],
+        out: "dst",
+        tma: false,
+    },
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn trident(args: &[String], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_trident"));
+    c.args(args).current_dir(root());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("runs")
+}
+
+fn ptxas_present() -> bool {
+    std::env::var_os("TRIDENT_PTXAS").is_some()
+}
+
+/// Runs `case` on `backend` (for `target` on the emulators) and returns the saved output's bytes.
+fn run(case: &Case, backend: &str, target: &str, seed: u64) -> Vec<u8> {
+    let out = std::env::temp_dir().join(format!(
+        "trident_tma_{}_{}_{backend}_{target}_{seed}.npy",
+        std::process::id(),
+        case.kernel
+    ));
+    let _ = std::fs::remove_file(&out);
+    let mut words: Vec<String> =
+        ["run", &format!("{FILE}::{}", case.kernel), "--backend", backend, "--grid", case.grid]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    words.extend(["--seed".to_string(), seed.to_string()]);
+    words.extend(case.args.iter().map(|s| s.to_string()));
+    words.extend(["--save".to_string(), format!("{}={}", case.out, out.display())]);
+    let o = trident(&words, &[("TRIDENT_EMU_TARGET", target)]);
+    assert!(o.status.success(), "{} on {backend} ({target}): {}", case.kernel, String::from_utf8_lossy(&o.stderr));
+    let bytes = std::fs::read(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    bytes
+}
+
+/// An `.npy` file's bytes with every float NaN made one pattern: out-of-bounds NaN padding is
+/// the interpreter's quiet NaN on one side and the tensor-memory accelerator's fill on the
+/// other, the same value (the fill's pattern is the emulator's statement about the hardware).
+fn nan_canonical(npy: &[u8]) -> Vec<u8> {
+    let mut b = npy.to_vec();
+    let header_len = u16::from_le_bytes([b[8], b[9]]) as usize;
+    let header = String::from_utf8_lossy(&b[10..10 + header_len]).to_string();
+    let data = 10 + header_len;
+    if header.contains("'<f4'") {
+        for c in b[data..].chunks_mut(4) {
+            if f32::from_le_bytes([c[0], c[1], c[2], c[3]]).is_nan() {
+                c.copy_from_slice(&f32::NAN.to_le_bytes());
+            }
+        }
+    } else if header.contains("'<f2'") {
+        for c in b[data..].chunks_mut(2) {
+            let h = u16::from_le_bytes([c[0], c[1]]);
+            if h & 0x7c00 == 0x7c00 && h & 0x03ff != 0 {
+                c.copy_from_slice(&0x7e00u16.to_le_bytes());
+            }
+        }
+    }
+    b
+}
+
+#[test]
+fn descriptor_loads_copy_with_tma_on_sm90_and_agree_with_the_interpreter() {
+    if !ptxas_present() {
+        eprintln!("skipped: no ptxas (scripts/install-tools; TRIDENT_PTXAS)");
+        return;
+    }
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() % 10_000;
+    eprintln!("seed {seed}");
+    for case in CASES {
+        // The PTX copies with TMA exactly where the map can be built before the launch.
+        let mut words: Vec<String> =
+            ["compile", &format!("{FILE}::{}", case.kernel), "--emit", "ptx", "--target", "sm_90a"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        words.extend(case.args.iter().map(|s| s.to_string()));
+        let o = trident(&words, &[]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let ptx = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(ptx.contains("cp.async.bulk.tensor"), case.tma, "{}: TMA in the sm_90a PTX", case.kernel);
+        assert_eq!(ptx.contains(".param .align 64 .b8"), case.tma, "{}: a tensor-map parameter", case.kernel);
+
+        let want = nan_canonical(&run(case, "interp", "sm_80", seed));
+        for target in ["sm_90a", "sm_80"] {
+            let got = nan_canonical(&run(case, "emu", target, seed));
+            assert!(
+                got == want,
+                "{} ({:?}): emu {target} differs from the interpreter (seed {seed})",
+                case.kernel,
+                case.args
+            );
+        }
+    }
+}
+
+#[test]
+fn a_descriptor_the_launch_cannot_encode_is_an_error_naming_its_argument() {
+    if !ptxas_present() {
+        eprintln!("skipped: no ptxas");
+        return;
+    }
+    // N = -8: a negative dimension for the map of `src`.
+    let words: Vec<String> = [
+        "run",
+        &format!("{FILE}::copy_2d"),
+        "--backend",
+        "emu",
+        "--grid",
+        "1",
+        "src=randn:f16:8x8",
+        "dst=zeros:f16:72x72",
+        "M=8",
+        "N=-8",
+        "BM=64",
+        "BN=64",
+        "NAN=False",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let o = trident(&words, &[("TRIDENT_EMU_TARGET", "sm_90a")]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("tensor descriptor of `src`") && err.contains("from `N`"), "{err}");
+}
