@@ -27,6 +27,24 @@ pub(crate) const CUDA_SUCCESS: CuResult = 0;
 pub(crate) const CUDA_ERROR_INVALID_VALUE: CuResult = 1;
 pub(crate) const CUDA_ERROR_NO_DEVICE: CuResult = 100;
 
+/// `cuTensorMapEncodeTiled(map, dataType, rank, globalAddress, globalDim, globalStrides,
+/// boxDim, elementStrides, interleave, swizzle, l2Promotion, oobFill)`; the enums are C
+/// `int`-sized.
+pub(crate) type TensorMapEncodeTiled = unsafe extern "C" fn(
+    *mut c_void,
+    c_uint,
+    c_uint,
+    *mut c_void,
+    *const u64,
+    *const u64,
+    *const u32,
+    *const u32,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+) -> CuResult;
+
 /// Environment variable naming the driver library to load instead of the default search.
 pub const DRIVER_PATH_ENV: &str = "TRIDENT_CUDA_DRIVER";
 
@@ -39,6 +57,8 @@ macro_rules! driver_table {
             $( pub $field: unsafe extern "C" fn($($arg),*) -> CuResult, )*
             /// `cuFuncGetParamInfo` (driver 12.4+); without it parameter lists are not checked.
             pub cuFuncGetParamInfo: Option<unsafe extern "C" fn(cu::CUfunction, usize, *mut usize, *mut usize) -> CuResult>,
+            /// `cuTensorMapEncodeTiled` (driver 12.0+); without it TMA kernels cannot be launched.
+            pub cuTensorMapEncodeTiled: Option<TensorMapEncodeTiled>,
             /// Where the library was found.
             pub path: String,
             _lib: Library,
@@ -61,7 +81,9 @@ macro_rules! driver_table {
                     )
                     .ok()
                     .map(|s| *s);
-                Ok(Api { $( $field, )* cuFuncGetParamInfo, path, _lib: lib })
+                let cuTensorMapEncodeTiled =
+                    lib.get::<TensorMapEncodeTiled>(b"cuTensorMapEncodeTiled\0").ok().map(|s| *s);
+                Ok(Api { $( $field, )* cuFuncGetParamInfo, cuTensorMapEncodeTiled, path, _lib: lib })
             }
         }
     };

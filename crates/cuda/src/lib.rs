@@ -31,6 +31,7 @@ mod memory;
 mod module;
 mod params;
 mod stream;
+mod tensormap;
 
 pub use api::DRIVER_PATH_ENV;
 pub use device::{Device, DeviceInfo};
@@ -40,3 +41,4 @@ pub use memory::DeviceBuffer;
 pub use module::{Kernel, KernelAttributes, Module};
 pub use params::{param_layout, Param, ParamBuffer, ParamSlot};
 pub use stream::{Event, Stream};
+pub use tensormap::{check_tiled, encode_tiled, TiledMap};

@@ -33,6 +33,8 @@ pub enum Param<'a> {
     I64(i64),
     F32(f32),
     F64(f64),
+    /// A tensor map (TMA descriptor) by value: `.param .align 64 .b8 NAME[128]`.
+    TensorMap([u8; 128]),
 }
 
 impl<'a> Param<'a> {
@@ -58,12 +60,16 @@ impl<'a> Param<'a> {
             Param::U16(_) | Param::I16(_) => 2,
             Param::U32(_) | Param::I32(_) | Param::F32(_) => 4,
             Param::Ptr(_) | Param::DevicePtr(_) | Param::U64(_) | Param::I64(_) | Param::F64(_) => 8,
+            Param::TensorMap(_) => 128,
         }
     }
 
-    /// Alignment in the parameter space: every type we pass is aligned to its size.
+    /// Alignment in the parameter space: scalars are aligned to their size, tensor maps to 64.
     pub fn align(&self) -> usize {
-        self.size()
+        match self {
+            Param::TensorMap(_) => 64,
+            _ => self.size(),
+        }
     }
 
     /// A short name for messages (`u32`, `ptr`, ...).
@@ -80,6 +86,7 @@ impl<'a> Param<'a> {
             Param::I64(_) => "i64",
             Param::F32(_) => "f32",
             Param::F64(_) => "f64",
+            Param::TensorMap(_) => "tensormap",
         }
     }
 
@@ -104,6 +111,7 @@ impl<'a> Param<'a> {
             Param::I64(v) => out.copy_from_slice(&v.to_le_bytes()),
             Param::F32(v) => out.copy_from_slice(&v.to_le_bytes()),
             Param::F64(v) => out.copy_from_slice(&v.to_le_bytes()),
+            Param::TensorMap(m) => out.copy_from_slice(&m),
         }
     }
 }

@@ -317,6 +317,8 @@ pub struct CudaRunner {
     /// A sanitized kernel's hidden arguments: the pointer parameters' extents and the
     /// zero-filled violation record.
     sanitize: Option<(Vec<u64>, trident_cuda::DeviceBuffer)>,
+    /// A TMA kernel's tensor maps, encoded by the driver for `bufs` (hidden, after the rest).
+    maps: Vec<[u8; 128]>,
 }
 
 impl CudaRunner {
@@ -347,9 +349,11 @@ impl CudaRunner {
                 _ => None,
             });
         }
+        let maps = crate::tma::cuda_maps(&code.ptx, args, &bufs)?;
         Ok(CudaRunner {
             loaded,
             args: args.to_vec(),
+            maps,
             bufs,
             grid,
             block: [code.ptx.num_threads, 1, 1],
@@ -422,6 +426,7 @@ impl CudaRunner {
             params.extend(extents.iter().map(|&e| Param::U64(e)));
             params.push(Param::Ptr(record));
         }
+        params.extend(self.maps.iter().map(|&m| Param::TensorMap(m)));
         let dev = &self.loaded.dev;
         let stream = dev.default_stream();
         let prepared =

@@ -134,3 +134,33 @@ pub(crate) fn emulator_maps(ptx: &PtxKernel, args: &[ArgValue]) -> Result<Vec<tr
     }
     Ok(out)
 }
+
+/// The hidden maps of a CUDA launch, encoded by the driver for the uploaded buffers.
+pub(crate) fn cuda_maps(
+    ptx: &PtxKernel,
+    args: &[ArgValue],
+    bufs: &[Option<trident_cuda::DeviceBuffer>],
+) -> Result<Vec<[u8; 128]>, RunError> {
+    let mut out = vec![];
+    for spec in &ptx.tensor_maps {
+        let t = resolve(spec, ptx, args)?;
+        let base = ptx.params.get(t.base_param).map_or("?", |p| p.name.as_str());
+        let Some(Some(buf)) = bufs.get(t.base_param) else {
+            return Err(RunError::argument(format!("tensor descriptor of `{base}`: `{base}` is not a tensor")));
+        };
+        let m = trident_cuda::TiledMap {
+            global_address: buf.device_ptr(),
+            dtype: t.dtype,
+            dims: t.dims,
+            strides: t.strides,
+            box_dims: t.box_dims,
+            swizzle: t.swizzle,
+            nan: t.nan,
+        };
+        out.push(
+            trident_cuda::encode_tiled(&m)
+                .map_err(|e| RunError::argument(format!("tensor descriptor of `{base}`: {e}")))?,
+        );
+    }
+    Ok(out)
+}
