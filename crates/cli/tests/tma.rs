@@ -84,6 +84,23 @@ const CASES: &[Case] = &[
         tma: true,
     },
     Case {
+        kernel: "matmul_desc",
+        grid: "3,2",
+        args: &[
+            "a=@INTS:f16:130x256",
+            "b=@INTS:f16:256x72",
+            "c=randn:f32:130x72",
+            "M=130",
+            "N=72",
+            "K=256",
+            "BM=64",
+            "BN=64",
+            "BK=32",
+        ],
+        out: "c",
+        tma: true,
+    },
+    Case {
         kernel: "offset_base",
         grid: "2",
         args: &["src=randn:f32:9x16", "dst=randn:f32:16x16", "M=9", "N=16", "BM=8", "BN=16"],
@@ -109,6 +126,56 @@ fn ptxas_present() -> bool {
     std::env::var_os("TRIDENT_PTXAS").is_some()
 }
 
+/// An `.npy` of f16 small integers (-4..=4, exactly representable; their dot products sum
+/// exactly in f32, in any order) from a seeded generator.
+fn ints_f16_npy(path: &Path, shape: &[usize], seed: u64) {
+    let n: usize = shape.iter().product();
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let mut header = format!("{{'descr': '<f2', 'fortran_order': False, 'shape': ({},), }}", dims.join(", "));
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    // f16 bits of 0..=4; the sign bit makes the negatives.
+    const BITS: [u16; 5] = [0x0000, 0x3c00, 0x4000, 0x4200, 0x4400];
+    let mut x = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let v = (x % 9) as usize;
+        let h = if v <= 4 { BITS[v] } else { BITS[v - 4] | 0x8000 };
+        bytes.extend_from_slice(&h.to_le_bytes());
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// The case's arguments, with `@INTS:f16:AxB` written to a file of small integers.
+fn materialize(case: &Case, seed: u64) -> Vec<String> {
+    case.args
+        .iter()
+        .map(|a| {
+            let (name, v) = a.split_once('=').unwrap();
+            match v.strip_prefix("@INTS:f16:") {
+                Some(shape) => {
+                    let shape: Vec<usize> = shape.split('x').map(|d| d.parse().unwrap()).collect();
+                    let path = std::env::temp_dir().join(format!(
+                        "trident_tma_{}_{}_{name}_{seed}.npy",
+                        std::process::id(),
+                        case.kernel
+                    ));
+                    ints_f16_npy(&path, &shape, seed ^ name.len() as u64 ^ (name.as_bytes()[0] as u64) << 8);
+                    format!("{name}=@{}", path.display())
+                }
+                None => a.to_string(),
+            }
+        })
+        .collect()
+}
+
 /// Runs `case` on `backend` (for `target` on the emulators) and returns the saved output's bytes.
 fn run(case: &Case, backend: &str, target: &str, seed: u64) -> Vec<u8> {
     let out = std::env::temp_dir().join(format!(
@@ -123,7 +190,7 @@ fn run(case: &Case, backend: &str, target: &str, seed: u64) -> Vec<u8> {
             .map(|s| s.to_string())
             .collect();
     words.extend(["--seed".to_string(), seed.to_string()]);
-    words.extend(case.args.iter().map(|s| s.to_string()));
+    words.extend(materialize(case, seed));
     words.extend(["--save".to_string(), format!("{}={}", case.out, out.display())]);
     let o = trident(&words, &[("TRIDENT_EMU_TARGET", target)]);
     assert!(o.status.success(), "{} on {backend} ({target}): {}", case.kernel, String::from_utf8_lossy(&o.stderr));
@@ -172,7 +239,7 @@ fn descriptor_loads_copy_with_tma_on_sm90_and_agree_with_the_interpreter() {
                 .iter()
                 .map(|s| s.to_string())
                 .collect();
-        words.extend(case.args.iter().map(|s| s.to_string()));
+        words.extend(materialize(case, seed));
         let o = trident(&words, &[]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let ptx = String::from_utf8_lossy(&o.stdout);
@@ -180,7 +247,7 @@ fn descriptor_loads_copy_with_tma_on_sm90_and_agree_with_the_interpreter() {
         assert_eq!(ptx.contains(".param .align 64 .b8"), case.tma, "{}: a tensor-map parameter", case.kernel);
 
         let want = nan_canonical(&run(case, "interp", "sm_80", seed));
-        for target in ["sm_90a", "sm_80"] {
+        for target in ["sm_90a", "sm_90", "sm_80"] {
             let got = nan_canonical(&run(case, "emu", target, seed));
             assert!(
                 got == want,

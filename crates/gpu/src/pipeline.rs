@@ -152,8 +152,8 @@ impl GpuPipeline {
         }
         passes.push(Box::new(AssignLayouts(o.clone())));
         passes.push(Box::new(RemoveConverts));
-        passes.push(Box::new(Descriptors(o.clone())));
         passes.push(Box::new(Pipeline(o.clone())));
+        passes.push(Box::new(Descriptors(o.clone())));
         passes.push(Box::new(SinkRanges));
         // Automatic regions see the pipelined loops; planning (next) reserves the rings.
         if let Some(p) = o.profile.filter(|p| p.regions.instruments()) {

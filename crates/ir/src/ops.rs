@@ -443,11 +443,11 @@ pub enum OpKind {
     /// address; the map itself is built before the launch from the kernel's parameters, so
     /// every operand is a kernel parameter, a constant, or a conversion of one.
     TmaMap { block: Vec<u32>, swizzle: u32, nan: bool },
-    /// `[map, buffer, barrier, offsets × rank]` → nothing: one thread copies the box of
-    /// `map` at `offsets` (i32 element coordinates, innermost last) into `buffer` with the
+    /// `[map, buffer, barrier, offsets × rank, guard?]` → nothing: one thread copies the box
+    /// of `map` at `offsets` (i32 element coordinates, innermost last) into `buffer` with the
     /// tensor-memory accelerator, completing the box's bytes as a transaction on `barrier`
-    /// (a one-slot view of an `mbarrier_init`ed buffer). Asynchronous: the data is there
-    /// once `mbarrier_wait` on `barrier` returns.
+    /// (a one-slot view of an `mbarrier_init`ed buffer); with an i1 `guard`, only when it is
+    /// true. Asynchronous: the data is there once `mbarrier_wait` on `barrier` returns.
     TmaCopy,
     /// `[barriers]` → nothing: initialises every mbarrier of a `local_alloc`ed i64 buffer
     /// (`tensor<Nx1xi64>`, or `tensor<1xi64>` for one) to expect `count` arrivals. Once,

@@ -1092,10 +1092,23 @@ impl<'a> Verifier<'a> {
                 }
             }
             TmaCopy => {
-                if !self.counts(op, 4..=8, 0) {
+                if !self.counts(op, 4..=9, 0) {
                     return;
                 }
-                let rank = ot.len() - 3;
+                // An optional trailing i1: issue only when true.
+                let rank = ot[1].shape().len();
+                let guarded = ot.len() == 4 + rank;
+                if ot.len() != 3 + rank && !guarded {
+                    self.err(
+                        op,
+                        format!("a box of rank {rank} takes {rank} offsets (and an optional i1), not {}", ot.len() - 3),
+                    );
+                    return;
+                }
+                if guarded && (!ot[3 + rank].is_scalar() || ot[3 + rank].elem() != Elem::Num(DType::I1)) {
+                    self.err(op, format!("the copy's guard is an `i1` scalar, not `{}`", ot[3 + rank]));
+                }
+                let ot = &ot[..3 + rank];
                 if !ot[0].is_scalar() || ot[0].elem() != Elem::Num(DType::I64) {
                     self.err(op, format!("the first operand is a tensor map (`i64`), not `{}`", ot[0]));
                 }

@@ -36,12 +36,23 @@ impl MmaTile {
     /// The tile for converting from `src` (the layout the data arrives in, which decides
     /// the contiguous dim) to operand layout `dst`; `None` when `ldmatrix` cannot read it.
     pub fn choose(src: &LinearLayout, dst: &LinearLayout, op_idx: u8, k_width: u32, bytes: u32) -> Option<MmaTile> {
-        if dst.rank() != 2 || !matches!(bytes, 1 | 2 | 4) || bytes * k_width != 4 {
+        if dst.rank() != 2 {
             return None;
         }
         let kdim = if op_idx == 0 { 1 } else { 0 };
         let other = 1 - kdim;
         let fast = if src.contig_regs(other) > src.contig_regs(kdim) { other } else { kdim };
+        MmaTile::with_fast(dst, op_idx, k_width, bytes, fast)
+    }
+
+    /// The tile whose rows run along dimension `fast` of the operand (what a copy that
+    /// writes memory order, like TMA's, needs: the contiguous dimension), if `ldmatrix`
+    /// can read the operand layout `dst` from it.
+    pub fn with_fast(dst: &LinearLayout, op_idx: u8, k_width: u32, bytes: u32, fast: usize) -> Option<MmaTile> {
+        if dst.rank() != 2 || fast > 1 || !matches!(bytes, 1 | 2 | 4) || bytes * k_width != 4 {
+            return None;
+        }
+        let kdim = if op_idx == 0 { 1 } else { 0 };
         let slow = 1 - fast;
         let unit = 1u64 << crate::layout::linear::dim_shifts(&dst.shape)[fast];
         let kw = k_width as usize;

@@ -12,6 +12,7 @@
 //!   scratch a reduction or scan needs.
 //! * [`scratch`]: the shared memory each op needs (scratch while it runs, buffers).
 //! * [`probe`]: profiling probes' groups, leaders and shared-memory rings.
+//! * [`tma`]: the shared-memory layouts a tensor-memory-accelerator copy writes.
 //!
 //! Dependencies: `machine` uses `layout` and `analysis` only; `passes` and `ptx` use
 //! `machine`, never each other (`tests/module_rules.rs` checks it).
@@ -22,6 +23,7 @@ pub mod probe;
 pub mod reduce;
 pub mod regs;
 pub mod scratch;
+pub mod tma;
 pub mod vector;
 pub mod wgmma;
 

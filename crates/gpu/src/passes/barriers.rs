@@ -7,7 +7,8 @@
 //! when any scratch access is pending; a buffer read needs one after a pending write of
 //! that buffer and a buffer write after any pending access of it. `async_copy` writes are
 //! ordered by the pipeliner's own `async_wait` + `barrier` protocol and are not tracked;
-//! a `tma_copy` waits for earlier accesses of its buffer like a write, but its data is
+//! a lone `tma_copy` (not into a pipeliner's ring, which its protocol orders like
+//! `async_copy`) waits for earlier accesses of its buffer like a write, but its data is
 //! published by its mbarrier (`mbarrier_wait`), not by a CTA barrier, so it leaves no
 //! pending write. `mbarrier_init` ends in a CTA barrier.
 //! Loops are entered with their own accesses pending (the previous iteration's).
@@ -51,6 +52,12 @@ fn root(f: &Function, mut v: Value) -> Option<Op> {
             ValueDef::Arg(..) => return None,
         }
     }
+}
+
+/// Whether a `tma_copy` fills a slot of a pipeliner's ring (a `memdesc_index` view), whose
+/// protocol orders it (the wait and barrier at the loop top free the slot it fills).
+fn into_ring(f: &Function, copy: Op) -> bool {
+    matches!(f.def_op(f.ops[copy].operands[1]).map(|o| &f.ops[o].kind), Some(OpKind::MemDescIndex))
 }
 
 fn walk(f: &mut Function, b: Block, mut st: State, n: &mut usize) -> State {
@@ -114,7 +121,7 @@ fn walk(f: &mut Function, b: Block, mut st: State, n: &mut usize) -> State {
                     st.writes.insert(buf);
                 }
             }
-            OpKind::TmaCopy => {
+            OpKind::TmaCopy if !into_ring(f, op) => {
                 if let Some(buf) = root(f, f.ops[op].operands[1]) {
                     need = st.writes.contains(&buf) || st.reads.contains(&buf);
                     if need {
@@ -172,7 +179,7 @@ fn dry_walk(f: &Function, b: Block, mut st: State) -> State {
                     st.writes.insert(buf);
                 }
             }
-            OpKind::TmaCopy => {
+            OpKind::TmaCopy if !into_ring(f, op) => {
                 if let Some(buf) = root(f, f.ops[op].operands[1]) {
                     if st.writes.contains(&buf) || st.reads.contains(&buf) {
                         st = State::default();

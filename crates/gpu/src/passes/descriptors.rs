@@ -40,7 +40,7 @@ pub fn lower_descriptors(f: &mut Function, opts: &GpuOptions) -> usize {
     let mut n = 0;
     for op in f.all_ops() {
         if let OpKind::DescLoad { rank } = f.ops[op].kind {
-            if tma_eligible(f, op, rank as usize, opts) {
+            if tma_eligible(f, op, opts) {
                 lower_to_tma(f, op, rank as usize);
             } else {
                 let od = &mut f.ops[op];
@@ -99,7 +99,13 @@ fn in_loop(f: &Function, op: Op) -> bool {
     false
 }
 
-fn tma_eligible(f: &Function, op: Op, rank: usize, opts: &GpuOptions) -> bool {
+/// Whether a `desc_load`'s window can be a host-built tensor map on this target: TMA
+/// exists, no sanitize mode, an element of 1 to 8 bytes, a power-of-two box of at most 256
+/// per dimension whose contiguous dimension spans a multiple of 16 bytes, the base a
+/// pointer parameter, shapes and strides parameters or constants, the innermost stride 1.
+pub(crate) fn window_eligible(f: &Function, op: Op, opts: &GpuOptions) -> bool {
+    let OpKind::DescLoad { rank } = f.ops[op].kind else { return false };
+    let rank = rank as usize;
     if opts.target.capability() < 90 || opts.sanitize || !f.kernel {
         return false;
     }
@@ -121,10 +127,44 @@ fn tma_eligible(f: &Function, op: Op, rank: usize, opts: &GpuOptions) -> bool {
     if !window[1..1 + 2 * rank].iter().all(|&v| is_param_or_const(f, v)) {
         return false;
     }
-    if const_int(f, window[2 * rank]) != Some(1) {
-        return false;
-    }
-    !(in_loop(f, op) && feeds_dot_operand(f, od.results[0]))
+    const_int(f, window[2 * rank]) == Some(1)
+}
+
+/// A lone TMA copy for this load: its window qualifies, and it is not a load in a loop
+/// feeding a dot, which the pipeliner declined (plain loads overlap better there than a
+/// copy each iteration waits for).
+fn tma_eligible(f: &Function, op: Op, opts: &GpuOptions) -> bool {
+    window_eligible(f, op, opts) && !(in_loop(f, op) && feeds_dot_operand(f, f.ops[op].results[0]))
+}
+
+/// The `tma_map` op (detached) of a qualifying `desc_load`, for boxes laid out with `swizzle`.
+pub(crate) fn new_map(f: &mut Function, load: Op, swizzle: u32) -> Op {
+    let od = f.ops[load].clone();
+    let OpKind::DescLoad { rank } = od.kind else { unreachable!("new_map of a `{}`", od.kind.name()) };
+    let rank = rank as usize;
+    let block = f.ty(od.results[0]).shape().to_vec();
+    let nan = matches!(
+        f.def_op(od.operands[2]).map(|o| &f.ops[o].kind),
+        Some(OpKind::Constant(Const::Float(x))) if x.is_nan()
+    );
+    let operands: Vec<Value> = od.operands[3..4 + 2 * rank].to_vec();
+    f.new_op(OpKind::TmaMap { block, swizzle, nan }, &operands, &[Type::scalar(Elem::Num(DType::I64))], od.loc)
+}
+
+/// `n` mbarriers (`tensor<1xi64>`, or `tensor<nx1xi64>` for a ring), allocated and initialised
+/// at the kernel's start for `count` arrivals per phase (one per copy completing on it: each
+/// `tma_copy` arrives once, announcing its bytes).
+pub(crate) fn new_barriers(f: &mut Function, n: u32, count: u32, loc: trident_ir::Loc) -> Value {
+    let shape: Vec<u32> = if n == 1 { vec![1] } else { vec![n, 1] };
+    let order: Vec<u32> = (0..shape.len() as u32).rev().collect();
+    let l = f.intern_layout(Layout::Shared { vec: 1, per_phase: 1, max_phase: 1, order: order.into() });
+    let ty = Type::Tensor { shape: shape.into(), elem: Elem::Num(DType::I64), layout: Some(l) };
+    let bar = f.new_op(OpKind::LocalAlloc, &[], &[ty], loc);
+    let init = f.new_op(OpKind::MbarrierInit { count }, &[f.result(bar, 0)], &[], loc);
+    let first = f.blocks[f.body].ops[0];
+    f.insert_op_before(first, bar);
+    f.insert_op_after(bar, init);
+    f.result(bar, 0)
 }
 
 fn lower_to_tma(f: &mut Function, op: Op, rank: usize) {
@@ -132,38 +172,16 @@ fn lower_to_tma(f: &mut Function, op: Op, rank: usize) {
     let loc = od.loc;
     let res = od.results[0];
     let t = f.ty(res).clone();
-    let block = t.shape().to_vec();
-    let nan = matches!(
-        f.def_op(od.operands[2]).map(|o| &f.ops[o].kind),
-        Some(OpKind::Constant(Const::Float(x))) if x.is_nan()
-    );
-    let window = &od.operands[3..];
-    let (base, fields, offsets) = (window[0], &window[1..1 + 2 * rank], &window[1 + 2 * rank..]);
-
-    // The barrier: allocated and initialised at the kernel's start.
-    let one = f.intern_layout(Layout::Shared { vec: 1, per_phase: 1, max_phase: 1, order: vec![0].into() });
-    let bar_ty = Type::Tensor { shape: vec![1].into(), elem: Elem::Num(DType::I64), layout: Some(one) };
-    let bar = f.new_op(OpKind::LocalAlloc, &[], &[bar_ty], loc);
-    let init = f.new_op(OpKind::MbarrierInit { count: 1 }, &[f.result(bar, 0)], &[], loc);
-    let first = f.blocks[f.body].ops[0];
-    f.insert_op_before(first, bar);
-    f.insert_op_after(bar, init);
-
-    let mut operands = vec![base];
-    operands.extend_from_slice(fields);
-    let map = f.new_op(
-        OpKind::TmaMap { block: block.clone(), swizzle: 0, nan },
-        &operands,
-        &[Type::scalar(Elem::Num(DType::I64))],
-        loc,
-    );
+    let offsets = od.operands[4 + 2 * rank..].to_vec();
+    let bar = new_barriers(f, 1, 1, loc);
+    let map = new_map(f, op, 0);
     let order: Vec<u32> = (0..rank as u32).rev().collect();
     let row_major = f.intern_layout(Layout::Shared { vec: 1, per_phase: 1, max_phase: 1, order: order.into() });
     let buf = f.new_op(OpKind::LocalAlloc, &[], &[t.with_layout(Some(row_major))], loc);
-    let mut copy_operands = vec![f.result(map, 0), f.result(buf, 0), f.result(bar, 0)];
-    copy_operands.extend_from_slice(offsets);
+    let mut copy_operands = vec![f.result(map, 0), f.result(buf, 0), bar];
+    copy_operands.extend_from_slice(&offsets);
     let copy = f.new_op(OpKind::TmaCopy, &copy_operands, &[], loc);
-    let wait = f.new_op(OpKind::MbarrierWait, &[f.result(bar, 0)], &[], loc);
+    let wait = f.new_op(OpKind::MbarrierWait, &[bar], &[], loc);
     let read = f.new_op(OpKind::LocalLoad, &[f.result(buf, 0)], &[t], loc);
     for new in [map, buf, copy, wait, read] {
         f.insert_op_before(op, new);

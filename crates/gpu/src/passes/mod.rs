@@ -3,9 +3,10 @@
 //!
 //! In pipeline order (declared in [`crate::pipeline::GpuPipeline::passes`]; by name in
 //! [`registry`]): `gpu-assign-layouts` (axis analysis, coalescing, mma layouts,
-//! conversions), `gpu-remove-converts`, `gpu-descriptors` (tensor-descriptor loads become
-//! TMA copies or plain loads), `gpu-pipeline` (cp.async multi-buffering of dot
-//! operands, `num_stages`), `gpu-sink-ranges` (recomputes `arange`s inside the loops that
+//! conversions), `gpu-remove-converts`, `gpu-pipeline` (cp.async — or, for tensor
+//! descriptors on sm_90, TMA — multi-buffering of dot operands, `num_stages`),
+//! `gpu-descriptors` (the other tensor-descriptor loads become TMA copies or plain loads),
+//! `gpu-sink-ranges` (recomputes `arange`s inside the loops that
 //! use them, to shorten their registers' lives), `gpu-alloc-shared` (marks the wgmma
 //! operands read from shared memory, plans shared memory and records the plan in the IR),
 //! `gpu-insert-barriers`.
@@ -95,7 +96,13 @@ impl Pass for Descriptors {
     }
 
     fn run_on_function(&self, f: &mut Function) -> Result<bool, Diagnostic> {
-        Ok(descriptors::lower_descriptors(f, &self.0) > 0)
+        let lowered = descriptors::lower_descriptors(f, &self.0);
+        // What computed the pointers and masks of loads now copied by TMA is dead.
+        let tma = f.all_ops().into_iter().any(|o| matches!(f.ops[o].kind, trident_ir::OpKind::TmaCopy));
+        if tma {
+            trident_opt::Pass::run_on_function(&trident_opt::dce::Dce, f)?;
+        }
+        Ok(lowered > 0 || tma)
     }
 }
 

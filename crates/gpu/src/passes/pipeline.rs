@@ -38,10 +38,12 @@
 //! in the region that holds its place. Without records the schedule above is kept
 //! exactly.
 
+use super::descriptors::{new_barriers, new_map, window_eligible};
 use crate::analysis::AxisAnalysis;
 use crate::layout::distributed;
 use crate::machine::mma::MmaTile;
 use crate::machine::scratch::scratch_bytes;
+use crate::machine::tma::swizzle_for;
 use crate::machine::vector::vector_width_of;
 use crate::options::GpuOptions;
 use std::collections::{HashMap, HashSet};
@@ -74,6 +76,11 @@ struct Cand {
     load: Op,
     convert: Op,
     tile: MmaTile,
+    /// A tensor-descriptor load TMA can copy straight into the ring: the swizzle span of
+    /// the slot's layout (see `machine::tma::swizzle_for`).
+    tma: Option<u32>,
+    /// Wide enough for `cp.async` (4, 8 or 16 bytes per copy).
+    cp_async: bool,
 }
 
 fn is_zero(f: &Function, v: Value) -> bool {
@@ -104,7 +111,7 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
     let mut cands = vec![];
     for &op in &body_ops {
         let od = &f.ops[op];
-        if !matches!(od.kind, OpKind::Load { volatile: false, .. }) {
+        if !matches!(od.kind, OpKind::Load { volatile: false, .. } | OpKind::DescLoad { .. }) {
             continue;
         }
         let r = od.results[0];
@@ -131,12 +138,48 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             continue;
         };
         let bytes = lt.elem().num().map_or(0, |t| t.size_bytes() as u32);
-        let Some(tile) = MmaTile::choose(&src, &dst, op_idx, k_width, bytes) else { continue };
         let w = vector_width_of(&axis, od.operands[0], od.operands.get(1).copied(), &src, bytes);
-        if !matches!(w as u32 * bytes, 4 | 8 | 16) {
-            continue;
+        let cp_async = matches!(w as u32 * bytes, 4 | 8 | 16);
+        // TMA writes the box in memory order: rows along the last dimension.
+        let tma_tile = if window_eligible(f, op, opts) {
+            MmaTile::with_fast(&dst, op_idx, k_width, bytes, 1).and_then(|t| {
+                let sw = t.shared(lt.shape()).ok().and_then(|sl| swizzle_for(&sl, bytes))?;
+                Some((t, sw))
+            })
+        } else {
+            None
+        };
+        let (tile, tma) = match tma_tile {
+            Some((t, sw)) => (t, Some(sw)),
+            None => match MmaTile::choose(&src, &dst, op_idx, k_width, bytes) {
+                Some(t) if cp_async => (t, None),
+                _ => continue,
+            },
+        };
+        cands.push(Cand { load: op, convert: conv, tile, tma, cp_async });
+    }
+    // TMA when every pipelined load can use it; otherwise cp.async for those that can.
+    let use_tma = !cands.is_empty() && cands.iter().all(|c| c.tma.is_some());
+    if !use_tma {
+        // The cp.async ring's tiles follow the loads' register layouts.
+        cands.retain(|c| c.cp_async);
+        for c in cands.iter_mut().filter(|c| c.tma.is_some()) {
+            c.tma = None;
+            let conv = c.convert;
+            let (lt, ct) = (f.ty(f.ops[c.load].results[0]).clone(), f.ty(f.ops[conv].results[0]).clone());
+            let (Some(lid), Some(cid)) = (lt.layout(), ct.layout()) else { return false };
+            let (Ok(src), Ok(dst)) =
+                (distributed(&f.layouts, lid, lt.shape()), distributed(&f.layouts, cid, ct.shape()))
+            else {
+                return false;
+            };
+            let Some(Layout::DotOperand { op_idx, k_width, .. }) = f.layouts.get(cid).cloned() else { return false };
+            let bytes = lt.elem().num().map_or(0, |t| t.size_bytes() as u32);
+            match MmaTile::choose(&src, &dst, op_idx, k_width, bytes) {
+                Some(t) => c.tile = t,
+                None => return skip("a load's cp.async tile does not fit its operand layout"),
+            }
         }
-        cands.push(Cand { load: op, convert: conv, tile });
     }
     if cands.is_empty() {
         return skip("no load feeds an mma operand directly (or it is too narrow for cp.async)");
@@ -165,7 +208,14 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
     let load_set: HashSet<Op> = cands.iter().map(|c| c.load).collect();
     let mut stage0: HashSet<Op> = load_set.clone();
     let mut carried: HashSet<usize> = HashSet::new();
-    let mut work: Vec<Value> = cands.iter().flat_map(|c| f.ops[c.load].operands.to_vec()).collect();
+    // A TMA copy needs only its box's offsets (the map is built before the loop).
+    let copy_operands = |f: &Function, load: Op| -> Vec<Value> {
+        match f.ops[load].kind {
+            OpKind::DescLoad { rank } if use_tma => f.ops[load].operands[4 + 2 * rank as usize..].to_vec(),
+            _ => f.ops[load].operands.to_vec(),
+        }
+    };
+    let mut work: Vec<Value> = cands.iter().flat_map(|c| copy_operands(f, c.load)).collect();
     while let Some(v) = work.pop() {
         match f.values[v].def {
             ValueDef::Arg(b, i) if b == body && i > 0 && !carried.contains(&(i as usize)) => {
@@ -264,6 +314,45 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         let b = ins(f, OpKind::LocalAlloc, &[], Some(bt));
         bufs.push((b, lt.with_layout(Some(l2))));
     }
+    // TMA: one tensor map per load (built at launch) and one mbarrier per slot, on which
+    // every load's copy into the slot arrives.
+    let mut maps = vec![];
+    let mut bars = None;
+    if use_tma {
+        for c in &cands {
+            let m = new_map(f, c.load, c.tma.unwrap_or(0));
+            f.insert_op_before(for_op, m);
+            maps.push(f.result(m, 0));
+        }
+        bars = Some(new_barriers(f, s, cands.len() as u32, loc));
+    }
+    let bar_slot_ty = bars.map(|_| {
+        let one = f.intern_layout(Layout::Shared { vec: 1, per_phase: 1, max_phase: 1, order: vec![0].into() });
+        Type::Tensor { shape: vec![1].into(), elem: trident_ir::Elem::Num(trident_ir::DType::I64), layout: Some(one) }
+    });
+    // The ops that fill slot `slot` for the load `ci` under `map` (stage 0 of an iteration
+    // that exists when `valid`): a TMA copy on the slot's barrier, or a `cp.async`.
+    let copy = |f: &mut Function,
+                ins: &mut Inserter<'_>,
+                ci: usize,
+                slot: Value,
+                map: &HashMap<Value, Value>,
+                valid: Value|
+     -> Op {
+        let op = cands[ci].load;
+        let view = ins(f, OpKind::MemDescIndex, &[bufs[ci].0, slot], Some(bufs[ci].1.clone()));
+        if let (Some(b), Some(bt)) = (bars, bar_slot_ty.clone()) {
+            let bar = ins(f, OpKind::MemDescIndex, &[b, slot], Some(bt));
+            let mut operands = vec![maps[ci], view, bar];
+            operands.extend(copy_operands(f, op).into_iter().map(|v| map.get(&v).copied().unwrap_or(v)));
+            operands.push(valid);
+            return f.new_op(OpKind::TmaCopy, &operands, &[], f.ops[op].loc);
+        }
+        let (ptr, mask) = mapped_ptr_mask(f, op, map);
+        let vm = valid_mask(f, ins, ptr, mask, valid);
+        // The copy is the load: its location (sanitize reports accesses there).
+        f.new_op(OpKind::AsyncCopy, &[view, ptr, vm], &[], f.ops[op].loc)
+    };
     // Prologue: stage 0 of iterations 0..S-1. The ring may reuse space of earlier shared
     // memory users, whose reads must be over before the first copy lands.
     ins(f, OpKind::Barrier, &[], None);
@@ -282,18 +371,16 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         }
         for &op in &order0 {
             if let Some(ci) = cands.iter().position(|c| c.load == op) {
-                let view = ins(f, OpKind::MemDescIndex, &[bufs[ci].0, slot], Some(bufs[ci].1.clone()));
-                let (ptr, mask) = mapped_ptr_mask(f, op, &map);
-                let vm = valid_mask(f, &mut ins, ptr, mask, valid);
-                // The copy is the load: its location (sanitize reports accesses there).
-                let cp = f.new_op(OpKind::AsyncCopy, &[view, ptr, vm], &[], f.ops[op].loc);
+                let cp = copy(f, &mut ins, ci, slot, &map, valid);
                 f.insert_op_before(for_op, cp);
             } else {
                 let c = f.clone_op(op, &mut map);
                 f.insert_op_before(for_op, c);
             }
         }
-        ins(f, OpKind::AsyncCommitGroup, &[], None);
+        if !use_tma {
+            ins(f, OpKind::AsyncCommitGroup, &[], None);
+        }
         for &i in carried.iter() {
             let y = yields[i - 1];
             cur.insert(i, map.get(&y).copied().unwrap_or(y));
@@ -345,23 +432,29 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             map0.insert(args[0], ivn);
             for &op in &order0 {
                 if let Some(ci) = cands.iter().position(|c| c.load == op) {
-                    let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, ws], Some(bufs[ci].1.clone()));
-                    let (ptr, mask) = mapped_ptr_mask(f, op, map0);
-                    let vm = valid_mask(f, app, ptr, mask, valid);
-                    // The copy is the load: its location (sanitize reports accesses there).
-                    let cp = f.new_op(OpKind::AsyncCopy, &[view, ptr, vm], &[], f.ops[op].loc);
+                    let cp = copy(f, app, ci, ws, map0, valid);
                     f.append_op(nb, cp);
                 } else {
                     let c = f.clone_op(op, map0);
                     f.append_op(nb, c);
                 }
             }
-            app(f, OpKind::AsyncCommitGroup, &[], None);
+            if !use_tma {
+                app(f, OpKind::AsyncCommitGroup, &[], None);
+            }
         };
         // The wait for slot r and its reads: at the top, or (records in the body) at the
         // first pipelined load's place, each read at its load's place.
         let wait = |f: &mut Function, app: &mut Inserter<'_>| {
-            app(f, OpKind::AsyncWait { pending: s - 2 }, &[], None);
+            match (bars, bar_slot_ty.clone()) {
+                (Some(b), Some(bt)) => {
+                    let bar = app(f, OpKind::MemDescIndex, &[b, rs], Some(bt));
+                    app(f, OpKind::MbarrierWait, &[bar], None);
+                }
+                _ => {
+                    app(f, OpKind::AsyncWait { pending: s - 2 }, &[], None);
+                }
+            }
             app(f, OpKind::Barrier, &[], None);
         };
         let read = |f: &mut Function, app: &mut Inserter<'_>, map1: &mut HashMap<Value, Value>, ci: usize| {
@@ -445,10 +538,13 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
     }
     // Drain the copies still in flight (their slots are past the last iteration), and let
     // every warp finish reading the ring before its space is reused.
-    let w = f.new_op(OpKind::AsyncWait { pending: 0 }, &[], &[], loc);
-    f.insert_op_after(for_op, w);
+    // (TMA copies are issued only for iterations that exist, each waited for in its own.)
     let bar = f.new_op(OpKind::Barrier, &[], &[], loc);
-    f.insert_op_after(w, bar);
+    f.insert_op_after(for_op, bar);
+    if !use_tma {
+        let w = f.new_op(OpKind::AsyncWait { pending: 0 }, &[], &[], loc);
+        f.insert_op_after(for_op, w);
+    }
     let new_results = f.ops[nfor].results.clone();
     for (i, &r) in d.results.iter().enumerate() {
         f.replace_all_uses(r, new_results[i]);

@@ -13,8 +13,8 @@ use trident_opt::{Pass, PassManager};
 pub const PASS_NAMES: &[&str] = &[
     "gpu-assign-layouts",
     "gpu-remove-converts",
-    "gpu-descriptors",
     "gpu-pipeline",
+    "gpu-descriptors",
     "gpu-sink-ranges",
     "gpu-alloc-shared",
     "gpu-insert-barriers",

@@ -509,7 +509,10 @@ impl<'a> Emitter<'a> {
         }
         match d.kind {
             OpKind::Yield | OpKind::Condition | OpKind::Return | OpKind::Barrier => true,
+            // The pipeliner's copies fill slots no MMA in flight reads; a barrier wait
+            // touches no operand.
             OpKind::AsyncCopy | OpKind::AsyncCommitGroup | OpKind::AsyncWait { .. } => false,
+            OpKind::TmaCopy | OpKind::MbarrierWait => false,
             OpKind::Dot { .. } | OpKind::Record { .. } => false,
             _ => d.attrs.int(SMEM_SIZE).is_some_and(|n| n > 0) || d.kind.effect() == trident_ir::Effect::Write,
         }

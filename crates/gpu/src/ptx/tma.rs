@@ -150,12 +150,19 @@ impl Emitter<'_> {
                 let buf = self.reg1(d.operands[1])?;
                 let bar = self.reg1(d.operands[2])?;
                 let bt = f.ty(d.operands[1]);
+                let rank = bt.shape().len();
                 let bytes = bt.numel() * super::regs::mem_bytes(bt.elem()) as u64;
                 let mut coords = vec![];
-                for &o in d.operands[3..].iter().rev() {
+                for &o in d.operands[3..3 + rank].iter().rev() {
                     coords.push(self.reg1(o)?.to_string());
                 }
-                let leader = self.leader()?;
+                let mut leader = self.leader()?;
+                if let Some(&g) = d.operands.get(3 + rank) {
+                    let g = self.reg1(g)?;
+                    let both = self.new_reg(RegClass::Pred);
+                    self.ins(format!("and.pred {both}, {leader}, {g}"));
+                    leader = both;
+                }
                 self.ins(format!("@{leader} mbarrier.arrive.expect_tx.shared::cta.b64 _, [{bar}], {bytes}"));
                 self.ins(format!(
                     "@{leader} cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{buf}], [{map}, {{{}}}], [{bar}]",
