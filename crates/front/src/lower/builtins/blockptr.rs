@@ -224,10 +224,17 @@ impl<'c, 'a> FnLowering<'c, 'a> {
             let ar = self.emit1(OpKind::Arange { start: 0, end: len as i32 }, &[], Type::tensor(&[len], DType::I32));
             let idx = self.arith(PyBinOp::Add, &offsets[d], &Val::T(ar), r)?;
             let Val::T(idx) = idx else { return Err(self.err(r, "internal error: block pointer index")) };
-            let idx = self.cast(idx, Elem::Num(DType::I64), None, r)?;
-            let mut dims = vec![1u32; n];
-            dims[d] = len;
-            let idx = Val::T(self.reshape_to(idx, &dims, false, r)?);
+            let mut idx = self.cast(idx, Elem::Num(DType::I64), None, r)?;
+            // Unit dimensions around `d` by expand_dims (not a reshape): the GPU backend keeps
+            // such an index in a slice of its user's layout, and the axis analysis follows it,
+            // so the window's accesses stay contiguous and vectorizable.
+            for _ in 0..d {
+                idx = self.expand_dims(idx, 0);
+            }
+            for k in d + 1..n {
+                idx = self.expand_dims(idx, k as u32);
+            }
+            let idx = Val::T(idx);
             let step = self.arith(PyBinOp::Mul, &idx, &bp.strides[d], r)?;
             ptr = self.arith(PyBinOp::Add, &ptr, &step, r)?;
             if check[d] {
