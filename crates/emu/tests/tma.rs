@@ -693,6 +693,58 @@ fn unusable_maps_and_copies_are_errors_naming_the_rule() {
     assert_eq!(e.access.as_ref().map(|a| a.param), Some(0), "{e}");
     // Shared destination not 128-byte aligned.
     check(good.encode(), 64, ErrorKind::Memory, "not 128-byte aligned");
+    // A valid box larger than the shared memory the kernel has.
+    m = good;
+    m.box_dims[1] = 200;
+    m.global_dims[1] = 200;
+    check(m.encode(), 0, ErrorKind::Memory, "outside the CTA's");
+}
+
+#[test]
+fn a_field_replaced_in_a_global_map_is_used() {
+    let mut rng = seed("global-replace");
+    let m = map_2d(ElemType::F16, [64, 24], 64, [32, 8], Swizzle::B64, OobFill::Zero);
+    let tensor = random_bytes(&mut rng, tensor_bytes(&m));
+    // The host map points 64 KiB past the tensor; thread 0 points it at the tensor.
+    let mut stale = m;
+    stale.global_address += 1 << 16;
+    let copy_bytes = box_bytes(&m).next_multiple_of(128);
+    let ptx = load_kernel(&m, Via::Global, 0, box_bytes(&m), copy_bytes).replace(
+        "  ld.param.u64 %rd1, [tmapp];\n",
+        "  ld.param.u64 %rd1, [tmapp];
+  setp.eq.u32 %p6, %r0, 0;
+  @%p6 tensormap.replace.tile.global_address.global.b1024.b64 [%rd1], %rd0;
+  fence.proxy.tensormap::generic.release.gpu;
+  fence.proxy.tensormap::generic.acquire.gpu [%rd1], 128;
+",
+    );
+    valid(&ptx);
+    let c = [20, 19, 0, 0, 0];
+    let mut args = vec![
+        KernelArg::Buffer(bytes_tensor(&tensor)),
+        coords_arg(c),
+        KernelArg::Buffer(poisoned(DType::U8, &[copy_bytes])),
+        KernelArg::Buffer(bytes_tensor(&stale.encode())),
+    ];
+    run_local(&ptx, "tma_load", 128, &mut args).unwrap();
+    assert_eq!(out_bytes(&args, 2), expected_load(&m, &tensor, c, 0, copy_bytes));
+    assert_eq!(out_bytes(&args, 3), m.encode().to_vec(), "the map in global memory now names the tensor");
+}
+
+#[test]
+fn cp_fenceproxy_is_executed_by_whole_warps() {
+    let m = map_2d(ElemType::F16, [64, 16], 64, [64, 8], Swizzle::None, OobFill::Zero);
+    let ptx = load_kernel(&m, Via::InKernel, 0, box_bytes(&m), 1024)
+        .replace("  tensormap.cp_fenceproxy", "  @%p4 tensormap.cp_fenceproxy");
+    valid(&ptx);
+    let mut args = vec![
+        KernelArg::Buffer(HostTensor::zeros(DType::U8, &[tensor_bytes(&m)])),
+        coords_arg([0; 5]),
+        KernelArg::Buffer(poisoned(DType::U8, &[1024])),
+        KernelArg::Buffer(poisoned(DType::U8, &[128])),
+    ];
+    let e = run_local(&ptx, "tma_load", 128, &mut args).unwrap_err();
+    assert!(e.message.contains("part of a warp"), "{e}");
 }
 
 #[test]
@@ -938,3 +990,4 @@ fn tensor_map_instruction_forms_parse_and_unimplemented_ones_are_refused_by_name
         assert!(e.message.contains(why), "{bad}: {e}");
     }
 }
+
