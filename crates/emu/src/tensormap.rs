@@ -420,7 +420,9 @@ impl TensorMap {
         for i in 0..rank {
             let b = self.box_dims[i];
             if !(1..=256).contains(&b) {
-                return Err(invalid(format!("box_dim[{i}] = {b} outside 1..=256 (boxDim must be non-zero and at most 256)")));
+                return Err(invalid(format!(
+                    "box_dim[{i}] = {b} outside 1..=256 (boxDim must be non-zero and at most 256)"
+                )));
             }
             let e = self.element_strides[i];
             if !(1..=8).contains(&e) {
@@ -549,9 +551,16 @@ mod tests {
     fn encode_then_decode_is_the_identity() {
         let m = map2d();
         assert_eq!(TensorMap::decode(&m.encode()), Ok(m));
-        let mut m5 =
-            TensorMap::tiled(1 << 44, ElemType::U8, &[32, 3, 4, 5, 6], &[32, 96, 384, 1920], &[16, 2, 3, 4, 5], Swizzle::None, OobFill::Zero)
-                .unwrap();
+        let mut m5 = TensorMap::tiled(
+            1 << 44,
+            ElemType::U8,
+            &[32, 3, 4, 5, 6],
+            &[32, 96, 384, 1920],
+            &[16, 2, 3, 4, 5],
+            Swizzle::None,
+            OobFill::Zero,
+        )
+        .unwrap();
         m5.element_strides = [1, 2, 3, 4, 5];
         m5.validate().unwrap();
         assert_eq!(TensorMap::decode(&m5.encode()), Ok(m5));

@@ -31,7 +31,18 @@ fn valid_once(ptx: &str) {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     ptx.hash(&mut h);
     let k = h.finish();
-    if SEEN.lock().map(|mut v| if v.contains(&k) { false } else { v.push(k); true }).unwrap_or(true) {
+    if SEEN
+        .lock()
+        .map(|mut v| {
+            if v.contains(&k) {
+                false
+            } else {
+                v.push(k);
+                true
+            }
+        })
+        .unwrap_or(true)
+    {
         valid(ptx);
     }
 }
@@ -50,7 +61,12 @@ fn out_bytes(args: &[KernelArg], i: usize) -> Vec<u8> {
 
 /// Runs without recording the launch for GPU replay (these launches carry emulator-encoded
 /// tensor maps, which a GPU cannot read).
-fn run_local(ptx: &str, entry: &str, block: u32, args: &mut [KernelArg]) -> Result<LaunchReport, trident_emu::EmuError> {
+fn run_local(
+    ptx: &str,
+    entry: &str,
+    block: u32,
+    args: &mut [KernelArg],
+) -> Result<LaunchReport, trident_emu::EmuError> {
     let m = Module::parse(ptx)?;
     let cfg = LaunchConfig { grid: [1, 1, 1], block: [block, 1, 1], ..LaunchConfig::default() };
     launch(&m, entry, &cfg, args)
@@ -116,8 +132,8 @@ fn dest_of(sw: Swizzle, a: usize) -> usize {
 /// Elements per dimension a copy moves: ceil(box / stride), 1 past the rank.
 fn moved(m: &TensorMap) -> [usize; 5] {
     let mut n = [1usize; 5];
-    for i in 0..m.rank as usize {
-        n[i] = (m.box_dims[i] as usize).div_ceil(m.element_strides[i] as usize);
+    for (i, x) in n.iter_mut().enumerate().take(m.rank as usize) {
+        *x = (m.box_dims[i] as usize).div_ceil(m.element_strides[i] as usize);
     }
     n
 }
@@ -241,8 +257,17 @@ fn replace_sequence(m: &TensorMap) -> String {
         // Box dims from registers, global dims as immediates.
         s.push_str(&format!("  mov.u32 %r14, {};\n", m.box_dims[i]));
         put(&mut s, format!("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%r10], {i}, %r14;"));
-        put(&mut s, format!("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%r10], {i}, {};", m.global_dims[i]));
-        put(&mut s, format!("tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%r10], {i}, {};", m.element_strides[i]));
+        put(
+            &mut s,
+            format!("tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%r10], {i}, {};", m.global_dims[i]),
+        );
+        put(
+            &mut s,
+            format!(
+                "tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%r10], {i}, {};",
+                m.element_strides[i]
+            ),
+        );
     }
     for k in 0..r - 1 {
         s.push_str(&format!("  mov.u64 %rd15, {};\n", m.global_strides[k]));
@@ -250,7 +275,10 @@ fn replace_sequence(m: &TensorMap) -> String {
     }
     put(&mut s, format!("tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%r10], {};", elem_info(m.elem_type).1));
     put(&mut s, "tensormap.replace.tile.interleave_layout.shared::cta.b1024.b32 [%r10], 0;".into());
-    put(&mut s, format!("tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%r10], {};", swizzle_code(m.swizzle)));
+    put(
+        &mut s,
+        format!("tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%r10], {};", swizzle_code(m.swizzle)),
+    );
     let fill = match m.fill {
         OobFill::Zero => 0,
         OobFill::Nan => 1,
@@ -390,8 +418,11 @@ fn run_load(
     let copy_bytes = box_bytes(m).next_multiple_of(128);
     let ptx = load_kernel(m, via, dstoff, expect_tx, copy_bytes);
     valid_once(&ptx);
-    let mut args =
-        vec![KernelArg::Buffer(bytes_tensor(tensor)), coords_arg(c), KernelArg::Buffer(poisoned(DType::U8, &[copy_bytes]))];
+    let mut args = vec![
+        KernelArg::Buffer(bytes_tensor(tensor)),
+        coords_arg(c),
+        KernelArg::Buffer(poisoned(DType::U8, &[copy_bytes])),
+    ];
     match via {
         Via::Param => args.push(KernelArg::Bytes(m.encode().to_vec())),
         Via::Global => args.push(KernelArg::Buffer(bytes_tensor(&m.encode()))),
@@ -418,7 +449,13 @@ fn check_load(m: &TensorMap, via: Via, tensor: &[u8], c: [i64; 5], dstoff: u32, 
     let want = expected_load(m, tensor, c, dstoff as usize, out.len());
     if out != want {
         let k = out.iter().zip(&want).position(|(a, b)| a != b).unwrap_or(0);
-        panic!("{what}: {} of {} bytes differ, first at {k}: got {:#04x}, want {:#04x}", out.iter().zip(&want).filter(|(a, b)| a != b).count(), out.len(), out[k], want[k]);
+        panic!(
+            "{what}: {} of {} bytes differ, first at {k}: got {:#04x}, want {:#04x}",
+            out.iter().zip(&want).filter(|(a, b)| a != b).count(),
+            out.len(),
+            out[k],
+            want[k]
+        );
     }
     out
 }
@@ -432,7 +469,9 @@ fn two_d_f16_tile_loads_in_every_swizzle_mode_match_the_isa_layout() {
     // 100 x 70 f16, rows padded to 104 elements (208 bytes, a multiple of 16).
     let (w, h, ld) = (100u64, 70u64, 104u64);
     let tensor = random_bytes(&mut rng, (ld * h * 2) as usize);
-    for (sw, b0, b1) in [(Swizzle::None, 24u32, 10u32), (Swizzle::B32, 16, 16), (Swizzle::B64, 32, 12), (Swizzle::B128, 64, 16)] {
+    for (sw, b0, b1) in
+        [(Swizzle::None, 24u32, 10u32), (Swizzle::B32, 16, 16), (Swizzle::B64, 32, 12), (Swizzle::B128, 64, 16)]
+    {
         let m = map_2d(ElemType::F16, [w, h], ld, [b0, b1], sw, OobFill::Zero);
         let inside = [rng.below(w - b0 as u64) as i64, rng.below(h - b1 as u64) as i64, 0, 0, 0];
         let cases = [
@@ -486,15 +525,27 @@ fn a_map_built_in_the_kernel_equals_the_host_map() {
         let m = map_2d(ElemType::F16, [w, h], ld, [b0, 8], sw, fill);
         for c in [[3, 5, 0, 0, 0], [w as i64 - 20, -2, 0, 0, 0]] {
             let (built, scratch) = run_load(&m, Via::InKernel, &tensor, c, 0, box_bytes(&m)).unwrap();
-            assert_eq!(scratch, m.encode().to_vec(), "the map tensormap.replace built is the host encoding, byte for byte");
+            assert_eq!(
+                scratch,
+                m.encode().to_vec(),
+                "the map tensormap.replace built is the host encoding, byte for byte"
+            );
             let (host, _) = run_load(&m, Via::Param, &tensor, c, 0, box_bytes(&m)).unwrap();
             assert_eq!(built, host, "{sw:?} at {c:?}");
             assert_eq!(built, expected_load(&m, &tensor, c, 0, built.len()));
         }
     }
     // A 3-D map with traversal strides, built in the kernel.
-    let mut m = TensorMap::tiled(buffer_base(0), ElemType::U16, &[40, 9, 10], &[96, 960], &[16, 5, 7], Swizzle::None, OobFill::Zero)
-        .unwrap();
+    let mut m = TensorMap::tiled(
+        buffer_base(0),
+        ElemType::U16,
+        &[40, 9, 10],
+        &[96, 960],
+        &[16, 5, 7],
+        Swizzle::None,
+        OobFill::Zero,
+    )
+    .unwrap();
     m.element_strides = [1, 2, 3, 0, 0];
     m.validate().unwrap();
     let tensor = random_bytes(&mut rng, tensor_bytes(&m));
@@ -516,8 +567,16 @@ fn a_map_in_const_memory() {
 fn three_and_five_dimensional_boxes() {
     let mut rng = seed("3d-5d");
     // 3-D u16 with traversal strides 1, 2, 3 (box 16 x 5 x 7 moves 16 x 3 x 3 elements).
-    let mut m3 = TensorMap::tiled(buffer_base(0), ElemType::U16, &[40, 9, 10], &[96, 960], &[16, 5, 7], Swizzle::None, OobFill::Zero)
-        .unwrap();
+    let mut m3 = TensorMap::tiled(
+        buffer_base(0),
+        ElemType::U16,
+        &[40, 9, 10],
+        &[96, 960],
+        &[16, 5, 7],
+        Swizzle::None,
+        OobFill::Zero,
+    )
+    .unwrap();
     m3.element_strides = [1, 2, 3, 0, 0];
     m3.validate().unwrap();
     assert_eq!(m3.box_bytes(), 16 * 3 * 3 * 2);
@@ -631,7 +690,13 @@ fn tensor_stores_write_only_in_bounds_elements() {
 }
 
 /// `load_kernel` with a map passed as a parameter, expected to fail; returns the error.
-fn load_error(m_bytes: [u8; 128], shape: &TensorMap, tensor_len: usize, c: [i64; 5], dstoff: u32) -> trident_emu::EmuError {
+fn load_error(
+    m_bytes: [u8; 128],
+    shape: &TensorMap,
+    tensor_len: usize,
+    c: [i64; 5],
+    dstoff: u32,
+) -> trident_emu::EmuError {
     let copy_bytes = box_bytes(shape).next_multiple_of(128);
     let ptx = load_kernel(shape, Via::Param, dstoff, box_bytes(shape), copy_bytes);
     valid(&ptx);
@@ -755,7 +820,8 @@ fn a_map_in_shared_memory_cannot_be_used_by_a_copy() {
         "  bar.warp.sync -1;\n  tensormap.cp_fenceproxy",
         "  bar.warp.sync -1;\n  cvta.shared.u64 %rd1, %rd14;\n  tensormap.cp_fenceproxy",
     );
-    let ptx = ptx.replace("  ld.param.u64 %rd1, [scratch];\n", "  ld.param.u64 %rd16, [scratch];\n  mov.u64 %rd14, tm;\n")
+    let ptx = ptx
+        .replace("  ld.param.u64 %rd1, [scratch];\n", "  ld.param.u64 %rd16, [scratch];\n  mov.u64 %rd14, tm;\n")
         .replace("[%rd1], [%r10], 128;", "[%rd16], [%r10], 128;")
         .replace("acquire.gpu [%rd1], 128;", "acquire.gpu [%rd16], 128;");
     valid(&ptx);
@@ -851,7 +917,12 @@ fn waiting_completes_when_the_box_arrives_timed_like_a_bulk_copy() {
         elapsed.push(cycles as f64);
     }
     let ratio = elapsed[0] / elapsed[1];
-    assert!((0.8..1.25).contains(&ratio), "TMA {} vs bulk copy {} cycles for the same 2048 bytes", elapsed[0], elapsed[1]);
+    assert!(
+        (0.8..1.25).contains(&ratio),
+        "TMA {} vs bulk copy {} cycles for the same 2048 bytes",
+        elapsed[0],
+        elapsed[1]
+    );
 }
 
 #[test]
@@ -869,7 +940,10 @@ fn reading_a_tensor_copy_destination_before_waiting_is_a_race() {
     ];
     let e = run_local(&ptx, "tma_load", 128, &mut args).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Race, "{e}");
-    assert!(e.message.contains("bulk copy") && e.line.as_ref().is_some_and(|l| l.1.contains("ld.shared.u32 %r30")), "{e}");
+    assert!(
+        e.message.contains("bulk copy") && e.line.as_ref().is_some_and(|l| l.1.contains("ld.shared.u32 %r30")),
+        "{e}"
+    );
 }
 
 #[test]
@@ -990,4 +1064,3 @@ fn tensor_map_instruction_forms_parse_and_unimplemented_ones_are_refused_by_name
         assert!(e.message.contains(why), "{bad}: {e}");
     }
 }
-

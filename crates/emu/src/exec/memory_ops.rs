@@ -24,7 +24,9 @@ impl Ex<'_, '_> {
             Space::Local => Place::Local(addr),
             Space::Generic => classify_generic(addr),
             // A named parameter's offset, or an address taken with `mov`/`cvta.param`.
-            Space::Param if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_SIZE).contains(&addr) => Place::Param(addr - PARAM_WINDOW),
+            Space::Param if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_SIZE).contains(&addr) => {
+                Place::Param(addr - PARAM_WINDOW)
+            }
             Space::Param => Place::Param(addr),
             _ => Place::Global(addr),
         }

@@ -166,9 +166,8 @@ impl Ex<'_, '_> {
             )));
         }
         let size = self.m.shared.len() as u64;
-        let outside = || {
-            mem(format!("tensor copy {what} at shared offset {off} + {bytes} bytes outside the CTA's {size} bytes"))
-        };
+        let outside =
+            || mem(format!("tensor copy {what} at shared offset {off} + {bytes} bytes outside the CTA's {size} bytes"));
         if off.saturating_add(bytes) > size {
             return Err(outside());
         }
@@ -302,8 +301,8 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                     Place::Global(_) | Place::Shared(_) => {}
                     _ => {
                         return Err(mem(format!(
-                            "tensormap.replace of the tensor map at {a:#x}: it must be in .global or .shared::cta memory"
-                        )))
+                        "tensormap.replace of the tensor map at {a:#x}: it must be in .global or .shared::cta memory"
+                    )))
                     }
                 }
                 if !a.is_multiple_of(64) {

@@ -417,7 +417,13 @@ impl Ex<'_, '_> {
             if memory {
                 self.sm.acc.start(matches!(
                     ins.kind,
-                    Kind::St | Kind::Red | Kind::Stmatrix | Kind::BulkStore | Kind::TensorStore | Kind::TmapReplace | Kind::TmapCopy
+                    Kind::St
+                        | Kind::Red
+                        | Kind::Stmatrix
+                        | Kind::BulkStore
+                        | Kind::TensorStore
+                        | Kind::TmapReplace
+                        | Kind::TmapCopy
                 ));
             }
             match ins.kind {

@@ -178,7 +178,9 @@ impl Ctx<'_> {
                 }
             },
             RawOp::TensorAddr { .. } => {
-                return Err(perr("a `[tensorMap, {coordinates}]` operand belongs to tensor copies (cp.async.bulk.tensor)"))
+                return Err(perr(
+                    "a `[tensorMap, {coordinates}]` operand belongs to tensor copies (cp.async.bulk.tensor)",
+                ))
             }
             RawOp::List(items) => {
                 let mut refs = Vec::new();
@@ -772,8 +774,8 @@ fn map_operand(ctx: &Ctx, base: &Option<String>, off: i64) -> Result<Operand, Em
                 Some(Sym::Global(a)) => Operand::Addr(AddrBase::Abs(*a), off),
                 Some(_) => {
                     return Err(perr(format!(
-                        "tensor map `{n}`: a tensor map lives in .param, .const or .global memory (PTX ISA \"Tensor-map\")"
-                    )))
+                    "tensor map `{n}`: a tensor map lives in .param, .const or .global memory (PTX ISA \"Tensor-map\")"
+                )))
                 }
                 None => return Err(perr(format!("unknown name `{n}` in address"))),
             },
@@ -968,7 +970,8 @@ fn decode_tensor(
                         _ => return Err(unsupported(opcode, &format!("modifier `.{q}`"))),
                     }
                 }
-                let want = if matches!(field, TmapField::GlobalAddress | TmapField::GlobalStride) { Ty::B64 } else { Ty::B32 };
+                let want =
+                    if matches!(field, TmapField::GlobalAddress | TmapField::GlobalStride) { Ty::B64 } else { Ty::B32 };
                 if !b1024 || ty != Some(want) {
                     return Err(perr(format!(
                         "`{opcode}` needs .b1024 and .{} (new_val is .b64 for global_address and global_stride, .b32 otherwise)",
