@@ -1064,3 +1064,69 @@ fn tensor_map_instruction_forms_parse_and_unimplemented_ones_are_refused_by_name
         assert!(e.message.contains(why), "{bad}: {e}");
     }
 }
+
+#[test]
+fn a_grid_of_ctas_copies_a_tensor_tile_by_tile() {
+    let mut rng = seed("tile-copy");
+    // 100 x 70 f16 in rows of 104 elements; 64 x 16 boxes (128B swizzle), the last column and
+    // row of boxes partly outside. Each CTA loads its box and stores it to the same place of
+    // the output: the tensor is copied, the row padding never written.
+    let (w, h, ld, b0, b1) = (100u64, 70u64, 104u64, 64u32, 16u32);
+    let bytes = (b0 * b1 * 2) as usize;
+    let map_of = |i: usize| {
+        TensorMap::tiled(buffer_base(i), ElemType::F16, &[w, h], &[ld * 2], &[b0, b1], Swizzle::B128, OobFill::Zero)
+            .unwrap()
+    };
+    let ptx = format!(
+        "{HEADER}
+.visible .entry tile_copy(.param .u64 src, .param .u64 dst, .param .align 64 .b8 inmap[128], .param .align 64 .b8 outmap[128])
+{{
+  .reg .pred %p<4>;
+  .reg .b32 %r<32>;
+  .reg .b64 %rd<8>;
+  .shared .align 1024 .b8 smem[{bytes}];
+  .shared .align 8 .b64 bar;
+  mov.u32 %r0, %tid.x;
+  mov.u32 %r1, %ctaid.x;
+  mul.lo.u32 %r20, %r1, {b0};
+  mov.u32 %r2, %ctaid.y;
+  mul.lo.u32 %r21, %r2, {b1};
+  mov.b64 %rd1, inmap;
+  mov.b64 %rd2, outmap;
+  mov.u32 %r3, smem;
+  mov.u32 %r4, bar;
+  setp.ne.u32 %p0, %r0, 0;
+  @%p0 bra DONE;
+  mbarrier.init.shared::cta.b64 [%r4], 1;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r4], {bytes};
+  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r3], [%rd1, {{%r20, %r21}}], [%r4];
+WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r4], 0;
+  @!%p1 bra WAIT;
+  cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd2, {{%r20, %r21}}], [%r3];
+  cp.async.bulk.commit_group;
+  cp.async.bulk.wait_group.read 0;
+DONE:
+  ret;
+}}"
+    );
+    valid(&ptx);
+    let input = random_bytes(&mut rng, (ld * h * 2) as usize);
+    let before = poisoned(DType::U8, &[input.len()]);
+    let mut args = vec![
+        KernelArg::Buffer(bytes_tensor(&input)),
+        KernelArg::Buffer(before.clone()),
+        KernelArg::Bytes(map_of(0).encode().to_vec()),
+        KernelArg::Bytes(map_of(1).encode().to_vec()),
+    ];
+    let m = Module::parse(&ptx).unwrap();
+    let grid = [w.div_ceil(b0 as u64) as u32, h.div_ceil(b1 as u64) as u32, 1];
+    let cfg = LaunchConfig { grid, block: [32, 1, 1], ..LaunchConfig::default() };
+    launch(&m, "tile_copy", &cfg, &mut args).unwrap();
+    let out = out_bytes(&args, 1);
+    for (k, (&o, &i)) in out.iter().zip(&input).enumerate() {
+        let col = (k % (ld as usize * 2)) / 2;
+        let want = if (col as u64) < w { i } else { before.data[k] };
+        assert_eq!(o, want, "byte {k} (row {}, column {col})", k / (ld as usize * 2));
+    }
+}
