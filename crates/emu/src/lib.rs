@@ -17,6 +17,9 @@
 //! * `%clock`/`%clock64` read a modelled, deterministic per-warp clock, and every
 //!   launch reports a modelled duration in cycles on a [`MachineModel`] ([`timing`]);
 //!   `//@trident.mark N` comments record the clock at zero cost ([`Marker`]).
+//! * Hopper tensor-map (TMA) copies run on the emulator's own, documented tensor-map
+//!   encoding: the host builds maps with [`TensorMap`] (module [`tensormap`]) and passes them
+//!   as [`KernelArg::Bytes`]; kernels build them with `tensormap.replace`.
 //!
 //! ```no_run
 //! use trident_emu::{launch, KernelArg, LaunchConfig, Module};

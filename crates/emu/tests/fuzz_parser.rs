@@ -112,7 +112,7 @@ fn scale() -> usize {
 
 fn corpus() -> Vec<String> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
-    ["vadd", "softmax", "layernorm", "matmul", "attn_fwd"]
+    ["vadd", "softmax", "layernorm", "matmul", "attn_fwd", "tma"]
         .iter()
         .map(|n| std::fs::read_to_string(format!("{dir}/{n}.ptx")).expect("test data"))
         .collect()
@@ -155,6 +155,49 @@ fn mutated_kernels_never_panic_the_executor() {
                 grid: [2, 1, 1],
                 block: [128, 1, 1],
                 dynamic_shared_bytes: 64,
+                max_warp_instructions_per_cta: 20_000,
+                ..LaunchConfig::default()
+            };
+            let _ = launch(&m, entry, &cfg, &mut args);
+            ran += 1;
+        }
+    }
+    assert!(ran > 10, "only {ran} mutated kernels parsed");
+}
+
+#[test]
+fn mutated_tensor_map_kernels_never_panic_the_executor() {
+    let mut rng = Rng(0xf024);
+    let base = &corpus()[5];
+    // A valid map of a 90 x 50 f16 tensor in buffer argument 0.
+    let map = trident_emu::TensorMap::tiled(
+        trident_emu::buffer_base(0),
+        trident_emu::tensormap::ElemType::F16,
+        &[90, 50],
+        &[192],
+        &[64, 8],
+        trident_emu::tensormap::Swizzle::B128,
+        trident_emu::tensormap::OobFill::Nan,
+    )
+    .expect("a valid map");
+    let mut ran = 0;
+    for _ in 0..100 * scale() {
+        let text = mutate(&mut rng, base);
+        let Ok(m) = Module::parse(&text) else { continue };
+        for entry in m.entries() {
+            let params = m.entry_params(entry).unwrap_or_default();
+            let mut args: Vec<KernelArg> = params
+                .iter()
+                .enumerate()
+                .map(|(i, p)| match (i, p.bytes) {
+                    (_, 128) => KernelArg::Bytes(map.encode().to_vec()),
+                    (_, 8) => KernelArg::Buffer(HostTensor::zeros(DType::U8, &[if i == 0 { 9600 } else { 2048 }])),
+                    _ => KernelArg::Scalar(3),
+                })
+                .collect();
+            let cfg = LaunchConfig {
+                grid: [1, 1, 1],
+                block: [128, 1, 1],
                 max_warp_instructions_per_cta: 20_000,
                 ..LaunchConfig::default()
             };

@@ -166,12 +166,15 @@ impl Ex<'_, '_> {
             )));
         }
         let size = self.m.shared.len() as u64;
+        let outside =
+            || mem(format!("tensor copy {what} at shared offset {off} + {bytes} bytes outside the CTA's {size} bytes"));
+        if off.saturating_add(bytes) > size {
+            return Err(outside());
+        }
         let chunks = if m.swizzle == Swizzle::None { Vec::new() } else { chunk_addrs(m.swizzle, off as u32, bytes) };
-        let end = chunks.iter().map(|&c| c as u64 + 16).max().unwrap_or(off + bytes).max(off + bytes);
-        if end > size {
-            return Err(mem(format!(
-                "tensor copy {what} at shared offset {off} + {bytes} bytes outside the CTA's {size} bytes"
-            )));
+        // A swizzled partial last line can reach past `off + bytes`.
+        if chunks.iter().any(|&c| c as u64 + 16 > size) {
+            return Err(outside());
         }
         Ok((off as u32, chunks))
     }

@@ -67,6 +67,11 @@ pub fn dump_case(m: &Module, ptx: &str, entry: &str, cfg: &LaunchConfig, before:
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
     let Ok(dir) = std::env::var("TRIDENT_EMU_DUMP") else { return };
+    // Byte-array arguments hold emulator tensor maps (the emulator's encoding, fake addresses):
+    // such launches do not replay on a GPU.
+    if before.iter().any(|a| matches!(a, KernelArg::Bytes(_))) {
+        return;
+    }
     let test = std::thread::current().name().unwrap_or("case").replace("::", "_");
     let name = format!("{dir}/{test}_{}", N.fetch_add(1, Ordering::Relaxed));
     let params = m.entry_params(entry).unwrap_or_default();
@@ -88,6 +93,33 @@ pub fn dump_case(m: &Module, ptx: &str, entry: &str, cfg: &LaunchConfig, before:
     }
     let _ = std::fs::write(format!("{name}.ptx"), ptx);
     let _ = std::fs::write(format!("{name}.txt"), meta);
+}
+
+/// Assembles `ptx` with the ptxas in `TRIDENT_PTXAS` (if set) for sm_90a; returns whether it
+/// accepted it (`None` without ptxas).
+pub fn ptxas_accepts(ptx: &str) -> Option<bool> {
+    let tool = std::env::var("TRIDENT_PTXAS").ok()?;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "emu_ptxas_{}_{}.ptx",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::write(&path, ptx).ok()?;
+    let out = std::process::Command::new(tool).args(["-arch=sm_90a", "-o", "/dev/null"]).arg(&path).output().ok()?;
+    let _ = std::fs::remove_file(&path);
+    if !out.status.success() {
+        eprintln!("ptxas: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Some(out.status.success())
+}
+
+/// Asserts that ptxas (when `TRIDENT_PTXAS` names it) accepts the test program.
+pub fn valid(ptx: &str) {
+    if let Some(ok) = ptxas_accepts(ptx) {
+        assert!(ok, "ptxas rejects the test program:\n{ptx}");
+    }
 }
 
 pub fn buf(args: &[KernelArg], i: usize) -> &HostTensor {
