@@ -73,6 +73,16 @@ def benches(quick):
             consts=[("BLOCK_M", 128), ("BLOCK_N", 128), ("BLOCK_K", 32), ("GROUP_M", 8)],
             bytes=None, flops=2 * M * N * K, torch=lambda t: t["a"] @ t["b"]))
 
+    for S in ([2048] if quick else [2048, 4096]):
+        M = N = K = S
+        out.append(dict(
+            name=f"matmul f16 {M}x{N}x{K} descriptors 128x64x64", file="kernels/matmul_descriptor.py",
+            kernel="matmul_desc_kernel", grid=(cdiv(M, 128), cdiv(N, 64)), warps=4, stages=3,
+            tensors=[("a", "randn", f16, (M, K)), ("b", "randn", f16, (K, N)), ("c", "empty", f16, (M, N))],
+            scalars=[("M", M), ("N", N), ("K", K)],
+            consts=[("BLOCK_M", 128), ("BLOCK_N", 64), ("BLOCK_K", 64)],
+            bytes=None, flops=2 * M * N * K, torch=lambda t: t["a"] @ t["b"]))
+
     Z, H, D = 4, 16, 64
     for causal in (False, True):
         S = 1024 if quick else 4096
@@ -169,7 +179,11 @@ def check_shapes(trident):
 
 
 def triton_bench(b):
+    import torch
     import triton
+    # In-kernel tensor descriptors need Triton's scratch allocator.
+    if hasattr(triton, "set_allocator"):
+        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     mod = load(b["file"])
     kern = getattr(mod, b["kernel"])
     t = make_tensors(b)
