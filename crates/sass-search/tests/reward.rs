@@ -158,7 +158,12 @@ fn setup() -> (trident_sass_search::Problem, usize, usize, usize) {
     (problem, target, goal, decoy)
 }
 
-fn run(noisy: bool, algo: Algo, evals: usize, seed: u64) -> (Env, trident_sass_search::Outcome, Rc<RefCell<Log>>, FakeTimer) {
+fn run(
+    noisy: bool,
+    algo: Algo,
+    evals: usize,
+    seed: u64,
+) -> (Env, trident_sass_search::Outcome, Rc<RefCell<Log>>, FakeTimer) {
     let (problem, target, goal, decoy) = setup();
     let log = Rc::new(RefCell::new(Log::default()));
     let timer = FakeTimer { target, goal, decoy, noisy, rng: Rng(seed), log: log.clone() };
