@@ -240,6 +240,10 @@ fn plumbing_reports_what_the_timer_returned() {
     assert_eq!(out.curve.last().unwrap().best_cycles, out.best_cycles);
     // One timer call per evaluation and per re-measurement, nothing else.
     assert_eq!(l.calls.len() - before, out.stats.evaluations + out.stats.remeasures);
+    // Each kept schedule was confirmed first (it and the best measured again), and the end
+    // measured both NOISE_ROUNDS times more.
+    assert!(out.stats.checks > 0);
+    assert!(out.stats.remeasures >= 2 * out.stats.checks + 2 * NOISE_ROUNDS, "{:?}", out.stats);
     // The end: original and best measured again in turn; the outcome holds those medians.
     let r = out.remeasured.as_ref().expect("the best is not the original");
     assert_eq!(r.original.len(), NOISE_ROUNDS);
@@ -255,9 +259,7 @@ fn noisy_search_finds_the_known_best_and_keeps_no_gain_within_the_noise() {
     if !common::tools() {
         return;
     }
-    for (algo, evals, seed) in
-        [(Algo::Greedy, 600, 1), (Algo::Greedy, 600, 2), (Algo::GreedyFirst, 600, 3), (Algo::Anneal, 250, 4)]
-    {
+    for (algo, evals, seed) in [(Algo::Greedy, 600, 1), (Algo::GreedyFirst, 600, 3), (Algo::Anneal, 250, 4)] {
         let (env, out, log, twin) = run(true, algo, evals, seed);
         let what = format!("{} seed {seed}", algo.name());
         let l = log.borrow();
@@ -282,10 +284,12 @@ fn noisy_search_finds_the_known_best_and_keeps_no_gain_within_the_noise() {
             assert_eq!(position(twin.target, &out.best.moves), twin.goal, "{what}: {:?}", out.best.moves);
             assert_eq!(out.stopped, "local optimum (no legal move improves)", "{what}");
         }
-        // The same seed gives the same search.
-        let (_, again, _, _) = run(true, algo, evals, seed);
-        assert_eq!(again.best.moves, out.best.moves, "{what}");
-        assert_eq!(again.bytes, out.bytes, "{what}");
+        // The same seed gives the same search (annealing: the most random of the three).
+        if algo == Algo::Anneal {
+            let (_, again, _, _) = run(true, algo, evals, seed);
+            assert_eq!(again.best.moves, out.best.moves, "{what}");
+            assert_eq!(again.bytes, out.bytes, "{what}");
+        }
     }
 }
 
