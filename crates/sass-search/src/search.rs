@@ -448,6 +448,7 @@ fn greedy(run: &mut Run, first: bool) -> String {
             }
         }
         let mut children: Vec<(u64, State)> = vec![];
+        let mut kept = None;
         for a in actions {
             if run.spent() {
                 break;
@@ -456,25 +457,32 @@ fn greedy(run: &mut Run, first: bool) -> String {
             let Some(c) = run.score(&child) else { continue };
             if first && run.improves(c, cur_c) {
                 if run.offer(&child, c) == Offer::Kept {
-                    children.push((run.best_cycles, child));
+                    kept = Some(child);
                     break;
                 }
                 continue;
             }
             children.push((c, child));
         }
-        // The best child that improves and passes the check.
-        children.sort_by_key(|(c, _)| *c);
+        // First improvement: the child just kept; best improvement: the best child that
+        // improves and passes the check.
         let mut moved = false;
-        for (c, child) in children {
-            if !run.improves(c, cur_c) {
-                break;
-            }
-            if run.offer(&child, c) == Offer::Kept {
-                cur = child;
-                cur_c = run.best_cycles;
-                moved = true;
-                break;
+        if let Some(child) = kept {
+            cur = child;
+            cur_c = run.best_cycles;
+            moved = true;
+        } else {
+            children.sort_by_key(|(c, _)| *c);
+            for (c, child) in children {
+                if !run.improves(c, cur_c) {
+                    break;
+                }
+                if run.offer(&child, c) == Offer::Kept {
+                    cur = child;
+                    cur_c = run.best_cycles;
+                    moved = true;
+                    break;
+                }
             }
         }
         if run.spent() {
