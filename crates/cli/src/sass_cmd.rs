@@ -72,16 +72,24 @@ pub enum SassCommand {
         output: PathBuf,
     },
     /// Search a kernel's schedule (moves of its memory instructions) for fewer estimated
-    /// cycles on the SASS emulator; every kept schedule is verified and checked for equal
-    /// outputs on fresh random inputs.
+    /// cycles on the SASS emulator, or for less measured time on a CUDA device
+    /// (--backend cuda); every kept schedule is verified and checked for equal outputs on
+    /// fresh random inputs on the SASS emulator (and, with --backend cuda, on the GPU).
     ///
-    /// trident sass search FILE.py::KERNEL ARGS... --grid G [--backend sass-emu] [--target sm_80|sm_90a]
+    /// trident sass search FILE.py::KERNEL ARGS... --grid G [--backend sass-emu|cuda] [--target sm_80|sm_90a]
     ///     [--algo greedy|greedy-first|anneal|beam[:W]|ppo] [--budget 60s|2m|N] [--seed S]
-    ///     [-o OUT.cubin] [--moves OUT.json] [--curve OUT.csv]
+    ///     [--repeats N] [-o OUT.cubin] [--moves OUT.json] [--curve OUT.csv] [--plot OUT.png]
+    ///     [--plot-size WxH]
     ///
     /// ARGS, --grid, --num-warps and --num-stages are `trident run`'s (rand/randn inputs use
     /// seed 0: --seed is the search's).
-    /// --budget: wall time (90s, 2m) or a number of emulator runs; default 60s, greedy, sm_80.
+    /// --budget: wall time (90s, 2m) or a number of scored schedules; default 60s, greedy,
+    /// sm_80 (with --backend cuda: device 0's target).
+    /// --backend cuda: each candidate timed with CUDA events, 256 MiB overwritten before each
+    /// launch (L2 flushed), the median of --repeats launches (default 30) after 5 warm-up; a
+    /// gain counts only beyond the noise measured on the original (five measurements) and
+    /// after a second measurement next to the best.
+    /// --plot: the learning curve as a PNG (--plot-size, default 800x480).
     Search {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         words: Vec<String>,

@@ -4,16 +4,18 @@
 //! crate's.
 //!
 //! ```text
-//! trident sass search FILE.py::KERNEL ARGS... --grid G [--backend sass-emu] [--target sm_80|sm_90a]
-//!     [--algo greedy|greedy-first|anneal|beam[:W]|ppo] [--budget 60s|2m|N] [--seed S]
-//!     [-o OUT.cubin] [--moves OUT.json] [--curve OUT.csv]
+//! trident sass search FILE.py::KERNEL ARGS... --grid G [--backend sass-emu|cuda] [--target sm_80|sm_90a]
+//!     [--algo greedy|greedy-first|anneal|beam[:W]|ppo] [--budget 60s|2m|N] [--seed S] [--repeats N]
+//!     [-o OUT.cubin] [--moves OUT.json] [--curve OUT.csv] [--plot OUT.png] [--plot-size WxH]
 //! ```
 
 use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use trident_runtime::sass_search::{self, search};
+use trident_runtime::args::Backend;
+use trident_runtime::plot::{curve_png, CurvePlot};
+use trident_runtime::sass_search::{self, search, CudaTimer};
 use trident_runtime::RunCommand;
 
 /// The search's own options, taken out of the line before the run parser sees it.
@@ -21,25 +23,36 @@ struct SearchOptions {
     algo: search::Algo,
     budget: search::Budget,
     seed: u64,
-    target: String,
+    target: Option<String>,
+    repeats: Option<usize>,
     output: Option<String>,
     moves: Option<String>,
     curve: Option<String>,
+    plot: Option<String>,
+    plot_size: (u32, u32),
 }
 
-const USAGE: &str = "usage: trident sass search FILE.py::KERNEL ARGS... --grid G [--backend sass-emu] \
+const USAGE: &str = "usage: trident sass search FILE.py::KERNEL ARGS... --grid G [--backend sass-emu|cuda] \
 [--target sm_80|sm_90|sm_90a] [--algo greedy|greedy-first|anneal|beam[:W]|ppo] [--budget 60s|2m|N] [--seed S] \
-[-o OUT.cubin] [--moves OUT.json] [--curve OUT.csv]";
+[--repeats N] [-o OUT.cubin] [--moves OUT.json] [--curve OUT.csv] [--plot OUT.png] [--plot-size WxH]";
+
+fn parse_size(v: &str) -> Option<(u32, u32)> {
+    let (w, h) = v.split_once(['x', 'X'])?;
+    Some((w.parse().ok()?, h.parse().ok()?))
+}
 
 fn split_options(words: &[String]) -> Result<(SearchOptions, Vec<String>), String> {
     let mut o = SearchOptions {
         algo: search::Algo::Greedy,
         budget: search::Budget::Time(Duration::from_secs(60)),
         seed: 1,
-        target: "sm_80".into(),
+        target: None,
+        repeats: None,
         output: None,
         moves: None,
         curve: None,
+        plot: None,
+        plot_size: (800, 480),
     };
     let mut rest = vec![];
     let mut i = 0;
@@ -49,7 +62,19 @@ fn split_options(words: &[String]) -> Result<(SearchOptions, Vec<String>), Strin
             Some((f, v)) if f.starts_with('-') => (f, Some(v.to_string())),
             _ => (w.as_str(), None),
         };
-        let known = ["--algo", "--budget", "--seed", "--target", "-o", "--output", "--moves", "--curve"];
+        let known = [
+            "--algo",
+            "--budget",
+            "--seed",
+            "--target",
+            "--repeats",
+            "-o",
+            "--output",
+            "--moves",
+            "--curve",
+            "--plot",
+            "--plot-size",
+        ];
         if !known.contains(&flag) {
             rest.push(w.clone());
             i += 1;
@@ -69,9 +94,18 @@ fn split_options(words: &[String]) -> Result<(SearchOptions, Vec<String>), Strin
             "--seed" => {
                 o.seed = value.parse().map_err(|_| format!("error: --seed: `{value}` is not a whole number"))?
             }
-            "--target" => o.target = value,
+            "--target" => o.target = Some(value),
+            "--repeats" => match value.parse::<usize>() {
+                Ok(n) if n >= 3 => o.repeats = Some(n),
+                _ => return Err(format!("error: --repeats: `{value}` is not a whole number ≥ 3")),
+            },
             "-o" | "--output" => o.output = Some(value),
             "--moves" => o.moves = Some(value),
+            "--plot" => o.plot = Some(value),
+            "--plot-size" => {
+                o.plot_size = parse_size(&value)
+                    .ok_or_else(|| format!("error: --plot-size: `{value}` is not WIDTHxHEIGHT (800x480)"))?
+            }
             _ => o.curve = Some(value),
         }
     }
@@ -81,14 +115,37 @@ fn split_options(words: &[String]) -> Result<(SearchOptions, Vec<String>), Strin
 pub fn search(words: &[String]) -> Result<(), String> {
     let (o, rest) = split_options(words)?;
     let cmd = RunCommand::parse(&rest).map_err(|e| format!("error: {e}\n{USAGE}"))?;
-    let setup = sass_search::setup(&cmd, &o.target).map_err(|e| e.text)?;
+    let cuda = cmd.backend == Backend::Cuda;
+    if o.repeats.is_some() && !cuda {
+        return Err("error: --repeats: only with --backend cuda (the SASS emulator's estimate is exact)".into());
+    }
+    let (w, h) = o.plot_size;
+    let (min_w, min_h) = trident_runtime::plot::MIN_SIZE;
+    if w < min_w || h < min_h || w > 8192 || h > 8192 {
+        return Err(format!("error: --plot-size {w}x{h}: from {min_w}x{min_h} to 8192x8192"));
+    }
+    let setup = sass_search::setup(&cmd, o.target.as_deref()).map_err(|e| e.text)?;
     let disasm = sass_search::disassembler().map_err(|e| e.text)?;
     let kernel = setup.problem.kernel.clone();
-    let mut env = search::Env::new(setup.problem, disasm).map_err(|e| format!("error: {e}"))?;
+    let mut env = if cuda {
+        let timer = CudaTimer::new(&setup, o.repeats.unwrap_or(CudaTimer::REPEATS)).map_err(|e| e.text)?;
+        let unstable = timer.unstable();
+        if !unstable.is_empty() {
+            eprintln!(
+                "note: arguments {unstable:?} differ between two GPU runs of the original: the GPU check does not \
+                 compare them (the SASS emulator's check does)"
+            );
+        }
+        search::Env::with_reward(setup.problem.clone(), disasm, Box::new(timer))
+    } else {
+        search::Env::new(setup.problem.clone(), disasm)
+    }
+    .map_err(|e| format!("error: {e}"))?;
+    let (reward, unit) = env.reward();
     let actions = env.actions(env.original()).len();
     eprintln!(
         "searching {kernel} ({}, grid {:?}, {} threads): {} instructions, {} memory, {actions} legal moves at the start; \
-         {} on the SASS emulator's cycle estimate",
+         {} on {reward}",
         setup.arch,
         setup.grid,
         setup.threads,
@@ -111,7 +168,7 @@ pub fn search(words: &[String]) -> Result<(), String> {
     let mut report = |p: &search::Progress| {
         bar.set_position((p.fraction * 1000.0) as u64);
         bar.set_message(format!(
-            "{} evaluations, best {} cycles ({:.3}×)",
+            "{} evaluations, best {} {unit} ({:.3}×)",
             p.evaluations,
             p.best_cycles,
             p.original_cycles as f64 / p.best_cycles.max(1) as f64
@@ -122,22 +179,70 @@ pub fn search(words: &[String]) -> Result<(), String> {
 
     let s = &out.stats;
     println!("kernel        {kernel} ({}), {} search, seed {}", setup.arch, out.algo.name(), out.seed);
-    println!("original      {} estimated cycles", out.original_cycles);
-    println!(
-        "best          {} estimated cycles: {:.4}× (SASS emulator model, uncalibrated)",
-        out.best_cycles,
-        out.speedup()
-    );
+    if env.exact() {
+        println!("original      {} estimated cycles", out.original_cycles);
+        println!(
+            "best          {} estimated cycles: {:.4}× (SASS emulator model, uncalibrated)",
+            out.best_cycles,
+            out.speedup()
+        );
+    } else {
+        let n = &env.noise;
+        println!("reward        {reward}");
+        println!(
+            "original      {} {unit} (median of {} measurements: {:?})",
+            out.original_cycles,
+            n.rounds.len(),
+            n.rounds
+        );
+        println!(
+            "noise         a gain counts above {} {unit} (the range of those, {} {unit}, or 3 standard errors of a \
+             difference, {:.0} {unit}), confirmed by a second measurement next to the best",
+            n.threshold,
+            n.range,
+            3.0 * std::f64::consts::SQRT_2 * n.error
+        );
+        println!("best          {} {unit}: {:.4}× (as measured when kept)", out.best_cycles, out.speedup());
+        if let Some(r) = &out.remeasured {
+            println!(
+                "re-measured   original {:?}, best {:?} {unit} ({} interleaved rounds): {:.4}×",
+                r.original,
+                r.best,
+                r.original.len(),
+                r.speedup()
+            );
+        }
+    }
     println!("moves         {} (of the best schedule)", out.best.moves.len());
-    println!(
-        "evaluations   {} emulator runs, {} cache hits, {} moves made, {} refused, {} rejected by the verifier, \
-         {} stopped by the emulator",
-        s.evaluations, s.cache_hits, s.moves, s.refused, s.verifier_rejected, s.emulator_errors
-    );
-    println!(
-        "checks        {} kept schedules checked (verifier + equal outputs on fresh inputs), {} failed",
-        s.checks, s.check_failures
-    );
+    if env.exact() {
+        println!(
+            "evaluations   {} emulator runs, {} cache hits, {} moves made, {} refused, {} rejected by the verifier, \
+             {} stopped by the emulator",
+            s.evaluations, s.cache_hits, s.moves, s.refused, s.verifier_rejected, s.emulator_errors
+        );
+        println!(
+            "checks        {} kept schedules checked (verifier + equal outputs on fresh inputs), {} failed",
+            s.checks, s.check_failures
+        );
+    } else {
+        println!(
+            "evaluations   {} schedules timed, {} cache hits, {} measured again ({} gains not confirmed), {} moves \
+             made, {} refused, {} rejected by the verifier, {} failed to run",
+            s.evaluations,
+            s.cache_hits,
+            s.remeasures,
+            s.unconfirmed,
+            s.moves,
+            s.refused,
+            s.verifier_rejected,
+            s.emulator_errors
+        );
+        println!(
+            "checks        {} kept schedules checked (verifier + equal outputs on fresh inputs on the SASS emulator, \
+             equal outputs on the GPU), {} failed",
+            s.checks, s.check_failures
+        );
+    }
     println!("time          {:.1} s ({})", out.elapsed.as_secs_f64(), out.stopped);
     let curve: Vec<String> = out.curve.iter().map(|p| format!("{:.1}s:{}", p.seconds, p.best_cycles)).collect();
     println!("curve         {}", curve.join(" → "));
@@ -155,6 +260,14 @@ pub fn search(words: &[String]) -> Result<(), String> {
     if let Some(p) = &o.curve {
         write(p, out.curve_csv().as_bytes())?;
         println!("wrote {p}");
+    }
+    if let Some(p) = &o.plot {
+        let points: Vec<(f64, u64)> = out.curve.iter().map(|c| (c.seconds, c.best_cycles)).collect();
+        let title = format!("{kernel} ({}): {} search, seed {}", setup.arch, out.algo.name(), out.seed);
+        let unit = if env.exact() { "estimated cycles".to_string() } else { format!("{unit} (measured)") };
+        let plot = CurvePlot { title: &title, unit: &unit, original: out.original_cycles, points: &points };
+        write(p, &curve_png(&plot, w, h).map_err(|e| format!("error: --plot: {e}"))?)?;
+        println!("wrote {p} ({w}×{h})");
     }
     Ok(())
 }

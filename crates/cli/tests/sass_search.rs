@@ -1,6 +1,8 @@
 //! `trident sass search`: a short search on a bundled kernel writes a cubin that the
 //! verifier accepts as a legal reordering of the one `trident compile --emit cubin` makes,
-//! the moves and the curve; bad options are errors, never panics.
+//! the moves, the curve and its plot; bad options are errors, never panics; `--backend cuda`
+//! without a driver is an error that says so, and with a GPU a short timed search (run where
+//! a GPU is: skipped here otherwise).
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -37,10 +39,26 @@ fn search_writes_a_verified_cubin_moves_and_curve() {
     std::fs::create_dir_all(&dir).unwrap();
     let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
     let (best, moves, curve, orig) = (p("best.cubin"), p("moves.json"), p("curve.csv"), p("orig.cubin"));
+    let plot = p("curve.png");
     let mut args = vec!["sass", "search"];
     args.extend(KERNEL);
     args.extend([
-        "--algo", "anneal", "--budget", "20", "--seed", "2", "-o", &best, "--moves", &moves, "--curve", &curve,
+        "--algo",
+        "anneal",
+        "--budget",
+        "20",
+        "--seed",
+        "2",
+        "-o",
+        &best,
+        "--moves",
+        &moves,
+        "--curve",
+        &curve,
+        "--plot",
+        &plot,
+        "--plot-size",
+        "500x300",
     ]);
     let o = trident(&args);
     let out = text(&o);
@@ -52,6 +70,8 @@ fn search_writes_a_verified_cubin_moves_and_curve() {
     assert!(json.contains("\"kernel\": \"softmax_kernel\"") && json.contains("\"moves\": ["), "{json}");
     let csv = std::fs::read_to_string(&curve).unwrap();
     assert!(csv.starts_with("seconds,evaluations,best_cycles,speedup\n") && csv.lines().count() >= 3, "{csv}");
+    assert_eq!(png_size(&std::fs::read(&plot).unwrap()), (500, 300));
+    assert!(out.contains("(500×300)"), "{out}");
 
     // The same kernel compiled by `trident compile`: the search's cubin is a legal, timing-clean
     // reordering of it.
@@ -63,6 +83,16 @@ fn search_writes_a_verified_cubin_moves_and_curve() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("legal reordering of the original"), "{}", text(&o));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A PNG's width and height from its header (the signature, then the IHDR chunk first), and
+/// its last chunk IEND. The plot's own tests decode it whole.
+fn png_size(bytes: &[u8]) -> (u32, u32) {
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    assert_eq!(&bytes[8..16], b"\0\0\0\x0dIHDR", "no IHDR first");
+    assert_eq!(&bytes[bytes.len() - 8..bytes.len() - 4], b"IEND", "no IEND last");
+    let be = |i: usize| u32::from_be_bytes(bytes[i..i + 4].try_into().unwrap());
+    (be(16), be(20))
 }
 
 #[test]
@@ -79,9 +109,12 @@ fn bad_options_are_errors() {
         (&["--budget", "soon"][..], "bad budget"),
         (&["--seed", "x"][..], "--seed"),
         (&["--algo"][..], "--algo needs a value"),
-        (&["--backend", "cuda"][..], "not implemented yet"),
         (&["--backend", "interp"][..], "runs on the SASS emulator"),
         (&["--target", "sm_42"][..], "--target sm_42"),
+        (&["--repeats", "10"][..], "only with --backend cuda"),
+        (&["--backend", "cuda", "--repeats", "2"][..], "--repeats: `2`"),
+        (&["--plot-size", "10x10"][..], "--plot-size 10x10"),
+        (&["--plot-size", "big"][..], "--plot-size: `big`"),
     ] {
         let o = with(extra);
         let out = text(&o);
@@ -91,4 +124,84 @@ fn bad_options_are_errors() {
     }
     let o = trident(&["sass", "search", "kernels/softmax.py::softmax_kernel", "BLOCK=128"]);
     assert!(!o.status.success() && text(&o).contains("--grid"), "{}", text(&o));
+}
+
+#[test]
+fn cuda_without_a_driver_is_an_error() {
+    if trident_runtime::gpu::cuda_available() {
+        return eprintln!("skipped: a CUDA device is here (cuda_search_times_candidates_on_the_gpu runs)");
+    }
+    let mut a = vec!["sass", "search"];
+    a.extend(KERNEL);
+    a.extend(["--backend", "cuda", "--budget", "5"]);
+    let o = trident(&a);
+    let out = text(&o);
+    assert!(!o.status.success(), "{out}");
+    assert!(out.contains("--backend cuda: no CUDA") && out.contains("--backend sass-emu"), "{out}");
+    assert!(!out.contains("panicked"), "{out}");
+}
+
+/// On a GPU: a short search timed with CUDA events writes a cubin the verifier accepts, says
+/// what the noise was, and checks kept schedules on the GPU too.
+#[test]
+fn cuda_search_times_candidates_on_the_gpu() {
+    if !trident_runtime::gpu::cuda_available() {
+        return eprintln!("skipped: no CUDA device");
+    }
+    if std::env::var_os("TRIDENT_PTXAS").is_none() || std::env::var_os("TRIDENT_NVDISASM").is_none() {
+        return eprintln!("skipped: TRIDENT_PTXAS/TRIDENT_NVDISASM not set");
+    }
+    let dir = std::env::temp_dir().join(format!("trident-sass-search-cuda-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let (best, curve, plot) = (p("best.cubin"), p("curve.csv"), p("curve.png"));
+    // A kernel with memory instructions that move (matmul), small enough to time quickly.
+    let mut args = vec![
+        "sass",
+        "search",
+        "kernels/matmul.py::matmul_kernel",
+        "a=randn:f16:128x128",
+        "b=randn:f16:128x128",
+        "c=empty:f16:128x128",
+        "M=128",
+        "N=128",
+        "K=128",
+        "stride_am=128",
+        "stride_ak=1",
+        "stride_bk=128",
+        "stride_bn=1",
+        "stride_cm=128",
+        "stride_cn=1",
+        "BLOCK_M=64",
+        "BLOCK_N=64",
+        "BLOCK_K=32",
+        "GROUP_M=8",
+        "--grid=4",
+    ];
+    args.extend([
+        "--backend",
+        "cuda",
+        "--algo",
+        "anneal",
+        "--budget",
+        "60",
+        "--repeats",
+        "10",
+        "--seed",
+        "1",
+        "-o",
+        &best,
+        "--curve",
+        &curve,
+        "--plot",
+        &plot,
+    ]);
+    let o = trident(&args);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    for want in ["reward        measured time on", "noise         a gain counts above", "ns", "0 failed"] {
+        assert!(out.contains(want), "`{want}` missing from:\n{out}");
+    }
+    assert_eq!(png_size(&std::fs::read(&plot).unwrap()), (800, 480));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -302,8 +302,25 @@ fn cuda_load(code: &GpuCode) -> Result<CudaLoaded, RunError> {
         .map_err(RunError::msg)
 }
 
+/// Bytes overwritten before each timed launch with `flush_l2`: over the L2 cache of any GPU
+/// so far (50 MiB on the H100 and H200), so no timed launch finds its inputs there.
+pub const L2_FLUSH_BYTES: usize = 256 << 20;
+
+/// Loads kernel `entry` of `cubin` on `dev` — that cubin and nothing else (no PTX fallback):
+/// what a schedule search times must be the schedule it searched.
+pub(crate) fn cuda_load_cubin(
+    dev: &trident_cuda::Device,
+    cubin: &[u8],
+    entry: &str,
+) -> Result<trident_cuda::Kernel, RunError> {
+    let module = trident_cuda::Module::load_cubin(dev, cubin).map_err(|e| {
+        RunError::msg(format!("cuda: the driver does not load the cubin (device {}): {e}", dev.info().sm_name()))
+    })?;
+    module.kernel(entry).map_err(cuda_err)
+}
+
 /// One kernel's arguments on device 0, ready for repeated timed launches
-/// (the autotuner's runs, `trident bench`).
+/// (the autotuner's runs, `trident bench`, a schedule search's timer).
 pub struct CudaRunner {
     loaded: CudaLoaded,
     args: Vec<ArgValue>,
@@ -319,13 +336,36 @@ pub struct CudaRunner {
     sanitize: Option<(Vec<u64>, trident_cuda::DeviceBuffer)>,
     /// A TMA kernel's tensor maps, encoded by the driver for `bufs` (hidden, after the rest).
     maps: Vec<[u8; 128]>,
+    /// The L2 flush buffer ([`L2_FLUSH_BYTES`]), allocated on the first flushed timing.
+    flush: std::sync::OnceLock<trident_cuda::DeviceBuffer>,
 }
 
 impl CudaRunner {
     /// Loads `code` (once per kernel) and uploads the arguments (IR parameter order).
     pub fn new(code: &GpuCode, args: &[ArgValue], grid: [u32; 3]) -> Result<CudaRunner, RunError> {
+        CudaRunner::with_loaded(cuda_load(code)?, code, args, grid)
+    }
+
+    /// [`CudaRunner::new`] for kernel `code.ptx.entry` of `cubin` exactly (no PTX fallback;
+    /// see [`cuda_load_cubin`]).
+    pub(crate) fn for_cubin(
+        code: &GpuCode,
+        cubin: &[u8],
+        args: &[ArgValue],
+        grid: [u32; 3],
+    ) -> Result<CudaRunner, RunError> {
+        let dev = trident_cuda::Device::open(0).map_err(cuda_err)?;
+        let kernel = cuda_load_cubin(&dev, cubin, &code.ptx.entry)?;
+        CudaRunner::with_loaded(CudaLoaded { dev, kernel }, code, args, grid)
+    }
+
+    fn with_loaded(
+        loaded: CudaLoaded,
+        code: &GpuCode,
+        args: &[ArgValue],
+        grid: [u32; 3],
+    ) -> Result<CudaRunner, RunError> {
         use trident_cuda::DeviceBuffer;
-        let loaded = cuda_load(code)?;
         let profile = match crate::profile::buffer_bytes(code, grid)? {
             Some(n) => {
                 let b = DeviceBuffer::alloc(&loaded.dev, n).map_err(cuda_err)?;
@@ -361,7 +401,13 @@ impl CudaRunner {
             params: code.ptx.params.iter().map(|p| p.ty.clone()).collect(),
             profile,
             sanitize,
+            flush: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The device the kernel is loaded on.
+    pub(crate) fn device(&self) -> &trident_cuda::Device {
+        &self.loaded.dev
     }
 
     /// The profile buffer as the last launch left it (profiled kernels only).
@@ -397,9 +443,21 @@ impl CudaRunner {
     }
 
     /// Launches `warmup` times untimed, then `reps` times each timed with CUDA events;
-    /// with `flush_l2`, a 256 MiB buffer (over any GPU's L2) is overwritten before each
-    /// timed launch, outside the timed interval.
+    /// with `flush_l2`, a buffer of [`L2_FLUSH_BYTES`] (over any GPU's L2) is overwritten
+    /// before each timed launch, outside the timed interval.
     pub fn time(&self, warmup: usize, reps: usize, flush_l2: bool) -> Result<Vec<Duration>, RunError> {
+        self.time_kernel(&self.loaded.kernel, warmup, reps, flush_l2)
+    }
+
+    /// [`CudaRunner::time`] for another kernel with the same parameters and launch (a
+    /// reordering of this one's cubin, in a schedule search), on these arguments.
+    pub(crate) fn time_kernel(
+        &self,
+        kernel: &trident_cuda::Kernel,
+        warmup: usize,
+        reps: usize,
+        flush_l2: bool,
+    ) -> Result<Vec<Duration>, RunError> {
         use trident_cuda::{Event, Param};
         let mut params: Vec<Param> = self
             .params
@@ -430,14 +488,19 @@ impl CudaRunner {
         let dev = &self.loaded.dev;
         let stream = dev.default_stream();
         let prepared =
-            trident_cuda::PreparedLaunch::new(&self.loaded.kernel, self.grid, self.block, self.shared, &params)
-                .map_err(cuda_err)?;
+            trident_cuda::PreparedLaunch::new(kernel, self.grid, self.block, self.shared, &params).map_err(cuda_err)?;
         let (start, end) = (Event::new(dev).map_err(cuda_err)?, Event::new(dev).map_err(cuda_err)?);
         for _ in 0..warmup {
             prepared.launch(&stream).map_err(cuda_err)?;
         }
-        let flush =
-            if flush_l2 { Some(trident_cuda::DeviceBuffer::alloc(dev, 256 << 20).map_err(cuda_err)?) } else { None };
+        let flush = match (flush_l2, self.flush.get()) {
+            (false, _) => None,
+            (true, Some(f)) => Some(f),
+            (true, None) => {
+                let f = trident_cuda::DeviceBuffer::alloc(dev, L2_FLUSH_BYTES).map_err(cuda_err)?;
+                Some(self.flush.get_or_init(|| f))
+            }
+        };
         let mut samples = vec![];
         for _ in 0..reps.max(1) {
             if let Some(f) = &flush {
@@ -461,6 +524,11 @@ impl CudaRunner {
             Some(Some(b)) => b.memset(0).map_err(cuda_err),
             _ => Ok(()),
         }
+    }
+
+    /// Uploads every tensor argument's host value again.
+    pub(crate) fn restore_all(&self) -> Result<(), RunError> {
+        (0..self.bufs.len()).try_for_each(|i| self.restore(i))
     }
 
     /// Uploads argument `i`'s host value again (`restore_value`).

@@ -39,6 +39,7 @@ pub mod grid_expr;
 pub mod launch;
 pub mod layout;
 pub mod npy;
+pub mod plot;
 pub mod profile;
 pub mod program;
 pub mod ptx_run;

@@ -1,7 +1,8 @@
 //! Never a wrong kernel: a schedule is kept only when the cubin written for it, read back
 //! by the disassembler, passes the verifier against the original (timing; a legal
 //! reordering) and computes what the original computes — both launched on the same fresh
-//! random inputs, every buffer compared bit for bit afterwards.
+//! random inputs, every buffer compared bit for bit afterwards — and then whatever the
+//! reward checks itself (`Reward::check`: a GPU timer compares the GPU's outputs).
 
 use trident_core::HostTensor;
 use trident_emu::KernelArg;
@@ -52,10 +53,11 @@ pub fn first_difference(want: &[KernelArg], got: &[KernelArg]) -> Option<String>
 impl Env {
     /// Checks `s` as it would be written: its bytes parsed and disassembled again, the
     /// verifier against the original, then the original and `s` on the same fresh inputs
-    /// (`seed`). Counted in [`Env::stats`]; an error says what failed.
+    /// (`seed`) on the SASS emulator, then the reward's own check (`Reward::check`). Counted
+    /// in [`Env::stats`]; an error says what failed.
     pub fn check(&mut self, s: &State, seed: u64) -> Result<(), String> {
         self.stats.checks += 1;
-        let r = self.check_uncounted(s, seed);
+        let r = self.check_uncounted(s, seed).and_then(|()| self.reward_check(s));
         if r.is_err() {
             self.stats.check_failures += 1;
         }

@@ -1,6 +1,6 @@
 //! The game: a kernel's schedule as the state, "move one memory instruction one slot up or
-//! down" as the actions (only those the toolkit's mask allows), and the SASS emulator's
-//! cycle estimate as the reward.
+//! down" as the actions (only those the toolkit's mask allows), and a [`Reward`] — the SASS
+//! emulator's cycle estimate unless the caller brings another (a GPU timer).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -14,6 +14,7 @@ use trident_sass::Cubin;
 use trident_sass_emu::{launch, LaunchConfig, Program};
 
 use crate::mask::Mask;
+use crate::reward::{emu_error, Candidate, Emulated, Measurement, Noise, Reward, NOISE_ROUNDS};
 use crate::SearchError;
 
 /// Reads a cubin's instructions as text: `nvdisasm -json` in practice ([`nvdisasm`]); a
@@ -97,7 +98,8 @@ impl Action {
 /// What an environment has done so far.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// Launches on the SASS emulator to score a schedule (cache misses).
+    /// Schedules scored by the reward (cache misses): launches on the SASS emulator, or
+    /// timed runs on a GPU.
     pub evaluations: usize,
     /// Scores answered from the cache (the same instruction words seen before).
     pub cache_hits: usize,
@@ -108,11 +110,17 @@ pub struct Stats {
     /// Moved schedules the verifier rejected after the repair (should stay 0: the repair
     /// runs against the same verifier).
     pub verifier_rejected: usize,
-    /// Schedules the SASS emulator stopped (a hazard or another error): not scored.
+    /// Schedules the reward could not score (the SASS emulator stopped them: a hazard or
+    /// another error; a GPU launch failed): never kept.
     pub emulator_errors: usize,
     /// Correctness checks run (each kept schedule), and how many failed (kept nowhere).
     pub checks: usize,
     pub check_failures: usize,
+    /// Measured rewards only: fresh measurements outside the cache (the original's noise
+    /// rounds, each gain's confirmation, the end's interleaved rounds), and how many gains
+    /// the confirmation did not bear out.
+    pub remeasures: usize,
+    pub unconfirmed: usize,
 }
 
 /// The environment: the original schedule, the launch, the evaluation cache.
@@ -125,19 +133,15 @@ pub struct Env {
     pub(crate) original_program: Program,
     pub(crate) problem: Problem,
     pub(crate) disasm: Disassembler,
-    /// Estimated cycles of the original schedule.
+    /// The original schedule's score in the reward's unit (estimated cycles by default; for
+    /// a measured reward, the median of its [`NOISE_ROUNDS`] measurements).
     pub original_cycles: u64,
+    /// What a gain must exceed to count ([`Noise::exact`] for an exact reward).
+    pub noise: Noise,
+    pub(crate) reward: Box<dyn Reward>,
     /// The kernel's instruction words (control bits included) → its score or why it has none.
     cache: HashMap<Vec<(u64, u64)>, Result<u64, String>>,
     pub stats: Stats,
-}
-
-fn emu_error(e: trident_emu::EmuError) -> String {
-    let mut s = e.to_string();
-    if let (Some(c), Some(t)) = (e.cta, e.thread) {
-        s.push_str(&format!(" (CTA {c:?}, thread {t:?})"));
-    }
-    s
 }
 
 /// The text of kernel `kernel` of `cubin` (whose bytes are `bytes`), read by `disasm`.
@@ -163,8 +167,16 @@ pub(crate) fn kernel_text(
 
 impl Env {
     /// Reads the problem's cubin, checks the original (timing-clean, runs on the SASS
-    /// emulator) and scores it. Errors say what is wrong with the input.
+    /// emulator) and scores it by the SASS emulator's cycle estimate ([`Emulated`]). Errors
+    /// say what is wrong with the input.
     pub fn new(problem: Problem, disasm: Disassembler) -> Result<Env, SearchError> {
+        Env::with_reward(problem, disasm, Box::new(Emulated))
+    }
+
+    /// [`Env::new`] with another reward. The original still has to run on the SASS emulator
+    /// (every kept schedule is checked there); a measured reward then scores it
+    /// [`NOISE_ROUNDS`] times to estimate the noise ([`Env::noise`]).
+    pub fn with_reward(problem: Problem, disasm: Disassembler, reward: Box<dyn Reward>) -> Result<Env, SearchError> {
         let cubin = Cubin::parse(&problem.cubin).map_err(|e| SearchError(format!("the cubin: {e}")))?;
         let kernel = cubin.kernels.iter().position(|k| k.name == problem.kernel).ok_or_else(|| {
             let names: Vec<&str> = cubin.kernels.iter().map(|k| k.name.as_str()).collect();
@@ -198,12 +210,63 @@ impl Env {
             problem,
             disasm,
             original_cycles: report.cycles,
+            noise: Noise::exact(),
+            reward,
             cache: HashMap::new(),
             stats: Stats::default(),
         };
+        let original = env.original.clone();
+        let what = env.reward.describe();
+        let bad = |e: String| SearchError(format!("the original kernel, scored by {what}: {e}"));
+        if env.reward.exact() {
+            let m = env.score(&original, Some(report.cycles)).map_err(bad)?;
+            env.original_cycles = m.value;
+        } else {
+            let mut rounds = vec![];
+            for _ in 0..NOISE_ROUNDS {
+                env.stats.remeasures += 1;
+                rounds.push(env.score(&original, None).map_err(bad)?);
+            }
+            env.noise = Noise::estimate(&rounds);
+            env.original_cycles = env.noise.centre().unwrap_or(rounds[0].value);
+        }
         let key = env.key(&env.original);
-        env.cache.insert(key, Ok(report.cycles));
+        env.cache.insert(key, Ok(env.original_cycles));
         Ok(env)
+    }
+
+    /// What the reward is ("the SASS emulator's cycle estimate") and its unit ("cycles").
+    pub fn reward(&self) -> (String, &'static str) {
+        (self.reward.describe(), self.reward.unit())
+    }
+
+    /// Whether the reward is exact (no noise, no second measurements).
+    pub fn exact(&self) -> bool {
+        self.reward.exact()
+    }
+
+    /// The reward's score of `s`, outside the cache and the counts.
+    fn score(&mut self, s: &State, emulated: Option<u64>) -> Result<Measurement, String> {
+        let c = Candidate { state: s, kernel: &self.name, problem: &self.problem, emulated };
+        self.reward.score(&c)
+    }
+
+    /// A fresh measurement of `s` (not from the cache; counted in `Stats::remeasures`). When
+    /// `replace`, its value becomes `s`'s cached score.
+    pub fn remeasure(&mut self, s: &State, replace: bool) -> Result<u64, String> {
+        self.stats.remeasures += 1;
+        let v = self.score(s, None)?.value;
+        if replace {
+            let key = self.key(s);
+            self.cache.insert(key, Ok(v));
+        }
+        Ok(v)
+    }
+
+    /// The reward's own check of `s` ([`Reward::check`]).
+    pub(crate) fn reward_check(&mut self, s: &State) -> Result<(), String> {
+        let c = Candidate { state: s, kernel: &self.name, problem: &self.problem, emulated: None };
+        self.reward.check(&c)
     }
 
     /// The schedule `ptxas` made.
@@ -218,7 +281,7 @@ impl Env {
 
     /// The cache key of a state: the kernel's words, control bits included (a move's
     /// repairs depend on the path, so two states with the same order may differ in stalls).
-    fn key(&self, s: &State) -> Vec<(u64, u64)> {
+    pub(crate) fn key(&self, s: &State) -> Vec<(u64, u64)> {
         s.cubin.kernels[self.kernel].instrs.iter().map(|i| (i.lo, i.hi)).collect()
     }
 
@@ -280,9 +343,9 @@ impl Env {
         Ok(State { cubin, text: moved.text, moves, mask })
     }
 
-    /// The estimated cycles of `s` (`Report::cycles`: the slowest CTA of the launch), from
-    /// the cache when these instruction words were scored before. An error: the emulator
-    /// stopped the schedule (it is then never kept).
+    /// The reward's score of `s` (by default the estimated cycles, `Report::cycles`: the
+    /// slowest CTA of the launch), from the cache when these instruction words were scored
+    /// before. An error: the reward could not score the schedule (it is then never kept).
     pub fn evaluate(&mut self, s: &State) -> Result<u64, String> {
         let key = self.key(s);
         if let Some(r) = self.cache.get(&key) {
@@ -290,8 +353,7 @@ impl Env {
             return r.clone();
         }
         self.stats.evaluations += 1;
-        let mut args = self.problem.args.clone();
-        let r = self.run(s, &mut args).map(|(c, _)| c);
+        let r = self.score(s, None).map(|m| m.value);
         if r.is_err() {
             self.stats.emulator_errors += 1;
         }
@@ -308,12 +370,5 @@ impl Env {
     pub(crate) fn forbid(&mut self, s: &State, why: String) {
         let key = self.key(s);
         self.cache.insert(key, Err(why));
-    }
-
-    /// Runs `s` with `args` (written back): the cycles and instructions issued.
-    pub(crate) fn run(&self, s: &State, args: &mut [KernelArg]) -> Result<(u64, u64), String> {
-        let p = Program::new(&s.cubin, &self.name, &s.text).map_err(|e| format!("the SASS emulator: {e}"))?;
-        let r = launch(&p, &self.problem.config, args).map_err(emu_error)?;
-        Ok((r.cycles, r.instructions))
     }
 }

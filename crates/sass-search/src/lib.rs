@@ -3,12 +3,17 @@
 //! After CuAsmRL (CGO'25): a kernel's schedule is the state, moving one memory instruction
 //! one slot up or down is an action (only where the SASS toolkit's dependence mask,
 //! `rewrite::legal_range`, allows it), and the reward is the SASS emulator's estimated
-//! cycles for a given launch.
+//! cycles for a given launch — or, through the [`Reward`] trait, a measured time that the
+//! caller brings (the CUDA-event timer of `trident_runtime::sass_search`), whose noise the
+//! search estimates and respects ([`reward`]).
 //!
 //! * [`env`]: [`Env`] — the original cubin and its text, the legal [`Action`]s of a
 //!   [`State`], [`Env::apply`] (`rewrite::move_instr` with its repairs, then the verifier:
 //!   timing, and a legal reordering of the original), [`Env::evaluate`] (a launch on the
-//!   SASS emulator, cached by the kernel's instruction words).
+//!   reward, cached by the kernel's instruction words).
+//! * [`reward`]: [`Reward`] — the SASS emulator's estimate ([`Emulated`], exact) or a timer's
+//!   samples ([`Measurement`]: median and spread); [`Noise`]: the threshold a measured gain
+//!   must exceed.
 //! * [`check`]: [`Env::check`] — never a wrong kernel: a schedule is kept only when its
 //!   written cubin, read back, passes the verifier and gives the original's outputs bit for
 //!   bit on fresh random inputs.
@@ -24,12 +29,14 @@ pub mod check;
 pub mod env;
 pub mod mask;
 pub mod ppo;
+pub mod reward;
 mod rng;
 pub mod search;
 
 pub use env::{is_memory, nvdisasm, Action, Disassembler, Env, Move, Problem, State, Stats, MEMORY_OPCODES};
 pub use mask::Mask;
-pub use search::{search, Algo, Budget, CurvePoint, Options, Outcome, Progress};
+pub use reward::{Candidate, Emulated, Measurement, Noise, Reward};
+pub use search::{search, Algo, Budget, CurvePoint, Options, Outcome, Progress, Remeasured};
 
 /// A search that cannot start or finish: what is wrong, ready for a terminal.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -34,7 +34,7 @@ use trident_sass::operands::{operands, Operands};
 
 use crate::env::{Action, State};
 use crate::rng::Rng;
-use crate::search::{Run, SPENT};
+use crate::search::{Offer, Run, SPENT};
 
 /// Hyperparameters (chosen for budgets of about a thousand emulator runs: short episodes,
 /// small batches, so the policy updates a few dozen times a minute).
@@ -335,7 +335,7 @@ pub(crate) fn ppo(run: &mut Run) -> String {
                     Ok(child) => match run.score(&child) {
                         None => (UNUSABLE, None, true),
                         Some(cc) => {
-                            if cc < run.best_cycles && !run.offer(&child, cc) {
+                            if run.improves(cc, run.best_cycles) && run.offer(&child, cc) == Offer::Forbidden {
                                 (UNUSABLE, None, true)
                             } else {
                                 let r = 100.0 * (c - cc as f64) / orig_c;

@@ -4,7 +4,9 @@
 //!
 //! A schedule becomes the best only after [`Env::check`] passes on it (the verifier on the
 //! written cubin, equal outputs on fresh inputs); one that fails is forbidden and the
-//! search goes on without it.
+//! search goes on without it. With a measured reward a gain counts only beyond the noise
+//! ([`crate::reward`]'s rule: [`crate::Noise::improves`], then a confirming second
+//! measurement of the candidate and the best side by side).
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -66,7 +68,7 @@ impl Algo {
 /// When a search stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Budget {
-    /// This many launches on the SASS emulator (cache hits are free).
+    /// This many schedules scored by the reward (cache hits are free).
     Evaluations(usize),
     /// This much wall time.
     Time(Duration),
@@ -127,6 +129,22 @@ pub struct Progress {
     pub best_cycles: u64,
 }
 
+/// A measured reward's last word: the original and the best measured again, in turn,
+/// [`crate::reward::NOISE_ROUNDS`] times each (each value a median of the timer's samples).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Remeasured {
+    pub original: Vec<u64>,
+    pub best: Vec<u64>,
+}
+
+impl Remeasured {
+    /// The median of the original's rounds over the median of the best's.
+    pub fn speedup(&self) -> f64 {
+        let m = |v: &[u64]| crate::reward::median(&v.iter().map(|&x| x as f64).collect::<Vec<_>>()).unwrap_or(0.0);
+        m(&self.original) / m(&self.best).max(1.0)
+    }
+}
+
 /// What a search found.
 #[derive(Clone, Debug)]
 pub struct Outcome {
@@ -144,10 +162,13 @@ pub struct Outcome {
     pub elapsed: Duration,
     /// Why it stopped (`budget spent`, `local optimum`, ...).
     pub stopped: String,
+    /// Measured rewards, when the best is not the original: both measured again at the end,
+    /// interleaved (the speed-up to report; the scores above were measured minutes apart).
+    pub remeasured: Option<Remeasured>,
 }
 
 impl Outcome {
-    /// Original cycles over best cycles.
+    /// Original score over best score (cycles, or time for a measured reward).
     pub fn speedup(&self) -> f64 {
         self.original_cycles as f64 / self.best_cycles.max(1) as f64
     }
@@ -213,6 +234,18 @@ fn json_string(s: &str) -> String {
     out
 }
 
+/// What [`Run::offer`] made of a schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Offer {
+    /// It is the best so far (now, or already was).
+    Kept,
+    /// Usable, but not better than the best beyond the noise (or the confirming measurement
+    /// did not bear the gain out).
+    NotBetter,
+    /// It failed the check: forbidden, treat it as unscored.
+    Forbidden,
+}
+
 /// The search's bookkeeping: budget, best so far (checked), curve, progress.
 pub(crate) struct Run<'a> {
     pub(crate) env: &'a mut Env,
@@ -258,6 +291,11 @@ impl Run<'_> {
         (self.progress)(&p);
     }
 
+    /// Whether a score `new` is better than `old` beyond the reward's noise (exact: `new < old`).
+    pub(crate) fn improves(&self, new: u64, old: u64) -> bool {
+        self.env.noise.improves(new, old)
+    }
+
     /// The score of `s`, or `None` when it has none (the emulator stopped it, or it failed
     /// a check before).
     pub(crate) fn score(&mut self, s: &State) -> Option<u64> {
@@ -267,11 +305,32 @@ impl Run<'_> {
         r
     }
 
-    /// Offers `s` (scored `cycles`) as the new best: kept only if better and checked.
-    /// `false` when it failed the check (then it is forbidden: treat it as unscored).
-    pub(crate) fn offer(&mut self, s: &State, cycles: u64) -> bool {
-        if cycles >= self.best_cycles {
-            return true;
+    /// Offers `s` (scored `cycles`) as the new best: kept only if better beyond the noise
+    /// and checked. A measured reward first measures `s` and the best again, side by side:
+    /// the gain must hold on those too, and `s`'s second measurement becomes its score (the
+    /// first was the luckiest of many draws, the second is not). [`Offer::Forbidden`] when it
+    /// failed the check (or could not be measured again).
+    pub(crate) fn offer(&mut self, s: &State, cycles: u64) -> Offer {
+        if !self.improves(cycles, self.best_cycles) {
+            let same = cycles == self.best_cycles && self.env.key(s) == self.env.key(&self.best);
+            return if same { Offer::Kept } else { Offer::NotBetter };
+        }
+        let mut cycles = cycles;
+        if !self.env.exact() {
+            let again = match self.env.remeasure(s, true) {
+                Ok(v) => v,
+                Err(why) => {
+                    self.env.forbid(s, why);
+                    return Offer::Forbidden;
+                }
+            };
+            let best = self.best.clone();
+            let Ok(best_again) = self.env.remeasure(&best, false) else { return Offer::NotBetter };
+            if !self.improves(again, best_again) {
+                self.env.stats.unconfirmed += 1;
+                return Offer::NotBetter;
+            }
+            cycles = again;
         }
         self.checks += 1;
         let seed = self.opts.seed.wrapping_mul(0x1000_0000_01b3).wrapping_add(self.checks);
@@ -280,11 +339,11 @@ impl Run<'_> {
                 self.best = s.clone();
                 self.best_cycles = cycles;
                 self.point();
-                true
+                Offer::Kept
             }
             Err(why) => {
                 self.env.forbid(s, why);
-                false
+                Offer::Forbidden
             }
         }
     }
@@ -325,6 +384,22 @@ pub fn search(env: &mut Env, opts: &Options, progress: &mut dyn FnMut(&Progress)
         Algo::Beam { width } => beam(&mut run, width),
         Algo::Ppo => crate::ppo::ppo(&mut run),
     };
+    let remeasured = if run.env.exact() || run.best.moves.is_empty() {
+        None
+    } else {
+        let (original, best) = (run.env.original().clone(), run.best.clone());
+        let mut r = Remeasured { original: vec![], best: vec![] };
+        for _ in 0..crate::reward::NOISE_ROUNDS {
+            match (run.env.remeasure(&original, false), run.env.remeasure(&best, false)) {
+                (Ok(o), Ok(b)) => {
+                    r.original.push(o);
+                    r.best.push(b);
+                }
+                _ => break,
+            }
+        }
+        (!r.best.is_empty()).then_some(r)
+    };
     run.point();
     run.tell();
     let bytes = run.best.cubin.write().map_err(|e| SearchError(format!("writing the best cubin: {e}")))?;
@@ -338,6 +413,8 @@ pub fn search(env: &mut Env, opts: &Options, progress: &mut dyn FnMut(&Progress)
         emulator_errors: s.emulator_errors - stats0.emulator_errors,
         checks: s.checks - stats0.checks,
         check_failures: s.check_failures - stats0.check_failures,
+        remeasures: s.remeasures - stats0.remeasures,
+        unconfirmed: s.unconfirmed - stats0.unconfirmed,
     };
     Ok(Outcome {
         algo: opts.algo,
@@ -350,6 +427,7 @@ pub fn search(env: &mut Env, opts: &Options, progress: &mut dyn FnMut(&Progress)
         stats,
         elapsed: run.start.elapsed(),
         stopped,
+        remeasured,
     })
 }
 
@@ -370,33 +448,41 @@ fn greedy(run: &mut Run, first: bool) -> String {
             }
         }
         let mut children: Vec<(u64, State)> = vec![];
+        let mut kept = None;
         for a in actions {
             if run.spent() {
                 break;
             }
             let Ok(child) = run.env.apply(&cur, a) else { continue };
             let Some(c) = run.score(&child) else { continue };
-            if first && c < cur_c {
-                if run.offer(&child, c) {
-                    children.push((c, child));
+            if first && run.improves(c, cur_c) {
+                if run.offer(&child, c) == Offer::Kept {
+                    kept = Some(child);
                     break;
                 }
                 continue;
             }
             children.push((c, child));
         }
-        // The best child that improves and passes the check.
-        children.sort_by_key(|(c, _)| *c);
+        // First improvement: the child just kept; best improvement: the best child that
+        // improves and passes the check.
         let mut moved = false;
-        for (c, child) in children {
-            if c >= cur_c {
-                break;
-            }
-            if run.offer(&child, c) {
-                cur = child;
-                cur_c = c;
-                moved = true;
-                break;
+        if let Some(child) = kept {
+            cur = child;
+            cur_c = run.best_cycles;
+            moved = true;
+        } else {
+            children.sort_by_key(|(c, _)| *c);
+            for (c, child) in children {
+                if !run.improves(c, cur_c) {
+                    break;
+                }
+                if run.offer(&child, c) == Offer::Kept {
+                    cur = child;
+                    cur_c = run.best_cycles;
+                    moved = true;
+                    break;
+                }
             }
         }
         if run.spent() {
@@ -431,7 +517,7 @@ fn anneal(run: &mut Run) -> String {
         };
         stuck = 0;
         let Some(c) = run.score(&child) else { continue };
-        if c < run.best_cycles && !run.offer(&child, c) {
+        if run.improves(c, run.best_cycles) && run.offer(&child, c) == Offer::Forbidden {
             continue;
         }
         let t = t0 * 0.01f64.powf(run.fraction());
@@ -476,7 +562,7 @@ fn beam(run: &mut Run, width: usize) -> String {
             if next.len() == width {
                 break;
             }
-            if next.is_empty() && !run.offer(&child, c) {
+            if next.is_empty() && run.offer(&child, c) == Offer::Forbidden {
                 continue;
             }
             next.push(child);

@@ -24,7 +24,8 @@ pub(crate) struct LaunchBench<'a> {
 /// The config being measured, compiled (and on CUDA, its arguments on the device).
 enum Ready {
     Host(Arc<CompiledKernel>),
-    Cuda(Arc<CompiledKernel>, CudaRunner),
+    /// Boxed: a runner (buffers, launch, the L2 flush buffer) is much larger than an `Arc`.
+    Cuda(Arc<CompiledKernel>, Box<CudaRunner>),
 }
 
 impl<'a> LaunchBench<'a> {
@@ -74,7 +75,7 @@ impl Bench for LaunchBench<'_> {
                 if let Some(why) = runner.shortage() {
                     return Err(TrialError::OutOfResources(why));
                 }
-                Ready::Cuda(ck, runner)
+                Ready::Cuda(ck, Box::new(runner))
             }
             _ => Ready::Host(ck),
         });
