@@ -622,7 +622,18 @@ impl Ctx<'_> {
         match root {
             "NOP" | "MEMBAR" | "ERRBAR" | "CGAERRBAR" | "CCTL" | "DEPBAR" | "LDGDEPBAR" | "FENCE" | "WARPSYNC"
             | "YIELD" | "NANOSLEEP" => {}
-            "EXIT" => return Ok(Flow::Exit(mask)),
+            "EXIT" => {
+                // A condition operand (`@!P2 EXIT P0`): both must hold.
+                let mut m = mask;
+                for x in o.iter().filter(|x| is_p(x)) {
+                    for l in 0..32 {
+                        if m >> l & 1 == 1 && !self.p(w, l, x, op)? {
+                            m &= !(1 << l);
+                        }
+                    }
+                }
+                return Ok(Flow::Exit(m));
+            }
             "BRA" => {
                 let target = o.iter().find_map(|x| if let Opnd::Label(t) = x { Some(*t) } else { None });
                 let target = target.ok_or_else(|| unsupported(op, "a branch without a target"))?;

@@ -371,7 +371,7 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                 }
                 // The async proxy reads shared memory as the issuing warp would.
                 let mut data = vec![0u8; size as usize];
-                ex.read_mem(Space::Shared, src as u64, &mut data, lane, ins.line)?;
+                ex.read_mem_aligned(Space::Shared, src as u64, &mut data, lane, ins.line, 16)?;
                 ex.l.global.write(dst, &data).map_err(|f| {
                     let mut e = EmuError::new(ErrorKind::Memory, f.message);
                     e.access = f.access.map(Box::new);

@@ -170,7 +170,7 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                 // The async proxy reads shared memory as the issuing warp would.
                 let mut data = vec![0u8; bytes as usize];
                 if chunks.is_empty() {
-                    ex.read_mem(Space::Shared, src as u64, &mut data, lane, ins.line)?;
+                    ex.read_mem_aligned(Space::Shared, src as u64, &mut data, lane, ins.line, 16)?;
                 } else {
                     for (k, &c) in chunks.iter().enumerate() {
                         ex.read_mem(Space::Shared, c as u64, &mut data[16 * k..16 * k + 16], lane, ins.line)?;
