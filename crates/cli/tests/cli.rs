@@ -696,8 +696,8 @@ fn sass_emu_runs_a_tma_descriptor_copy() {
     if !sass_tools() {
         return;
     }
-    let dir = tmp("tma");
-    let src = dir.join("desc.py");
+    let src = tmp("tma_desc.py");
+    let dir = src.parent().unwrap().to_path_buf();
     std::fs::write(
         &src,
         r#"import triton
@@ -719,7 +719,7 @@ def copy_tile(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     let target = format!("{}::copy_tile", src.display());
     let mut saved = vec![];
     for backend in ["sass-emu", "emu", "interp"] {
-        let out = dir.join(format!("{backend}.npy"));
+        let out = dir.join(format!("tma-{backend}.npy"));
         let o = Command::new(env!("CARGO_BIN_EXE_trident"))
             .current_dir(root())
             .env("TRIDENT_EMU_TARGET", "sm_90a")

@@ -347,7 +347,11 @@ fn run_cta(
             }
             continue;
         }
-        // Some lanes are parked at mbarrier waits. Those whose barriers moved since run on.
+        // Some lanes are parked at mbarrier waits and nothing else can run: the copies in
+        // flight land (`tma`), and lanes whose barriers moved since they parked run on.
+        if bars.land(&mut shared).map_err(|e| e.at_thread(ctaid, [0, 0, 0]))? {
+            continue;
+        }
         if warps.iter().any(|w| w.parked != 0 && w.park_epoch != bars.epoch) {
             continue;
         }

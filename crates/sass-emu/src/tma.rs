@@ -7,9 +7,19 @@
 //! shared offset), a tensor copy's map checks and box are `trident_emu::TensorMap`'s
 //! (`for_copy`, `box_runs`, `filled_box`, `shared_chunks`: out-of-bounds fill, swizzle). The
 //! maps are in the PTX emulator's own 128-byte encoding, which the runtime passes to both
-//! emulators. Copies move their data when they issue and complete their transaction bytes
-//! on their mbarrier at once (a program that waits before reading, as `ptxas`'s do, sees
-//! what the hardware gives it); a bulk group's wait has nothing left to wait for.
+//! emulators.
+//!
+//! **When copies land.** A load reads global memory when it issues (as the PTX emulator's
+//! does) and lands — its bytes written to shared memory, then completed as transaction bytes
+//! on its mbarrier — once no warp of the CTA can run without it: every warp done, at the CTA
+//! barrier, or parked at a failed wait (`Barriers::land`, in issue order). The PTX emulator
+//! lands a copy at the cycle its timing model says the data arrives, hundreds of cycles after
+//! issue, and so does the hardware; the SASS emulator runs one warp at a time, so landing at
+//! issue would let a copy overwrite shared memory other warps have not finished reading
+//! (Trident's descriptor copy reuses a layout conversion's scratch for the box right after
+//! its reads, with no CTA barrier between: a race the hardware's latency hides). Reading a
+//! destination before waiting for its phase gives the old bytes. Stores read shared memory
+//! and write global memory at issue; a bulk group's commit and wait have nothing left to do.
 //!
 //! **Operand conventions**, from experiment (`ptxas` 13.0 on small PTX kernels varying the
 //! rank 1–5, coordinates from parameters and per thread, barrier offsets, predicates,
@@ -61,12 +71,29 @@ fn mem(m: String) -> EmuError {
     EmuError::new(ErrorKind::Memory, m)
 }
 
-/// A CTA's live mbarriers and how far they have moved.
+/// A copy into shared memory in flight: its data (read from global memory at issue), where it
+/// lands, and the mbarrier it completes its bytes on.
+#[derive(Debug)]
+struct Landing {
+    smem: u64,
+    /// The swizzled 16-byte chunks' offsets (empty: contiguous at `smem`).
+    chunks: Vec<u32>,
+    data: Vec<u8>,
+    bar: u32,
+    bar_id: u32,
+    /// The modelled cycle its data arrives.
+    done: u64,
+    /// The issuing instruction, for messages.
+    pc: usize,
+}
+
+/// A CTA's live mbarriers, how far they have moved, and the copies in flight.
 #[derive(Debug, Default)]
 pub struct Barriers {
     /// By shared offset.
     pub live: HashMap<u32, Mbar>,
     next_id: u32,
+    flight: Vec<Landing>,
     /// Changes to any barrier so far (inits, arrivals, transaction bytes, invalidations): a
     /// lane parked at a failed wait runs again once it moves.
     pub epoch: u64,
@@ -106,6 +133,34 @@ impl Barriers {
             }
         }
         Ok(())
+    }
+
+    /// Lands every copy in flight, in issue order: its bytes into `shared`, its byte count
+    /// completed on its mbarrier. Returns whether there was any. The launch calls it when no
+    /// warp of the CTA can run without them (see the module docs).
+    pub fn land(&mut self, shared: &mut [u8]) -> R<bool> {
+        let copies = std::mem::take(&mut self.flight);
+        let any = !copies.is_empty();
+        for c in copies {
+            if self.live.get(&c.bar).map(|b| b.id) != Some(c.bar_id) {
+                return Err(rt(format!(
+                    "the copy issued by instruction {} ({:#06x}) completed on the mbarrier at shared offset {:#x}, which was invalidated or re-initialized while the copy was in flight",
+                    c.pc,
+                    16 * c.pc,
+                    c.bar
+                )));
+            }
+            if c.chunks.is_empty() {
+                self.check_clear(c.smem, c.data.len() as u64)?;
+                shared[c.smem as usize..c.smem as usize + c.data.len()].copy_from_slice(&c.data);
+            }
+            for (piece, &at) in c.data.chunks_exact(16).zip(&c.chunks) {
+                self.check_clear(at as u64, 16)?;
+                shared[at as usize..at as usize + 16].copy_from_slice(piece);
+            }
+            self.update(c.bar, 0, false, -(c.data.len() as i64), c.done)?;
+        }
+        Ok(any)
     }
 
     /// What the barrier at `off` waits for, for a deadlock's message.
@@ -198,17 +253,11 @@ impl Ctx<'_> {
         Ok(b)
     }
 
-    /// Writes `data` (the dense box, or a bulk copy's bytes) to shared memory at `off`, or to
-    /// the swizzled 16-byte `chunks`.
-    fn shared_put(&mut self, off: u64, chunks: &[u32], data: &[u8]) -> R<()> {
-        if chunks.is_empty() {
-            self.bars.check_clear(off, data.len() as u64)?;
-            self.shared[off as usize..off as usize + data.len()].copy_from_slice(data);
-        }
-        for (piece, &c) in data.chunks_exact(16).zip(chunks) {
-            self.bars.check_clear(c as u64, 16)?;
-            self.shared[c as usize..c as usize + 16].copy_from_slice(piece);
-        }
+    /// Puts a copy into shared memory in flight (it lands later: `Barriers::land`).
+    fn in_flight(&mut self, smem: u64, chunks: Vec<u32>, data: Vec<u8>, bar: u32) -> R<()> {
+        let bar_id = self.bars.get(bar)?.id;
+        let done = self.clock + crate::timing::copy_latency(self.k.sm);
+        self.bars.flight.push(Landing { smem, chunks, data, bar, bar_id, done, pc: self.pc });
         Ok(())
     }
 
@@ -405,14 +454,12 @@ impl Ctx<'_> {
         self.shared_range(smem, bytes, &format!("tensor copy {what}"))?;
         if load {
             let bar = self.bar_offset(self.ur_at(w, a, 1, op)? as u64)?;
-            self.bars.get(bar)?;
             let mut data = m.filled_box();
             for r in m.box_runs(&coords)? {
                 let (at, len) = (r.at as usize, r.len as usize);
                 self.mem.read(r.addr, &mut data[at..at + len]).map_err(|f| self.memory_error(op, f.message))?;
             }
-            self.shared_put(smem, &chunks, &data)?;
-            self.bars.update(bar, 0, false, -(bytes as i64), self.clock)?;
+            self.in_flight(smem, chunks, data, bar)?;
         } else {
             let data = self.shared_get(smem, &chunks, bytes as usize);
             for r in m.box_runs(&coords)? {
@@ -466,11 +513,9 @@ impl Ctx<'_> {
         self.shared_range(smem, size, if to_shared { "bulk copy destination" } else { "bulk copy source" })?;
         if to_shared {
             let bar = self.bar_offset(self.ur_at(w, a, 1, op)? as u64)?;
-            self.bars.get(bar)?;
             let mut data = vec![0u8; size as usize];
             self.mem.read(global, &mut data).map_err(|f| self.memory_error(op, f.message))?;
-            self.shared_put(smem, &[], &data)?;
-            self.bars.update(bar, 0, false, -(size as i64), self.clock)?;
+            self.in_flight(smem, Vec::new(), data, bar)?;
         } else {
             let data = self.shared_get(smem, &[], size as usize);
             self.mem.write(global, &data).map_err(|f| self.memory_error(op, f.message))?;
