@@ -18,6 +18,10 @@
 //! * **Timing and hazards** ([`timing`]): every warp issues by its control bits; a read before
 //!   the value is ready is a `Hazard` error naming both instructions. The warps' clocks give
 //!   the cycle estimate.
+//! * **Asynchronous copies** ([`tma`], sm_90): mbarriers, tensor-map and bulk copies, with the
+//!   PTX emulator's mbarrier state and box semantics; lanes parked at a failed wait run again
+//!   once a barrier moves, copies land when nothing else can run, and a wait nothing can
+//!   complete is a `Deadlock` error.
 
 pub mod decode;
 pub mod exec;

@@ -477,3 +477,63 @@ fn misuse_and_unsupported_forms_are_errors() {
     assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
     assert!(e.message.contains(".IM2COL"), "{e}");
 }
+
+/// The other arrival forms (`SYNCS.ARRIVE.TRANS64.ART0`, `.A1T0`, `.RED.A0TR`, `.RED.A0TX`,
+/// `.OPTOUT.A1T0`) and waits on a state or a parity (`SYNCS.PHASECHK.TRANS64` and
+/// `.TRYWAIT`), through three phases of one barrier; each thread writes what its waits saw.
+#[test]
+fn arrival_forms_and_waits_on_a_state() {
+    if !common::tools() {
+        return;
+    }
+    let map = TensorMap::tiled(buffer_base(1), ElemType::U8, &[16], &[], &[16], Swizzle::None, OobFill::Zero).unwrap();
+    let mut ptx = head(1024);
+    ptx += "\tsetp.eq.u32 %p8, %r1, 1;\n\tsetp.ge.u32 %p9, %r1, 1;\n\tsetp.le.u32 %p10, %r1, 3;\n\tand.pred %p9, %p9, %p10;\n";
+    ptx += "\tmov.u32 %r80, 0;\n";
+    // Phase 0 expects 4 arrivals: thread 0 expects 64 bytes and arrives 3 times at once.
+    ptx += &init(0, 4);
+    let record = |p: &str, bit: u32| format!("\tselp.u32 %r81, {}, 0, {p};\n\tor.b32 %r80, %r80, %r81;\n", 1 << bit);
+    ptx += "\t@%p1 mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%r3], 64;\n";
+    ptx += "\t@%p1 mbarrier.arrive.shared::cta.b64 %rd20, [%r3], 3;\n";
+    ptx += "\tmov.pred %p11, 0;\n\t@%p1 mbarrier.test_wait.shared::cta.b64 %p11, [%r3], %rd20;\n";
+    ptx += &record("%p11", 0);
+    ptx += "\tbar.sync 0;\n";
+    // Thread 1 arrives (the bytes are still missing), then completes them.
+    ptx += "\t@%p8 mbarrier.arrive.shared::cta.b64 %rd21, [%r3];\n";
+    ptx += "\tmov.pred %p12, 0;\n\t@%p8 mbarrier.test_wait.shared::cta.b64 %p12, [%r3], %rd21;\n";
+    ptx += &record("%p12", 1);
+    ptx += "\t@%p8 mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%r3], 64;\n";
+    ptx += &wait(0, "0", "W0");
+    ptx += "\tmov.pred %p13, 0;\n\t@%p1 mbarrier.test_wait.shared::cta.b64 %p13, [%r3], %rd20;\n";
+    ptx += &record("%p13", 2);
+    ptx += "\t@!%p8 bra S1;\nW1:\n\tmbarrier.try_wait.shared::cta.b64 %p14, [%r3], %rd21;\n\t@!%p14 bra W1;\n";
+    ptx += &record("%p14", 3);
+    ptx += "S1:\n\tbar.sync 0;\n";
+    // Phase 1: thread 0 drops out (3 expected from then on), threads 1..3 arrive.
+    ptx += "\t@%p1 mbarrier.arrive_drop.shared::cta.b64 %rd22, [%r3];\n\t@%p9 mbarrier.arrive.shared::cta.b64 %rd23, [%r3];\n";
+    ptx += &wait(0, "1", "W2");
+    ptx += "\tmov.pred %p15, 0;\n\tmbarrier.test_wait.parity.shared::cta.b64 %p15, [%r3], 1;\n";
+    ptx += &record("%p15", 4);
+    ptx += "\tbar.sync 0;\n";
+    // Phase 2: threads 1..3 alone complete it.
+    ptx += "\t@%p9 mbarrier.arrive.shared::cta.b64 %rd23, [%r3];\n";
+    ptx += &wait(0, "0", "W3");
+    ptx += "\tmul.wide.u32 %rd24, %r1, 4;\n\tadd.u64 %rd25, %rd3, %rd24;\n\tst.global.u32 [%rd25], %r80;\n\tret;\n}\n";
+    let out = both(Case {
+        name: "arrivals".into(),
+        ptx,
+        grid: [2, 1, 1],
+        args: args(4 * THREADS as usize, poisoned(16), [0; 5], &map),
+        expect: &[
+            "SYNCS.ARRIVE.TRANS64.ART0",
+            "SYNCS.ARRIVE.TRANS64.A1T0",
+            "SYNCS.ARRIVE.TRANS64.RED.A0TR",
+            "SYNCS.ARRIVE.TRANS64.RED.A0TX",
+            "SYNCS.ARRIVE.TRANS64.OPTOUT.A1T0",
+        ],
+    });
+    // Thread 0: phase 0 incomplete, then complete (bit 2); thread 1: incomplete, then complete
+    // through its state (bit 3); everyone: the phase of parity 1 complete (bit 4).
+    let word = |t: usize| u32::from_le_bytes(out[4 * t..4 * t + 4].try_into().unwrap());
+    assert_eq!((word(0), word(1), word(2)), (0b10100, 0b11000, 0b10000));
+}
