@@ -36,7 +36,7 @@ pub struct Warp {
     pub first_thread: u32,
     /// Each lane's local memory (`LDL`/`STL`), made at its first use.
     pub local: Vec<Vec<u8>>,
-    /// Lanes parked after a `SYNCS.PHASECHK.TRANS64.TRYWAIT` none of them passed, the
+    /// Lanes parked after a `SYNCS.PHASECHK.TRANS64` none of them passed, the
     /// barriers' epoch then, and the barrier's shared offset (for a deadlock's message).
     pub parked: u32,
     pub park_epoch: u64,
@@ -111,7 +111,7 @@ pub enum Flow {
     Bsync(u8),
     /// Lanes in the mask jump each to its own target (`RET` through a register).
     JumpEach(u32, Box<[usize; 32]>),
-    /// Lanes in the mask go on to the next instruction but park there: a `TRYWAIT` none of
+    /// Lanes in the mask go on to the next instruction but park there: a phase check none of
     /// them passed, on the mbarrier at this shared offset. They run again once a barrier of
     /// the CTA moves (`tma::Barriers::epoch`).
     Park(u32, u32),

@@ -269,8 +269,8 @@ impl Ctx<'_> {
     }
 
     /// `SYNCS.*`: mbarrier initialisation, arrivals, transaction counts, phase checks,
-    /// invalidation. A `TRYWAIT` no active lane passes parks the lanes (`Flow::Park`) until a
-    /// barrier moves; the launch calls it a deadlock when nothing can move one.
+    /// invalidation. A phase check no active lane passes parks the lanes (`Flow::Park`) until
+    /// a barrier moves; the launch calls it a deadlock when nothing can move one.
     pub fn syncs(&mut self, w: &mut Warp, op: &Op, mask: u32) -> R<Flow> {
         let o = &op.ops;
         let lanes: Vec<usize> = (0..32).filter(|l| mask >> l & 1 == 1).collect();
@@ -292,7 +292,8 @@ impl Ctx<'_> {
                 let run: Vec<usize> = if per_lane(a) { lanes.clone() } else { vec![l0] };
                 for l in run {
                     let off = self.bar_offset(self.address_of(w, l, a, op)?)?;
-                    let v = self.u64(w, l, o.get(2).ok_or_else(|| unsupported(op, "SYNCS.EXCH without a value"))?, op)?;
+                    let v =
+                        self.u64(w, l, o.get(2).ok_or_else(|| unsupported(op, "SYNCS.EXCH without a value"))?, op)?;
                     // `mbarrier.init [a], n` stores (2^20 - n) at bits 1..21 and 43..63.
                     let (lo, hi) = ((v >> 1) & MAX_COUNT, (v >> 43) & MAX_COUNT);
                     if lo != hi || lo == 0 || v != (lo << 1 | hi << 43) {
@@ -396,7 +397,10 @@ impl Ctx<'_> {
                         }
                     }
                 }
-                if done == 0 && op.has("TRYWAIT") {
+                // No lane passed: the lanes park (a `test_wait` too, which programs poll in a
+                // loop), so the other warps run; a program that goes on after a failed wait is
+                // let go when nothing else can run (see `lib`).
+                if done == 0 {
                     return Ok(Flow::Park(mask, first.unwrap_or(0)));
                 }
                 Ok(Flow::Next)

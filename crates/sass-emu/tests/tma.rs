@@ -225,7 +225,15 @@ fn three_d_and_the_other_ranks() {
     }
     tile_load("rank3", ElemType::F32, &[24, 7, 5], &[16, 4, 2], [-4, 1, -1, 0, 0], Swizzle::None, OobFill::Zero);
     tile_load("rank1", ElemType::U8, &[200], &[48], [-16, 0, 0, 0, 0], Swizzle::None, OobFill::Zero);
-    tile_load("rank5", ElemType::BF16, &[20, 3, 4, 3, 2], &[8, 2, 3, 2, 2], [-2, 0, 1, 2, -1], Swizzle::None, OobFill::Zero);
+    tile_load(
+        "rank5",
+        ElemType::BF16,
+        &[20, 3, 4, 3, 2],
+        &[8, 2, 3, 2, 2],
+        [-2, 0, 1, 2, -1],
+        Swizzle::None,
+        OobFill::Zero,
+    );
 }
 
 #[test]

@@ -42,7 +42,6 @@ pub struct BulkCopy {
     pub chunks: Vec<u32>,
 }
 
-
 fn rt(msg: impl Into<String>) -> EmuError {
     EmuError::new(ErrorKind::Runtime, msg)
 }

@@ -205,9 +205,11 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                 let a = ex.addr(&o[0], lane)?;
                 match ex.place(space, a) {
                     Place::Global(_) | Place::Shared(_) => {}
-                    _ => return Err(mem(format!(
+                    _ => {
+                        return Err(mem(format!(
                         "tensormap.replace of the tensor map at {a:#x}: it must be in .global or .shared::cta memory"
-                    ))),
+                    )))
+                    }
                 }
                 if !a.is_multiple_of(64) {
                     return Err(mem(format!(

@@ -772,9 +772,11 @@ fn map_operand(ctx: &Ctx, base: &Option<String>, off: i64) -> Result<Operand, Em
             None => match ctx.syms.get(n.as_str()) {
                 Some(Sym::KParam(a)) => Operand::Addr(AddrBase::Abs(PARAM_WINDOW + *a as u64), off),
                 Some(Sym::Global(a)) => Operand::Addr(AddrBase::Abs(*a), off),
-                Some(_) => return Err(perr(format!(
+                Some(_) => {
+                    return Err(perr(format!(
                     "tensor map `{n}`: a tensor map lives in .param, .const or .global memory (PTX ISA \"Tensor-map\")"
-                ))),
+                )))
+                }
                 None => return Err(perr(format!("unknown name `{n}` in address"))),
             },
         },
