@@ -742,6 +742,9 @@ def copy_tile(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
         .expect("runs");
     let listing = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && listing.contains("UTMALDG.2D"), "{}{listing}", stderr(&o));
+    for f in ["tma_desc.py", "tma-sass-emu.npy", "tma-emu.npy", "tma-interp.npy"] {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
 }
 
 /// Local memory on the SASS emulator: a ragged f16 matmul with 128×128×32 tiles on 4 warps
