@@ -44,6 +44,8 @@ mod exec;
 pub mod fp;
 mod ir;
 mod machine;
+/// The mbarrier object's state machine, shared with the SASS emulator.
+pub mod mbarrier;
 pub mod memory;
 mod parse;
 pub mod tensormap;

@@ -68,6 +68,8 @@
 
 use std::fmt;
 
+use crate::error::{EmuError, ErrorKind};
+
 /// The magic that marks the emulator's encoding (bytes 0..4).
 pub const MAGIC: [u8; 4] = *b"TEM1";
 
@@ -535,6 +537,134 @@ impl TensorMap {
             m.element_strides[i] = u32_at(ELEMENT_STRIDE + 4 * i);
         }
         Ok(m)
+    }
+}
+
+/// One run of a box copy: `len` contiguous bytes of the tensor at global address `addr`, which
+/// are bytes `at..at + len` of the box laid out densely (dimension 0 fastest).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct BoxRun {
+    pub at: u64,
+    pub addr: u64,
+    pub len: u64,
+}
+
+/// The box-copy semantics both emulators share (the PTX emulator's `cp.async.bulk.tensor`,
+/// the SASS emulator's `UTMALDG`/`UTMASTG`): which map a copy uses, which of its box's
+/// elements are in bounds, what fills the others, and where the box lies in shared memory.
+impl TensorMap {
+    /// The map a tensor copy of `dim` dimensions uses, from the 128 bytes at address `at` (for
+    /// messages): decoded, validated ([`TensorMap::validate`]) and of rank `dim` (the
+    /// instruction's dimension must be the map's rank). A setting the emulators do not
+    /// implement is an `Unsupported` error, anything else wrong a `Runtime` one.
+    pub fn for_copy(b: &[u8; BYTES], at: u64, dim: u32) -> Result<TensorMap, EmuError> {
+        let fail = |e: TensorMapError| {
+            let kind =
+                if matches!(e, TensorMapError::Unsupported(_)) { ErrorKind::Unsupported } else { ErrorKind::Runtime };
+            EmuError::new(kind, format!("tensor map at {at:#x}: {e}"))
+        };
+        let m = TensorMap::decode(b).map_err(fail)?;
+        m.validate().map_err(fail)?;
+        if m.rank != dim {
+            return Err(EmuError::new(
+                ErrorKind::Runtime,
+                format!(
+                    "tensor map at {at:#x} has rank {}, but the copy is .{dim}d (the instruction's dimension must be the map's rank)",
+                    m.rank
+                ),
+            ));
+        }
+        Ok(m)
+    }
+
+    /// Elements a copy moves per dimension (1 past the rank).
+    fn moved(&self) -> [u64; 5] {
+        let mut n = [1u64; 5];
+        for (i, x) in n.iter_mut().enumerate().take(self.rank.min(5) as usize) {
+            *x = self.box_elems(i);
+        }
+        n
+    }
+
+    /// The in-bounds part of the box whose first element is at `coords` (signed, dimension 0
+    /// first; slots past the rank ignored): for each row of the box along dimension 0, the
+    /// run of its elements inside the tensor, as global addresses and places in the dense
+    /// box. Rows with a coordinate of another dimension outside the tensor have none. What no
+    /// run covers is out of bounds: a load leaves the fill there ([`TensorMap::filled_box`]),
+    /// a store writes nothing. For a valid map.
+    pub fn box_runs(&self, coords: &[i64; 5]) -> Result<Vec<BoxRun>, EmuError> {
+        let n = self.moved();
+        let esz = self.elem_bytes().unwrap_or(1) as u64;
+        let rows: u64 = n[1..].iter().product();
+        let row_bytes = n[0] * esz;
+        let mut out = Vec::new();
+        for r in 0..rows {
+            let mut rest = r;
+            let mut addr = self.global_address as i128;
+            let mut inside = true;
+            for i in 1..self.rank as usize {
+                let j = rest % n[i];
+                rest /= n[i];
+                let g = coords[i] + j as i64 * self.element_strides[i] as i64;
+                inside &= g >= 0 && g < self.global_dims[i] as i64;
+                addr += g as i128 * self.global_strides[i - 1] as i128;
+            }
+            let (c0, d0) = (coords[0], self.global_dims[0] as i64);
+            let lo = (-c0).clamp(0, n[0] as i64) as u64;
+            let hi = (d0 - c0).clamp(0, n[0] as i64) as u64;
+            if !inside || lo >= hi {
+                continue;
+            }
+            addr += (c0 + lo as i64) as i128 * esz as i128;
+            let a = u64::try_from(addr).map_err(|_| {
+                EmuError::new(
+                    ErrorKind::Memory,
+                    format!("tensor copy row address {addr:#x} is outside the 64-bit address space"),
+                )
+            })?;
+            out.push(BoxRun { at: r * row_bytes + lo * esz, addr: a, len: (hi - lo) * esz });
+        }
+        Ok(out)
+    }
+
+    /// A box's bytes with every element the out-of-bounds fill (zeros, or the OOB-NaN of
+    /// [`ElemType::oob_nan`]): what a load starts from before reading the in-bounds runs.
+    pub fn filled_box(&self) -> Vec<u8> {
+        let bytes = self.box_bytes() as usize;
+        match self.fill {
+            OobFill::Zero => vec![0u8; bytes],
+            OobFill::Nan => {
+                let e = self.elem_type.oob_nan();
+                e.repeat(bytes / e.len().max(1))
+            }
+        }
+    }
+
+    /// Where this map's box lies in shared memory at offset `off` (a copy's destination or
+    /// source; `what` names it in messages): checked 128-byte aligned (the tensor memory
+    /// accelerator needs it) and inside the `shared_len` bytes of the CTA. Returns the shared
+    /// offset of each 16-byte chunk of the dense box after the map's swizzle
+    /// ([`Swizzle::apply`]); empty without a swizzle (the box lies contiguously at `off`).
+    pub fn shared_chunks(&self, off: u64, shared_len: u64, what: &str) -> Result<Vec<u32>, EmuError> {
+        let mem = |m: String| EmuError::new(ErrorKind::Memory, m);
+        if !off.is_multiple_of(128) {
+            return Err(mem(format!(
+                "tensor copy {what} at shared offset {off} is not 128-byte aligned (the tensor memory accelerator needs 128-byte aligned shared memory)"
+            )));
+        }
+        let bytes = self.box_bytes();
+        let chunks: Vec<u32> = if self.swizzle == Swizzle::None || off + bytes > u32::MAX as u64 {
+            Vec::new()
+        } else {
+            (0..bytes / 16).map(|k| self.swizzle.apply(off as u32 + 16 * k as u32)).collect()
+        };
+        let end = chunks.iter().map(|&c| c as u64 + 16).max().unwrap_or(off + bytes).max(off + bytes);
+        if end > shared_len {
+            return Err(mem(format!(
+                "tensor copy {what} at shared offset {off} + {bytes} bytes outside the CTA's {shared_len} bytes"
+            )));
+        }
+        Ok(chunks)
     }
 }
 

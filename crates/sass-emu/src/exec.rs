@@ -36,6 +36,11 @@ pub struct Warp {
     pub first_thread: u32,
     /// Each lane's local memory (`LDL`/`STL`), made at its first use.
     pub local: Vec<Vec<u8>>,
+    /// Lanes parked after a `SYNCS.PHASECHK.TRANS64` none of them passed, the
+    /// barriers' epoch then, and the barrier's shared offset (for a deadlock's message).
+    pub parked: u32,
+    pub park_epoch: u64,
+    pub park_bar: u32,
 }
 
 impl Warp {
@@ -57,6 +62,9 @@ impl Warp {
             breg: [0; 16],
             first_thread,
             local: vec![],
+            parked: 0,
+            park_epoch: 0,
+            park_bar: 0,
         }
     }
 
@@ -103,6 +111,10 @@ pub enum Flow {
     Bsync(u8),
     /// Lanes in the mask jump each to its own target (`RET` through a register).
     JumpEach(u32, Box<[usize; 32]>),
+    /// Lanes in the mask go on to the next instruction but park there: a phase check none of
+    /// them passed, on the mbarrier at this shared offset. They run again once a barrier of
+    /// the CTA moves (`tma::Barriers::epoch`).
+    Park(u32, u32),
 }
 
 /// What an instruction runs against: the kernel, the launch's memories, where the CTA is.
@@ -118,6 +130,10 @@ pub struct Ctx<'a> {
     pub warp_id: u32,
     /// The warp's clock, for `SR_CLOCKLO`.
     pub clock: u64,
+    /// The instruction's index, for messages.
+    pub pc: usize,
+    /// The CTA's mbarriers.
+    pub bars: &'a mut crate::tma::Barriers,
 }
 
 fn sel16(v: u32, sel: Sel) -> u32 {
@@ -451,6 +467,22 @@ fn combine(bop: &str, a: bool, b: bool) -> Option<bool> {
     })
 }
 
+/// `PRMT`'s default mode: byte i of the result is byte `sel[4i..4i+3]` of `b:a` (bit 3 of the
+/// selector nibble: the byte's sign replicated).
+fn prmt(a: u32, sel: u32, b: u32) -> u32 {
+    let bytes = ((b as u64) << 32 | a as u64).to_le_bytes();
+    let mut r = 0u32;
+    for i in 0..4 {
+        let s = sel >> (4 * i) & 0xf;
+        let mut byte = bytes[(s & 7) as usize] as u32;
+        if s & 8 != 0 {
+            byte = if byte & 0x80 != 0 { 0xff } else { 0 };
+        }
+        r |= byte << (8 * i);
+    }
+    r
+}
+
 fn lut3(lut: u32, a: u32, b: u32, c: u32) -> u32 {
     let mut r = 0;
     for bit in 0..32 {
@@ -590,7 +622,18 @@ impl Ctx<'_> {
         match root {
             "NOP" | "MEMBAR" | "ERRBAR" | "CGAERRBAR" | "CCTL" | "DEPBAR" | "LDGDEPBAR" | "FENCE" | "WARPSYNC"
             | "YIELD" | "NANOSLEEP" => {}
-            "EXIT" => return Ok(Flow::Exit(mask)),
+            "EXIT" => {
+                // A condition operand (`@!P2 EXIT P0`): both must hold.
+                let mut m = mask;
+                for x in o.iter().filter(|x| is_p(x)) {
+                    for l in 0..32 {
+                        if m >> l & 1 == 1 && !self.p(w, l, x, op)? {
+                            m &= !(1 << l);
+                        }
+                    }
+                }
+                return Ok(Flow::Exit(m));
+            }
             "BRA" => {
                 let target = o.iter().find_map(|x| if let Opnd::Label(t) = x { Some(*t) } else { None });
                 let target = target.ok_or_else(|| unsupported(op, "a branch without a target"))?;
@@ -602,6 +645,11 @@ impl Ctx<'_> {
                             take &= !(1 << l);
                         }
                     }
+                }
+                // `BRA.U.ANY`: the whole warp branches if any lane's condition holds (`ptxas`
+                // closes its `ELECT` loops with it, one lane served per turn).
+                if op.has("ANY") && take != 0 {
+                    take = active;
                 }
                 return Ok(Flow::Branch(take, target));
             }
@@ -639,6 +687,45 @@ impl Ctx<'_> {
                 }
                 return Err(unsupported(op, "BSYNC without a barrier"));
             }
+            "BREAK" => {
+                // The lanes leave convergence barrier Bn: its `BSYNC` no longer waits for them.
+                if let Some(Opnd::Other(b)) = o.first() {
+                    let n: u8 = b
+                        .strip_prefix('B')
+                        .and_then(|d| d.parse().ok())
+                        .filter(|&n: &u8| n < 16)
+                        .ok_or_else(|| unsupported(op, "this barrier"))?;
+                    w.breg[n as usize] &= !mask;
+                } else {
+                    return Err(unsupported(op, "BREAK without a barrier"));
+                }
+            }
+            "ELECT" => {
+                // ELECT Pd, URd, PT: the lowest active lane leads (Pd true there, false in the
+                // others); URd its lane id. ptxas only writes PT as the third operand.
+                if !matches!(o.get(2), Some(Opnd::P { n: 7, not: false })) || o.len() != 3 {
+                    return Err(unsupported(op, "this ELECT form (only `ELECT Pd, URd, PT`)"));
+                }
+                if mask != 0 {
+                    let leader = mask.trailing_zeros();
+                    let pd = dst_p(&o[0], op)?;
+                    for l in lanes() {
+                        w.set_p(pd, l, l as u32 == leader);
+                    }
+                    match &o[1] {
+                        Opnd::Ur { n, .. } => w.set_ur(*n, leader),
+                        _ => return Err(unsupported(op, "this ELECT destination")),
+                    }
+                }
+            }
+            "SYNCS" => return self.syncs(w, op, mask),
+            "UTMALDG" | "UTMASTG" => self.utma(w, op, mask)?,
+            "UBLKCP" => self.ublkcp(w, op, mask)?,
+            // The copies completed at issue: a commit has nothing to group, a wait nothing to wait for.
+            "UTMACMDFLUSH" => {}
+            // Prefetches of a tensor or of a tensor map into the cache: hints.
+            "UTMAPF" => {}
+            "UTMACCTL" if op.has("PF") => {}
             "BAR" => {
                 if !op.has("SYNC") || o.len() > 1 {
                     return Err(unsupported(op, "this barrier form"));
@@ -968,17 +1055,7 @@ impl Ctx<'_> {
                 let a = self.u(w, l, &o[1], op)?;
                 let sel = self.u(w, l, &o[2], op)?;
                 let b = self.u(w, l, &o[3], op)?;
-                let bytes = ((b as u64) << 32 | a as u64).to_le_bytes();
-                let mut r = 0u32;
-                for i in 0..4 {
-                    let s = sel >> (4 * i) & 0xf;
-                    let mut byte = bytes[(s & 7) as usize] as u32;
-                    if s & 8 != 0 {
-                        byte = if byte & 0x80 != 0 { 0xff } else { 0 };
-                    }
-                    r |= byte << (8 * i);
-                }
-                w.set_r(dst_r(&o[0], op)?, l, r);
+                w.set_r(dst_r(&o[0], op)?, l, prmt(a, sel, b));
             }),
             "SEL" | "FSEL" => each!(|l| {
                 let v = if self.p(w, l, &o[3], op)? { self.u(w, l, &o[1], op)? } else { self.u(w, l, &o[2], op)? };
@@ -1282,7 +1359,7 @@ impl Ctx<'_> {
             "LDGSTS" => self.ldgsts(w, op, mask)?,
             // Uniform datapath.
             "S2UR" | "ULDC" | "UMOV" | "UIADD3" | "UIMAD" | "ULEA" | "USHF" | "USEL" | "UISETP" | "ULOP3" | "USGXT"
-            | "UPLOP3" | "R2UR" => {
+            | "UPLOP3" | "UPRMT" | "R2UR" => {
                 if uniform_on {
                     self.uniform(w, op, mask)?;
                 }
@@ -1413,6 +1490,27 @@ impl Ctx<'_> {
             _ => Err(unsupported(op, "this uniform predicate destination")),
         };
         match op.root.as_str() {
+            "R2UR" if matches!(o.first(), Some(Opnd::P { .. })) => {
+                // `R2UR Pd, URd, Rs` (ptxas's loop over the distinct values of a register a
+                // uniform instruction needs): URd takes the first active lane's value; Pd is
+                // true in the lanes whose value differs, which the loop serves later.
+                let v = self.u(w, l0, &o[2], op)?;
+                w.set_ur(du(&o[1])?, v);
+                let pd = dst_p(&o[0], op)?;
+                for l in (0..32).filter(|l| mask >> l & 1 == 1) {
+                    let x = self.u(w, l, &o[2], op)?;
+                    w.set_p(pd, l, x != v);
+                }
+            }
+            "UPRMT" => {
+                if op.mods.iter().any(|m| m != "reuse") {
+                    return Err(unsupported(op, "a UPRMT mode"));
+                }
+                let a = self.u(w, l0, &o[1], op)?;
+                let sel = self.u(w, l0, &o[2], op)?;
+                let b = self.u(w, l0, &o[3], op)?;
+                w.set_ur(du(&o[0])?, prmt(a, sel, b));
+            }
             "S2UR" | "UMOV" | "R2UR" => {
                 let v = self.u(w, l0, &o[1], op)?;
                 w.set_ur(du(&o[0])?, v);

@@ -18,14 +18,19 @@
 //! * **Timing and hazards** ([`timing`]): every warp issues by its control bits; a read before
 //!   the value is ready is a `Hazard` error naming both instructions. The warps' clocks give
 //!   the cycle estimate.
+//! * **Asynchronous copies** ([`tma`], sm_90): mbarriers, tensor-map and bulk copies, with the
+//!   PTX emulator's mbarrier state and box semantics; lanes parked at a failed wait run again
+//!   once a barrier moves, copies land when nothing else can run, and a wait nothing can
+//!   complete is a `Deadlock` error.
 
 pub mod decode;
 pub mod exec;
 pub mod kernel;
 pub mod tensor;
 pub mod timing;
+pub mod tma;
 
-use trident_emu::memory::{buffer_base, GlobalMem};
+use trident_emu::memory::{buffer_base, GlobalMem, PARAM_WINDOW};
 use trident_emu::{EmuError, ErrorKind, KernelArg};
 use trident_sass::disasm::Text;
 use trident_sass::operands::{operands, Operands};
@@ -130,6 +135,14 @@ pub fn launch(p: &Program, cfg: &LaunchConfig, args: &mut [KernelArg]) -> Result
     // The initial stack pointer (`c[0x0][0x28]`): the top of each thread's local window
     // (`kernel::SassKernel::local_bytes`); the stack grows down to 0.
     put(&mut cbank, 0x28, &k.local_bytes.to_le_bytes());
+    // The parameters' generic address (`cvta.param`, a tensor map passed by value): sm_90's
+    // `c[0x0][0x198]` holds that of the first parameter, sm_80's `c[0x0][0x40]` that of the
+    // bank (experiment: `ptxas` adds the parameter's offset, respectively its offset in the
+    // bank). Here constant bank 0 sits at the parameter window's start, so byte `x` of the
+    // bank is at `PARAM_WINDOW + x` (`tma` reads maps there) and a parameter keeps the
+    // bank's alignment (a tensor map is 64-byte aligned in the bank: 0x240 on sm_90).
+    let generic = if k.sm >= 90 { (0x198, PARAM_WINDOW + k.param_base as u64) } else { (0x40, PARAM_WINDOW) };
+    put(&mut cbank, generic.0, &generic.1.to_le_bytes());
     for (i, (a, prm)) in args.iter().zip(&k.params).enumerate() {
         let at = (k.param_base + prm.offset) as usize;
         let bits: u64 = match a {
@@ -175,6 +188,8 @@ pub fn launch(p: &Program, cfg: &LaunchConfig, args: &mut [KernelArg]) -> Result
 enum State {
     AtBar,
     Done,
+    /// Lanes parked at a failed mbarrier wait, none runnable.
+    Blocked,
 }
 
 fn run_cta(
@@ -190,6 +205,9 @@ fn run_cta(
     let mut warps: Vec<Warp> = (0..nwarps).map(|w| Warp::new(32 * w, (threads - 32 * w).min(32))).collect();
     let mut clocks: Vec<WarpTiming> = vec![WarpTiming::default(); nwarps as usize];
     let mut shared = vec![0u8; (k.shared_reserved() + k.shared_bytes + cfg.dynamic_shared_bytes) as usize];
+    let mut bars = tma::Barriers::default();
+    // The barriers' epoch at which parked lanes were last let go without a barrier moving.
+    let mut forced_at: Option<u64> = None;
     let mut issued = 0u64;
     let name_of = |i: usize| op_text(&k.ops[i]);
     loop {
@@ -201,9 +219,18 @@ fn run_cta(
                 if w.live == 0 {
                     break State::Done;
                 }
-                let waiting = w.at_bar | w.at_bsync.iter().fold(0, |a, b| a | b);
+                // Lanes parked at a failed wait run again once a barrier has moved.
+                if w.parked != 0 && bars.epoch != w.park_epoch {
+                    w.parked = 0;
+                    t.clock = t.clock.max(bars.epoch_clock);
+                }
+                w.parked &= w.live;
+                let waiting = w.at_bar | w.at_bsync.iter().fold(0, |a, b| a | b) | w.parked;
                 let runnable = w.live & !waiting;
                 if runnable == 0 {
+                    if w.parked != 0 {
+                        break State::Blocked;
+                    }
                     if w.at_bar & w.live == w.live {
                         break State::AtBar;
                     }
@@ -249,6 +276,8 @@ fn run_cta(
                     nctaid: cfg.grid,
                     warp_id: wi as u32,
                     clock: t.clock,
+                    pc,
+                    bars: &mut bars,
                 };
                 let flow = ctx.exec(w, op, active).map_err(|e| {
                     if e.thread.is_some() {
@@ -286,6 +315,12 @@ fn run_cta(
                             }
                         }
                     }
+                    Flow::Park(m, bar) => {
+                        step(w, active);
+                        w.parked |= m;
+                        w.park_epoch = bars.epoch;
+                        w.park_bar = bar;
+                    }
                 }
                 // Convergence barriers whose lanes have all arrived (or exited) release.
                 for n in 0..16 {
@@ -316,7 +351,37 @@ fn run_cta(
             }
             continue;
         }
-        return Err(EmuError::new(ErrorKind::Runtime, "a warp stopped neither done nor at the barrier".to_string()));
+        // Some lanes are parked at mbarrier waits and nothing else can run: the copies in
+        // flight land (`tma`), and lanes whose barriers moved since they parked run on.
+        if bars.land(&mut shared).map_err(|e| e.at_thread(ctaid, [0, 0, 0]))? {
+            continue;
+        }
+        if warps.iter().any(|w| w.parked != 0 && w.park_epoch != bars.epoch) {
+            continue;
+        }
+        // Nothing can move a barrier any more. A wait may give up (`try_wait` returns false
+        // when its time limit passes): the lanes go on once, past their failed wait; if that
+        // moves no barrier either, they can never complete.
+        if forced_at != Some(bars.epoch) {
+            forced_at = Some(bars.epoch);
+            for w in warps.iter_mut() {
+                w.parked = 0;
+            }
+            continue;
+        }
+        let mut stuck = vec![];
+        for (wi, w) in warps.iter().enumerate() {
+            if w.parked != 0 {
+                stuck.push(format!("warp {wi} waits on {}", bars.describe(w.park_bar)));
+            } else if w.at_bar & w.live != 0 {
+                stuck.push(format!("warp {wi} waits at BAR.SYNC"));
+            }
+        }
+        return Err(EmuError::new(
+            ErrorKind::Deadlock,
+            format!("deadlock: an mbarrier phase can never complete ({})", stuck.join("; ")),
+        )
+        .at_thread(ctaid, [0, 0, 0]));
     }
     let cycles = clocks.iter().map(|c| c.clock).max().unwrap_or(0);
     Ok((cycles, issued))

@@ -52,6 +52,13 @@ fn arrival(sm: u32, op: &Op) -> u64 {
     }) as u64
 }
 
+/// Modelled cycles from a copy's issue until its data is in shared memory (`UTMALDG`,
+/// `UBLKCP`): a global load's, as an L2 hit.
+pub fn copy_latency(sm: u32) -> u64 {
+    let m: &MachineModel = if sm >= 90 { &H100 } else { &A100 };
+    m.lat_l2_hit as u64
+}
+
 #[derive(Clone, Debug)]
 struct InFlight {
     producer: usize,

@@ -124,7 +124,14 @@ const FENCES: &[&str] = &[
     "WGMMA",
     "UTMALDG",
     "UTMASTG",
+    "UTMAREDG",
+    "UTMAPF",
+    "UTMACCTL",
+    // `cp.async.bulk.commit_group`: the bulk group a later `DEPBAR.LE SB0` waits for.
+    "UTMACMDFLUSH",
     "UBLKCP",
+    // Leaves a convergence barrier (a thread's exit from a `BSSY`/`BSYNC` region).
+    "BREAK",
     "NANOSLEEP",
     "YIELD",
     "BPT",

@@ -91,6 +91,9 @@ const COMMON: &[Entry] = &[
     // cycles; everyone else waits for `WARPGROUP.DEPBAR` (tracked as a pending result).
     e("HGMMA", 4, false),
     e("R2UR", 13, false),
+    // `ELECT P0, UR4, PT`'s lane id is read 2 cycles on (Trident's `elect.sync` experiment,
+    // sm_90a); its predicate is covered by `PREDICATE_CYCLES`.
+    e("ELECT", 2, false),
     e("ULDC", 2, true),
     e("UMOV", 2, true),
     e("UIADD3", 4, true),
@@ -122,7 +125,17 @@ const VARIABLE: &[&str] = &[
     "LDG", "LDS", "LDSM", "LDL", "LD", "LDC", "ATOM", "ATOMG", "ATOMS", "RED", "S2R", "S2UR", "MUFU", "SHFL", "REDUX",
     "MATCH", "POPC", "FLO", "BREV", "I2F", "F2I", "F2F", "I2I", "FRND", "FCHK", "DMMA", "IMMA", "BMMA", "LDTRAM",
     "SUATOM", "SULD", "TEX", "TLD", "QSPC",
+    // mbarrier operations are shared-memory atomics: `ptxas` gives `SYNCS.ARRIVE`'s state and
+    // `SYNCS.PHASECHK`'s predicate a write scoreboard and waits for it (experiment, sm_90a).
+    "SYNCS",
 ];
+
+/// Cycles before a predicate some producers write may be read, where it differs from their
+/// register results (experiment, `ptxas` 13.0, sm_90a; the fewest seen, `tight: false`):
+/// `ELECT`'s leader predicate 13 (4 first reads, all at 13, in `ELECT` loops and a plain
+/// `elect.sync`), `R2UR`'s "value differs" predicate 8 (1 read, in `ptxas`'s loop over the
+/// distinct addresses of an `mbarrier.init` by several threads).
+const PREDICATE_CYCLES: &[(&str, u32)] = &[("ELECT", 13), ("R2UR", 8)];
 
 fn root(opcode: &str) -> &str {
     opcode.split('.').next().unwrap_or(opcode)
@@ -268,6 +281,9 @@ pub const PREDICATE_TO_MEMORY: u32 = 13;
 pub fn needed(sm: u32, producer: &str, consumer: &str, predicate: bool) -> Option<u32> {
     let x = entry(sm, producer)?;
     let memory = memory_reader(consumer);
+    if let Some(&(_, c)) = PREDICATE_CYCLES.iter().find(|(p, _)| predicate && root(producer) == *p) {
+        return Some(if memory { c.max(PREDICATE_TO_MEMORY) } else { c });
+    }
     if memory && predicate {
         return Some((x.cycles as u32).max(PREDICATE_TO_MEMORY));
     }
@@ -318,5 +334,15 @@ mod tests {
         // A shared-memory load may overwrite what an earlier store still reads; an ALU write may not.
         assert!(mio_ordered("STG.E.U16", "LDS.U16") && mio_ordered("STS.64", "LDS.128"));
         assert!(!mio_ordered("STG.E", "FADD") && !mio_ordered("STG.E", "LDG.E") && !mio_ordered("FADD", "LDS"));
+    }
+
+    #[test]
+    fn asynchronous_copy_machinery() {
+        // ELECT: the lane id in 2 cycles, the leader predicate in 13; R2UR's predicate in 8.
+        assert_eq!(needed(90, "ELECT", "IMAD.U32", false), Some(2));
+        assert_eq!(needed(90, "ELECT", "PLOP3.LUT", true), Some(13));
+        assert_eq!(needed(90, "R2UR", "PLOP3.LUT", true), Some(8));
+        assert_eq!(needed(90, "R2UR", "SYNCS.EXCH.64", false), Some(13));
+        assert!(variable("SYNCS.PHASECHK.TRANS64.TRYWAIT") && variable("SYNCS.ARRIVE.TRANS64.A1T0"));
     }
 }

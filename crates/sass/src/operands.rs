@@ -68,9 +68,15 @@ const NO_DEFS: &[&str] = &[
     "ARRIVES",
     "WARPGROUP",
     "UTMA",
+    "UTMALDG",
+    "UTMASTG",
+    "UTMAREDG",
+    "UTMAPF",
+    "UTMACCTL",
     "UBLKCP",
     "UTMACMDFLUSH",
-    "SYNCS.ARRIVE",
+    "SYNCS.CCTL",
+    "BREAK",
     "BPT",
     "KILL",
     "NANOSLEEP",
@@ -86,6 +92,11 @@ fn starts(op: &str, list: &[&str]) -> bool {
 /// Registers written by one destination operand of `opcode`, starting at `base`.
 fn def_width(opcode: &str) -> u16 {
     let has = |s: &str| opcode.split('.').any(|p| p == s);
+    // An mbarrier arrival's state is a 64-bit pair (`SYNCS.ARRIVE.TRANS64.A1T0 R2, ...` then
+    // R2 and R3 read as `mbarrier.arrive`'s 64-bit result: experiment, ptxas 13.0).
+    if opcode.starts_with("SYNCS.ARRIVE") {
+        return 2;
+    }
     if let Some([d, _]) = conversion_widths(opcode) {
         return d;
     }
@@ -276,6 +287,29 @@ fn pr_mask(ops: &[&str]) -> Vec<Reg> {
     (0..7u8).filter(|k| mask >> k & 1 == 1).map(Reg::P).collect()
 }
 
+/// Uniform registers each bracketed operand of an asynchronous copy covers (`[URa]` names a
+/// run), from experiment (`ptxas` 13.0, ranks 1–5; the SASS emulator's `tma` module has the
+/// table): `UTMALDG.nD [dst, mbarrier, n coordinates], [map address pair]`, `UTMASTG.nD
+/// [src, n coordinates], [map]`, `UBLKCP.S.G [dst, mbarrier], [global pair], size`, `UBLKCP.G.S
+/// [global pair], [src], size`, `UTMACCTL.PF [map]`. Forms not established (`UTMAPF`,
+/// `.IM2COL`, `.MULTICAST`, `UTMAREDG`) are taken wide: the copy's run plus one, a pair.
+fn async_copy_widths(opcode: &str) -> Option<[u16; 2]> {
+    let root = opcode.split('.').next()?;
+    let has = |s: &str| opcode.split('.').any(|p| p == s);
+    let n = opcode.split('.').find_map(|p| p.strip_suffix('D').and_then(|d| d.parse::<u16>().ok())).unwrap_or(5);
+    let established = !has("IM2COL") && !has("MULTICAST");
+    Some(match root {
+        "UTMALDG" if established => [2 + n, 2],
+        "UTMASTG" if established => [1 + n, 2],
+        "UTMALDG" | "UTMASTG" | "UTMAREDG" | "UTMAPF" => [3 + n, 2],
+        "UBLKCP" if has("S") && opcode.ends_with(".G") => [2, 2],
+        "UBLKCP" if has("G") && opcode.ends_with(".S") => [2, 1],
+        "UBLKCP" => [2, 2],
+        "UTMACCTL" => [2, 2],
+        _ => return None,
+    })
+}
+
 /// The registers `t` writes and reads.
 pub fn operands(t: &Text) -> Operands {
     let op = t.opcode.as_str();
@@ -300,14 +334,27 @@ pub fn operands(t: &Text) -> Operands {
     } else if op.contains("SETP") || op.starts_with("PLOP3") || op.starts_with("UPLOP3") || op.starts_with("SHFL") {
         // Two predicates out; `SHFL PT, R8, ...`: the lane-valid predicate, then the value.
         2
+    } else if op.starts_with("ELECT")
+        || op.starts_with("R2UR") && ops.first().is_some_and(|o| matches!(named(o).first(), Some((Reg::P(_), _))))
+    {
+        // `ELECT P0, UR4, PT`: the leader predicate and its lane id; `R2UR P0, UR7, R0`: the
+        // lanes whose value differs, and the uniform value (experiment, ptxas 13.0).
+        2
     } else if ops.get(1).is_some_and(|o| named(o).first().is_some_and(|(r, _)| matches!(r, Reg::P(_) | Reg::Up(_)))) {
         // A carry or flag out (`IADD3 R0, P0, ...`, `LEA ... P1`): written too.
         2
     } else {
         1
     };
+    let copy = async_copy_widths(op);
     for (i, o) in ops.iter().enumerate() {
         let regs = named(o);
+        if let Some(w) = copy.and_then(|w| w.get(i).copied()).filter(|_| o.trim_start().starts_with('[')) {
+            for (r, _) in regs {
+                out.uses.extend(span(r, if matches!(r, Reg::Ur(_)) { w } else { 1 }));
+            }
+            continue;
+        }
         if i < ndefs && !o.starts_with('[') {
             for (r, _) in regs {
                 let w = if matches!(r, Reg::R(_) | Reg::Ur(_)) { def_width(op) } else { 1 };
@@ -401,6 +448,37 @@ mod tests {
         assert_eq!((o.defs, o.uses), (vec![Reg::R(7)], vec![]));
         let o = t("", "BAR.SYNC.DEFER_BLOCKING", "0x0");
         assert!(o.defs.is_empty() && o.uses.is_empty());
+    }
+
+    #[test]
+    fn asynchronous_copies_and_mbarriers() {
+        let ur = |r: std::ops::Range<u16>| r.map(Reg::Ur).collect::<Vec<_>>();
+        // UTMALDG.2D [UR8], [UR6]: destination, mbarrier, two coordinates; the map's pair.
+        let o = t("@!UP1", "UTMALDG.2D", "[UR8],[UR6]");
+        assert!(o.defs.is_empty());
+        assert_eq!(o.uses, [ur(6..12), vec![Reg::Up(1)]].concat());
+        let o = t("", "UTMASTG.3D", "[UR16],[UR14]");
+        assert_eq!(o.uses, ur(14..20));
+        let o = t("", "UBLKCP.S.G", "[UR6],[UR8],UR4");
+        assert_eq!(o.uses, [ur(4..5), ur(6..10)].concat());
+        let o = t("", "UBLKCP.G.S", "[UR8],[UR6],UR7");
+        assert_eq!(o.uses, ur(6..10));
+        // The arrival's state is a pair; its count a single register.
+        let o = t("", "SYNCS.ARRIVE.TRANS64.A1T0", "R2,[UR6+0x2000],RZ");
+        assert_eq!((o.defs, o.uses), (vec![Reg::R(2), Reg::R(3)], vec![Reg::Ur(6)]));
+        let o = t("@!P0", "SYNCS.ARRIVE.TRANS64", "RZ,[UR8+0x2000],R0");
+        assert_eq!((o.defs, o.uses), (vec![], vec![Reg::R(0), Reg::P(0), Reg::Ur(8)]));
+        let o = t("", "SYNCS.PHASECHK.TRANS64.TRYWAIT", "P0,[R0+URZ],R3");
+        assert_eq!((o.defs, o.uses), (vec![Reg::P(0)], vec![Reg::R(0), Reg::R(3)]));
+        let o = t("@!UP1", "SYNCS.EXCH.64", "URZ,[UR8+0x2000],UR4");
+        assert_eq!((o.defs, o.uses), (vec![], vec![Reg::Ur(4), Reg::Ur(5), Reg::Ur(8), Reg::Up(1)]));
+        let o = t("@P2", "ELECT", "P1,URZ,PT");
+        assert_eq!((o.defs, o.uses), (vec![Reg::P(1)], vec![Reg::P(1), Reg::P(2)]));
+        let o = t("", "ELECT", "P0,UR4,PT");
+        assert_eq!(o.defs, vec![Reg::P(0), Reg::Ur(4)]);
+        let o = t("@P2", "R2UR", "P0,UR7,R0");
+        assert_eq!(o.defs, vec![Reg::P(0), Reg::Ur(7)]);
+        assert!(o.uses.contains(&Reg::R(0)) && !o.kept.contains(&Reg::R(0)));
     }
 
     #[test]

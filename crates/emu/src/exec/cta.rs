@@ -393,15 +393,7 @@ impl Cta {
         let mut stuck = stuck;
         for (w, bar) in &self.mbar_waiters {
             let state = match self.mem.mbars.get(bar) {
-                Some(b) => format!(
-                    "in phase {} (parity {}), {} of {} arrivals pending, {} transaction bytes pending, initialized at line {}",
-                    b.phase,
-                    b.phase & 1,
-                    b.pending,
-                    b.expected,
-                    b.tx,
-                    b.line
-                ),
+                Some(b) => format!("{}, initialized at line {}", b.describe(), b.line),
                 None => "invalidated".to_string(),
             };
             stuck.push(format!("warp {w} waits on the mbarrier at shared offset {bar} {state}"));

@@ -3,10 +3,11 @@
 //! memory, bulk copies that complete on them, bulk groups, `setmaxnreg`, `elect.sync`
 //! and `mapa` for a cluster of one CTA.
 //!
-//! An mbarrier's state is kept beside shared memory (keyed by its offset), not in its 8
-//! bytes: the object is opaque in PTX, and ordinary accesses to those bytes while it is
-//! live are reported as misuse. A phase completes when its pending arrival count and its
-//! transaction count are both zero; the parity of the current phase is `phase & 1`.
+//! An mbarrier's state ([`crate::mbarrier::Mbar`], shared with the SASS emulator) is kept
+//! beside shared memory (keyed by its offset), not in its 8 bytes: the object is opaque in
+//! PTX, and ordinary accesses to those bytes while it is live are reported as misuse. A
+//! phase completes when its pending arrival count and its transaction count are both zero;
+//! the parity of the current phase is `phase & 1`.
 //!
 //! A bulk load reads global memory when it issues and lands in shared memory at the cycle
 //! the timing model says its data arrives (as `cp.async` does at its wait), then performs
@@ -19,20 +20,9 @@
 use super::warp::{bad_operand, CtaMem, Ex, R};
 use crate::error::{EmuError, ErrorKind};
 use crate::ir::{Instr, Kind, MbarOp, Operand, Space};
+pub use crate::mbarrier::Mbar;
+use crate::mbarrier::MAX_COUNT;
 use crate::memory::{check_align, Place};
-
-/// One live mbarrier.
-#[derive(Clone, Debug)]
-pub struct Mbar {
-    /// Unique per `mbarrier.init` in the CTA (an offset can be reused after `inval`).
-    pub id: u32,
-    pub expected: u32,
-    pub pending: u32,
-    pub tx: i64,
-    /// Phases completed since init: the current phase is `phase`, its parity `phase & 1`.
-    pub phase: u64,
-    pub line: u32,
-}
 
 /// A bulk load in flight.
 pub struct BulkCopy {
@@ -51,9 +41,6 @@ pub struct BulkCopy {
     /// lands contiguously at `dst`.
     pub chunks: Vec<u32>,
 }
-
-/// Largest arrival count of `mbarrier.init` (2^20 - 1) and largest transaction count.
-pub(super) const MAX_COUNT: u64 = (1 << 20) - 1;
 
 fn rt(msg: impl Into<String>) -> EmuError {
     EmuError::new(ErrorKind::Runtime, msg)
@@ -84,32 +71,7 @@ impl CtaMem {
     pub fn mbar_update(&mut self, off: u32, arrive: u32, drop: bool, tx: i64, now: u64) -> R<(u64, u32)> {
         let b = self.mbar(off)?;
         let before = b.phase;
-        if arrive > b.pending {
-            return Err(rt(format!(
-                "mbarrier at shared offset {off}: {arrive} arrival(s) in phase {} with only {} of {} pending (more arrivals than its expected count)",
-                b.phase, b.pending, b.expected
-            )));
-        }
-        let t = b.tx + tx;
-        if t < 0 {
-            return Err(rt(format!(
-                "mbarrier at shared offset {off}: transaction count would go negative in phase {} ({} bytes expected, {} completed)",
-                b.phase,
-                b.tx,
-                -tx
-            )));
-        }
-        if t > MAX_COUNT as i64 {
-            return Err(rt(format!("mbarrier at shared offset {off}: transaction count {t} exceeds 2^20 - 1")));
-        }
-        b.tx = t;
-        b.pending -= arrive;
-        if drop {
-            b.expected -= arrive.min(b.expected);
-        }
-        if b.pending == 0 && b.tx == 0 {
-            b.phase += 1;
-            b.pending = b.expected;
+        if b.update(off, arrive, drop, tx)? {
             self.mbar_events.push((off, now));
         }
         let b = self.mbar(off)?;
@@ -224,7 +186,7 @@ impl Ex<'_, '_> {
             let b = self.m.mbar(off)?;
             let (complete, seen) = if ins.m.parity {
                 // The phase of this parity is the current one or the one just completed.
-                (b.phase & 1 != want & 1, b.phase)
+                (b.parity_complete(want), b.phase)
             } else {
                 let k = want >> 32;
                 if k > b.phase {
@@ -264,19 +226,14 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                         }
                         let off = ex.mbar_addr(ins, &o[0], lane)?;
                         let count = ex.src1(&o[1], lane)?;
-                        if count == 0 || count > MAX_COUNT {
-                            return Err(rt(format!("mbarrier.init count {count} outside [1, 2^20 - 1]")));
-                        }
                         if let Some(b) = ex.m.mbars.get(&off) {
                             return Err(rt(format!(
                                 "mbarrier at shared offset {off} initialized again while live (initialized at line {}; mbarrier.inval it first)",
                                 b.line
                             )));
                         }
-                        let id = ex.m.next_mbar_id;
+                        let b = Mbar::new(ex.m.next_mbar_id, count, ins.line)?;
                         ex.m.next_mbar_id += 1;
-                        let b =
-                            Mbar { id, expected: count as u32, pending: count as u32, tx: 0, phase: 0, line: ins.line };
                         ex.m.mbars.insert(off, b);
                     }
                     Ok(())
@@ -413,7 +370,7 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                 }
                 // The async proxy reads shared memory as the issuing warp would.
                 let mut data = vec![0u8; size as usize];
-                ex.read_mem(Space::Shared, src as u64, &mut data, lane, ins.line)?;
+                ex.read_mem_aligned(Space::Shared, src as u64, &mut data, lane, ins.line, 16)?;
                 ex.l.global.write(dst, &data).map_err(|f| {
                     let mut e = EmuError::new(ErrorKind::Memory, f.message);
                     e.access = f.access.map(Box::new);

@@ -102,9 +102,23 @@ impl Ex<'_, '_> {
         Ok(off as usize)
     }
 
-    /// Reads `out.len()` bytes at `addr` in `space` for `lane`.
+    /// Reads `out.len()` bytes at `addr` in `space` for `lane`, aligned to their size.
     pub fn read_mem(&mut self, space: Space, addr: u64, out: &mut [u8], lane: u32, line: u32) -> R<()> {
-        check_align(addr, out.len() as u64).map_err(mem_err)?;
+        self.read_mem_aligned(space, addr, out, lane, line, out.len() as u64)
+    }
+
+    /// [`Ex::read_mem`] with the alignment the access needs (`align` bytes): a bulk copy's
+    /// source needs only 16 (PTX ISA `cp.async.bulk`), whatever its size.
+    pub fn read_mem_aligned(
+        &mut self,
+        space: Space,
+        addr: u64,
+        out: &mut [u8],
+        lane: u32,
+        line: u32,
+        align: u64,
+    ) -> R<()> {
+        check_align(addr, align).map_err(mem_err)?;
         let place = self.place(space, addr);
         self.log_access(place, out.len());
         match place {

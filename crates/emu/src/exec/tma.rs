@@ -4,19 +4,21 @@
 //!
 //! A load reads the box from global memory when it issues (out-of-bounds elements filled
 //! with zeros or the OOB-NaN), lays it out densely, dimension 0 fastest, swizzles its 16-byte
-//! chunks by shared address ([`Swizzle::apply`]), and lands like a bulk copy: at the cycle
+//! chunks by shared address (`Swizzle::apply`), and lands like a bulk copy: at the cycle
 //! the timing model says the data arrives, completing the full box's bytes (out-of-bounds
 //! ones included, as on hardware) as transaction bytes on its mbarrier. A store reads the
 //! box from shared memory through the same swizzle and writes its in-bounds elements at
 //! issue; its bulk group's wait takes the modelled time. Reads and writes of the tensor are
-//! bounds-checked against the buffers like every global access.
+//! bounds-checked against the buffers like every global access. The map checks and the box
+//! semantics (runs in bounds, fill, swizzled chunks) are `TensorMap`'s, shared with the SASS
+//! emulator.
 
 use super::mbarrier::{log_chunks, BulkCopy};
 use super::warp::{bad_operand, Ex, R};
 use crate::error::{EmuError, ErrorKind};
 use crate::ir::{Instr, Kind, Operand, Space, TmapField};
 use crate::memory::{classify_generic, MemFault, Place};
-use crate::tensormap::{offset, OobFill, Swizzle, TensorMap, TensorMapError, BYTES, MAGIC};
+use crate::tensormap::{offset, TensorMap, BYTES, MAGIC};
 
 fn rt(msg: impl Into<String>) -> EmuError {
     EmuError::new(ErrorKind::Runtime, msg)
@@ -30,65 +32,6 @@ fn fault(f: MemFault) -> EmuError {
     let mut e = EmuError::new(ErrorKind::Memory, f.message);
     e.access = f.access.map(Box::new);
     e
-}
-
-fn map_error(at: u64, e: TensorMapError) -> EmuError {
-    let kind = if matches!(e, TensorMapError::Unsupported(_)) { ErrorKind::Unsupported } else { ErrorKind::Runtime };
-    EmuError::new(kind, format!("tensor map at {at:#x}: {e}"))
-}
-
-/// The rows of a box: with dimension 0 contiguous, a box is `rows` runs of `n0` elements.
-struct Boxed {
-    esz: u64,
-    /// Elements moved per dimension (`ceil(box / element stride)`; 1 past the rank).
-    n: [u64; 5],
-    rows: u64,
-    row_bytes: u64,
-}
-
-impl Boxed {
-    fn new(m: &TensorMap) -> Boxed {
-        let mut n = [1u64; 5];
-        for (i, x) in n.iter_mut().enumerate().take(m.rank as usize) {
-            *x = m.box_elems(i);
-        }
-        let esz = m.elem_bytes().unwrap_or(1) as u64;
-        Boxed { esz, n, rows: n[1..].iter().product(), row_bytes: n[0] * esz }
-    }
-
-    fn bytes(&self) -> u64 {
-        self.rows * self.row_bytes
-    }
-
-    /// The range `[lo, hi)` of row `r`'s elements inside the tensor (empty if none is) and the
-    /// global address of element `lo`.
-    fn row(&self, m: &TensorMap, coords: &[i64; 5], r: u64) -> R<(u64, u64, u64)> {
-        let mut rest = r;
-        let mut addr = m.global_address as i128;
-        let mut inside = true;
-        for i in 1..m.rank as usize {
-            let j = rest % self.n[i];
-            rest /= self.n[i];
-            let g = coords[i] + j as i64 * m.element_strides[i] as i64;
-            inside &= g >= 0 && g < m.global_dims[i] as i64;
-            addr += g as i128 * m.global_strides[i - 1] as i128;
-        }
-        let (c0, d0) = (coords[0], m.global_dims[0] as i64);
-        let lo = (-c0).clamp(0, self.n[0] as i64) as u64;
-        let hi = (d0 - c0).clamp(0, self.n[0] as i64) as u64;
-        if !inside || lo >= hi {
-            return Ok((0, 0, 0));
-        }
-        addr += (c0 + lo as i64) as i128 * self.esz as i128;
-        let a = u64::try_from(addr)
-            .map_err(|_| mem(format!("tensor copy row address {addr:#x} is outside the 64-bit address space")))?;
-        Ok((a, lo, hi))
-    }
-}
-
-/// Shared offsets of the 16-byte chunks of a box of `bytes` at shared offset `off`, swizzled.
-fn chunk_addrs(sw: Swizzle, off: u32, bytes: u64) -> Vec<u32> {
-    (0..bytes / 16).map(|k| sw.apply(off + 16 * k as u32)).collect()
 }
 
 impl Ex<'_, '_> {
@@ -128,18 +71,10 @@ impl Ex<'_, '_> {
         Ok(b)
     }
 
-    /// The map a tensor copy of `dim` dimensions uses, decoded and validated.
+    /// The map a tensor copy of `dim` dimensions uses, decoded and validated
+    /// ([`TensorMap::for_copy`], shared with the SASS emulator).
     fn use_map(&self, a: u64, dim: u8) -> R<TensorMap> {
-        let b = self.map_bytes(Space::Generic, a)?;
-        let m = TensorMap::decode(&b).map_err(|e| map_error(a, e))?;
-        m.validate().map_err(|e| map_error(a, e))?;
-        if m.rank != dim as u32 {
-            return Err(rt(format!(
-                "tensor map at {a:#x} has rank {}, but the copy is .{dim}d (the instruction's dimension must be the map's rank)",
-                m.rank
-            )));
-        }
-        Ok(m)
+        TensorMap::for_copy(&self.map_bytes(Space::Generic, a)?, a, dim as u32)
     }
 
     /// The box's coordinates for one lane (signed 32-bit).
@@ -153,29 +88,15 @@ impl Ex<'_, '_> {
     }
 
     /// The shared offset of a tensor copy's shared operand: 128-byte aligned, the swizzled box
-    /// inside shared memory. Returns the offset and the chunk addresses (empty: contiguous).
-    fn tensor_smem(&self, op: &Operand, lane: u32, m: &TensorMap, bytes: u64, what: &str) -> R<(u32, Vec<u32>)> {
+    /// inside shared memory ([`TensorMap::shared_chunks`]). Returns the offset and the chunk
+    /// addresses (empty: contiguous).
+    fn tensor_smem(&self, op: &Operand, lane: u32, m: &TensorMap, what: &str) -> R<(u32, Vec<u32>)> {
         let a = self.addr(op, lane)?;
         let off = match self.place(Space::Shared, a) {
             Place::Shared(o) => o,
             _ => return Err(bad_operand("tensor copy shared address")),
         };
-        if !off.is_multiple_of(128) {
-            return Err(mem(format!(
-                "tensor copy {what} at shared offset {off} is not 128-byte aligned (the tensor memory accelerator needs 128-byte aligned shared memory)"
-            )));
-        }
-        let size = self.m.shared.len() as u64;
-        let outside =
-            || mem(format!("tensor copy {what} at shared offset {off} + {bytes} bytes outside the CTA's {size} bytes"));
-        if off.saturating_add(bytes) > size {
-            return Err(outside());
-        }
-        let chunks = if m.swizzle == Swizzle::None { Vec::new() } else { chunk_addrs(m.swizzle, off as u32, bytes) };
-        // A swizzled partial last line can reach past `off + bytes`.
-        if chunks.iter().any(|&c| c as u64 + 16 > size) {
-            return Err(outside());
-        }
+        let chunks = m.shared_chunks(off, self.m.shared.len() as u64, what)?;
         Ok((off as u32, chunks))
     }
 
@@ -197,9 +118,8 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                 let map_at = ex.addr(&o[1], lane)?;
                 let m = ex.use_map(map_at, dim)?;
                 let coords = ex.coords(&o[2], lane)?;
-                let g = Boxed::new(&m);
-                let bytes = g.bytes();
-                let (dst, chunks) = ex.tensor_smem(&o[0], lane, &m, bytes, "destination")?;
+                let bytes = m.box_bytes();
+                let (dst, chunks) = ex.tensor_smem(&o[0], lane, &m, "destination")?;
                 let bar = ex.mbar_addr(ins, &o[3], lane)?;
                 if chunks.is_empty() {
                     ex.m.check_not_barrier(dst as u64, bytes as usize)?;
@@ -209,19 +129,11 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                 }
                 let bar_id = ex.m.mbar(bar)?.id;
                 // Out-of-bounds elements keep the fill; in-bounds runs are read over it.
-                let mut data = match m.fill {
-                    OobFill::Zero => vec![0u8; bytes as usize],
-                    OobFill::Nan => m.elem_type.oob_nan().repeat((bytes / g.esz) as usize),
-                };
-                for r in 0..g.rows {
-                    let (a, lo, hi) = g.row(&m, &coords, r)?;
-                    if lo < hi {
-                        let at = (r * g.row_bytes + lo * g.esz) as usize;
-                        let len = ((hi - lo) * g.esz) as usize;
-                        let src = a;
-                        ex.l.global.read(src, &mut data[at..at + len]).map_err(fault)?;
-                        ex.log_global(src, len as u64);
-                    }
+                let mut data = m.filled_box();
+                for r in m.box_runs(&coords)? {
+                    let (at, len) = (r.at as usize, r.len as usize);
+                    ex.l.global.read(r.addr, &mut data[at..at + len]).map_err(fault)?;
+                    ex.log_global(r.addr, r.len);
                 }
                 log_chunks(ex, Place::Shared(dst as u64), bytes);
                 // From issue until the phase it completes is observed, the destination
@@ -253,27 +165,21 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                 let map_at = ex.addr(&o[0], lane)?;
                 let m = ex.use_map(map_at, dim)?;
                 let coords = ex.coords(&o[1], lane)?;
-                let g = Boxed::new(&m);
-                let bytes = g.bytes();
-                let (src, chunks) = ex.tensor_smem(&o[2], lane, &m, bytes, "source")?;
+                let bytes = m.box_bytes();
+                let (src, chunks) = ex.tensor_smem(&o[2], lane, &m, "source")?;
                 // The async proxy reads shared memory as the issuing warp would.
                 let mut data = vec![0u8; bytes as usize];
                 if chunks.is_empty() {
-                    ex.read_mem(Space::Shared, src as u64, &mut data, lane, ins.line)?;
+                    ex.read_mem_aligned(Space::Shared, src as u64, &mut data, lane, ins.line, 16)?;
                 } else {
                     for (k, &c) in chunks.iter().enumerate() {
                         ex.read_mem(Space::Shared, c as u64, &mut data[16 * k..16 * k + 16], lane, ins.line)?;
                     }
                 }
-                for r in 0..g.rows {
-                    let (a, lo, hi) = g.row(&m, &coords, r)?;
-                    if lo < hi {
-                        let at = (r * g.row_bytes + lo * g.esz) as usize;
-                        let len = ((hi - lo) * g.esz) as usize;
-                        let dst = a;
-                        ex.l.global.write(dst, &data[at..at + len]).map_err(fault)?;
-                        ex.log_global(dst, len as u64);
-                    }
+                for r in m.box_runs(&coords)? {
+                    let (at, len) = (r.at as usize, r.len as usize);
+                    ex.l.global.write(r.addr, &data[at..at + len]).map_err(fault)?;
+                    ex.log_global(r.addr, r.len);
                 }
             }
             Ok(())

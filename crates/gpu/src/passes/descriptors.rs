@@ -117,7 +117,7 @@ pub(crate) fn window_eligible(f: &Function, op: Op, opts: &GpuOptions) -> bool {
     if !matches!(bytes, 1 | 2 | 4 | 8) || elem == DType::I1 || block.len() != rank {
         return false;
     }
-    if block.iter().any(|&b| !b.is_power_of_two() || b > 256) || (block[rank - 1] * bytes) % 16 != 0 {
+    if block.iter().any(|&b| !b.is_power_of_two() || b > 256) || !(block[rank - 1] * bytes).is_multiple_of(16) {
         return false;
     }
     let window = &od.operands[3..];

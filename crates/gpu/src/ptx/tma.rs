@@ -219,17 +219,14 @@ impl Emitter<'_> {
     fn barrier_root(&self, mut v: Value) -> Res<(Op, Option<Reg>)> {
         let f = self.f;
         let mut slot = None;
-        loop {
-            match f.values[v].def {
-                ValueDef::Result(op, _) => match f.ops[op].kind {
-                    OpKind::LocalAlloc => return Ok((op, slot)),
-                    OpKind::MemDescIndex if slot.is_none() => {
-                        slot = Some(self.reg1(f.ops[op].operands[1])?);
-                        v = f.ops[op].operands[0];
-                    }
-                    _ => break,
-                },
-                ValueDef::Arg(..) => break,
+        while let ValueDef::Result(op, _) = f.values[v].def {
+            match f.ops[op].kind {
+                OpKind::LocalAlloc => return Ok((op, slot)),
+                OpKind::MemDescIndex if slot.is_none() => {
+                    slot = Some(self.reg1(f.ops[op].operands[1])?);
+                    v = f.ops[op].operands[0];
+                }
+                _ => break,
             }
         }
         Err(self.err("internal: an mbarrier that is not a slot of a local_alloc"))
