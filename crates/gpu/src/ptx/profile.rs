@@ -44,6 +44,8 @@ use trident_profile::{regions_of, RegionTable};
 /// How this kernel's records are lowered (present when `GpuOptions::profile` is set).
 pub(crate) struct RecordLowering {
     regions: RegionTable,
+    /// Probes per record (2 for [`ProbeMode::Doubled`]).
+    repeat: u32,
     /// Registers of real probes; `None` with markers.
     probes: Option<Probes>,
 }
@@ -88,7 +90,8 @@ impl RecordLowering {
                 None => Ok(None),
             };
         }
-        Ok(Some(RecordLowering { regions: regions_of(f, files)?, probes: None }))
+        let repeat = mode.map_or(1, ProbeMode::probes_per_record);
+        Ok(Some(RecordLowering { regions: regions_of(f, files)?, repeat, probes: None }))
     }
 }
 
@@ -166,21 +169,23 @@ impl Emitter<'_> {
             self.raw(format!("\t//@trident.mark {tag}\n"));
             return Ok(());
         };
-        let (ring, count, leader, cap) = (p.ring, p.count, p.leader, p.geom.capacity);
+        let (ring, count, leader, cap, repeat) = (p.ring, p.count, p.leader, p.geom.capacity, lowering.repeat);
         let ring = ring.ok_or_else(|| self.err("internal: a record but no ring"))?;
-        let (addr, tagr, clock, low) = (
-            self.new_reg(RegClass::B32),
-            self.new_reg(RegClass::B32),
-            self.new_reg(RegClass::B64),
-            self.new_reg(RegClass::B32),
-        );
-        self.ins(format!("and.b32 {addr}, {count}, {}", cap - 1));
-        self.ins(format!("mad.lo.u32 {addr}, {addr}, {RECORD_BYTES}, {ring}"));
-        self.ins(format!("mov.b32 {tagr}, {tag}"));
-        self.ins(format!("mov.u64 {clock}, %clock64"));
-        self.ins(format!("cvt.u32.u64 {low}, {clock}"));
-        self.ins(format!("@{leader} st.shared.v2.u32 [{addr}], {{{tagr}, {low}}}"));
-        self.ins(format!("add.u32 {count}, {count}, 1"));
+        for _ in 0..repeat {
+            let (addr, tagr, clock, low) = (
+                self.new_reg(RegClass::B32),
+                self.new_reg(RegClass::B32),
+                self.new_reg(RegClass::B64),
+                self.new_reg(RegClass::B32),
+            );
+            self.ins(format!("and.b32 {addr}, {count}, {}", cap - 1));
+            self.ins(format!("mad.lo.u32 {addr}, {addr}, {RECORD_BYTES}, {ring}"));
+            self.ins(format!("mov.b32 {tagr}, {tag}"));
+            self.ins(format!("mov.u64 {clock}, %clock64"));
+            self.ins(format!("cvt.u32.u64 {low}, {clock}"));
+            self.ins(format!("@{leader} st.shared.v2.u32 [{addr}], {{{tagr}, {low}}}"));
+            self.ins(format!("add.u32 {count}, {count}, 1"));
+        }
         Ok(())
     }
 

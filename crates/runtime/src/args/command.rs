@@ -540,11 +540,10 @@ impl RunCommand {
                 "csv" => cmd.profile.get_or_insert_with(ProfileFlags::default).csv = Some(PathBuf::from(v)),
                 "markers" => cmd.profile.get_or_insert_with(ProfileFlags::default).markers = true,
                 "probe-cost" => {
-                    cmd.profile.get_or_insert_with(ProfileFlags::default).probe_cost = match v {
-                        "in-kernel" => crate::profile::ProbeCost::InKernel,
-                        "calibrated" => crate::profile::ProbeCost::Calibrated,
-                        _ => return Err(ArgError::new(&flag, format!("expected in-kernel or calibrated, got `{v}`"))),
-                    }
+                    cmd.profile.get_or_insert_with(ProfileFlags::default).probe_cost =
+                        crate::profile::ProbeCost::parse(v).ok_or_else(|| {
+                            ArgError::new(&flag, format!("expected per-site, in-kernel or calibrated, got `{v}`"))
+                        })?;
                 }
                 _ => return Err(ArgError::new(&flag, "unknown option")),
             }
