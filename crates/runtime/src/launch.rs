@@ -69,8 +69,9 @@ pub struct LaunchOptions {
     /// markers instead: the true timeline, to check the probes against.
     pub profile: Option<ProfileOptions>,
     /// How a profiled launch's replay learns the probes' cost (probes only): the
-    /// calibration kernel's, or measured in this kernel by a second launch on copies of
-    /// the arguments ([`crate::profile::ProbeCost`]).
+    /// calibration kernel's, measured in this kernel by a second launch on copies of the
+    /// arguments, or per site by a third with every record doubled
+    /// ([`crate::profile::ProbeCost`]).
     pub profile_cost: crate::profile::ProbeCost,
     /// Stop a launch on the interpreter or the emulator that runs longer than this (an
     /// error; the arguments are left as they were). `None`: `TRIDENT_TIMEOUT`, else no limit.
