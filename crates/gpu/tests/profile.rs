@@ -397,7 +397,8 @@ fn every_probe_is_the_same_instructions_and_the_buffer_is_a_hidden_parameter() {
             assert_eq!(&ops[c..c + probe.len()], &probe, "{target}: probe at instruction {c}");
         }
         // Doubled probes: the same six instructions twice per record, nothing else changes.
-        let doubled = ProfileOptions { mode: ProbeMode::Doubled, ..profile_opts("scopes,kernel,loops", Granularity::Warp, 16) };
+        let doubled =
+            ProfileOptions { mode: ProbeMode::Doubled, ..profile_opts("scopes,kernel,loops", Granularity::Warp, 16) };
         let twice = compile_for(&m, &kernel, target, 4, Some(doubled));
         let twice_ops = opcodes(&twice.ptx.ptx);
         assert_eq!(twice_ops.len(), ops.len() + records * probe.len(), "{target}: doubled");

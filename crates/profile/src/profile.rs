@@ -152,7 +152,16 @@ impl Profile {
         place_on_timeline(&mut slots, &clock, meta, &mut issues);
         // Issues in buffer order, whole-buffer ones first, so reports read top to bottom.
         issues.sort_by_key(|i| i.slot.map(|s| s.index));
-        Ok(Profile { meta: meta.clone(), record_cost: cost, site_costs, clock, slots, instances, issues, decode_issues })
+        Ok(Profile {
+            meta: meta.clone(),
+            record_cost: cost,
+            site_costs,
+            clock,
+            slots,
+            instances,
+            issues,
+            decode_issues,
+        })
     }
 
     /// The same launch replayed with another per-record cost (see

@@ -79,7 +79,9 @@ pub struct SiteCosts {
 /// Why per-site costs could not be measured.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SiteCostError {
-    #[error("slot of CTA {cta} group {group} of the doubled launch has an odd record count {total}: not doubled probes")]
+    #[error(
+        "slot of CTA {cta} group {group} of the doubled launch has an odd record count {total}: not doubled probes"
+    )]
     NotDoubled { cta: u32, group: u32, total: u32 },
     #[error("the doubled launch has no more records than the single one")]
     NoExtraRecords,
@@ -149,10 +151,7 @@ impl SiteCosts {
             add_steps(&mut two, t, &sites, 2, t.total.checked_sub(2));
         }
         let mean = |(sum, n): (f64, u64)| sum / n as f64;
-        let steps = one
-            .iter()
-            .filter_map(|(key, &s)| two.get(key).map(|&d| (*key, mean(d) - mean(s))))
-            .collect();
+        let steps = one.iter().filter_map(|(key, &s)| two.get(key).map(|&d| (*key, mean(d) - mean(s)))).collect();
         // The fallback: extra span per extra record, over the groups both launches have.
         let spans: HashMap<(u32, u32), (f64, f64)> = single
             .iter()
@@ -319,13 +318,7 @@ mod tests {
         (out, t)
     }
 
-    fn launch(
-        sites: &[(u32, bool)],
-        work: &[u64],
-        waits: &[(usize, usize, u64)],
-        c: u64,
-        k: u32,
-    ) -> SlotTrace {
+    fn launch(sites: &[(u32, bool)], work: &[u64], waits: &[(usize, usize, u64)], c: u64, k: u32) -> SlotTrace {
         let (records, end) = simulate(sites, work, waits, c, k);
         slot(0, &records, 0, records.len() as u32, end)
     }

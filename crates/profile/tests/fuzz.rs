@@ -8,9 +8,9 @@ use common::trace_check::violations;
 use common::{meta, synthetic_cta, Rng};
 use trident_profile::format::encode::encode_buffer;
 use trident_profile::format::{self, Layout, MAGIC};
+use trident_profile::sites::{step_means, SiteCosts};
 use trident_profile::table::{render_csv, render_table};
 use trident_profile::trace::{chrome_trace, chrome_trace_json};
-use trident_profile::sites::{step_means, SiteCosts};
 use trident_profile::{DecodeError, Granularity, Profile, ProfileMeta};
 
 fn random_meta(rng: &mut Rng) -> ProfileMeta {

@@ -190,7 +190,8 @@ fn per_site_costs_from_a_doubled_launch_recover_absorbed_probes() {
         let events = &single.slots[0].trace.events;
         for r in 0..4u32 {
             let at = |end| events.iter().enumerate().filter(move |(_, e)| e.region == r && e.is_end == end);
-            let spans: Vec<f64> = at(false).zip(at(true)).map(|((s, _), (e, _))| (truth[e] - truth[s]) as f64).collect();
+            let spans: Vec<f64> =
+                at(false).zip(at(true)).map(|((s, _), (e, _))| (truth[e] - truth[s]) as f64).collect();
             let want = spans.iter().sum::<f64>() / spans.len() as f64;
             let got = mean(&replayed, r);
             assert!((got - want).abs() < 1e-6, "region {r}: replayed {got}, true {want}");

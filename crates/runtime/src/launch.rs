@@ -415,11 +415,8 @@ fn second_launch(
     opts: &LaunchOptions,
     profile: ProfileOptions,
 ) -> Result<Option<crate::profile::Profile>, RunError> {
-    let opts = LaunchOptions {
-        profile: Some(profile),
-        profile_cost: crate::profile::ProbeCost::Calibrated,
-        ..opts.clone()
-    };
+    let opts =
+        LaunchOptions { profile: Some(profile), profile_cost: crate::profile::ProbeCost::Calibrated, ..opts.clone() };
     Ok(launch(prog, kernel, &mut args, &opts)?.profile)
 }
 

@@ -240,7 +240,10 @@ fn in_kernel_probe_cost_replays_closer_and_runs_the_kernel_once_on_the_arguments
     assert_eq!(tensor(&a_site, "y").data, tensor(&plain, "y").data, "seed {seed}");
     assert_eq!(tensor(&a_site, "count").get_f64(0), 4.0, "one launch's worth of atomics (seed {seed})");
     assert!(per_site.site_costs.is_some());
-    assert_eq!(per_site.slots.iter().map(|s| s.trace.total).sum::<u32>(), in_kernel.slots.iter().map(|s| s.trace.total).sum::<u32>());
+    assert_eq!(
+        per_site.slots.iter().map(|s| s.trace.total).sum::<u32>(),
+        in_kernel.slots.iter().map(|s| s.trace.total).sum::<u32>()
+    );
     assert!(in_kernel.record_cost < calibrated.record_cost, "{} vs {}", in_kernel.record_cost, calibrated.record_cost);
     let mean = |p: &trident_runtime::profile::Profile, name: &str| {
         let id = p.meta.regions.iter().find(|r| r.name.starts_with(name)).unwrap().id;

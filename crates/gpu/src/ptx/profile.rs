@@ -174,7 +174,8 @@ impl Emitter<'_> {
         let (ring, count, leader, cap, repeat) = (p.ring, p.count, p.leader, p.geom.capacity, lowering.repeat);
         let ring = ring.ok_or_else(|| self.err("internal: a record but no ring"))?;
         for _ in 0..repeat {
-            let (addr, tagr, low) = (self.new_reg(RegClass::B32), self.new_reg(RegClass::B32), self.new_reg(RegClass::B32));
+            let (addr, tagr, low) =
+                (self.new_reg(RegClass::B32), self.new_reg(RegClass::B32), self.new_reg(RegClass::B32));
             // The clock first: the ring address is computed while its read completes.
             self.ins(format!("mov.u32 {low}, %clock"));
             self.ins(format!("and.b32 {addr}, {count}, {}", cap - 1));
