@@ -444,7 +444,13 @@ mod tests {
     fn measuring_needs_a_doubled_launch() {
         let one = slot(0, &[(0, S, 10), (0, E, 20)], 0, 2, 30);
         let odd = slot(0, &[(0, S, 10), (0, S, 20), (0, E, 30)], 0, 3, 40);
-        assert!(matches!(SiteCosts::measure(&[one.clone()], &[odd]), Err(SiteCostError::NotDoubled { total: 3, .. })));
-        assert_eq!(SiteCosts::measure(&[one.clone()], &[one]), Err(SiteCostError::NoExtraRecords));
+        assert!(matches!(
+            SiteCosts::measure(std::slice::from_ref(&one), &[odd]),
+            Err(SiteCostError::NotDoubled { total: 3, .. })
+        ));
+        assert_eq!(
+            SiteCosts::measure(std::slice::from_ref(&one), std::slice::from_ref(&one)),
+            Err(SiteCostError::NoExtraRecords)
+        );
     }
 }
