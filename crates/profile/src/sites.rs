@@ -38,6 +38,14 @@
 //! each: the mean cost of a record in this kernel, from the same two launches (extra
 //! cycles of the groups' spans / extra records).
 //!
+//! **Bounded and anchored** (what `trident_runtime::profile::per_site_costs` applies): no step
+//! costs more than the calibrated cost of one probe on the critical path
+//! ([`SiteCosts::bounded`]: more is the second probe perturbing the memory system or other
+//! warps, not its own cost), and all steps are shifted by one amount per record so that their
+//! mean is the cost per record measured against a kernel-region-only launch
+//! ([`SiteCosts::anchored`]: that launch sees the whole effect of the probes on the groups'
+//! spans, including what the first probe changes and a second does not).
+//!
 //! Nothing here reads a ground truth: both launches are ordinary profiled launches whose
 //! differences of clock readings are measured the same way on a GPU (where each mean is
 //! over every occurrence of its step, which also averages the noise of two launches).
