@@ -52,6 +52,11 @@ pub enum ProbeMode {
     /// which `ptxas` ignores and the emulator records with the warp's clock. No ring, no
     /// buffer, no hidden parameter: the unprofiled kernel plus comments.
     Markers,
+    /// Real probes, each record made twice back to back (two ring entries with the same
+    /// tag): the launch that measures each record site's cost in place, for per-site
+    /// replay (`trident_profile::replay::SiteCosts`). Its buffer and meta are those of
+    /// [`ProbeMode::Probes`] with twice the records.
+    Doubled,
 }
 
 impl ProbeMode {
@@ -59,6 +64,21 @@ impl ProbeMode {
         match self {
             ProbeMode::Probes => "probes",
             ProbeMode::Markers => "markers",
+            ProbeMode::Doubled => "doubled",
+        }
+    }
+
+    /// Whether records are real probes writing a profile buffer (not markers).
+    pub fn has_probes(self) -> bool {
+        self != ProbeMode::Markers
+    }
+
+    /// Probes per record: 2 when doubled, 1 otherwise (markers: comments).
+    pub fn probes_per_record(self) -> u32 {
+        if self == ProbeMode::Doubled {
+            2
+        } else {
+            1
         }
     }
 }
@@ -150,7 +170,8 @@ impl GpuOptions {
                     o.profile.get_or_insert_with(Default::default).mode = match v {
                         "probes" => ProbeMode::Probes,
                         "markers" => ProbeMode::Markers,
-                        _ => return Err(format!("`profile_mode` is probes or markers, not `{v}`")),
+                        "doubled" => ProbeMode::Doubled,
+                        _ => return Err(format!("`profile_mode` is probes, markers or doubled, not `{v}`")),
                     }
                 }
                 "target" => o.target = Target::parse(v).ok_or_else(|| format!("unknown target `{v}`"))?,

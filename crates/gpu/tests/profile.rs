@@ -127,6 +127,29 @@ fn matmul_probes_keep_outputs_and_count_iterations() {
         }
         assert_same(&got, &want, None, &format!("matmul {target} profiled"));
         no_warnings(&p, &format!("matmul {target}"));
+        // Doubled probes (the per-site cost's second launch): the same outputs, every record
+        // twice in a row, and the steps between records measurable against the single launch.
+        let doubled = ProfileOptions {
+            mode: ProbeMode::Doubled,
+            ..profile_opts("kernel,loops,dots,loads", Granularity::Warp, 64)
+        };
+        let twice = compile_for(&m, &kernel, target, 4, Some(doubled));
+        let (got2, p2, _) = run_profiled(&twice, grid, &with_poison(&rt, &[2]));
+        for (g, b) in got2.iter().zip(&base) {
+            assert_eq!(g.data, b.data, "{target}: doubled probes changed an output");
+        }
+        no_warnings(&p2, &format!("matmul {target} doubled"));
+        for (one, two) in p.slots.iter().zip(&p2.slots) {
+            let (one, two) = (&one.trace, &two.trace);
+            assert_eq!(two.total, 2 * one.total, "{target}");
+            for (e, pair) in one.events.iter().zip(two.events.chunks(2)) {
+                assert_eq!((e.region, e.is_end), (pair[0].region, pair[0].is_end), "{target}");
+                assert_eq!((e.region, e.is_end), (pair[1].region, pair[1].is_end), "{target}");
+            }
+        }
+        let costs = trident_profile::SiteCosts::measure(&p.traces(), &p2.traces()).unwrap();
+        assert!(costs.steps.len() >= p.meta.regions.len() * 2, "{target}: {costs:?}");
+        assert!(costs.steps.values().all(|c| c.is_finite()) && costs.fallback > 0.0, "{target}: {costs:?}");
         properly_nested(&p);
         assert_eq!(p.slots.len(), grid[0] as usize * 4);
         let c = counts(&p);
@@ -156,7 +179,7 @@ fn matmul_probes_keep_outputs_and_count_iterations() {
                 let tag = p.meta.regions.iter().find(|r| r.name == name).unwrap().id | 1 << 31;
                 let at =
                     lines.iter().position(|l| l.starts_with("mov.b32") && l.ends_with(&format!(", {tag};"))).unwrap();
-                lines[at - 3]
+                lines[at - 5]
             };
             assert!(end_probe(&dot_name).starts_with("wgmma.commit_group"), "{}", end_probe(&dot_name));
             assert!(end_probe(&loop_name).starts_with("wgmma.wait_group"), "{}", end_probe(&loop_name));
@@ -348,29 +371,40 @@ fn every_probe_is_the_same_instructions_and_the_buffer_is_a_hidden_parameter() {
         let prof =
             compile_for(&m, &kernel, target, 4, Some(profile_opts("scopes,kernel,loops", Granularity::Warp, 16)));
         let ops = opcodes(&prof.ptx.ptx);
-        let reads: Vec<usize> = ops.iter().enumerate().filter(|(_, o)| *o == "mov.u64").map(|(i, _)| i).collect();
-        let clocks: Vec<usize> = prof
+        // Clock reads: `%clock64` at entry and exit, `%clock` in every probe.
+        let clock_lines: Vec<(usize, bool)> = prof
             .ptx
             .ptx
             .lines()
             .map(str::trim)
             .filter(|l| l.ends_with(';'))
             .enumerate()
-            .filter(|(_, l)| l.contains("%clock64"))
-            .map(|(i, _)| i)
+            .filter(|(_, l)| l.contains("%clock"))
+            .map(|(i, l)| (i, l.contains("%clock64")))
             .collect();
-        assert!(reads.len() >= clocks.len());
         // Records: scopes load, math (2 each per iteration in the loop body), store; loop; kernel.
         let records = prof.gpu_ir.funcs[0]
             .all_ops()
             .into_iter()
             .filter(|&o| matches!(prof.gpu_ir.funcs[0].ops[o].kind, trident_ir::OpKind::Record { .. }))
             .count();
-        assert_eq!(clocks.len(), records + 2, "{target}: one clock read per record, at entry and at exit");
-        let probe = ["and.b32", "mad.lo.u32", "mov.b32", "mov.u64", "cvt.u32.u64", "st.shared.v2.u32", "add.u32"];
-        for &c in &clocks[1..clocks.len() - 1] {
-            assert_eq!(&ops[c - 3..c + 4], &probe, "{target}: probe at instruction {c}");
+        assert_eq!(clock_lines.len(), records + 2, "{target}: one clock read per record, at entry and at exit");
+        let (first, last) = (clock_lines[0], clock_lines[clock_lines.len() - 1]);
+        assert!(first.1 && last.1, "{target}: the group's start and end read %clock64");
+        let probe = ["mov.u32", "and.b32", "add.u32", "mad.lo.u32", "mov.b32", "st.shared.v2.u32"];
+        for &(c, wide) in &clock_lines[1..clock_lines.len() - 1] {
+            assert!(!wide, "{target}: a probe reads the 32-bit %clock");
+            assert_eq!(&ops[c..c + probe.len()], &probe, "{target}: probe at instruction {c}");
         }
+        // Doubled probes: the same six instructions twice per record, nothing else changes.
+        let doubled =
+            ProfileOptions { mode: ProbeMode::Doubled, ..profile_opts("scopes,kernel,loops", Granularity::Warp, 16) };
+        let twice = compile_for(&m, &kernel, target, 4, Some(doubled));
+        let twice_ops = opcodes(&twice.ptx.ptx);
+        assert_eq!(twice_ops.len(), ops.len() + records * probe.len(), "{target}: doubled");
+        let probes = twice.ptx.ptx.lines().filter(|l| l.contains("%clock") && !l.contains("%clock64")).count();
+        assert_eq!(probes, 2 * records, "{target}: two probes per record");
+        assert_eq!(twice.profile.as_ref().unwrap().regions, prof.profile.as_ref().unwrap().regions);
         let hidden = format!(".param .u64 {}_param_{}", prof.ptx.entry, prof.ptx.params.len());
         assert!(prof.ptx.ptx.contains(&hidden), "{target}: {hidden}");
         assert!(prof.ptx.ptx.contains("%globaltimer") && prof.ptx.ptx.contains("%smid"));

@@ -17,7 +17,8 @@
 //!   source lines, buffer shape, grid, target and per-record cost;
 //! * [`decode`](mod@decode) — bytes → per-slot event lists with 64-bit clocks, validated;
 //! * [`pair`] — starts and ends → nested region instances;
-//! * [`replay`] — cancelling the probes' own cost (KPerfIR's trace replay);
+//! * [`replay`] — cancelling the probes' own cost (KPerfIR's trace replay), one cost per
+//!   record or, with [`sites`], per step between two records measured by a doubled launch;
 //! * [`clock`] — cycles → ns from the globaltimer pair (or the nominal clock);
 //! * [`profile`] — [`Profile`], all of that assembled, with every [`Issue`] found;
 //! * [`trace`], [`stats`], [`table`] — Chrome/Perfetto JSON, region statistics, the
@@ -50,6 +51,7 @@ pub mod passes;
 pub mod profile;
 pub mod regions;
 pub mod replay;
+pub mod sites;
 pub mod stats;
 pub mod table;
 pub mod trace;
@@ -60,3 +62,4 @@ pub use issue::{Issue, IssueKind, Severity};
 pub use meta::{ProfileMeta, Region, RegionKind, SourceLoc};
 pub use profile::{Instance, Profile};
 pub use regions::{regions_of, RegionTable};
+pub use sites::{SiteCostError, SiteCosts};

@@ -8,6 +8,7 @@ use crate::issue::{Issue, IssueKind, Severity};
 use crate::meta::ProfileMeta;
 use crate::pair::pair_slot;
 use crate::replay::{replay_slot, Replayed};
+use crate::sites::{replay_slot_sites, SiteCosts};
 use std::collections::BTreeMap;
 
 /// One group's decoded slot with its replayed times.
@@ -54,8 +55,11 @@ impl Instance {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Profile {
     pub meta: ProfileMeta,
-    /// The per-record cost replay subtracted.
+    /// The per-record cost replay subtracted; with per-site costs, their mean per record
+    /// (the delay of the groups' ends over their records).
     pub record_cost: f64,
+    /// The per-site costs replay used, if any ([`Profile::with_site_costs`]).
+    pub site_costs: Option<SiteCosts>,
     pub clock: ClockRate,
     pub slots: Vec<SlotProfile>,
     /// By slot, then by start.
@@ -84,10 +88,35 @@ impl Profile {
     /// different SMs whose clocks are unrelated, so each CTA is placed by the
     /// globaltimer reading of its earliest-starting group (as exact as the timer).
     pub fn from_decoded(decoded: Decoded, meta: &ProfileMeta, cost: f64) -> Result<Profile, DecodeError> {
-        meta.validate()?;
         if !(cost.is_finite() && cost >= 0.0) {
             return Err(DecodeError::RecordCost(cost));
         }
+        Profile::assemble(decoded, meta, cost, None)
+    }
+
+    /// As [`Profile::from_decoded`], replaying with per-site costs.
+    pub fn from_decoded_sites(decoded: Decoded, meta: &ProfileMeta, costs: SiteCosts) -> Result<Profile, DecodeError> {
+        let bad = |c: f64| !c.is_finite();
+        if bad(costs.fallback) || costs.fallback < 0.0 {
+            return Err(DecodeError::RecordCost(costs.fallback));
+        }
+        if bad(costs.shift) {
+            return Err(DecodeError::RecordCost(costs.shift));
+        }
+        if let Some(&c) = costs.steps.values().find(|c| bad(**c)) {
+            return Err(DecodeError::RecordCost(c));
+        }
+        let mean = costs.mean_cost(&decoded.slots);
+        Profile::assemble(decoded, meta, mean, Some(costs))
+    }
+
+    fn assemble(
+        decoded: Decoded,
+        meta: &ProfileMeta,
+        cost: f64,
+        site_costs: Option<SiteCosts>,
+    ) -> Result<Profile, DecodeError> {
+        meta.validate()?;
         let Decoded { slots: traces, mut issues } = decoded;
         let decode_issues = issues.clone();
         let (clock, fallback) = clock_rate(&traces, meta);
@@ -99,7 +128,10 @@ impl Profile {
         let mut instances = Vec::new();
         for trace in traces {
             let at = Some(slot_ref(meta, trace.index));
-            let replayed = replay_slot(&trace, cost);
+            let replayed = match &site_costs {
+                Some(sites) => replay_slot_sites(&trace, sites),
+                None => replay_slot(&trace, cost),
+            };
             if replayed.clamped > 0 {
                 issues.push(Issue::new(at, IssueKind::ReplayClamped { count: replayed.clamped, cost }));
             }
@@ -120,15 +152,37 @@ impl Profile {
         place_on_timeline(&mut slots, &clock, meta, &mut issues);
         // Issues in buffer order, whole-buffer ones first, so reports read top to bottom.
         issues.sort_by_key(|i| i.slot.map(|s| s.index));
-        Ok(Profile { meta: meta.clone(), record_cost: cost, clock, slots, instances, issues, decode_issues })
+        Ok(Profile {
+            meta: meta.clone(),
+            record_cost: cost,
+            site_costs,
+            clock,
+            slots,
+            instances,
+            issues,
+            decode_issues,
+        })
     }
 
     /// The same launch replayed with another per-record cost (see
     /// `trident_runtime::profile::in_kernel_cost` for one measured in the kernel itself).
     pub fn with_cost(&self, cost: f64) -> Result<Profile, DecodeError> {
-        let decoded =
-            Decoded { slots: self.slots.iter().map(|s| s.trace.clone()).collect(), issues: self.decode_issues.clone() };
-        Profile::from_decoded(decoded, &self.meta, cost)
+        Profile::from_decoded(self.decoded(), &self.meta, cost)
+    }
+
+    /// The same launch replayed with per-site costs ([`SiteCosts::measure`] from this
+    /// launch and the same launch with doubled probes).
+    pub fn with_site_costs(&self, costs: SiteCosts) -> Result<Profile, DecodeError> {
+        Profile::from_decoded_sites(self.decoded(), &self.meta, costs)
+    }
+
+    /// The decoded slots, as they came from the buffer (before replay).
+    pub fn traces(&self) -> Vec<SlotTrace> {
+        self.slots.iter().map(|s| s.trace.clone()).collect()
+    }
+
+    fn decoded(&self) -> Decoded {
+        Decoded { slots: self.traces(), issues: self.decode_issues.clone() }
     }
 
     pub fn cycles_to_ns(&self, cycles: f64) -> f64 {

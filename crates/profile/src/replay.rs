@@ -50,13 +50,17 @@ pub struct Replayed {
 
 /// Replays one slot with a per-record cost of `cost` cycles (finite, >= 0).
 pub fn replay_slot(slot: &SlotTrace, cost: f64) -> Replayed {
+    let times = slot.events.iter().map(|e| e.clock.saturating_sub(slot.clock_start) as f64 - cost * e.seq as f64);
+    clamped(times, slot.clock_end.saturating_sub(slot.clock_start) as f64 - cost * slot.total as f64)
+}
+
+/// Replayed event times (in order) and end, made non-decreasing: an event that would run
+/// backwards is clamped to the one before and counted.
+pub(crate) fn clamped(times: impl Iterator<Item = f64>, end: f64) -> Replayed {
     let mut previous = 0.0f64;
     let mut clamped = 0u32;
-    let times: Vec<f64> = slot
-        .events
-        .iter()
-        .map(|e| {
-            let t = e.clock.saturating_sub(slot.clock_start) as f64 - cost * e.seq as f64;
+    let times: Vec<f64> = times
+        .map(|t| {
             // Tolerate rounding: only a real step backwards counts as a clamp.
             if t < previous - 1e-6 * previous.abs().max(1.0) {
                 clamped += 1;
@@ -68,8 +72,7 @@ pub fn replay_slot(slot: &SlotTrace, cost: f64) -> Replayed {
     // The end reading is not a probe: how much of a probe's cost precedes its clock read
     // does not apply to it, so it may land a fraction of `c` before the last event.
     // Clamping it is expected and not reported.
-    let end = (slot.clock_end.saturating_sub(slot.clock_start) as f64 - cost * slot.total as f64).max(previous);
-    Replayed { times, end, clamped }
+    Replayed { times, end: end.max(previous), clamped }
 }
 
 #[cfg(test)]

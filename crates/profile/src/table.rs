@@ -46,8 +46,12 @@ pub fn summary_line(p: &Profile) -> String {
         "nominal".to_string()
     };
     let plural = |n: u64, noun: &str| format!("{n} {noun}{}", if n == 1 { "" } else { "s" });
+    let cost = match &p.site_costs {
+        Some(_) => format!("per site, mean {:.2}", p.record_cost),
+        None => p.record_cost.to_string(),
+    };
     format!(
-        "kernel {} on {}: {} x {} ({} of {} slots decoded), clock {:.3} GHz ({clock}), replay cost {} cycles/record",
+        "kernel {} on {}: {} x {} ({} of {} slots decoded), clock {:.3} GHz ({clock}), replay cost {cost} cycles/record",
         m.kernel,
         m.target,
         plural(ctas as u64, "CTA"),
@@ -55,7 +59,6 @@ pub fn summary_line(p: &Profile) -> String {
         p.slots.len(),
         ctas as u64 * m.groups_per_cta as u64,
         p.clock.ghz,
-        p.record_cost,
     )
 }
 

@@ -77,6 +77,7 @@ pub fn chrome_trace(p: &Profile) -> Value {
             "clock_ghz": format!("{:.6}", p.clock.ghz),
             "clock_source": if p.clock.is_measured() { "globaltimer" } else { "nominal" },
             "record_cost_cycles": p.record_cost.to_string(),
+            "record_cost_per_site": p.site_costs.is_some().to_string(),
             "dropped_records": p.dropped_records().to_string(),
         },
     })

@@ -8,6 +8,7 @@ use common::trace_check::violations;
 use common::{meta, synthetic_cta, Rng};
 use trident_profile::format::encode::encode_buffer;
 use trident_profile::format::{self, Layout, MAGIC};
+use trident_profile::sites::{step_means, SiteCosts};
 use trident_profile::table::{render_csv, render_table};
 use trident_profile::trace::{chrome_trace, chrome_trace_json};
 use trident_profile::{DecodeError, Granularity, Profile, ProfileMeta};
@@ -35,6 +36,26 @@ fn exercise(bytes: &[u8], m: &ProfileMeta, cost: f64) -> usize {
         Err(DecodeError::Size { .. } | DecodeError::RecordCost(_)) => return 0,
         Err(e) => panic!("valid meta and size, yet {e}"),
     };
+    // Per-site replay of the same slots, with costs of either sign on every step they have
+    // (from the cost, so that runs repeat), and per-site costs measured against themselves.
+    let traces = p.traces();
+    let steps = step_means(&traces, 1)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (key, (mean, _)))| (key, (cost - 2.0 * (i % 3) as f64 * cost).min(mean.abs() + 1.0)))
+        .collect();
+    let fallback = if cost.is_finite() { cost } else { 0.0 };
+    if let Ok(sites) = p.with_site_costs(SiteCosts { steps, fallback, shift: -fallback / 2.0 }) {
+        check(&sites, m);
+    }
+    if let Ok(costs) = SiteCosts::measure(&traces, &traces) {
+        assert!(costs.fallback.is_finite() && costs.steps.values().all(|c| c.is_finite()));
+    }
+    check(&p, m)
+}
+
+/// What must hold for any profile that decoded.
+fn check(p: &Profile, m: &ProfileMeta) -> usize {
     assert!(p.clock.ghz.is_finite() && p.clock.ghz > 0.0);
     for i in &p.instances {
         assert!(i.start.is_finite() && i.end.is_finite() && i.start <= i.end && i.start >= 0.0, "{i:?}");
@@ -53,11 +74,11 @@ fn exercise(bytes: &[u8], m: &ProfileMeta, cost: f64) -> usize {
             assert!(text.contains(&format!("slot {} (CTA {}", s.index, s.cta)), "{text}");
         }
     }
-    let trace = chrome_trace(&p);
+    let trace = chrome_trace(p);
     assert_eq!(violations(&trace), Vec::<String>::new());
-    assert!(chrome_trace_json(&p).starts_with('{'));
-    assert!(render_table(&p).contains("region"));
-    assert_eq!(render_csv(&p).lines().count(), m.regions.len() + 1);
+    assert!(chrome_trace_json(p).starts_with('{'));
+    assert!(render_table(p).contains("region"));
+    assert_eq!(render_csv(p).lines().count(), m.regions.len() + 1);
     p.instances.len()
 }
 

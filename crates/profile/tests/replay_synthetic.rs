@@ -6,7 +6,7 @@
 mod common;
 
 use common::{meta, synthetic_cta, synthetic_group, Rng, TrueInstance};
-use trident_profile::format::encode::encode_buffer;
+use trident_profile::format::encode::{encode_buffer, RecordData, SlotData};
 use trident_profile::{Granularity, IssueKind, Profile, Severity};
 
 const GRANULARITIES: [Granularity; 3] = [Granularity::Warp, Granularity::Warpgroup, Granularity::Cta];
@@ -126,4 +126,79 @@ fn measured_clock_rate_converts_cycles_to_ns() {
         assert_eq!(p.clock.ghz, 1.5);
     }
     assert!((p.cycles_to_ns(3000.0) - 2000.0).abs() < 2.0);
+}
+
+/// A pipelined loop on one group: S(kernel), per iteration S(loop) S(load) [wait] E(load)
+/// S(dot) E(dot) E(loop), E(kernel), with random true cycles before each record (`rng`). The
+/// wait ends no earlier than `latency` cycles after the E(dot) two iterations earlier (the
+/// prefetch issued there), so the probes in between are absorbed by it. Each record is made
+/// `k` times back to back (`k = 0`: none, the truth), a probe costing `c` cycles with its
+/// clock read `c / 3` in. Returns the slot (start clock `start`) and the records' true times
+/// since the start.
+fn pipelined_group(rng: &mut Rng, iters: usize, latency: u64, c: u64, k: u32, start: u64) -> (SlotData, Vec<u64>) {
+    let mut sites = vec![(0u32, false, rng.range(5, 50))];
+    for _ in 0..iters {
+        for (region, end) in [(1, false), (2, false), (2, true), (3, false), (3, true), (1, true)] {
+            sites.push((region, end, rng.range(0, 40)));
+        }
+    }
+    sites.push((0, true, rng.range(5, 50)));
+    let mut t = start;
+    let (mut issued, mut records, mut times) = (vec![], vec![], vec![]);
+    for &(region, end, work) in &sites {
+        t += work;
+        if region == 2 && end && issued.len() >= 2 {
+            t = t.max(issued[issued.len() - 2] + latency);
+        }
+        times.push(t - start);
+        for _ in 0..k {
+            let read = t + c / 3;
+            records.push(if end { RecordData::end(region, read) } else { RecordData::start(region, read) });
+            t += c;
+        }
+        if region == 3 && end {
+            issued.push(t);
+        }
+    }
+    let slot = SlotData { clock_start: start, clock_end: t + 20, globaltimer_end: 1, records, ..SlotData::default() };
+    (slot, times)
+}
+
+#[test]
+fn per_site_costs_from_a_doubled_launch_recover_absorbed_probes() {
+    use trident_profile::sites::SiteCosts;
+    let mut rng = Rng::from_env("per_site_costs_from_a_doubled_launch_recover_absorbed_probes");
+    let c = 18;
+    let m = meta([1, 1, 1], 1, Granularity::Warp, 1024, c as f64, 4);
+    let layout = m.layout().unwrap();
+    let mean = |p: &Profile, r: u32| {
+        let v: Vec<f64> = p.instances.iter().filter(|i| i.region == r).map(|i| i.cycles()).collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    for _ in 0..10 {
+        let (iters, start, seed) = (rng.range(3, 12) as usize, rng.range(0, 1 << 40), rng.next());
+        // Enough slack that the wait lasts with doubled probes too: doubling is then exact.
+        let latency = rng.range(900, 1500);
+        let group = |k| pipelined_group(&mut Rng::with_seed(seed), iters, latency, c, k, start);
+        let ((single, _), (doubled, _), (_, truth)) = (group(1), group(2), group(0));
+        let profile = |slot| Profile::from_buffer(&encode_buffer(&layout, &[slot]).unwrap(), &m).unwrap();
+        let (single, doubled) = (profile(single), profile(doubled));
+        let costs = SiteCosts::measure(&single.traces(), &doubled.traces()).unwrap();
+        let replayed = single.with_site_costs(costs).unwrap();
+        assert!(replayed.site_costs.is_some() && replayed.issues.iter().all(|i| i.severity == Severity::Note));
+        // Every region's mean is the truth's (instances pair records in program order).
+        let events = &single.slots[0].trace.events;
+        for r in 0..4u32 {
+            let at = |end| events.iter().enumerate().filter(move |(_, e)| e.region == r && e.is_end == end);
+            let spans: Vec<f64> =
+                at(false).zip(at(true)).map(|((s, _), (e, _))| (truth[e] - truth[s]) as f64).collect();
+            let want = spans.iter().sum::<f64>() / spans.len() as f64;
+            let got = mean(&replayed, r);
+            assert!((got - want).abs() < 1e-6, "region {r}: replayed {got}, true {want}");
+            if r == 2 {
+                // The constant cost misses the wait: it charges the absorbed probes again.
+                assert!(mean(&single, 2) < want - c as f64, "wait: constant {}, true {want}", mean(&single, 2));
+            }
+        }
+    }
 }

@@ -7,20 +7,24 @@
 //! (plain, probed, marked), the overhead (probed / plain − 1), the schedule's fidelity
 //! (marked / plain − 1: records compiled as comments must leave the kernel's time alone),
 //! and the error of the replayed probes against the markers, per region, of the mean
-//! cycles: relative for regions of at least 10 probe costs (≥ 180 cycles on the
-//! emulator), absolute in cycles for shorter ones (a region of 14 cycles measured 10 is
-//! 30% off and still within a third of one probe's cost).
+//! cycles: relative for regions of at least 180 cycles, absolute in cycles for shorter
+//! ones (a region of 14 cycles measured 10 is 30% off and still within a probe's cost).
 //!
 //! `cargo run --release -p trident-runtime --example profile_overhead [-- REGIONS...]`
 //! (`TRIDENT_EMU_TARGET=sm_90a` for the Hopper code; `DETAIL=1`: every region's true and
 //! replayed mean cycles; `CAPACITY=N`: ring capacity; `ONLY=word`: kernels whose name
 //! holds it); `COST=inkernel`: replay with the probe cost measured in the kernel itself
-//! (`ProbeCost::InKernel`) instead of the calibration kernel's.
+//! (`ProbeCost::InKernel`) instead of the calibration kernel's; `COST=persite`: with the
+//! per-site costs of a second launch with doubled records (`ProbeCost::PerSite`).
+//!
+//! "Long" regions (relative error) are those of at least 180 true cycles (`LONG=N`: N
+//! cycles): ten probes of the seven-instruction lowering (17.95 cycles each), kept fixed
+//! so that tables before and after the six-instruction one (9 cycles) compare.
 
 use std::collections::BTreeMap;
 use trident_runtime::args::RunCommand;
 use trident_runtime::launch::{launch, LaunchOptions, LaunchOutcome};
-use trident_runtime::profile::{trace, ProbeMode, Profile, ProfileOptions, Regions};
+use trident_runtime::profile::{self as profile, trace, ProbeCost, ProbeMode, Profile, ProfileOptions, Regions, Site};
 use trident_runtime::KernelProgram;
 
 /// Mean cycles per region name (closed instances).
@@ -88,15 +92,40 @@ fn kernels() -> Vec<(&'static str, String, Vec<&'static str>)> {
     ]
 }
 
+/// Errors of a replayed profile against the truth: over regions of at least `long` true
+/// cycles the mean and the worst relative error, over shorter ones the worst absolute one.
+fn errors(got: &BTreeMap<String, f64>, want: &BTreeMap<String, f64>, long: f64) -> (f64, f64, f64) {
+    let (mut rel, mut abs, mut sum, mut n) = (0.0f64, 0.0f64, 0.0f64, 0usize);
+    for (k, &t) in want {
+        let e = (got.get(k).copied().unwrap_or(f64::NAN) - t).abs();
+        if t >= long {
+            rel = rel.max(e / t);
+            sum += e / t;
+            n += 1;
+        } else {
+            abs = abs.max(e);
+        }
+    }
+    (sum / n.max(1) as f64 * 100.0, rel * 100.0, abs)
+}
+
 fn main() {
     let sets: Vec<String> = std::env::args().skip(1).collect();
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     std::env::set_current_dir(root).expect("the repository root");
     let only = std::env::var("ONLY").ok();
-    println!(
-        "| kernel | regions | n | rec/warp | plain µs | probed µs | overhead | marked/plain | error ≥180 cyc: mean / max | max abs. error <180 cyc | traces identical |"
-    );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    let all = std::env::var("COST").is_ok_and(|c| c == "all");
+    if all {
+        println!(
+            "| kernel | regions | n | rec/warp | plain µs | probed µs | overhead | marked/plain | calibrated: mean / max, abs | in-kernel: mean / max, abs | per-site: mean / max, abs | traces identical |"
+        );
+        println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    } else {
+        println!(
+            "| kernel | regions | n | rec/warp | plain µs | probed µs | overhead | marked/plain | error ≥180 cyc: mean / max | max abs. error <180 cyc | traces identical |"
+        );
+        println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    }
     let us = |o: &LaunchOutcome| o.run_time.as_secs_f64() * 1e6;
     for (name, line, default_sets) in kernels() {
         if only.as_ref().is_some_and(|w| !name.contains(w.as_str())) {
@@ -112,56 +141,115 @@ fn main() {
             .unwrap_or_else(|e| panic!("{e}"));
         let sets: Vec<String> =
             if sets.is_empty() { default_sets.iter().map(|s| s.to_string()).collect() } else { sets.clone() };
+        let capacity = std::env::var("CAPACITY").ok().and_then(|c| c.parse().ok());
         for set in &sets {
             let regions = Regions::parse(set).unwrap_or_else(|e| panic!("{e}"));
-            let run = |mode| {
-                let mut args = cmd.materialize().unwrap();
-                let mut opts = LaunchOptions::from_command(&cmd);
+            let options = |mode| {
                 let mut po = ProfileOptions { regions, mode, ..Default::default() };
-                if let Some(c) = std::env::var("CAPACITY").ok().and_then(|c| c.parse().ok()) {
+                if let Some(c) = capacity {
                     po.capacity = c;
                 }
+                po
+            };
+            let run = |po: ProfileOptions, cost| {
+                let mut args = cmd.materialize().unwrap();
+                let mut opts = LaunchOptions::from_command(&cmd);
                 opts.profile = Some(po);
-                if std::env::var("COST").is_ok_and(|c| c == "inkernel") {
-                    opts.profile_cost = trident_runtime::profile::ProbeCost::InKernel;
-                }
+                opts.profile_cost = cost;
                 let out = launch(&prog, kernel, &mut args, &opts).unwrap_or_else(|e| panic!("{name} {set}: {e}"));
                 for (a, b) in args.iter().zip(&plain_args) {
                     assert_eq!(a.value, b.value, "{name} {set}: `{}` differs from the unprofiled launch", a.name);
                 }
                 out
             };
-            let (probed, again, marked) = (run(ProbeMode::Probes), run(ProbeMode::Probes), run(ProbeMode::Markers));
+            let cost = match std::env::var("COST").as_deref() {
+                Ok("inkernel") => ProbeCost::InKernel,
+                Ok("persite") => ProbeCost::PerSite,
+                _ => ProbeCost::Calibrated,
+            };
+            let probed = run(options(ProbeMode::Probes), cost);
+            let again = run(options(ProbeMode::Probes), cost);
+            let marked = run(options(ProbeMode::Markers), ProbeCost::Calibrated);
             let (p, truth) = (probed.profile.as_ref().unwrap(), marked.profile.as_ref().unwrap());
             let same = trace::chrome_trace_json(p) == trace::chrome_trace_json(again.profile.as_ref().unwrap());
             let records = p.slots.iter().map(|s| s.trace.total as f64).sum::<f64>() / p.slots.len() as f64;
-            let (got, want) = (means(p), means(truth));
-            let long = 10.0 * p.record_cost;
-            let (mut rel, mut abs, mut sum, mut n) = (0.0f64, 0.0f64, 0.0f64, 0usize);
-            for (k, &t) in &want {
-                let e = (got.get(k).copied().unwrap_or(f64::NAN) - t).abs();
-                if t >= long {
-                    rel = rel.max(e / t);
-                    sum += e / t;
-                    n += 1;
-                } else {
-                    abs = abs.max(e);
-                }
-            }
-            println!(
-                "| {name} | {set} | {} | {records:.0} | {:.2} | {:.2} | {:+.1}% | {:+.2}% | {:.2}% / {:.2}% | {abs:.1} | {} |",
+            let want = means(truth);
+            let long = std::env::var("LONG").ok().and_then(|l| l.parse().ok()).unwrap_or(180.0);
+            let head = format!(
+                "| {name} | {set} | {} | {records:.0} | {:.2} | {:.2} | {:+.1}% | {:+.2}% |",
                 want.len(),
                 us(&plain),
                 us(&probed),
                 (us(&probed) / us(&plain) - 1.0) * 100.0,
                 (us(&marked) / us(&plain) - 1.0) * 100.0,
-                sum / n.max(1) as f64 * 100.0,
-                rel * 100.0,
-                if same { "yes" } else { "NO" },
             );
+            let same = if same { "yes" } else { "NO" };
+            // The replays compared (`COST=all`): the calibrated cost, the in-kernel cost and
+            // per-site costs, all from the same launches (the two extra ones as `launch` makes
+            // them: kernel region only, and doubled records).
+            let mut replays: Vec<(&str, Profile)> = vec![("calibrated", p.clone())];
+            if all {
+                let base = run(
+                    ProfileOptions { regions: Regions::parse("kernel").unwrap(), ..options(ProbeMode::Probes) },
+                    ProbeCost::Calibrated,
+                );
+                let base = base.profile.as_ref().unwrap();
+                if let Some(c) = profile::in_kernel_cost(p, base) {
+                    replays.push(("in-kernel", p.with_cost(c).unwrap()));
+                } else {
+                    replays.push(("in-kernel", p.clone()));
+                }
+                let doubled = trident_runtime::launch::doubled_launch(
+                    &prog,
+                    kernel,
+                    cmd.materialize().unwrap(),
+                    &LaunchOptions::from_command(&cmd),
+                    options(ProbeMode::Probes),
+                )
+                .unwrap_or_else(|e| panic!("{name} {set}: {e}"));
+                let costs = profile::per_site_costs(p, &doubled, Some(base)).unwrap();
+                replays.push(("per-site", p.with_site_costs(costs).unwrap()));
+                let cells: Vec<String> = replays
+                    .iter()
+                    .map(|(_, r)| {
+                        let (mean, max, abs) = errors(&means(r), &want, long);
+                        format!("{mean:.2}% / {max:.2}%, {abs:.1}")
+                    })
+                    .collect();
+                println!("{head} {} | {same} |", cells.join(" | "));
+            } else {
+                let (mean, max, abs) = errors(&means(p), &want, long);
+                println!("{head} {mean:.2}% / {max:.2}% | {abs:.1} | {same} |");
+            }
             if std::env::var_os("DETAIL").is_some() {
+                let got: Vec<BTreeMap<String, f64>> = replays.iter().map(|(_, r)| means(r)).collect();
                 for (k, t) in &want {
-                    println!("    {k:<40} true {t:>10.1}  replayed {:>10.1}", got.get(k).copied().unwrap_or(f64::NAN));
+                    let cells: Vec<String> = replays
+                        .iter()
+                        .zip(&got)
+                        .map(|((what, _), g)| format!("{what} {:>10.1}", g.get(k).copied().unwrap_or(f64::NAN)))
+                        .collect();
+                    println!("    {k:<40} true {t:>10.1}  {}", cells.join("  "));
+                }
+                let sites = replays.iter().rev().find_map(|(_, r)| r.site_costs.as_ref()).or(p.site_costs.as_ref());
+                if let Some(costs) = sites {
+                    let name = |s: Site| match s {
+                        Site::Start => "start".to_string(),
+                        Site::End => "end".to_string(),
+                        Site::Record { region, end } => format!(
+                            "{}({})",
+                            if end { "E" } else { "S" },
+                            p.meta.region(region).map_or("?", |r| r.name.as_str())
+                        ),
+                    };
+                    println!(
+                        "    per-site costs (fallback {:.2}, shift {:+.2} cycles/record):",
+                        costs.fallback, costs.shift
+                    );
+                    for ((a, b), c) in &costs.steps {
+                        let shift = if *a == Site::Start { 0.0 } else { costs.shift };
+                        println!("      {:<32} -> {:<32} {:>8.2}", name(*a), name(*b), c + shift);
+                    }
                 }
             }
         }

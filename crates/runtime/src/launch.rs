@@ -69,8 +69,9 @@ pub struct LaunchOptions {
     /// markers instead: the true timeline, to check the probes against.
     pub profile: Option<ProfileOptions>,
     /// How a profiled launch's replay learns the probes' cost (probes only): the
-    /// calibration kernel's, or measured in this kernel by a second launch on copies of
-    /// the arguments ([`crate::profile::ProbeCost`]).
+    /// calibration kernel's, measured in this kernel by a second launch on copies of the
+    /// arguments, or per site by a third with every record doubled
+    /// ([`crate::profile::ProbeCost`]).
     pub profile_cost: crate::profile::ProbeCost,
     /// Stop a launch on the interpreter or the emulator that runs longer than this (an
     /// error; the arguments are left as they were). `None`: `TRIDENT_TIMEOUT`, else no limit.
@@ -375,30 +376,69 @@ pub fn launch(
     opts: &LaunchOptions,
 ) -> Result<LaunchOutcome, RunError> {
     let prepared = prepare(prog, kernel, args, opts)?;
-    let in_kernel = opts.profile_cost == crate::profile::ProbeCost::InKernel
+    let measured = opts.profile_cost != crate::profile::ProbeCost::Calibrated
         && opts.profile.is_some_and(|p| p.mode == trident_gpu::ProbeMode::Probes);
-    // The second launch of an in-kernel cost runs on the arguments as they were.
-    let original = in_kernel.then(|| args.to_vec());
+    // The second launch of a measured cost runs on the arguments as they were.
+    let original = measured.then(|| args.to_vec());
     let mut out = run_compiled(&prepared, args, opts)?;
     out.compile_time = prepared.compile_time;
     out.cache = prepared.cache;
     out.tuning = prepared.tuning;
-    if let (Some(mut copy), Some(p), true) = (original, opts.profile, out.profile.is_some()) {
+    if let (Some(copy), Some(p), true) = (original, opts.profile, out.profile.is_some()) {
         let full = out.profile.take().expect("checked above");
+        let replay_err = |e: trident_profile::DecodeError| RunError::msg(format!("error: replaying the profile: {e}"));
         let regions = crate::profile::Regions { kernel: true, ..Default::default() };
-        let base_opts = LaunchOptions {
-            profile: Some(ProfileOptions { regions, ..p }),
-            profile_cost: crate::profile::ProbeCost::Calibrated,
-            ..opts.clone()
-        };
-        let base = launch(prog, kernel, &mut copy, &base_opts)?;
-        let cost = base.profile.as_ref().and_then(|b| crate::profile::in_kernel_cost(&full, b));
-        out.profile = Some(match cost {
-            Some(c) => full.with_cost(c).map_err(|e| RunError::msg(format!("error: replaying the profile: {e}")))?,
-            None => full,
+        let base = second_launch(prog, kernel, copy.clone(), opts, ProfileOptions { regions, ..p })?;
+        out.profile = Some(match opts.profile_cost {
+            crate::profile::ProbeCost::PerSite => {
+                let doubled = doubled_launch(prog, kernel, copy, opts, p)?;
+                match crate::profile::per_site_costs(&full, &doubled, base.as_ref()) {
+                    Ok(costs) => full.with_site_costs(costs).map_err(replay_err)?,
+                    Err(e) => return Err(RunError::msg(format!("error: measuring the per-site probe cost: {e}"))),
+                }
+            }
+            _ => match base.as_ref().and_then(|b| crate::profile::in_kernel_cost(&full, b)) {
+                Some(c) => full.with_cost(c).map_err(replay_err)?,
+                None => full,
+            },
         });
     }
     Ok(out)
+}
+
+/// Launches `kernel` once more on `args` (copies), profiled with `profile` and replayed
+/// with the calibrated cost: the second launch of a measured probe cost.
+fn second_launch(
+    prog: &KernelProgram,
+    kernel: &KernelInfo,
+    mut args: Vec<Arg>,
+    opts: &LaunchOptions,
+    profile: ProfileOptions,
+) -> Result<Option<crate::profile::Profile>, RunError> {
+    let opts =
+        LaunchOptions { profile: Some(profile), profile_cost: crate::profile::ProbeCost::Calibrated, ..opts.clone() };
+    Ok(launch(prog, kernel, &mut args, &opts)?.profile)
+}
+
+/// The launch with every record doubled ([`trident_gpu::ProbeMode::Doubled`]) on `args`,
+/// profiled as `p` says otherwise and replayed with the calibrated cost, with rings
+/// of twice the capacity where they fit in shared memory (so that it drops no more of the
+/// records than the single launch), else of the same capacity.
+pub fn doubled_launch(
+    prog: &KernelProgram,
+    kernel: &KernelInfo,
+    args: Vec<Arg>,
+    opts: &LaunchOptions,
+    p: ProfileOptions,
+) -> Result<crate::profile::Profile, RunError> {
+    let doubled = ProfileOptions { mode: trident_gpu::ProbeMode::Doubled, ..p };
+    let larger = ProfileOptions { capacity: (p.capacity * 2).min(trident_profile::format::MAX_CAPACITY), ..doubled };
+    let profile = match second_launch(prog, kernel, args.clone(), opts, larger) {
+        Ok(profile) => profile,
+        Err(_) if larger.capacity != p.capacity => second_launch(prog, kernel, args, opts, doubled)?,
+        Err(e) => return Err(e),
+    };
+    profile.ok_or_else(|| RunError::msg("internal: the doubled launch left no profile"))
 }
 
 /// Runs an already compiled kernel once.

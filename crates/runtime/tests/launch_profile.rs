@@ -206,9 +206,10 @@ def counted(x, y, count, n, ITERS: tl.constexpr, BLOCK: tl.constexpr):
     tl.atomic_add(count, 1)
 "#;
 
-/// `ProbeCost::InKernel`: the second launch runs on copies (the kernel's side effects happen
-/// once), outputs are those of a plain launch, and the replayed loop iterations come closer
-/// to the markers' truth than with the calibration kernel's cost.
+/// `ProbeCost::InKernel` and `ProbeCost::PerSite`: the extra launches run on copies (the
+/// kernel's side effects happen once), outputs are those of a plain launch, and the
+/// replayed loop iterations come closer to the markers' truth than with the calibration
+/// kernel's cost.
 #[test]
 fn in_kernel_probe_cost_replays_closer_and_runs_the_kernel_once_on_the_arguments() {
     use trident_runtime::profile::ProbeCost;
@@ -231,10 +232,18 @@ fn in_kernel_probe_cost_replays_closer_and_runs_the_kernel_once_on_the_arguments
     let mut plain = words();
     launch(&prog, kernel, &mut plain, &opts(&s, Backend::Emu, "cdiv(n, BLOCK)")).unwrap();
     let (a_in, in_kernel) = run(ProbeMode::Probes, ProbeCost::InKernel);
+    let (a_site, per_site) = run(ProbeMode::Probes, ProbeCost::PerSite);
     let (_, calibrated) = run(ProbeMode::Probes, ProbeCost::Calibrated);
     let (_, truth) = run(ProbeMode::Markers, ProbeCost::Calibrated);
     assert_eq!(tensor(&a_in, "y").data, tensor(&plain, "y").data, "seed {seed}");
     assert_eq!(tensor(&a_in, "count").get_f64(0), 4.0, "one launch's worth of atomics (seed {seed})");
+    assert_eq!(tensor(&a_site, "y").data, tensor(&plain, "y").data, "seed {seed}");
+    assert_eq!(tensor(&a_site, "count").get_f64(0), 4.0, "one launch's worth of atomics (seed {seed})");
+    assert!(per_site.site_costs.is_some());
+    assert_eq!(
+        per_site.slots.iter().map(|s| s.trace.total).sum::<u32>(),
+        in_kernel.slots.iter().map(|s| s.trace.total).sum::<u32>()
+    );
     assert!(in_kernel.record_cost < calibrated.record_cost, "{} vs {}", in_kernel.record_cost, calibrated.record_cost);
     let mean = |p: &trident_runtime::profile::Profile, name: &str| {
         let id = p.meta.regions.iter().find(|r| r.name.starts_with(name)).unwrap().id;
@@ -244,4 +253,6 @@ fn in_kernel_probe_cost_replays_closer_and_runs_the_kernel_once_on_the_arguments
     let t = mean(&truth, "loop@");
     let (e_in, e_cal) = ((mean(&in_kernel, "loop@") - t).abs(), (mean(&calibrated, "loop@") - t).abs());
     assert!(e_in <= e_cal && e_in / t < 0.02, "loop: truth {t}, in-kernel error {e_in}, calibrated error {e_cal}");
+    let e_site = (mean(&per_site, "loop@") - t).abs();
+    assert!(e_site <= e_cal && e_site / t < 0.02, "loop: truth {t}, per-site error {e_site}, calibrated error {e_cal}");
 }

@@ -3,7 +3,7 @@
 //! `trident_profile::format`). Shared-memory planning sizes the rings from here, and
 //! emission addresses them from here.
 
-use crate::options::{GpuOptions, ProbeMode, ProfileOptions};
+use crate::options::{GpuOptions, ProfileOptions};
 use trident_profile::format::{Granularity, RECORD_BYTES};
 
 /// The probes' geometry for one kernel compiled with real probes.
@@ -24,7 +24,7 @@ impl ProbeGeometry {
     /// The geometry of `opts`, when it profiles with real probes (markers need none).
     pub fn of(opts: &GpuOptions) -> Option<ProbeGeometry> {
         let p: &ProfileOptions = opts.profile.as_ref()?;
-        if p.mode != ProbeMode::Probes {
+        if !p.mode.has_probes() {
             return None;
         }
         let group_shift = match p.granularity {
@@ -55,6 +55,7 @@ impl ProbeGeometry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::ProbeMode;
 
     #[test]
     fn rings_per_granularity() {

@@ -13,7 +13,7 @@
 //! | `i1`, `i8`, `i16`, `i32`, `u8`, `u16`, `u32`, `f16`, `bf16`, fp8 | `.u32` | the value's bits in the low bits (i1: 0 or 1) |
 //!
 //! **Hidden parameter.** A kernel compiled with real profiling probes
-//! (`GpuOptions::profile`, [`ProbeMode::Probes`]; [`PtxKernel::profile_buffer`]) takes one
+//! (`GpuOptions::profile`, [`ProbeMode::Probes`](crate::options::ProbeMode::Probes); [`PtxKernel::profile_buffer`]) takes one
 //! more parameter after the IR's, `.param .u64 <kernel>_param_<n>` (`n` = the number of IR
 //! parameters): the global address of the profile buffer, which the launcher allocates
 //! (`ProfileMeta::layout()?.buffer_bytes()` bytes, 16-byte aligned), fills with zeros before
@@ -51,7 +51,7 @@ pub mod wgmma;
 use crate::analysis::AxisAnalysis;
 use crate::machine::probe::ProbeGeometry;
 use crate::machine::Target;
-use crate::options::{GpuOptions, ProbeMode};
+use crate::options::GpuOptions;
 use emitter::Emitter;
 use regs::{class_of, RegClass};
 use std::fmt::Write;
@@ -202,7 +202,7 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
         let _ = writeln!(loads, "\tld.param.u64 {buffer}, [{pname}];");
         e.setup_probes(geom, buffer)?;
     }
-    debug_assert_eq!(probes.is_some(), opts.profile.is_some_and(|p| p.mode == ProbeMode::Probes));
+    debug_assert_eq!(probes.is_some(), opts.profile.is_some_and(|p| p.mode.has_probes()));
     if opts.sanitize {
         if f.params.len() > 255 {
             return Err(

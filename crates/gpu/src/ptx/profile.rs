@@ -9,10 +9,12 @@
 //! * prologue: the group (`tid >> shift`), the leader and leader-warp predicates, the
 //!   group's ring address, the record count `n = 0`; right before the body, `%globaltimer`
 //!   and `%clock64` (header words 6–7 and 4–5, kept in registers until the exit);
-//! * each record, always the same seven instructions, so every probe costs the same (the
-//!   meta's `record_cost_cycles`, which replay subtracts): the ring address of record `n`
-//!   (`and`, `mad`), the tag (`mov`), `%clock64` (`mov`, `cvt` to its low 32 bits), one
-//!   `st.shared.v2.u32` by the leader, `n += 1`;
+//! * each record, always the same six instructions, so every probe costs the same (the
+//!   meta's `record_cost_cycles`, which replay subtracts): `%clock` (the low 32 bits of
+//!   `%clock64`, as the PTX ISA defines it: no conversion), then, while that read
+//!   completes, the ring address of record `n` (`and`, `mad`) and `n += 1`, the tag
+//!   (`mov`), and one `st.shared.v2.u32` by the leader (with [`ProbeMode::Doubled`], each
+//!   record is these six twice);
 //! * exit (the kernel's one `ret`; structured IR has no other): `%clock64` and
 //!   `%globaltimer`; then the leader's warp copies the ring as it is to its slot of the
 //!   profile buffer (after `bar.warp.sync`, each lane copies records lane, lane + 32, ...;
@@ -44,6 +46,8 @@ use trident_profile::{regions_of, RegionTable};
 /// How this kernel's records are lowered (present when `GpuOptions::profile` is set).
 pub(crate) struct RecordLowering {
     regions: RegionTable,
+    /// Probes per record (2 for [`ProbeMode::Doubled`]).
+    repeat: u32,
     /// Registers of real probes; `None` with markers.
     probes: Option<Probes>,
 }
@@ -88,7 +92,8 @@ impl RecordLowering {
                 None => Ok(None),
             };
         }
-        Ok(Some(RecordLowering { regions: regions_of(f, files)?, probes: None }))
+        let repeat = mode.map_or(1, ProbeMode::probes_per_record);
+        Ok(Some(RecordLowering { regions: regions_of(f, files)?, repeat, probes: None }))
     }
 }
 
@@ -166,21 +171,19 @@ impl Emitter<'_> {
             self.raw(format!("\t//@trident.mark {tag}\n"));
             return Ok(());
         };
-        let (ring, count, leader, cap) = (p.ring, p.count, p.leader, p.geom.capacity);
+        let (ring, count, leader, cap, repeat) = (p.ring, p.count, p.leader, p.geom.capacity, lowering.repeat);
         let ring = ring.ok_or_else(|| self.err("internal: a record but no ring"))?;
-        let (addr, tagr, clock, low) = (
-            self.new_reg(RegClass::B32),
-            self.new_reg(RegClass::B32),
-            self.new_reg(RegClass::B64),
-            self.new_reg(RegClass::B32),
-        );
-        self.ins(format!("and.b32 {addr}, {count}, {}", cap - 1));
-        self.ins(format!("mad.lo.u32 {addr}, {addr}, {RECORD_BYTES}, {ring}"));
-        self.ins(format!("mov.b32 {tagr}, {tag}"));
-        self.ins(format!("mov.u64 {clock}, %clock64"));
-        self.ins(format!("cvt.u32.u64 {low}, {clock}"));
-        self.ins(format!("@{leader} st.shared.v2.u32 [{addr}], {{{tagr}, {low}}}"));
-        self.ins(format!("add.u32 {count}, {count}, 1"));
+        for _ in 0..repeat {
+            let (addr, tagr, low) =
+                (self.new_reg(RegClass::B32), self.new_reg(RegClass::B32), self.new_reg(RegClass::B32));
+            // The clock first: the ring address is computed while its read completes.
+            self.ins(format!("mov.u32 {low}, %clock"));
+            self.ins(format!("and.b32 {addr}, {count}, {}", cap - 1));
+            self.ins(format!("add.u32 {count}, {count}, 1"));
+            self.ins(format!("mad.lo.u32 {addr}, {addr}, {RECORD_BYTES}, {ring}"));
+            self.ins(format!("mov.b32 {tagr}, {tag}"));
+            self.ins(format!("@{leader} st.shared.v2.u32 [{addr}], {{{tagr}, {low}}}"));
+        }
         Ok(())
     }
 

@@ -10,7 +10,7 @@
 //! trident bench (the words of a kernel run) [--warmup N] [--reps N] [--flops EXPR] [--bytes EXPR]
 //!     [--json] [--flush-l2]
 //! trident profile (the words of a kernel run) [--regions scopes,kernel,loops,dots,loads]
-//!     [--granularity warp|warpgroup|cta] [--buffer-records N] [--markers] [--probe-cost in-kernel|calibrated]
+//!     [--granularity warp|warpgroup|cta] [--buffer-records N] [--markers] [--probe-cost per-site|in-kernel|calibrated]
 //!     [--trace OUT.json] [--csv OUT.csv]
 //! ```
 //!
@@ -139,8 +139,8 @@ pub const FLAGS: &[Flag] = &[
     },
     Flag {
         name: "probe-cost",
-        value: Some("in-kernel|calibrated"),
-        help: "what replay subtracts per record: measured in this kernel by a second launch on copies of the arguments (default), or the calibration kernel's back-to-back cost",
+        value: Some("per-site|in-kernel|calibrated"),
+        help: "what replay subtracts per record: per site, from two more launches on copies of the arguments (every record doubled; the kernel region only) (default); one cost measured in this kernel by the second of them; or the calibration kernel's back-to-back cost",
         lines: &[R],
     },
     Flag { name: "trace", value: Some("OUT.json"), help: "write a Chrome/Perfetto trace (ui.perfetto.dev, chrome://tracing)", lines: &[R] },
@@ -360,7 +360,7 @@ pub struct ProfileFlags {
     pub csv: Option<PathBuf>,
     /// `--markers`: zero-cost markers (emulator) instead of probes.
     pub markers: bool,
-    /// `--probe-cost`: how replay learns the probes' cost (default: in the kernel).
+    /// `--probe-cost`: how replay learns the probes' cost (default: per site, in the kernel).
     pub probe_cost: crate::profile::ProbeCost,
 }
 
@@ -374,7 +374,7 @@ impl Default for ProfileFlags {
             trace: None,
             csv: None,
             markers: false,
-            probe_cost: crate::profile::ProbeCost::InKernel,
+            probe_cost: crate::profile::ProbeCost::PerSite,
         }
     }
 }
@@ -540,11 +540,10 @@ impl RunCommand {
                 "csv" => cmd.profile.get_or_insert_with(ProfileFlags::default).csv = Some(PathBuf::from(v)),
                 "markers" => cmd.profile.get_or_insert_with(ProfileFlags::default).markers = true,
                 "probe-cost" => {
-                    cmd.profile.get_or_insert_with(ProfileFlags::default).probe_cost = match v {
-                        "in-kernel" => crate::profile::ProbeCost::InKernel,
-                        "calibrated" => crate::profile::ProbeCost::Calibrated,
-                        _ => return Err(ArgError::new(&flag, format!("expected in-kernel or calibrated, got `{v}`"))),
-                    }
+                    cmd.profile.get_or_insert_with(ProfileFlags::default).probe_cost =
+                        crate::profile::ProbeCost::parse(v).ok_or_else(|| {
+                            ArgError::new(&flag, format!("expected per-site, in-kernel or calibrated, got `{v}`"))
+                        })?;
                 }
                 _ => return Err(ArgError::new(&flag, "unknown option")),
             }

@@ -129,7 +129,7 @@ mod tests {
     #[test]
     fn the_emulator_cost_is_measured_deterministically_and_remembered() {
         let c = record_cost(Backend::Emu, Target::Sm80, 4, Granularity::Warp).unwrap();
-        // Seven instructions on the emulator's modelled clock: a few tens of cycles.
+        // Six instructions on the emulator's modelled clock: a few tens of cycles.
         assert!(c > 1.0 && c < 100.0, "{c}");
         assert_eq!(measure(Backend::Emu, Target::Sm80, 4, Granularity::Warp).unwrap(), c, "the same every time");
         assert_eq!(record_cost(Backend::Emu, Target::Sm80, 4, Granularity::Warp).unwrap(), c);

@@ -20,6 +20,7 @@ pub mod calibrate;
 pub use trident_gpu::{ProbeMode, ProfileOptions, Target};
 pub use trident_profile::format::{validate_capacity, Granularity};
 pub use trident_profile::passes::Regions;
+pub use trident_profile::sites::{self, Site, SiteCosts};
 pub use trident_profile::{table, trace, Issue, Profile, ProfileMeta, Severity};
 
 use crate::args::Backend;
@@ -122,6 +123,28 @@ pub enum ProbeCost {
     /// ([`in_kernel_cost`]). Probes that issue while their warp would wait anyway (for an
     /// asynchronous MMA, for pipelined tiles) cost less than back-to-back ones; this sees it.
     InKernel,
+    /// Measured per site in the kernel itself: a second launch (on copies of the arguments)
+    /// with every record made twice ([`ProbeMode::Doubled`]); each step between two
+    /// consecutive records costs the difference of its mean length in the two launches
+    /// (`trident_profile::SiteCosts`). Also sees where a probe's cost is absorbed by a wait
+    /// and where that wait lies, which one cost per record cannot.
+    PerSite,
+}
+
+impl ProbeCost {
+    /// The name `--probe-cost` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeCost::Calibrated => "calibrated",
+            ProbeCost::InKernel => "in-kernel",
+            ProbeCost::PerSite => "per-site",
+        }
+    }
+
+    /// Parses a `--probe-cost` value.
+    pub fn parse(word: &str) -> Option<ProbeCost> {
+        [ProbeCost::Calibrated, ProbeCost::InKernel, ProbeCost::PerSite].into_iter().find(|c| c.name() == word)
+    }
 }
 
 /// The average cost of a record in a kernel: `full` profiled with many records per group,
@@ -144,4 +167,22 @@ pub fn in_kernel_cost(full: &Profile, base: &Profile) -> Option<f64> {
         }
     }
     (drec > 0.0).then(|| (dspan / drec).max(0.0))
+}
+
+/// The per-site probe costs replay uses with [`ProbeCost::PerSite`]: measured from `full`
+/// (the profile to replay) and `doubled` (the same launch with every record doubled),
+/// bounded by the calibrated cost of one probe on the critical path (the meta's
+/// `record_cost_cycles`), and anchored to the in-kernel cost against `base` (the same
+/// launch with the kernel region only) where that exists: see `trident_profile::sites`.
+pub fn per_site_costs(
+    full: &Profile,
+    doubled: &Profile,
+    base: Option<&Profile>,
+) -> Result<SiteCosts, trident_profile::SiteCostError> {
+    let traces = full.traces();
+    let costs = SiteCosts::measure(&traces, &doubled.traces())?.bounded(full.meta.record_cost_cycles);
+    Ok(match base.and_then(|b| in_kernel_cost(full, b)) {
+        Some(c) => costs.anchored(&traces, c),
+        None => costs,
+    })
 }
