@@ -62,10 +62,10 @@ pub fn check_tiled(m: &TiledMap) -> Result<(), String> {
             m.strides.len()
         ));
     }
-    if m.global_address % 16 != 0 {
+    if !m.global_address.is_multiple_of(16) {
         return Err(format!("the global address {:#x} is not 16-byte aligned", m.global_address));
     }
-    if let Some(s) = m.strides.iter().find(|&&s| s % 16 != 0 || s >= 1 << 40) {
+    if let Some(s) = m.strides.iter().find(|&&s| !s.is_multiple_of(16) || s >= 1 << 40) {
         return Err(format!("a stride of {s} bytes: strides are multiples of 16 below 2^40"));
     }
     if let Some(d) = m.dims.iter().find(|&&d| d == 0 || d > 1 << 32) {
@@ -75,7 +75,7 @@ pub fn check_tiled(m: &TiledMap) -> Result<(), String> {
         return Err(format!("a box dimension of {b}: box dimensions are 1 to 256"));
     }
     let inner = m.box_dims[0] as u64 * m.dtype.size_bytes() as u64;
-    if inner % 16 != 0 {
+    if !inner.is_multiple_of(16) {
         return Err(format!("the box's contiguous dimension spans {inner} bytes, not a multiple of 16"));
     }
     if m.swizzle != 0 && inner > m.swizzle as u64 {
