@@ -2,32 +2,16 @@
 //! arguments: each is a hidden 128-byte parameter after every other one. The emulators take
 //! maps in the PTX emulator's own encoding (`trident_emu::TensorMap`); a GPU takes the
 //! driver's (`cuTensorMapEncodeTiled`, see `gpu::CudaRunner`). Both are built from the same
-//! [`Tiled`] description, so the two backends read the same box.
+//! `trident_cuda::TiledMap` description, so the two backends read the same box.
 
 use trident_core::DType;
+use trident_cuda::TiledMap;
 use trident_gpu::ptx::tma::{MapField, TensorMapSpec};
 use trident_gpu::{AbiType, PtxKernel};
 
 use crate::args::ArgValue;
 use crate::error::RunError;
 use crate::scalar::scalar_bits;
-
-/// One map, resolved against a launch's arguments, dimension 0 (the contiguous one) first,
-/// as both encoders take it.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Tiled {
-    /// Which pointer parameter the map reads (IR order).
-    pub base_param: usize,
-    pub dtype: DType,
-    /// Elements per dimension.
-    pub dims: Vec<u64>,
-    /// Bytes between consecutive indices of dimensions 1.. (`dims.len() - 1` of them).
-    pub strides: Vec<u64>,
-    /// Box elements per dimension.
-    pub box_dims: Vec<u32>,
-    pub swizzle: u32,
-    pub nan: bool,
-}
 
 /// The integer value of a map field at this launch.
 fn field_value(f: &MapField, ptx: &PtxKernel, args: &[ArgValue]) -> Result<i64, RunError> {
@@ -47,9 +31,10 @@ fn field_value(f: &MapField, ptx: &PtxKernel, args: &[ArgValue]) -> Result<i64, 
     }
 }
 
-/// Resolves `spec` against the launch's arguments; a negative or too large dimension or
+/// Resolves `spec` against the launch's arguments (dimension 0, the contiguous one, first;
+/// the global address left 0 for the backend's buffer); a negative or too large dimension or
 /// stride is an error naming the parameter it came from.
-pub(crate) fn resolve(spec: &TensorMapSpec, ptx: &PtxKernel, args: &[ArgValue]) -> Result<Tiled, RunError> {
+pub(crate) fn resolve(spec: &TensorMapSpec, ptx: &PtxKernel, args: &[ArgValue]) -> Result<TiledMap, RunError> {
     let name = |f: &MapField| match f {
         MapField::Param(i) => ptx.params.get(*i).map_or("?".to_string(), |p| format!("`{}`", p.name)),
         MapField::Const(c) => format!("the constant {c}"),
@@ -78,8 +63,8 @@ pub(crate) fn resolve(spec: &TensorMapSpec, ptx: &PtxKernel, args: &[ArgValue]) 
         }
         strides.push(v as u64 * esize);
     }
-    Ok(Tiled {
-        base_param: spec.base_param,
+    Ok(TiledMap {
+        global_address: 0,
         dtype: spec.dtype,
         dims,
         strides,
@@ -116,6 +101,7 @@ pub(crate) fn emulator_maps(ptx: &PtxKernel, args: &[ArgValue]) -> Result<Vec<tr
     let mut out = vec![];
     for spec in &ptx.tensor_maps {
         let t = resolve(spec, ptx, args)?;
+        let base_param = spec.base_param;
         let swizzle = match t.swizzle {
             0 => Swizzle::None,
             32 => Swizzle::B32,
@@ -123,11 +109,11 @@ pub(crate) fn emulator_maps(ptx: &PtxKernel, args: &[ArgValue]) -> Result<Vec<tr
             _ => Swizzle::B128,
         };
         let fill = if t.nan && t.dtype.is_float() { OobFill::Nan } else { OobFill::Zero };
-        let address = trident_emu::buffer_base(t.base_param);
+        let address = trident_emu::buffer_base(base_param);
         let map =
             trident_emu::TensorMap::tiled(address, emu_elem(t.dtype), &t.dims, &t.strides, &t.box_dims, swizzle, fill)
                 .map_err(|e| {
-                    let base = ptx.params.get(t.base_param).map_or("?", |p| p.name.as_str());
+                    let base = ptx.params.get(base_param).map_or("?", |p| p.name.as_str());
                     RunError::argument(format!("tensor descriptor of `{base}`: {e}"))
                 })?;
         out.push(trident_emu::KernelArg::Bytes(map.encode().to_vec()));
@@ -143,20 +129,12 @@ pub(crate) fn cuda_maps(
 ) -> Result<Vec<[u8; 128]>, RunError> {
     let mut out = vec![];
     for spec in &ptx.tensor_maps {
-        let t = resolve(spec, ptx, args)?;
-        let base = ptx.params.get(t.base_param).map_or("?", |p| p.name.as_str());
-        let Some(Some(buf)) = bufs.get(t.base_param) else {
+        let mut m = resolve(spec, ptx, args)?;
+        let base = ptx.params.get(spec.base_param).map_or("?", |p| p.name.as_str());
+        let Some(Some(buf)) = bufs.get(spec.base_param) else {
             return Err(RunError::argument(format!("tensor descriptor of `{base}`: `{base}` is not a tensor")));
         };
-        let m = trident_cuda::TiledMap {
-            global_address: buf.device_ptr(),
-            dtype: t.dtype,
-            dims: t.dims,
-            strides: t.strides,
-            box_dims: t.box_dims,
-            swizzle: t.swizzle,
-            nan: t.nan,
-        };
+        m.global_address = buf.device_ptr();
         out.push(
             trident_cuda::encode_tiled(&m)
                 .map_err(|e| RunError::argument(format!("tensor descriptor of `{base}`: {e}")))?,
