@@ -14,6 +14,7 @@ mod dropout;
 mod flash_attention;
 mod layernorm;
 mod matmul;
+mod matmul_descriptor;
 mod softmax;
 mod splitk_matmul;
 mod vector_add;
@@ -47,6 +48,7 @@ pub fn all() -> Vec<Case> {
     v.extend(dropout::cases());
     v.extend(splitk_matmul::cases());
     v.extend(cumsum::cases());
+    v.extend(matmul_descriptor::cases());
     v
 }
 

@@ -1,0 +1,54 @@
+//! `kernels/matmul_descriptor.py`: C = A @ B over tensor descriptors (TMA on sm_90). Sizes
+//! keep every row a multiple of 16 bytes (TMA's stride rule) and leave ragged edges.
+
+use trident_core::DType;
+
+use super::{case, cdiv, grid, kernel_file, output};
+use crate::case::{f64_copy, put, Case, Check, Elements, Inputs, RefError};
+use crate::TensorList;
+
+pub(crate) fn cases() -> Vec<Case> {
+    // (M, N, K, (BLOCK_M, BLOCK_N, BLOCK_K))
+    let problems = [(100, 72, 96, (64, 64, 32)), (64, 64, 256, (64, 32, 64)), (33, 40, 40, (32, 32, 32))];
+    problems
+        .into_iter()
+        .map(|(m, n, k, (bm, bn, bk))| {
+            let dt = DType::F16;
+            case(
+                kernel_file!("matmul_descriptor.py"),
+                "matmul_desc_kernel",
+                format!("matmul_descriptor/{dt}/{m}x{n}x{k}/{bm}x{bn}x{bk}"),
+                vec![
+                    format!("a=randn:{dt}:{m}x{k}"),
+                    format!("b=randn:{dt}:{k}x{n}"),
+                    format!("c=empty:{dt}:{m}x{n}"),
+                    format!("M={m}"),
+                    format!("N={n}"),
+                    format!("K={k}"),
+                    format!("BLOCK_M={bm}"),
+                    format!("BLOCK_N={bn}"),
+                    format!("BLOCK_K={bk}"),
+                ],
+                grid(cdiv(m, bm), cdiv(n, bn), 1),
+                vec![output("c", Check::for_dtype(dt))],
+                reference,
+            )
+        })
+        .collect()
+}
+
+fn reference(i: &Inputs<'_>) -> Result<TensorList, RefError> {
+    let (a, b, c) = (i.tensor("a")?, i.tensor("b")?, i.tensor("c")?);
+    let (m, n, k) = (i.size("M")?, i.size("N")?, i.size("K")?);
+    let mut want = f64_copy(c);
+    for row in 0..m {
+        for col in 0..n {
+            let mut acc = 0.0;
+            for kk in 0..k {
+                acc += a.at(row * k + kk)? * b.at(kk * n + col)?;
+            }
+            put(&mut want, row * n + col, acc)?;
+        }
+    }
+    Ok(vec![("c".into(), want)])
+}
