@@ -11,6 +11,7 @@ use std::process::{Command, Output};
 const FILE: &str = "crates/cli/tests/kernels/tma.py";
 
 struct Case {
+    /// A kernel of `FILE`, or `PATH::KERNEL` elsewhere.
     kernel: &'static str,
     grid: &'static str,
     args: &'static [&'static str],
@@ -84,7 +85,7 @@ const CASES: &[Case] = &[
         tma: true,
     },
     Case {
-        kernel: "matmul_desc",
+        kernel: "kernels/matmul_descriptor.py::matmul_desc_kernel",
         grid: "3,2",
         args: &[
             "a=@INTS:f16:130x256",
@@ -93,9 +94,9 @@ const CASES: &[Case] = &[
             "M=130",
             "N=72",
             "K=256",
-            "BM=64",
-            "BN=64",
-            "BK=32",
+            "BLOCK_M=64",
+            "BLOCK_N=64",
+            "BLOCK_K=32",
         ],
         out: "c",
         tma: true,
@@ -108,6 +109,20 @@ const CASES: &[Case] = &[
         tma: false,
     },
 ];
+
+/// The `FILE::KERNEL` the case runs.
+fn kernel_path(case: &Case) -> String {
+    if case.kernel.contains("::") {
+        case.kernel.to_string()
+    } else {
+        format!("{FILE}::{}", case.kernel)
+    }
+}
+
+/// A file-name-safe form of the case's kernel.
+fn tag(case: &Case) -> String {
+    case.kernel.rsplit("::").next().unwrap_or(case.kernel).to_string()
+}
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -165,7 +180,7 @@ fn materialize(case: &Case, seed: u64) -> Vec<String> {
                     let path = std::env::temp_dir().join(format!(
                         "trident_tma_{}_{}_{name}_{seed}.npy",
                         std::process::id(),
-                        case.kernel
+                        tag(case)
                     ));
                     ints_f16_npy(&path, &shape, seed ^ name.len() as u64 ^ (name.as_bytes()[0] as u64) << 8);
                     format!("{name}=@{}", path.display())
@@ -181,14 +196,11 @@ fn run(case: &Case, backend: &str, target: &str, seed: u64) -> Vec<u8> {
     let out = std::env::temp_dir().join(format!(
         "trident_tma_{}_{}_{backend}_{target}_{seed}.npy",
         std::process::id(),
-        case.kernel
+        tag(case)
     ));
     let _ = std::fs::remove_file(&out);
     let mut words: Vec<String> =
-        ["run", &format!("{FILE}::{}", case.kernel), "--backend", backend, "--grid", case.grid]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        ["run", &kernel_path(case), "--backend", backend, "--grid", case.grid].iter().map(|s| s.to_string()).collect();
     words.extend(["--seed".to_string(), seed.to_string()]);
     words.extend(materialize(case, seed));
     words.extend(["--save".to_string(), format!("{}={}", case.out, out.display())]);
@@ -234,11 +246,10 @@ fn descriptor_loads_copy_with_tma_on_sm90_and_agree_with_the_interpreter() {
     eprintln!("seed {seed}");
     for case in CASES {
         // The PTX copies with TMA exactly where the map can be built before the launch.
-        let mut words: Vec<String> =
-            ["compile", &format!("{FILE}::{}", case.kernel), "--emit", "ptx", "--target", "sm_90a"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
+        let mut words: Vec<String> = ["compile", &kernel_path(case), "--emit", "ptx", "--target", "sm_90a"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         words.extend(materialize(case, seed));
         let o = trident(&words, &[]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

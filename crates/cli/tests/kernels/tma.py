@@ -1,6 +1,7 @@
 """Tensor-descriptor loads that Trident copies with the tensor-memory accelerator on sm_90
 (and one it cannot: a base that is not a kernel parameter). crates/cli/tests/tma.rs runs
-each on the interpreter and on the emulators and compares."""
+each on the interpreter and on the emulators and compares (with the matmul of
+kernels/matmul_descriptor.py)."""
 import triton
 import triton.language as tl
 
@@ -80,21 +81,3 @@ def offset_base(src, dst, M, N, BM: tl.constexpr, BN: tl.constexpr):
     rows = pid * BM + tl.arange(0, BM)
     cols = tl.arange(0, BN)
     tl.store(dst + rows[:, None] * BN + cols[None, :], t)
-
-
-@triton.jit
-def matmul_desc(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    # the loads feed the dot in a loop: the pipeliner copies them with TMA into a ring of
-    # swizzled slots, one mbarrier per slot
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    da = tl.make_tensor_descriptor(a, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
-    db = tl.make_tensor_descriptor(b, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
-        x = da.load([pid_m * BM, k * BK])
-        y = db.load([k * BK, pid_n * BN])
-        acc = tl.dot(x, y, acc)
-    rows = pid_m * BM + tl.arange(0, BM)
-    cols = pid_n * BN + tl.arange(0, BN)
-    tl.store(c + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
