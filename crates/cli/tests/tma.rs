@@ -1,6 +1,7 @@
-//! Tensor-descriptor loads on the tensor-memory accelerator (issue 13): each kernel of
+//! Tensor-descriptor loads and stores on the tensor-memory accelerator (issue 13): each kernel of
 //! `tests/kernels/tma.py` runs on the interpreter, on the PTX emulator for sm_90a (TMA:
-//! host-built tensor maps, `cp.async.bulk.tensor` on an mbarrier) and for sm_80 (plain loads),
+//! host-built tensor maps, `cp.async.bulk.tensor` on an mbarrier, stores as bulk groups) and
+//! for sm_80 (plain loads and stores),
 //! from the same seeded inputs (outputs start random, so a byte not written shows); the saved
 //! outputs must be byte-identical. The sm_90a PTX must copy with TMA exactly where the
 //! descriptor can be built before the launch.
@@ -97,6 +98,50 @@ const CASES: &[Case] = &[
             "BLOCK_M=64",
             "BLOCK_N=64",
             "BLOCK_K=32",
+        ],
+        out: "c",
+        tma: true,
+    },
+    Case {
+        kernel: "store_2d",
+        grid: "3,2",
+        args: &["src=randn:f16:70x40", "dst=randn:f16:100x48", "M=70", "N=40", "LD=48", "BM=32", "BN=32"],
+        out: "dst",
+        tma: true,
+    },
+    Case {
+        kernel: "store_3d_loop",
+        grid: "2",
+        args: &[
+            "src=rand:i8:3x21x32",
+            "dst=rand:i8:3x21x32",
+            "B=3",
+            "M=21",
+            "N=32",
+            "stride_b=672",
+            "BB=2",
+            "BM=8",
+            "BN=32",
+        ],
+        out: "dst",
+        tma: true,
+    },
+    Case {
+        kernel: "kernels/matmul_persistent.py::matmul_persistent_kernel",
+        grid: "3",
+        args: &[
+            "a=@INTS:f16:200x64",
+            "b=@INTS:f16:136x64",
+            "c=randn:f16:200x136",
+            "M=200",
+            "N=136",
+            "K=64",
+            "BLOCK_M=64",
+            "BLOCK_N=64",
+            "BLOCK_K=32",
+            "GROUP_M=2",
+            "NUM_SMS=3",
+            "WARP_SPECIALIZE=True",
         ],
         out: "c",
         tma: true,

@@ -295,7 +295,8 @@ impl<'a> Program<'a> {
                 let (p, m, o) = (arg(fr, 0)?, opt(fr, 1)?, opt(fr, 2)?);
                 single(memops::load(mem, &p, m.as_deref(), o.as_deref(), res_ty(0)?.shape())?)?
             }
-            OpKind::Store { .. } => {
+            // A descriptor store is its pointer/value/mask store (the window is for TMA).
+            OpKind::Store { .. } | OpKind::DescStore { .. } => {
                 memops::store(mem, &*arg(fr, 0)?, &*arg(fr, 1)?, opt(fr, 2)?.as_deref())?;
                 SmallVec::new()
             }

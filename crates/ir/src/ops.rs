@@ -327,6 +327,11 @@ pub enum OpKind {
     DescLoad { rank: u32 },
     /// `[ptr, value, mask?]` → nothing.
     Store { cache: CacheModifier, evict: EvictionPolicy },
+    /// `[ptr, value, mask, base, shape × rank, strides × rank, offsets × rank]` → nothing: a
+    /// tensor descriptor's `desc.store(offsets, value)`. Its effect is exactly `store ptr,
+    /// value, mask` (the window's in-bounds elements); the trailing operands describe the
+    /// window as for `desc_load`, so a backend with TMA can copy the box out instead.
+    DescStore { rank: u32 },
     /// `[ptr, value, mask?]` → old values (masked-off lanes: 0).
     AtomicRmw { op: RmwOp, sem: MemSem, scope: MemScope },
     /// `[ptr, cmp, value]` → old values.
@@ -449,6 +454,14 @@ pub enum OpKind {
     /// (a one-slot view of an `mbarrier_init`ed buffer); with an i1 `guard`, only when it is
     /// true. Asynchronous: the data is there once `mbarrier_wait` on `barrier` returns.
     TmaCopy,
+    /// `[map, buffer, offsets × rank]` → nothing: the box in `buffer` (laid out as `map`
+    /// describes) is copied to global memory at `offsets` by one thread with the
+    /// tensor-memory accelerator; elements outside the tensor's bounds are not written.
+    /// Synchronous for the CTA as far as the buffer goes: its lowering publishes every
+    /// thread's writes of `buffer` to the copy (proxy fence and CTA barrier) and returns once
+    /// the copy has read the buffer, so a later write of it only needs the usual barrier.
+    /// The global writes complete asynchronously, before the kernel ends.
+    TmaStore,
     /// `[barriers]` → nothing: initialises every mbarrier of a `local_alloc`ed i64 buffer
     /// (`tensor<Nx1xi64>`, or `tensor<1xi64>` for one) to expect `count` arrivals. Once,
     /// before any use; every thread sees the initialised barriers after it.
@@ -599,6 +612,7 @@ impl OpKind {
             AddPtr => "addptr",
             Load { .. } => "load",
             DescLoad { .. } => "desc_load",
+            DescStore { .. } => "desc_store",
             Store { .. } => "store",
             AtomicRmw { .. } => "atomic_rmw",
             AtomicCas { .. } => "atomic_cas",
@@ -626,6 +640,7 @@ impl OpKind {
             MemDescIndex => "memdesc_index",
             TmaMap { .. } => "tma_map",
             TmaCopy => "tma_copy",
+            TmaStore => "tma_store",
             MbarrierInit { .. } => "mbarrier_init",
             MbarrierWait => "mbarrier_wait",
             AsyncCopy => "async_copy",
@@ -679,7 +694,7 @@ impl OpKind {
                 }
                 v
             }
-            DescLoad { rank } => vec![("rank", Attr::Int(*rank as i64))],
+            DescLoad { rank } | DescStore { rank } => vec![("rank", Attr::Int(*rank as i64))],
             Store { cache, evict } => {
                 let mut v = vec![];
                 if *cache != CacheModifier::None {
@@ -724,7 +739,7 @@ impl OpKind {
             }
             MbarrierInit { count } => vec![("count", Attr::Int(*count as i64))],
             ConvertLayout | LocalAlloc | LocalLoad | LocalStore | MemDescIndex | AsyncCopy | AsyncCommitGroup
-            | Barrier | TmaCopy | MbarrierWait => vec![],
+            | Barrier | TmaCopy | TmaStore | MbarrierWait => vec![],
         }
     }
 
@@ -777,6 +792,13 @@ impl OpKind {
                     return Err(format!("attribute `rank` of `desc_load` must be 1 to 5, not {rank}"));
                 }
                 DescLoad { rank: rank as u32 }
+            }
+            "desc_store" => {
+                let rank = a.int("rank")?;
+                if !(1..=5).contains(&rank) {
+                    return Err(format!("attribute `rank` of `desc_store` must be 1 to 5, not {rank}"));
+                }
+                DescStore { rank: rank as u32 }
             }
             "store" => Store {
                 cache: a.word("cache", CacheModifier::from_name, CacheModifier::None)?,
@@ -834,6 +856,7 @@ impl OpKind {
                 TmaMap { block: a.u32s("block")?, swizzle: swizzle as u32, nan: a.bool_or("nan", false)? }
             }
             "tma_copy" => TmaCopy,
+            "tma_store" => TmaStore,
             "mbarrier_init" => {
                 let count = a.int("count")?;
                 if !(1..=1 << 20).contains(&count) {
@@ -864,6 +887,7 @@ impl OpKind {
             Load { volatile: false, .. } | DescLoad { .. } => Effect::Read,
             Load { volatile: true, .. }
             | Store { .. }
+            | DescStore { .. }
             | AtomicRmw { .. }
             | AtomicCas { .. }
             | Print { .. }
@@ -878,7 +902,7 @@ impl OpKind {
             // Shared-memory buffers have identity (two allocs are never one) and ordering.
             LocalAlloc | LocalStore | AsyncCopy | AsyncCommitGroup | AsyncWait { .. } | Barrier => Effect::Write,
             // The copy writes shared memory and arrives on a barrier; the wait orders what follows.
-            TmaCopy | MbarrierInit { .. } | MbarrierWait => Effect::Write,
+            TmaCopy | TmaStore | MbarrierInit { .. } | MbarrierWait => Effect::Write,
             LocalLoad => Effect::Read,
             // Structured control flow is as effectful as what its regions hold; passes look inside.
             For | If | While => Effect::Write,
@@ -933,6 +957,8 @@ mod tests {
         round_trip(OpKind::TmaMap { block: vec![64, 32], swizzle: 64, nan: true });
         round_trip(OpKind::TmaMap { block: vec![16], swizzle: 0, nan: false });
         round_trip(OpKind::TmaCopy);
+        round_trip(OpKind::DescStore { rank: 3 });
+        round_trip(OpKind::TmaStore);
         round_trip(OpKind::MbarrierInit { count: 1 });
         round_trip(OpKind::MbarrierWait);
         round_trip(OpKind::AtomicRmw { op: RmwOp::Xchg, sem: MemSem::Relaxed, scope: MemScope::Cta });

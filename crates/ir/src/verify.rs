@@ -845,18 +845,22 @@ impl<'a> Verifier<'a> {
                 if ot[2] != rt[0] {
                     self.err(op, format!("`other` must have the result type `{}`, not `{}`", rt[0], ot[2]));
                 }
-                if !ot[3].is_scalar() || !ot[3].elem().is_ptr() {
-                    self.err(op, format!("the descriptor's base must be a scalar pointer, not `{}`", ot[3]));
+                self.check_window(op, &ot[3..], r);
+            }
+            DescStore { rank } => {
+                let r = *rank as usize;
+                if !self.counts(op, 4 + 3 * r..=4 + 3 * r, 0) {
+                    return;
                 }
-                let scalar = |t: &Type, d: DType| t.is_scalar() && t.elem() == Elem::Num(d);
-                let fields = ot[4..].iter().enumerate();
-                for (i, t) in fields {
-                    let want = if i < 2 * r { DType::I64 } else { DType::I32 };
-                    if !scalar(t, want) {
-                        let what = ["shape", "strides", "offsets"][i / r];
-                        self.err(op, format!("the descriptor's {what} must be `{}` scalars, not `{t}`", want.name()));
-                    }
+                let Some(val) = self.pointee_type(op, ot[0]) else { return };
+                if !same_shape_elem(ot[1], &val) || ot[1].shape().len() != r {
+                    self.err(
+                        op,
+                        format!("storing through `{}` needs a `{val}` value of rank {r}, not `{}`", ot[0], ot[1]),
+                    );
                 }
+                self.check_mask(op, ot[2], ot[0]);
+                self.check_window(op, &ot[3..], r);
             }
             Store { .. } => {
                 if !self.counts(op, 2..=3, 0) {
@@ -1122,6 +1126,22 @@ impl<'a> Verifier<'a> {
                     self.err(op, format!("the box offsets must be `i32` scalars, not {}", list(&ot[3..])));
                 }
             }
+            TmaStore => {
+                if !self.counts(op, 3..=7, 0) {
+                    return;
+                }
+                let rank = ot[1].shape().len();
+                if ot.len() != 2 + rank {
+                    self.err(op, format!("a box of rank {rank} takes {rank} offsets, not {}", ot.len() - 2));
+                    return;
+                }
+                if !ot[0].is_scalar() || ot[0].elem() != Elem::Num(DType::I64) {
+                    self.err(op, format!("the first operand is a tensor map (`i64`), not `{}`", ot[0]));
+                }
+                if ot[2..].iter().any(|t| !t.is_scalar() || t.elem() != Elem::Num(DType::I32)) {
+                    self.err(op, format!("the box offsets must be `i32` scalars, not {}", list(&ot[2..])));
+                }
+            }
             MbarrierInit { .. } | MbarrierWait => {
                 if self.counts(op, 1..=1, 0) && ot[0].elem() != Elem::Num(DType::I64) {
                     self.err(op, format!("mbarriers are `i64` shared buffers, not `{}`", ot[0]));
@@ -1190,6 +1210,22 @@ impl<'a> Verifier<'a> {
     fn check_mask(&mut self, op: Op, mask: &Type, ptr: &Type) {
         if !mask.elem().is_bool() || !same_shape(mask, ptr) {
             self.err(op, format!("the mask must be i1 of the pointer's shape `{ptr}`, not `{mask}`"));
+        }
+    }
+
+    /// A descriptor access's window: a scalar pointer base, then `rank` i64 shapes, `rank`
+    /// i64 strides and `rank` i32 offsets.
+    fn check_window(&mut self, op: Op, window: &[&Type], r: usize) {
+        if !window[0].is_scalar() || !window[0].elem().is_ptr() {
+            self.err(op, format!("the descriptor's base must be a scalar pointer, not `{}`", window[0]));
+        }
+        let scalar = |t: &Type, d: DType| t.is_scalar() && t.elem() == Elem::Num(d);
+        for (i, t) in window[1..].iter().enumerate() {
+            let want = if i < 2 * r { DType::I64 } else { DType::I32 };
+            if !scalar(t, want) {
+                let what = ["shape", "strides", "offsets"][i / r];
+                self.err(op, format!("the descriptor's {what} must be `{}` scalars, not `{t}`", want.name()));
+            }
         }
     }
 

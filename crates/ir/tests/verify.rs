@@ -144,6 +144,14 @@ fn memory() {
         &format!("{l}  %0 = desc_load %tp, %tb, %tb, %p, %l, %l, %i [rank = 1] : tensor<4xf32>"),
         "`other` must have the result type",
     );
+    assert!(errors_of(&module_with(&format!("{l}  desc_store %tp, %tf, %tb, %p, %l, %l, %i [rank = 1]"))).is_empty());
+    assert_error(
+        &format!("{l}  desc_store %tp, %ti, %tb, %p, %l, %l, %i [rank = 1]"),
+        "value of rank 1, not `tensor<4xi32>`",
+    );
+    assert_error(&format!("{l}  desc_store %tp, %tf, %ti, %p, %l, %l, %i [rank = 1]"), "mask must be i1");
+    assert_error(&format!("{l}  desc_store %tp, %tf, %tb, %p, %l, %i, %i [rank = 1]"), "strides must be `i64` scalars");
+    assert_error(&format!("{l}  desc_store %tp, %tf, %tb, %p, %l, %l [rank = 1]"), "expected 7");
     assert_error("  store %p, %i", "needs a `f32` value, not `i32`");
     assert_error("  store %tp, %tf, %ti", "mask must be i1");
     assert_error("  %0 = store %p, %f : f32", "has 1 result(s), expected 0");

@@ -1,4 +1,4 @@
-"""Tensor-descriptor loads that Trident copies with the tensor-memory accelerator on sm_90
+"""Tensor-descriptor loads (and stores) that Trident copies with the tensor-memory accelerator on sm_90
 (and one it cannot: a base that is not a kernel parameter). crates/cli/tests/tma.rs runs
 each on the interpreter and on the emulators and compares (with the matmul of
 kernels/matmul_descriptor.py)."""
@@ -81,3 +81,27 @@ def offset_base(src, dst, M, N, BM: tl.constexpr, BN: tl.constexpr):
     rows = pid * BM + tl.arange(0, BM)
     cols = tl.arange(0, BN)
     tl.store(dst + rows[:, None] * BN + cols[None, :], t)
+
+
+@triton.jit
+def store_2d(src, dst, M, N, LD, BM: tl.constexpr, BN: tl.constexpr):
+    # plain loads in, a descriptor store out: the window is M x N of a wider array (row
+    # stride LD), so the boxes at the edges are ragged and what lies outside must stay as is
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rows = pid_m * BM + tl.arange(0, BM)
+    cols = pid_n * BN + tl.arange(0, BN)
+    x = tl.load(src + rows[:, None] * N + cols[None, :], mask=(rows[:, None] < M) & (cols[None, :] < N), other=0)
+    d = tl.make_tensor_descriptor(dst, shape=[M, N], strides=[LD, 1], block_shape=[BM, BN])
+    d.store([pid_m * BM, pid_n * BN], x * 3)
+
+
+@triton.jit
+def store_3d_loop(src, dst, B, M, N, stride_b, BB: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    # descriptor load and store in a loop: the store's box is rewritten every iteration
+    pid = tl.program_id(0)
+    ds = tl.make_tensor_descriptor(src, shape=[B, M, N], strides=[stride_b, N, 1], block_shape=[BB, BM, BN])
+    dd = tl.make_tensor_descriptor(dst, shape=[B, M, N], strides=[stride_b, N, 1], block_shape=[BB, BM, BN])
+    for m in range(0, tl.cdiv(M, BM)):
+        t = ds.load([pid * BB, m * BM, 0])
+        dd.store([pid * BB, m * BM, 0], t + m)

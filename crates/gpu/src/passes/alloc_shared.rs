@@ -201,9 +201,12 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, PlanEr
                 continue;
             }
             // A TMA copy's box lives to the kernel's end: the barrier pass orders a copy after
-            // the earlier readers of its own buffer only, so its bytes must be no one else's.
+            // the earlier readers of its own buffer only, so its bytes must be no one else's
+            // (a store's box too: the copy reads it while the other threads go on).
             let tma_box = users.get(&res).is_some_and(|us| {
-                us.iter().any(|&u| matches!(f.ops[u].kind, OpKind::TmaCopy) && f.ops[u].operands[1] == res)
+                us.iter().any(|&u| {
+                    matches!(f.ops[u].kind, OpKind::TmaCopy | OpKind::TmaStore) && f.ops[u].operands[1] == res
+                })
             });
             let b = if tma_box { u32::MAX } else { b };
             // 1024: the repeat of wgmma's 128-byte swizzle (its descriptors assume it; TMA

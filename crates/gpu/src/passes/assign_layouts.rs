@@ -229,7 +229,7 @@ impl Assigner<'_> {
         let bytes = t.elem().pointee().map_or(4, |p| p.size_bytes() as u32);
         let mask = match &d.kind {
             OpKind::Load { .. } | OpKind::DescLoad { .. } => d.operands.get(1).copied(),
-            OpKind::Store { .. } | OpKind::AtomicRmw { .. } => d.operands.get(2).copied(),
+            OpKind::Store { .. } | OpKind::DescStore { .. } | OpKind::AtomicRmw { .. } => d.operands.get(2).copied(),
             _ => None,
         };
         let pinfo = self.axis.of(self.f, ptr);
@@ -335,6 +335,7 @@ impl Assigner<'_> {
             OpKind::Load { .. }
             | OpKind::DescLoad { .. }
             | OpKind::Store { .. }
+            | OpKind::DescStore { .. }
             | OpKind::AtomicRmw { .. }
             | OpKind::AtomicCas { .. } => {
                 if let Some(l) = self.mem_layout(op) {
@@ -549,6 +550,7 @@ impl Assigner<'_> {
             OpKind::Load { .. }
             | OpKind::DescLoad { .. }
             | OpKind::Store { .. }
+            | OpKind::DescStore { .. }
             | OpKind::AtomicRmw { .. }
             | OpKind::AtomicCas { .. } => {
                 if let Some(l) = self.mem_layout(op) {

@@ -10,7 +10,11 @@
 //! a lone `tma_copy` (not into a pipeliner's ring, which its protocol orders like
 //! `async_copy`) waits for earlier accesses of its buffer like a write, but its data is
 //! published by its mbarrier (`mbarrier_wait`), not by a CTA barrier, so it leaves no
-//! pending write. `mbarrier_init` ends in a CTA barrier.
+//! pending write. `mbarrier_init` ends in a CTA barrier; `tma_store` starts with one (and
+//! leaves its box read, so a later write of the box waits for a barrier).
+//! A buffer write (`local_store`, a lone `tma_copy`) also waits for pending scratch accesses:
+//! the shared-memory planner lets a buffer reuse the bytes of scratch users that end before
+//! the buffer's first use, and other warps may still be reading them.
 //! Loops are entered with their own accesses pending (the previous iteration's).
 
 use crate::machine::scratch::scratch_bytes;
@@ -114,7 +118,7 @@ fn walk(f: &mut Function, b: Block, mut st: State, n: &mut usize) -> State {
             }
             OpKind::LocalStore => {
                 if let Some(buf) = root(f, f.ops[op].operands[0]) {
-                    need = st.writes.contains(&buf) || st.reads.contains(&buf);
+                    need = st.scratch || st.writes.contains(&buf) || st.reads.contains(&buf);
                     if need {
                         st = State::default();
                     }
@@ -123,7 +127,7 @@ fn walk(f: &mut Function, b: Block, mut st: State, n: &mut usize) -> State {
             }
             OpKind::TmaCopy if !into_ring(f, op) => {
                 if let Some(buf) = root(f, f.ops[op].operands[1]) {
-                    need = st.writes.contains(&buf) || st.reads.contains(&buf);
+                    need = st.scratch || st.writes.contains(&buf) || st.reads.contains(&buf);
                     if need {
                         st = State::default();
                     }
@@ -131,6 +135,14 @@ fn walk(f: &mut Function, b: Block, mut st: State, n: &mut usize) -> State {
             }
             // Ends in a CTA barrier of its own.
             OpKind::MbarrierInit { .. } => st = State::default(),
+            // Starts with a CTA barrier of its own (publishing the box to the copy), then reads
+            // the box until the copy has read it.
+            OpKind::TmaStore => {
+                st = State::default();
+                if let Some(buf) = root(f, f.ops[op].operands[1]) {
+                    st.reads.insert(buf);
+                }
+            }
             _ => {
                 if scratch_bytes(f, op).unwrap_or(0) > 0 {
                     need = st.scratch;
@@ -173,7 +185,7 @@ fn dry_walk(f: &Function, b: Block, mut st: State) -> State {
             }
             OpKind::LocalStore => {
                 if let Some(buf) = root(f, f.ops[op].operands[0]) {
-                    if st.writes.contains(&buf) || st.reads.contains(&buf) {
+                    if st.scratch || st.writes.contains(&buf) || st.reads.contains(&buf) {
                         st = State::default();
                     }
                     st.writes.insert(buf);
@@ -181,12 +193,18 @@ fn dry_walk(f: &Function, b: Block, mut st: State) -> State {
             }
             OpKind::TmaCopy if !into_ring(f, op) => {
                 if let Some(buf) = root(f, f.ops[op].operands[1]) {
-                    if st.writes.contains(&buf) || st.reads.contains(&buf) {
+                    if st.scratch || st.writes.contains(&buf) || st.reads.contains(&buf) {
                         st = State::default();
                     }
                 }
             }
             OpKind::MbarrierInit { .. } => st = State::default(),
+            OpKind::TmaStore => {
+                st = State::default();
+                if let Some(buf) = root(f, f.ops[op].operands[1]) {
+                    st.reads.insert(buf);
+                }
+            }
             _ => {
                 if scratch_bytes(f, op).unwrap_or(0) > 0 {
                     if st.scratch {

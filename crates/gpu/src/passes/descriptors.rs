@@ -30,27 +30,55 @@
 //!   (`gpu-pipeline`), which overlaps it with the loop's math; a lone TMA copy would wait.
 //! * **A plain load** otherwise: the masked `load` of its first three operands; the window
 //!   operands are dropped and whatever only they used is left to DCE.
+//!
+//! A `desc_store` with a qualifying window (the same rules) becomes a write of the value into
+//! a row-major box and a `tma_store` of the box (one thread; out-of-bounds elements are not
+//! written, which is the store's mask); otherwise the masked `store` of its first three
+//! operands.
 
 use crate::options::GpuOptions;
 use trident_core::DType;
 use trident_ir::{CacheModifier, Const, Elem, EvictionPolicy, Function, Layout, Op, OpKind, Type, Value, ValueDef};
 
-/// Lowers every `desc_load` of `f` (TMA or plain load); returns how many.
+/// Lowers every `desc_load` and `desc_store` of `f` (TMA, or a plain load or store);
+/// returns how many.
 pub fn lower_descriptors(f: &mut Function, opts: &GpuOptions) -> usize {
     let mut n = 0;
     for op in f.all_ops() {
-        if let OpKind::DescLoad { rank } = f.ops[op].kind {
-            if tma_eligible(f, op, opts) {
-                lower_to_tma(f, op, rank as usize);
-            } else {
-                let od = &mut f.ops[op];
-                od.kind = OpKind::Load { cache: CacheModifier::None, evict: EvictionPolicy::Normal, volatile: false };
-                od.operands.truncate(3);
+        match f.ops[op].kind {
+            OpKind::DescLoad { rank } => {
+                if tma_eligible(f, op, opts) {
+                    lower_to_tma(f, op, rank as usize);
+                } else {
+                    let od = &mut f.ops[op];
+                    od.kind =
+                        OpKind::Load { cache: CacheModifier::None, evict: EvictionPolicy::Normal, volatile: false };
+                    od.operands.truncate(3);
+                }
+                n += 1;
             }
-            n += 1;
+            OpKind::DescStore { rank } => {
+                if window_eligible(f, op, opts) {
+                    lower_store_to_tma(f, op, rank as usize);
+                } else {
+                    let od = &mut f.ops[op];
+                    od.kind = OpKind::Store { cache: CacheModifier::None, evict: EvictionPolicy::Normal };
+                    od.operands.truncate(3);
+                }
+                n += 1;
+            }
+            _ => {}
         }
     }
     n
+}
+
+/// The box a descriptor access moves: a load's result, a store's value.
+fn box_type(f: &Function, op: Op) -> &Type {
+    match f.ops[op].kind {
+        OpKind::DescStore { .. } => f.ty(f.ops[op].operands[1]),
+        _ => f.ty(f.ops[op].results[0]),
+    }
 }
 
 /// Where a tensor map's field comes from, as the launch resolves it.
@@ -99,18 +127,19 @@ fn in_loop(f: &Function, op: Op) -> bool {
     false
 }
 
-/// Whether a `desc_load`'s window can be a host-built tensor map on this target: TMA
-/// exists, no sanitize mode, an element of 1 to 8 bytes, a power-of-two box of at most 256
-/// per dimension whose contiguous dimension spans a multiple of 16 bytes, the base a
-/// pointer parameter, shapes and strides parameters or constants, the innermost stride 1.
+/// Whether a `desc_load`'s or `desc_store`'s window can be a host-built tensor map on this
+/// target: TMA exists, no sanitize mode, an element of 1 to 8 bytes, a power-of-two box of
+/// at most 256 per dimension whose contiguous dimension spans a multiple of 16 bytes, the
+/// base a pointer parameter, shapes and strides parameters or constants, the innermost
+/// stride 1.
 pub(crate) fn window_eligible(f: &Function, op: Op, opts: &GpuOptions) -> bool {
-    let OpKind::DescLoad { rank } = f.ops[op].kind else { return false };
+    let (OpKind::DescLoad { rank } | OpKind::DescStore { rank }) = f.ops[op].kind else { return false };
     let rank = rank as usize;
     if opts.target.capability() < 90 || opts.sanitize || !f.kernel {
         return false;
     }
     let od = &f.ops[op];
-    let t = f.ty(od.results[0]);
+    let t = box_type(f, op);
     let Some(elem) = t.elem().num() else { return false };
     let bytes = elem.size_bytes() as u32;
     let block = t.shape();
@@ -137,16 +166,21 @@ fn tma_eligible(f: &Function, op: Op, opts: &GpuOptions) -> bool {
     window_eligible(f, op, opts) && !(in_loop(f, op) && feeds_dot_operand(f, f.ops[op].results[0]))
 }
 
-/// The `tma_map` op (detached) of a qualifying `desc_load`, for boxes laid out with `swizzle`.
-pub(crate) fn new_map(f: &mut Function, load: Op, swizzle: u32) -> Op {
-    let od = f.ops[load].clone();
-    let OpKind::DescLoad { rank } = od.kind else { unreachable!("new_map of a `{}`", od.kind.name()) };
+/// The `tma_map` op (detached) of a qualifying `desc_load` or `desc_store`, for boxes laid
+/// out with `swizzle`.
+pub(crate) fn new_map(f: &mut Function, access: Op, swizzle: u32) -> Op {
+    let od = f.ops[access].clone();
+    let (OpKind::DescLoad { rank } | OpKind::DescStore { rank }) = od.kind else {
+        unreachable!("new_map of a `{}`", od.kind.name())
+    };
     let rank = rank as usize;
-    let block = f.ty(od.results[0]).shape().to_vec();
-    let nan = matches!(
-        f.def_op(od.operands[2]).map(|o| &f.ops[o].kind),
-        Some(OpKind::Constant(Const::Float(x))) if x.is_nan()
-    );
+    let block = box_type(f, access).shape().to_vec();
+    // A load's `other` (NaN padding); a store's third operand is its mask.
+    let nan = matches!(od.kind, OpKind::DescLoad { .. })
+        && matches!(
+            f.def_op(od.operands[2]).map(|o| &f.ops[o].kind),
+            Some(OpKind::Constant(Const::Float(x))) if x.is_nan()
+        );
     let operands: Vec<Value> = od.operands[3..4 + 2 * rank].to_vec();
     f.new_op(OpKind::TmaMap { block, swizzle, nan }, &operands, &[Type::scalar(Elem::Num(DType::I64))], od.loc)
 }
@@ -187,5 +221,33 @@ fn lower_to_tma(f: &mut Function, op: Op, rank: usize) {
         f.insert_op_before(op, new);
     }
     f.replace_all_uses(res, f.result(read, 0));
+    f.detach_op(op);
+}
+
+/// A `desc_store` as a TMA copy out of a row-major box: every thread writes its part of the
+/// value into the box, then one thread copies the box to global memory (`tma_store`, which
+/// publishes the writes to the copy itself and returns once the box has been read).
+fn lower_store_to_tma(f: &mut Function, op: Op, rank: usize) {
+    let od = f.ops[op].clone();
+    let loc = od.loc;
+    // Any register layout can write a row-major box: skip the conversion to the store's
+    // coalesced layout (left to DCE), which would cost a trip through scratch memory.
+    let mut value = od.operands[1];
+    while let Some(c) = f.def_op(value).filter(|&c| matches!(f.ops[c].kind, OpKind::ConvertLayout)) {
+        value = f.ops[c].operands[0];
+    }
+    let t = f.ty(value).clone();
+    let offsets = od.operands[4 + 2 * rank..].to_vec();
+    let map = new_map(f, op, 0);
+    let order: Vec<u32> = (0..rank as u32).rev().collect();
+    let row_major = f.intern_layout(Layout::Shared { vec: 1, per_phase: 1, max_phase: 1, order: order.into() });
+    let buf = f.new_op(OpKind::LocalAlloc, &[], &[t.with_layout(Some(row_major))], loc);
+    let write = f.new_op(OpKind::LocalStore, &[f.result(buf, 0), value], &[], loc);
+    let mut copy_operands = vec![f.result(map, 0), f.result(buf, 0)];
+    copy_operands.extend_from_slice(&offsets);
+    let copy = f.new_op(OpKind::TmaStore, &copy_operands, &[], loc);
+    for new in [map, buf, write, copy] {
+        f.insert_op_before(op, new);
+    }
     f.detach_op(op);
 }

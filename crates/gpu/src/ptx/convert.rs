@@ -51,9 +51,11 @@ impl Emitter<'_> {
             | OpKind::AsyncCopy
             | OpKind::AsyncCommitGroup
             | OpKind::AsyncWait { .. } => self.emit_local(op),
-            OpKind::TmaMap { .. } | OpKind::TmaCopy | OpKind::MbarrierInit { .. } | OpKind::MbarrierWait => {
-                self.emit_tma_op(op)
-            }
+            OpKind::TmaMap { .. }
+            | OpKind::TmaCopy
+            | OpKind::TmaStore
+            | OpKind::MbarrierInit { .. }
+            | OpKind::MbarrierWait => self.emit_tma_op(op),
             other => Err(self.err(format!("internal: `{}` cannot be emitted", other.name()))),
         }
     }

@@ -562,7 +562,22 @@ impl Emitter<'_> {
                 }
                 self.set(res, out);
             }
-            OpKind::LocalStore => return Err(self.err("internal: local_store is not supported")),
+            OpKind::LocalStore => {
+                // Each thread writes its registers of the value into the buffer's layout
+                // (vectorized where the layouts allow; replicated elements by their owner).
+                let (view, val) = (d.operands[0], d.operands[1]);
+                let addr = self.reg1(view)?;
+                let vt = f.ty(view);
+                let sl = crate::layout::shared_of(
+                    &f.layouts,
+                    vt.layout().ok_or_else(|| self.err("buffer without layout"))?,
+                    vt.shape(),
+                )
+                .map_err(|e| self.err(format!("internal: {e}")))?;
+                let l = self.ll(val)?.ok_or_else(|| self.err("local_store of a scalar"))?;
+                let regs = self.regs(val)?;
+                self.store_tile(&sl, &l, &regs, super::regs::mem_bytes(vt.elem()), addr, None)?;
+            }
             _ => return Err(self.err("internal: not a shared-memory op")),
         }
         Ok(())

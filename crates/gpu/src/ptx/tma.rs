@@ -1,4 +1,5 @@
-//! The tensor-memory accelerator: `tma_map`, `tma_copy`, `mbarrier_init`, `mbarrier_wait`.
+//! The tensor-memory accelerator: `tma_map`, `tma_copy`, `tma_store`, `mbarrier_init`,
+//! `mbarrier_wait`.
 //!
 //! **Tensor maps are kernel parameters.** Every distinct `tma_map` of the kernel becomes a
 //! hidden `.param .align 64 .b8 NAME[128]` after all other parameters (the IR's, the
@@ -15,6 +16,12 @@
 //! every thread polls the slot's current phase with `try_wait.parity`. Each barrier buffer
 //! keeps its slots' parities in one register (bit i: slot i), flipped after each wait, so a
 //! wait always waits for the next phase, in loops too (tile ops run on every thread alike).
+//!
+//! `tma_store`: every thread fences its writes of the box into the async proxy
+//! (`fence.proxy.async.shared::cta`), a CTA barrier, then thread 0 issues
+//! `cp.async.bulk.tensor` from shared to global in a bulk group, commits it and waits until
+//! the group has *read* the box (`wait_group.read 0`), so the box can be rewritten after the
+//! next barrier; the global writes complete asynchronously (before the grid completes).
 
 use super::emitter::{Emitter, Res};
 use super::regs::{Reg, RegClass};
@@ -169,6 +176,29 @@ impl Emitter<'_> {
                     coords.len(),
                     coords.join(", ")
                 ));
+            }
+            OpKind::TmaStore => {
+                let map = self.reg1(d.operands[0])?;
+                let buf = self.reg1(d.operands[1])?;
+                let rank = f.ty(d.operands[1]).shape().len();
+                let mut coords = vec![];
+                for &o in d.operands[2..2 + rank].iter().rev() {
+                    coords.push(self.reg1(o)?.to_string());
+                }
+                let leader = self.leader()?;
+                // Every thread's writes of the box (generic proxy) become visible to the copy
+                // (async proxy): a proxy fence by each writer, then the CTA barrier.
+                self.ins("fence.proxy.async.shared::cta");
+                self.ins("bar.sync 0");
+                self.ins(format!(
+                    "@{leader} cp.async.bulk.tensor.{}d.global.shared::cta.tile.bulk_group [{map}, {{{}}}], [{buf}]",
+                    coords.len(),
+                    coords.join(", ")
+                ));
+                self.ins(format!("@{leader} cp.async.bulk.commit_group"));
+                // The box may be written again once the copy has read it (the global writes
+                // finish on their own, before the grid completes).
+                self.ins(format!("@{leader} cp.async.bulk.wait_group.read 0"));
             }
             OpKind::MbarrierWait => {
                 let bar = self.reg1(d.operands[0])?;

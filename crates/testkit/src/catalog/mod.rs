@@ -15,6 +15,7 @@ mod flash_attention;
 mod layernorm;
 mod matmul;
 mod matmul_descriptor;
+mod matmul_persistent;
 mod softmax;
 mod splitk_matmul;
 mod vector_add;
@@ -49,6 +50,7 @@ pub fn all() -> Vec<Case> {
     v.extend(splitk_matmul::cases());
     v.extend(cumsum::cases());
     v.extend(matmul_descriptor::cases());
+    v.extend(matmul_persistent::cases());
     v
 }
 

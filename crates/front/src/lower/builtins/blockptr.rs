@@ -347,8 +347,31 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         let (bp, offsets, value) = self.descriptor_args(&args, "tensor descriptor store", true)?;
         let check = vec![true; bp.block.len()];
         let (ptr, mask) = self.window(&bp, &offsets, &check, args.r)?;
+        let window = self.descriptor_window(&bp, &offsets, args.r)?;
         let value = value.unwrap_or(Val::none());
-        self.emit_store_values(ptr, &value, mask.map(Val::T).as_ref(), args.r)
+        let v = self.emit_store_values(ptr, &value, mask.map(Val::T).as_ref(), args.r)?;
+        self.mark_descriptor_store(window);
+        Ok(v)
+    }
+
+    /// Turns the masked `store` a descriptor store just emitted (the current block's last op)
+    /// into a `desc_store` carrying the window, as `mark_descriptor_load` does for loads.
+    /// Boolean tensors (stored as i8) stay plain stores.
+    fn mark_descriptor_store(&mut self, window: Option<Vec<Value>>) {
+        let Some(window) = window else { return };
+        let Some(&op) = self.f.blocks[self.block].ops.last() else { return };
+        let od = &self.f.ops[op];
+        if !matches!(od.kind, OpKind::Store { .. }) || od.operands.len() != 3 {
+            return;
+        }
+        let ptr = od.operands[0];
+        if self.elem(ptr).pointee() != self.elem(window[0]).pointee() {
+            return;
+        }
+        let rank = (window.len() - 1) / 3;
+        let od = &mut self.f.ops[op];
+        od.kind = OpKind::DescStore { rank: rank as u32 };
+        od.operands.extend(window);
     }
 
     /// Attributes of a block pointer or descriptor: `dtype` (a block pointer's is a pointer
