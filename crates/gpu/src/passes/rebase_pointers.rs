@@ -44,7 +44,7 @@ use crate::layout::linear::dim_shifts;
 use crate::layout::{distributed, LinearLayout};
 use crate::machine::vector::vector_width_of;
 use trident_ir::edit::ValueMap;
-use trident_ir::{Block, Const, Elem, Function, Op, OpKind, Type, Value};
+use trident_ir::{BinaryOp, Block, Const, Elem, Function, Op, OpKind, Type, Value};
 
 /// Rewrites every eligible loop-carried pointer tensor; returns how many.
 pub fn rebase_pointers(f: &mut Function) -> usize {
@@ -67,7 +67,7 @@ struct Chain {
     base: Value,
     /// Uniform amounts (a splat or a constant) added to the tensor on the way, in order:
     /// they are added to the scalar instead.
-    steps: Vec<(Result<Value, Const>, Elem)>,
+    steps: Vec<(Uniform, Elem)>,
     /// The other ops, innermost (the splat) first; each reads the previous one's result
     /// as its operand 0.
     ops: Vec<Op>,
@@ -117,16 +117,32 @@ fn chain_from_splat(f: &Function, v: Value) -> Option<Chain> {
     }
 }
 
-/// The scalar every element of `v` equals, when `v` is a splat (through broadcasts) or an
-/// integer constant: `Ok(value)` for an existing scalar, `Err(constant)` for a constant
-/// still to be created as a scalar.
-fn uniform_scalar(f: &Function, v: Value) -> Option<Result<Value, Const>> {
+/// A value every element of a tensor equals, as scalar ops would compute it.
+#[derive(Clone, Debug)]
+enum Uniform {
+    /// An existing scalar (the operand of a splat).
+    Val(Value),
+    /// An integer constant.
+    Const(Const),
+    /// An integer `add`/`sub`/`mul` of two uniform tensors (`p -= BLOCK * s` is
+    /// `addptr p, (0 - splat(BLOCK * s))`): the same wrapping operation on the scalars.
+    Bin(BinaryOp, Box<Uniform>, Box<Uniform>),
+}
+
+/// What every element of `v` equals, when `v` is a splat (through broadcasts), an integer
+/// constant, or integer arithmetic of those.
+fn uniform_scalar(f: &Function, v: Value) -> Option<Uniform> {
     let op = f.def_op(v)?;
     let d = &f.ops[op];
     match &d.kind {
-        OpKind::Splat if f.ty(d.operands[0]).is_scalar() => Some(Ok(d.operands[0])),
+        OpKind::Splat if f.ty(d.operands[0]).is_scalar() => Some(Uniform::Val(d.operands[0])),
         OpKind::Broadcast => uniform_scalar(f, d.operands[0]),
-        OpKind::Constant(c @ Const::Int(_)) => Some(Err(*c)),
+        OpKind::Constant(c @ Const::Int(_)) => Some(Uniform::Const(*c)),
+        OpKind::Binary(b @ (BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul)) if f.ty(v).elem().is_int() => {
+            let x = uniform_scalar(f, d.operands[0])?;
+            let y = uniform_scalar(f, d.operands[1])?;
+            Some(Uniform::Bin(*b, Box::new(x), Box::new(y)))
+        }
         _ => None,
     }
 }
@@ -162,7 +178,7 @@ fn rebase(f: &mut Function, lp: Op, i: usize) -> bool {
 
     // The uniform steps of the initial value go to the scalar, before the loop.
     let mut base = chain.base;
-    for &(step, ety) in &chain.steps {
+    for (step, ety) in chain.steps.iter().cloned() {
         let loc = f.ops[lp].loc;
         let s = scalar_of(f, step, ety, lp, loc);
         let a = f.new_op(OpKind::AddPtr, &[base, s], std::slice::from_ref(&scalar_ty), loc);
@@ -179,7 +195,7 @@ fn rebase(f: &mut Function, lp: Op, i: usize) -> bool {
     // at the start of the body: on sm_90a the pipelined prefetch follows the dots, and
     // pointers rebuilt before them would be live across the accumulator's registers).
     let first_use = f.blocks[body].ops.iter().copied().find(|&o| uses_within(f, o, arg));
-    let rebuilt = rebuild(f, &chain.ops, arg, first_use.map_or(Where::End(body), Where::Before));
+    let rebuilt = rebuild(f, &chain.ops, arg, first_use.map_or(Where::End(body), Where::Before), true);
     let mut map = ValueMap::new();
     map.insert(arg, rebuilt.value);
     replace_uses_except(f, body, &map, &rebuilt.ops);
@@ -197,7 +213,7 @@ fn rebase(f: &mut Function, lp: Op, i: usize) -> bool {
 
     // After the loop, the tensor again (only when something reads it).
     if f.use_counts()[res] > 0 {
-        let after = rebuild(f, &chain.ops, res, Where::After(lp));
+        let after = rebuild(f, &chain.ops, res, Where::After(lp), false);
         let mut map = ValueMap::new();
         map.insert(res, after.value);
         let outer = f.ops[lp].parent.expect("a loop sits in a block");
@@ -294,17 +310,21 @@ fn linear(f: &Function, v: Value) -> Option<LinearLayout> {
     distributed(&f.layouts, ty.layout()?, ty.shape()).ok()
 }
 
-/// A uniform amount as a scalar value: the splatted scalar, or the constant created
-/// right before `before`.
-fn scalar_of(f: &mut Function, s: Result<Value, Const>, ety: Elem, before: Op, loc: trident_ir::Loc) -> Value {
-    match s {
-        Ok(v) => v,
-        Err(c) => {
-            let k = f.new_op(OpKind::Constant(c), &[], &[Type::Scalar(ety)], loc);
-            f.insert_op_before(before, k);
-            f.result(k, 0)
+/// A uniform amount as a scalar value of type `ety`: the splatted scalar, or the ops
+/// computing it created right before `before`.
+fn scalar_of(f: &mut Function, s: Uniform, ety: Elem, before: Op, loc: trident_ir::Loc) -> Value {
+    let (kind, operands) = match s {
+        Uniform::Val(v) => return v,
+        Uniform::Const(c) => (OpKind::Constant(c), vec![]),
+        Uniform::Bin(b, x, y) => {
+            let x = scalar_of(f, *x, ety, before, loc);
+            let y = scalar_of(f, *y, ety, before, loc);
+            (OpKind::Binary(b), vec![x, y])
         }
-    }
+    };
+    let k = f.new_op(kind, &operands, &[Type::Scalar(ety)], loc);
+    f.insert_op_before(before, k);
+    f.result(k, 0)
 }
 
 enum Where {
@@ -322,13 +342,24 @@ struct Rebuilt {
 }
 
 /// Clones `chain` (a splat, then ops reading the previous result as operand 0) with
-/// `base` in place of the splatted scalar, at `at`.
-fn rebuild(f: &mut Function, chain: &[Op], base: Value, at: Where) -> Rebuilt {
+/// `base` in place of the splatted scalar, at `at`. With `remat`, offsets computed
+/// cheaply from scalars and ranges (see [`cheap`]) are recomputed there too, so that
+/// only scalars stay live across the loop: the 32 row offsets of a ragged matmul's
+/// operand are 32 registers for the whole loop, or one multiply-add each next to the
+/// load that needs them.
+fn rebuild(f: &mut Function, chain: &[Op], base: Value, at: Where, remat: bool) -> Rebuilt {
     let mut ops = vec![];
     let mut prev = base;
+    let mut memo = ValueMap::new();
     for &op in chain {
         let c = f.clone_op(op, &mut ValueMap::new());
         f.ops[c].operands[0] = prev;
+        if remat && matches!(f.ops[op].kind, OpKind::AddPtr) {
+            let o = f.ops[op].operands[1];
+            if cheap(f, o, CHEAP_DEPTH) {
+                f.ops[c].operands[1] = clone_tree(f, o, &mut memo, &mut ops);
+            }
+        }
         prev = f.result(c, 0);
         ops.push(c);
     }
@@ -349,6 +380,54 @@ fn rebuild(f: &mut Function, chain: &[Op], base: Value, at: Where) -> Rebuilt {
         },
     }
     Rebuilt { value: prev, ops }
+}
+
+/// How deep an offset's computation may be to be recomputed in the loop.
+const CHEAP_DEPTH: u32 = 8;
+
+/// Whether tensor `v` is computed from scalars, constants and ranges by integer `add`,
+/// `sub`, `mul`, `shl`, splats and reshapes (`expand_dims`, `broadcast`): one ALU
+/// instruction per register and op, nothing read from memory, no other tensor kept live.
+fn cheap(f: &Function, v: Value, depth: u32) -> bool {
+    if f.ty(v).is_scalar() {
+        return true;
+    }
+    let Some(op) = f.def_op(v) else { return false };
+    if depth == 0 || f.ops[op].results.len() != 1 {
+        return false;
+    }
+    let d = &f.ops[op];
+    match &d.kind {
+        OpKind::Arange { .. } | OpKind::Constant(_) => true,
+        OpKind::Splat => f.ty(d.operands[0]).is_scalar(),
+        OpKind::ExpandDims { .. } | OpKind::Broadcast => cheap(f, d.operands[0], depth - 1),
+        OpKind::Binary(BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Shl) if f.ty(v).elem().is_int() => {
+            d.operands.iter().all(|&o| cheap(f, o, depth - 1))
+        }
+        _ => false,
+    }
+}
+
+/// Clones the tensor ops computing `v` (a [`cheap`] value) into `ops`, operands first;
+/// scalars are used as they are.
+fn clone_tree(f: &mut Function, v: Value, memo: &mut ValueMap, ops: &mut Vec<Op>) -> Value {
+    if f.ty(v).is_scalar() {
+        return v;
+    }
+    if let Some(&w) = memo.get(&v) {
+        return w;
+    }
+    let op = f.def_op(v).expect("a cheap tensor has a defining op");
+    let mut map = ValueMap::new();
+    for o in f.ops[op].operands.clone() {
+        let w = clone_tree(f, o, memo, ops);
+        map.insert(o, w);
+    }
+    let c = f.clone_op(op, &mut map);
+    ops.push(c);
+    let w = f.result(c, 0);
+    memo.insert(v, w);
+    w
 }
 
 /// Replaces uses in `block` (and nested regions) by `map`, except in the ops `keep`.
