@@ -30,7 +30,8 @@ use trident_profile::{regions_of, ProfileMeta};
 
 use crate::options::{GpuOptions, ProbeMode};
 use crate::passes::{
-    AllocShared, AssignLayouts, Descriptors, InsertBarriers, OverflowReport, Pipeline, RemoveConverts, SinkRanges,
+    AllocShared, AssignLayouts, Descriptors, InsertBarriers, OverflowReport, Pipeline, RebasePointers, RemoveConverts,
+    SinkRanges,
 };
 use crate::ptx::{emit_gpu_ir, PtxKernel};
 
@@ -154,6 +155,7 @@ impl GpuPipeline {
         passes.push(Box::new(RemoveConverts));
         passes.push(Box::new(Pipeline(o.clone())));
         passes.push(Box::new(Descriptors(o.clone())));
+        passes.push(Box::new(RebasePointers));
         passes.push(Box::new(SinkRanges));
         // Automatic regions see the pipelined loops; planning (next) reserves the rings.
         if let Some(p) = o.profile.filter(|p| p.regions.instruments()) {

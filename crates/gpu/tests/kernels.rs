@@ -286,3 +286,69 @@ fn sixteen_warps_and_tiny_blocks() {
     ];
     kernel_differential("matmul.py", "matmul_kernel", &args, 16, [2 * 2, 1, 1], None);
 }
+
+/// Whether some loop of `kernel` compiled for `target` carries a tensor of pointers
+/// (`gpu-rebase-pointers` turns the ones it rewrites into scalars).
+fn carries_pointer_tensor(m: &trident_ir::Module, kernel: &str, target: trident_gpu::Target, warps: u32) -> bool {
+    let opts = trident_gpu::GpuOptions { target, num_warps: warps, num_stages: 3, ..Default::default() };
+    let art = trident_gpu::compile(m, kernel, &opts).unwrap_or_else(|e| panic!("{e:?}"));
+    let f = &art.gpu_ir.funcs[0];
+    f.all_ops().into_iter().filter(|&o| matches!(f.ops[o].kind, trident_ir::OpKind::For)).any(|o| {
+        f.blocks[f.ops[o].regions[0]].args.iter().any(|&a| !f.ty(a).is_scalar() && f.ty(a).elem().pointee().is_some())
+    })
+}
+
+/// The configuration of the ragged matmul's spills (bench/STATIC.md, issue 13): 128x128x32
+/// tiles on 4 warps, 3 stages, sizes not multiples of 8, so every operand element is its own
+/// load and the loop is not pipelined. Its pointer tensors are carried as scalar bases
+/// (`gpu-rebase-pointers`); the results must not change, on sm_80 and with wgmma.
+#[test]
+fn ragged_matmul_with_rebased_pointers() {
+    let mut rng = Rng(seed());
+    for &(m, n, k) in &[(200usize, 136usize, 100usize), (129, 255, 33)] {
+        let args = matmul_args(&mut rng, (m, n, k), (128, 128, 32), DType::F16, (false, false));
+        let (module, kernel, rt) = front("matmul.py", "matmul_kernel", &args);
+        for target in [trident_gpu::Target::Sm80, trident_gpu::Target::Sm90a] {
+            assert!(!carries_pointer_tensor(&module, &kernel, target, 4), "{target}: pointers not rebased");
+        }
+        let grid = [(m as u32).div_ceil(128) * (n as u32).div_ceil(128), 1, 1];
+        differential_stages(&module, &kernel, 4, 3, grid, &rt, None);
+    }
+}
+
+/// Pointer tensors walked backwards (`p -= BLOCK * stride`: a negative step each iteration,
+/// rows with a stride that is not a multiple of 16), read again after the loop, and the
+/// result made order-dependent (`acc * 0.5 + x`) so that a wrong block shows.
+#[test]
+fn rebased_pointers_walking_backwards() {
+    let src = r#"
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def walk_back(x, y, n_blocks, stride, BLOCK: tl.constexpr):
+    rows = tl.arange(0, BLOCK)[:, None]
+    cols = tl.arange(0, BLOCK)[None, :]
+    p = x + (n_blocks - 1) * BLOCK * stride + rows * stride + cols
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    for i in range(n_blocks):
+        acc = acc * 0.5 + tl.load(p, mask=cols < stride, other=0.0)
+        p -= BLOCK * stride
+    # p now points one block before the first: step back into it.
+    acc += tl.load(p + BLOCK * stride, mask=cols < stride, other=0.0)
+    tl.store(y + rows * BLOCK + cols, acc)
+"#;
+    let mut rng = Rng(seed());
+    let (blocks, stride, block) = (5usize, 37usize, 32usize);
+    let args = vec![
+        ("x", A::T(random(&mut rng, DType::F32, &[blocks * block * stride], 1.0))),
+        ("y", A::T(poisoned(DType::F32, &[block, block]))),
+        ("n_blocks", A::I(blocks as i64)),
+        ("stride", A::I(stride as i64)),
+        ("BLOCK", A::C(block as i64)),
+    ];
+    let (module, kernel, rt) = front_text("walk.py", src, "walk_back", &args);
+    assert!(!carries_pointer_tensor(&module, &kernel, trident_gpu::Target::Sm80, 4), "pointers not rebased");
+    differential(&module, &kernel, 4, [1, 1, 1], &rt, Some((1e-6, 1e-6)));
+}

@@ -6,7 +6,8 @@
 //! conversions), `gpu-remove-converts`, `gpu-pipeline` (cp.async — or, for tensor
 //! descriptors on sm_90, TMA — multi-buffering of dot operands, `num_stages`),
 //! `gpu-descriptors` (the other tensor-descriptor loads become TMA copies or plain loads),
-//! `gpu-sink-ranges` (recomputes `arange`s inside the loops that
+//! `gpu-rebase-pointers` (a loop-carried pointer tensor advanced uniformly becomes one
+//! carried scalar base and the loop-invariant offsets), `gpu-sink-ranges` (recomputes `arange`s inside the loops that
 //! use them, to shorten their registers' lives), `gpu-alloc-shared` (marks the wgmma
 //! operands read from shared memory, plans shared memory and records the plan in the IR),
 //! `gpu-insert-barriers`.
@@ -20,6 +21,7 @@ pub mod barriers;
 pub mod coalesce;
 pub mod descriptors;
 pub mod pipeline;
+pub mod rebase_pointers;
 pub mod registry;
 pub mod remove_converts;
 pub mod sink_ranges;
@@ -76,6 +78,21 @@ impl OverflowReport {
 pub struct InsertBarriers;
 /// Recomputes `arange`s inside the loops that use them (see `sink_ranges`).
 pub struct SinkRanges;
+/// Carries loop-carried pointer tensors as one scalar base (see `rebase_pointers`).
+pub struct RebasePointers;
+
+impl Pass for RebasePointers {
+    fn name(&self) -> &'static str {
+        "gpu-rebase-pointers"
+    }
+
+    fn run_on_function(&self, f: &mut Function) -> Result<bool, Diagnostic> {
+        if !f.kernel {
+            return Ok(false);
+        }
+        Ok(rebase_pointers::rebase_pointers(f) > 0)
+    }
+}
 
 impl Pass for SinkRanges {
     fn name(&self) -> &'static str {

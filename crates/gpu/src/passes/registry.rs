@@ -5,7 +5,9 @@
 //! (`profile-strip`, `profile-instrument{loops,dots}`: `trident_profile::passes`) and the
 //! tile passes of `trident-opt`.
 
-use super::{AllocShared, AssignLayouts, Descriptors, InsertBarriers, Pipeline, RemoveConverts, SinkRanges};
+use super::{
+    AllocShared, AssignLayouts, Descriptors, InsertBarriers, Pipeline, RebasePointers, RemoveConverts, SinkRanges,
+};
 use crate::options::GpuOptions;
 use trident_opt::{Pass, PassManager};
 
@@ -15,6 +17,7 @@ pub const PASS_NAMES: &[&str] = &[
     "gpu-remove-converts",
     "gpu-pipeline",
     "gpu-descriptors",
+    "gpu-rebase-pointers",
     "gpu-sink-ranges",
     "gpu-alloc-shared",
     "gpu-insert-barriers",
@@ -27,6 +30,7 @@ pub fn create_pass(name: &str, opts: &GpuOptions) -> Option<Box<dyn Pass>> {
         "gpu-assign-layouts" => Box::new(AssignLayouts(opts.clone())),
         "gpu-remove-converts" => Box::new(RemoveConverts),
         "gpu-pipeline" => Box::new(Pipeline(opts.clone())),
+        "gpu-rebase-pointers" => Box::new(RebasePointers),
         "gpu-sink-ranges" => Box::new(SinkRanges),
         "gpu-alloc-shared" => Box::new(AllocShared::new(opts.clone())),
         "gpu-insert-barriers" => Box::new(InsertBarriers),
@@ -100,7 +104,7 @@ mod tests {
         let profiled = GpuOptions { profile: Some(crate::ProfileOptions::default()), ..GpuOptions::default() };
         let names = crate::GpuPipeline::new(&profiled).pass_names();
         let mut want = PASS_NAMES.to_vec();
-        want.insert(5, "profile-instrument");
+        want.insert(6, "profile-instrument");
         assert_eq!(names, want);
         let mut pm = PassManager::new();
         add_pipeline(&mut pm, "inline, gpu-assign-layouts ,profile-instrument{loops,dots}, gpu-insert-barriers", &opts)
