@@ -137,12 +137,17 @@ fn tma_eligible(f: &Function, op: Op, opts: &GpuOptions) -> bool {
     window_eligible(f, op, opts) && !(in_loop(f, op) && feeds_dot_operand(f, f.ops[op].results[0]))
 }
 
-/// The `tma_map` op (detached) of a qualifying `desc_load`, for boxes laid out with `swizzle`.
-pub(crate) fn new_map(f: &mut Function, load: Op, swizzle: u32) -> Op {
+/// The `tma_map` op (detached) of a qualifying `desc_load`, for boxes laid out with
+/// `swizzle`; `box_cols` (non-zero) narrows the box's innermost dimension, the load's tile
+/// then being copied as several boxes side by side (`tma_copy`).
+pub(crate) fn new_map(f: &mut Function, load: Op, swizzle: u32, box_cols: u32) -> Op {
     let od = f.ops[load].clone();
     let OpKind::DescLoad { rank } = od.kind else { unreachable!("new_map of a `{}`", od.kind.name()) };
     let rank = rank as usize;
-    let block = f.ty(od.results[0]).shape().to_vec();
+    let mut block = f.ty(od.results[0]).shape().to_vec();
+    if box_cols != 0 {
+        block[rank - 1] = box_cols;
+    }
     let nan = matches!(
         f.def_op(od.operands[2]).map(|o| &f.ops[o].kind),
         Some(OpKind::Constant(Const::Float(x))) if x.is_nan()
@@ -174,7 +179,7 @@ fn lower_to_tma(f: &mut Function, op: Op, rank: usize) {
     let t = f.ty(res).clone();
     let offsets = od.operands[4 + 2 * rank..].to_vec();
     let bar = new_barriers(f, 1, 1, loc);
-    let map = new_map(f, op, 0);
+    let map = new_map(f, op, 0, 0);
     let order: Vec<u32> = (0..rank as u32).rev().collect();
     let row_major = f.intern_layout(Layout::Shared { vec: 1, per_phase: 1, max_phase: 1, order: order.into() });
     let buf = f.new_op(OpKind::LocalAlloc, &[], &[t.with_layout(Some(row_major))], loc);
