@@ -11,10 +11,10 @@
 //! **Barriers** live in shared memory (`local_alloc`ed i64 slots). `mbarrier_init`: thread 0
 //! initialises every slot, then `fence.mbarrier_init` and a CTA barrier publish them.
 //! `tma_copy`: thread 0 announces the buffer's bytes on the slot (`expect_tx`, which is also
-//! its one arrival) and issues `cp.async.bulk.tensor`, coordinates innermost first: once, or
-//! once per box where the buffer's rows are several of the map's boxes wide (rows wider than
-//! the swizzle span; `machine::tma`). `mbarrier_wait`:
-//! every thread polls the slot's current phase with `try_wait.parity`. Each barrier buffer
+//! its one arrival) and issues `cp.async.bulk.tensor` (in a block the other threads branch
+//! over), coordinates innermost first: once, or once per box where the buffer's rows are
+//! several of the map's boxes wide (rows wider than the swizzle span; `machine::tma`).
+//! `mbarrier_wait`: every thread polls the slot's current phase with `try_wait.parity`. Each barrier buffer
 //! keeps its slots' parities in one register (bit i: slot i), flipped after each wait, so a
 //! wait always waits for the next phase, in loops too (tile ops run on every thread alike).
 
@@ -180,7 +180,13 @@ impl Emitter<'_> {
                     leader = both;
                 }
                 // One arrival announcing every box's bytes: the phase completes when all landed.
-                self.ins(format!("@{leader} mbarrier.arrive.expect_tx.shared::cta.b64 _, [{bar}], {bytes}"));
+                // The copies sit in a block only the leader enters rather than each under the
+                // leader predicate: ptxas then moves the map's address to uniform registers
+                // once per block, not once per copy (sm_90a matmul loop at 128x64x64: 91 SASS
+                // instructions instead of 104; bench/STATIC.md).
+                let skip = self.new_label("tma_skip");
+                self.ins(format!("@!{leader} bra {skip}"));
+                self.ins(format!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{bar}], {bytes}"));
                 for j in 0..boxes {
                     let (dst, inner) = if j == 0 {
                         (buf.to_string(), coords[0].clone())
@@ -192,11 +198,12 @@ impl Emitter<'_> {
                     let mut cs = coords.clone();
                     cs[0] = inner;
                     self.ins(format!(
-                        "@{leader} cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{dst}], [{map}, {{{}}}], [{bar}]",
+                        "cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{dst}], [{map}, {{{}}}], [{bar}]",
                         cs.len(),
                         cs.join(", ")
                     ));
                 }
+                self.label(&skip);
             }
             OpKind::MbarrierWait => {
                 let bar = self.reg1(d.operands[0])?;
