@@ -1128,7 +1128,7 @@ impl<'a> Verifier<'a> {
                         && n > 0
                         && block[..n - 1] == shape[..n - 1]
                         && block[n - 1] != 0
-                        && shape[n - 1] % block[n - 1] == 0;
+                        && shape[n - 1].is_multiple_of(block[n - 1]);
                     if !fits {
                         self.err(op, format!("boxes of {block:?} do not tile `{}` along its last dimension", ot[1]));
                     }

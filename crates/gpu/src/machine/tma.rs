@@ -65,13 +65,13 @@ pub fn swizzle_for(sl: &SharedLinear, elem_bytes: u32) -> Option<TmaFill> {
     [0u32, 32, 64, 128].into_iter().find_map(|w| {
         // Without a swizzle the rows are plain: one box of any width.
         let box_cols = if w == 0 { cols } else { cols.min(w as u64 / eb) };
-        if box_cols == 0 || box_cols * eb % 16 != 0 {
+        if box_cols == 0 || !(box_cols * eb).is_multiple_of(16) {
             return None;
         }
         let boxes = cols / box_cols;
         let box_bytes = rows * box_cols * eb;
         // A ring's slot j starts j tile sizes in: on the pattern's repeat (8 rows of `w`).
-        if w != 0 && (numel * eb) % (8 * w as u64) != 0 {
+        if w != 0 && !(numel * eb).is_multiple_of(8 * w as u64) {
             return None;
         }
         let fits = (0..boxes).all(|j| {

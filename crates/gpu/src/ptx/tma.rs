@@ -163,7 +163,7 @@ impl Emitter<'_> {
                     Some(OpKind::TmaMap { block, .. }) if block.len() == rank => block[rank - 1],
                     _ => return Err(self.err("internal: a tma_copy whose map is not a tma_map of its rank")),
                 };
-                if box_cols == 0 || cols % box_cols != 0 {
+                if box_cols == 0 || !cols.is_multiple_of(box_cols) {
                     return Err(self.err(format!("internal: boxes of {box_cols} columns do not tile {cols}")));
                 }
                 let boxes = cols / box_cols;
