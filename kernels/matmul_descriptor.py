@@ -1,7 +1,7 @@
 """C = A @ B with tensor descriptors (`tl.make_tensor_descriptor`, `desc.load`): on sm_90
 Trident copies both tiles with the tensor-memory accelerator into a ring of swizzled shared
-slots when their rows span at most 128 bytes (e.g. 128x64x64 f16), and `cp.async` otherwise.
-`scripts/gpu-check` times it beside the pointer matmul of `matmul.py`."""
+slots; a tile whose rows span more than 128 bytes (B at 128x128x64 f16) is copied as several
+128-byte-wide boxes. `scripts/gpu-check` times it beside the pointer matmul of `matmul.py`."""
 import triton
 import triton.language as tl
 

@@ -73,15 +73,18 @@ def benches(quick):
             consts=[("BLOCK_M", 128), ("BLOCK_N", 128), ("BLOCK_K", 32), ("GROUP_M", 8)],
             bytes=None, flops=2 * M * N * K, torch=lambda t: t["a"] @ t["b"]))
 
+    # Descriptors at 128x64x64 (rows of 128 bytes: one TMA box per tile) and at the pointer
+    # matmul's best 128x128x64 (B's 256-byte rows: two boxes per tile).
     for S in ([2048] if quick else [2048, 4096]):
-        M = N = K = S
-        out.append(dict(
-            name=f"matmul f16 {M}x{N}x{K} descriptors 128x64x64", file="kernels/matmul_descriptor.py",
-            kernel="matmul_desc_kernel", grid=(cdiv(M, 128), cdiv(N, 64)), warps=4, stages=3,
-            tensors=[("a", "randn", f16, (M, K)), ("b", "randn", f16, (K, N)), ("c", "empty", f16, (M, N))],
-            scalars=[("M", M), ("N", N), ("K", K)],
-            consts=[("BLOCK_M", 128), ("BLOCK_N", 64), ("BLOCK_K", 64)],
-            bytes=None, flops=2 * M * N * K, torch=lambda t: t["a"] @ t["b"]))
+        for bn, warps in ((64, 4), (128, 8)):
+            M = N = K = S
+            out.append(dict(
+                name=f"matmul f16 {M}x{N}x{K} descriptors 128x{bn}x64", file="kernels/matmul_descriptor.py",
+                kernel="matmul_desc_kernel", grid=(cdiv(M, 128), cdiv(N, bn)), warps=warps, stages=3,
+                tensors=[("a", "randn", f16, (M, K)), ("b", "randn", f16, (K, N)), ("c", "empty", f16, (M, N))],
+                scalars=[("M", M), ("N", N), ("K", K)],
+                consts=[("BLOCK_M", 128), ("BLOCK_N", bn), ("BLOCK_K", 64)],
+                bytes=None, flops=2 * M * N * K, torch=lambda t: t["a"] @ t["b"]))
 
     Z, H, D = 4, 16, 64
     for causal in (False, True):

@@ -3,7 +3,7 @@
 //! host-built tensor maps, `cp.async.bulk.tensor` on an mbarrier, stores as bulk groups) and
 //! for sm_80 (plain loads and stores),
 //! from the same seeded inputs (outputs start random, so a byte not written shows); the saved
-//! outputs must be byte-identical. The sm_90a PTX must copy with TMA exactly where the
+//! outputs must be byte-identical (a case marked `sass` also on the SASS emulator for sm_90a). The sm_90a PTX must copy with TMA exactly where the
 //! descriptor can be built before the launch.
 
 use std::path::{Path, PathBuf};
@@ -20,6 +20,13 @@ struct Case {
     out: &'static str,
     /// Whether the sm_90a code copies with TMA.
     tma: bool,
+    /// `cp.async.bulk.tensor` instructions in the sm_90a PTX (a ring: the prologue's copies
+    /// and the loop's, one per box of each slot's tiles).
+    copies: usize,
+    /// `trident` options for compiling and running (warps, stages).
+    opts: &'static [&'static str],
+    /// Also run on the SASS emulator for sm_90a (slow: only where TMA itself is the point).
+    sass: bool,
 }
 
 const CASES: &[Case] = &[
@@ -29,6 +36,9 @@ const CASES: &[Case] = &[
         args: &["src=randn:f16:100x72", "dst=randn:f16:164x136", "M=100", "N=72", "BM=64", "BN=64", "NAN=False"],
         out: "dst",
         tma: true,
+        copies: 1,
+        opts: &[],
+        sass: false,
     },
     Case {
         kernel: "copy_2d",
@@ -36,6 +46,9 @@ const CASES: &[Case] = &[
         args: &["src=randn:f32:20x36", "dst=randn:f32:36x68", "M=20", "N=36", "BM=16", "BN=32", "NAN=True"],
         out: "dst",
         tma: true,
+        copies: 1,
+        opts: &[],
+        sass: false,
     },
     Case {
         kernel: "copy_3d",
@@ -53,6 +66,9 @@ const CASES: &[Case] = &[
         ],
         out: "dst",
         tma: true,
+        copies: 1,
+        opts: &[],
+        sass: false,
     },
     Case {
         kernel: "copy_1d",
@@ -60,6 +76,9 @@ const CASES: &[Case] = &[
         args: &["src=rand:i32:200", "dst=rand:i32:200", "n=200", "BLOCK=64"],
         out: "dst",
         tma: true,
+        copies: 1,
+        opts: &[],
+        sass: false,
     },
     Case {
         kernel: "row_sums",
@@ -67,6 +86,9 @@ const CASES: &[Case] = &[
         args: &["src=rand:i32:20x100", "out=rand:i32:20", "M=20", "N=100", "BM=8", "BN=32"],
         out: "out",
         tma: true,
+        copies: 1,
+        opts: &[],
+        sass: false,
     },
     Case {
         kernel: "small_dot",
@@ -84,6 +106,9 @@ const CASES: &[Case] = &[
         ],
         out: "c",
         tma: true,
+        copies: 2,
+        opts: &[],
+        sass: false,
     },
     Case {
         kernel: "kernels/matmul_descriptor.py::matmul_desc_kernel",
@@ -101,6 +126,87 @@ const CASES: &[Case] = &[
         ],
         out: "c",
         tma: true,
+        copies: 6,
+        opts: &[],
+        sass: false,
+    },
+    // Rows wider than 128 bytes (issue 13): each such tile is copied as 128-byte-wide boxes
+    // into the column blocks of its slot. Ragged in every dimension: the boxes past the
+    // tensor's edge (wholly, for N's last 64 columns here) are zero-filled by TMA.
+    Case {
+        // The best H100 configuration: B's rows are 256 bytes, two boxes per slot.
+        kernel: "kernels/matmul_descriptor.py::matmul_desc_kernel",
+        grid: "2,2",
+        args: &[
+            "a=@INTS:f16:200x200",
+            "b=@INTS:f16:200x136",
+            "c=randn:f32:200x136",
+            "M=200",
+            "N=136",
+            "K=200",
+            "BLOCK_M=128",
+            "BLOCK_N=128",
+            "BLOCK_K=64",
+        ],
+        out: "c",
+        tma: true,
+        // 3 slots × (A: 1 box, B: 2 boxes).
+        copies: 9,
+        opts: &["--num-warps", "8", "--num-stages", "3"],
+        sass: true,
+    },
+    Case {
+        // B's rows are 512 bytes: four boxes per slot.
+        kernel: "kernels/matmul_descriptor.py::matmul_desc_kernel",
+        grid: "2,2",
+        args: &[
+            "a=@INTS:f16:70x136",
+            "b=@INTS:f16:136x264",
+            "c=randn:f32:70x264",
+            "M=70",
+            "N=264",
+            "K=136",
+            "BLOCK_M=64",
+            "BLOCK_N=256",
+            "BLOCK_K=64",
+        ],
+        out: "c",
+        tma: true,
+        copies: 15,
+        opts: &["--num-warps", "4", "--num-stages", "3"],
+        sass: false,
+    },
+    Case {
+        // A K tile of 128: A's rows are 256 bytes (two boxes), B's 128 (one).
+        kernel: "kernels/matmul_descriptor.py::matmul_desc_kernel",
+        grid: "2,2",
+        args: &[
+            "a=@INTS:f16:100x264",
+            "b=@INTS:f16:264x72",
+            "c=randn:f32:100x72",
+            "M=100",
+            "N=72",
+            "K=264",
+            "BLOCK_M=64",
+            "BLOCK_N=64",
+            "BLOCK_K=128",
+        ],
+        out: "c",
+        tma: true,
+        copies: 9,
+        opts: &["--num-warps", "4", "--num-stages", "3"],
+        sass: false,
+    },
+    Case {
+        // A lone box of 1024-byte rows: without a swizzle a box may be that wide (one copy).
+        kernel: "copy_2d",
+        grid: "1,2",
+        args: &["src=randn:f32:12x300", "dst=randn:f32:28x556", "M=12", "N=300", "BM=16", "BN=256", "NAN=False"],
+        out: "dst",
+        tma: true,
+        copies: 1,
+        opts: &[],
+        sass: false,
     },
     Case {
         kernel: "store_2d",
@@ -152,6 +258,9 @@ const CASES: &[Case] = &[
         args: &["src=randn:f32:9x16", "dst=randn:f32:16x16", "M=9", "N=16", "BM=8", "BN=16"],
         out: "dst",
         tma: false,
+        copies: 0,
+        opts: &[],
+        sass: false,
     },
 ];
 
@@ -246,6 +355,7 @@ fn run(case: &Case, backend: &str, target: &str, seed: u64) -> Vec<u8> {
     let _ = std::fs::remove_file(&out);
     let mut words: Vec<String> =
         ["run", &kernel_path(case), "--backend", backend, "--grid", case.grid].iter().map(|s| s.to_string()).collect();
+    words.extend(case.opts.iter().map(|s| s.to_string()));
     words.extend(["--seed".to_string(), seed.to_string()]);
     words.extend(materialize(case, seed));
     words.extend(["--save".to_string(), format!("{}={}", case.out, out.display())]);
@@ -295,12 +405,24 @@ fn descriptor_loads_copy_with_tma_on_sm90_and_agree_with_the_interpreter() {
             .iter()
             .map(|s| s.to_string())
             .collect();
+        words.extend(case.opts.iter().map(|s| s.to_string()));
         words.extend(materialize(case, seed));
         let o = trident(&words, &[]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let ptx = String::from_utf8_lossy(&o.stdout);
         assert_eq!(ptx.contains("cp.async.bulk.tensor"), case.tma, "{}: TMA in the sm_90a PTX", case.kernel);
         assert_eq!(ptx.contains(".param .align 64 .b8"), case.tma, "{}: a tensor-map parameter", case.kernel);
+        assert_eq!(
+            ptx.matches("cp.async.bulk.tensor").count(),
+            case.copies,
+            "{} ({:?}): TMA copies in the sm_90a PTX",
+            case.kernel,
+            case.args
+        );
+        // A TMA ring leaves no element-wise copies (`cp.async.ca/cg`).
+        if case.tma {
+            assert!(!ptx.contains("cp.async.c"), "{} ({:?}): cp.async beside TMA", case.kernel, case.args);
+        }
 
         let want = nan_canonical(&run(case, "interp", "sm_80", seed));
         for target in ["sm_90a", "sm_90", "sm_80"] {
@@ -308,6 +430,15 @@ fn descriptor_loads_copy_with_tma_on_sm90_and_agree_with_the_interpreter() {
             assert!(
                 got == want,
                 "{} ({:?}): emu {target} differs from the interpreter (seed {seed})",
+                case.kernel,
+                case.args
+            );
+        }
+        if case.sass {
+            let got = nan_canonical(&run(case, "sass-emu", "sm_90a", seed));
+            assert!(
+                got == want,
+                "{} ({:?}): the SASS emulator (sm_90a) differs from the interpreter (seed {seed})",
                 case.kernel,
                 case.args
             );

@@ -450,9 +450,12 @@ pub enum OpKind {
     TmaMap { block: Vec<u32>, swizzle: u32, nan: bool },
     /// `[map, buffer, barrier, offsets × rank, guard?]` → nothing: one thread copies the box
     /// of `map` at `offsets` (i32 element coordinates, innermost last) into `buffer` with the
-    /// tensor-memory accelerator, completing the box's bytes as a transaction on `barrier`
+    /// tensor-memory accelerator, completing the buffer's bytes as a transaction on `barrier`
     /// (a one-slot view of an `mbarrier_init`ed buffer); with an i1 `guard`, only when it is
     /// true. Asynchronous: the data is there once `mbarrier_wait` on `barrier` returns.
+    /// A buffer `n` boxes wide (its innermost dimension `n` times the box's, the others
+    /// equal) takes `n` boxes side by side: box `j` at innermost offset `+ j * box`, into the
+    /// buffer's `j`-th `1/n` of bytes (rows wider than a swizzle span; `trident_gpu::machine::tma`).
     TmaCopy,
     /// `[map, buffer, offsets × rank]` → nothing: the box in `buffer` (laid out as `map`
     /// describes) is copied to global memory at `offsets` by one thread with the

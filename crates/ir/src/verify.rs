@@ -1119,6 +1119,24 @@ impl<'a> Verifier<'a> {
                 if ot[1].shape().len() != rank {
                     self.err(op, format!("a box of rank {rank} does not fill `{}`", ot[1]));
                 }
+                // The buffer is the map's box, or several boxes side by side along the
+                // innermost dimension.
+                let block = self.f.def_op(d.operands[0]).and_then(|m| match &self.f.ops[m].kind {
+                    TmaMap { block, .. } => Some(block.clone()),
+                    _ => None,
+                });
+                if let Some(block) = block {
+                    let shape = ot[1].shape();
+                    let n = block.len();
+                    let fits = n == shape.len()
+                        && n > 0
+                        && block[..n - 1] == shape[..n - 1]
+                        && block[n - 1] != 0
+                        && shape[n - 1].is_multiple_of(block[n - 1]);
+                    if !fits {
+                        self.err(op, format!("boxes of {block:?} do not tile `{}` along its last dimension", ot[1]));
+                    }
+                }
                 if ot[2].elem() != Elem::Num(DType::I64) || ot[2].shape() != [1] {
                     self.err(op, format!("the barrier is a one-slot `tensor<1xi64>` view, not `{}`", ot[2]));
                 }

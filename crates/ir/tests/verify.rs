@@ -544,3 +544,27 @@ fn discardable_attributes() {
     let text = PLANNED.replace("BODY", "").replace("smem_total = 1024", "smem_totl = 4");
     assert!(errors_of(&text).iter().any(|e| e.contains("unknown function attribute `smem_totl`")));
 }
+
+#[test]
+fn tma_copies_fill_their_buffer_with_the_maps_boxes() {
+    let head = "  #L0 = shared [vec = 1, per_phase = 1, max_phase = 1, order = [1, 0]]
+  #L1 = shared [vec = 1, per_phase = 1, max_phase = 1, order = [0]]
+  %n = constant [value = 64] : i64
+  %one = constant [value = 1] : i64
+  %map = tma_map %p, %n, %n, %n, %one [block = [8, 32], swizzle = 128] : i64
+  %bar = local_alloc : tensor<1xi64, #L1>
+  mbarrier_init %bar [count = 1]
+";
+    // One box, or two side by side along the innermost dimension (rows wider than a swizzle).
+    for shape in ["8x32", "8x64"] {
+        let body =
+            format!("{head}  %buf = local_alloc : tensor<{shape}xf32, #L0>\n  tma_copy %map, %buf, %bar, %i, %i");
+        assert_eq!(errors_of(&module_with(&body)), Vec::<String>::new(), "{shape}");
+    }
+    // Boxes that do not tile the buffer: a partial box, or a different row count.
+    for shape in ["8x48", "16x32", "8x16"] {
+        let body =
+            format!("{head}  %buf = local_alloc : tensor<{shape}xf32, #L0>\n  tma_copy %map, %buf, %bar, %i, %i");
+        assert_error(&body, "do not tile");
+    }
+}

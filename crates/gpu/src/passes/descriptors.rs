@@ -167,14 +167,18 @@ fn tma_eligible(f: &Function, op: Op, opts: &GpuOptions) -> bool {
 }
 
 /// The `tma_map` op (detached) of a qualifying `desc_load` or `desc_store`, for boxes laid
-/// out with `swizzle`.
-pub(crate) fn new_map(f: &mut Function, access: Op, swizzle: u32) -> Op {
+/// out with `swizzle`; `box_cols` (non-zero) narrows the box's innermost dimension, the
+/// load's tile then being copied as several boxes side by side (`tma_copy`).
+pub(crate) fn new_map(f: &mut Function, access: Op, swizzle: u32, box_cols: u32) -> Op {
     let od = f.ops[access].clone();
     let (OpKind::DescLoad { rank } | OpKind::DescStore { rank }) = od.kind else {
         unreachable!("new_map of a `{}`", od.kind.name())
     };
     let rank = rank as usize;
-    let block = box_type(f, access).shape().to_vec();
+    let mut block = box_type(f, access).shape().to_vec();
+    if box_cols != 0 {
+        block[rank - 1] = box_cols;
+    }
     // A load's `other` (NaN padding); a store's third operand is its mask.
     let nan = matches!(od.kind, OpKind::DescLoad { .. })
         && matches!(
@@ -208,7 +212,7 @@ fn lower_to_tma(f: &mut Function, op: Op, rank: usize) {
     let t = f.ty(res).clone();
     let offsets = od.operands[4 + 2 * rank..].to_vec();
     let bar = new_barriers(f, 1, 1, loc);
-    let map = new_map(f, op, 0);
+    let map = new_map(f, op, 0, 0);
     let order: Vec<u32> = (0..rank as u32).rev().collect();
     let row_major = f.intern_layout(Layout::Shared { vec: 1, per_phase: 1, max_phase: 1, order: order.into() });
     let buf = f.new_op(OpKind::LocalAlloc, &[], &[t.with_layout(Some(row_major))], loc);
@@ -238,7 +242,7 @@ fn lower_store_to_tma(f: &mut Function, op: Op, rank: usize) {
     }
     let t = f.ty(value).clone();
     let offsets = od.operands[4 + 2 * rank..].to_vec();
-    let map = new_map(f, op, 0);
+    let map = new_map(f, op, 0, 0);
     let order: Vec<u32> = (0..rank as u32).rev().collect();
     let row_major = f.intern_layout(Layout::Shared { vec: 1, per_phase: 1, max_phase: 1, order: order.into() });
     let buf = f.new_op(OpKind::LocalAlloc, &[], &[t.with_layout(Some(row_major))], loc);

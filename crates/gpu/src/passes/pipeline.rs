@@ -43,7 +43,7 @@ use crate::analysis::AxisAnalysis;
 use crate::layout::distributed;
 use crate::machine::mma::MmaTile;
 use crate::machine::scratch::scratch_bytes;
-use crate::machine::tma::swizzle_for;
+use crate::machine::tma::{swizzle_for, TmaFill};
 use crate::machine::vector::vector_width_of;
 use crate::options::GpuOptions;
 use std::collections::{HashMap, HashSet};
@@ -77,8 +77,8 @@ struct Cand {
     convert: Op,
     tile: MmaTile,
     /// A tensor-descriptor load TMA can copy straight into the ring: the swizzle span of
-    /// the slot's layout (see `machine::tma::swizzle_for`).
-    tma: Option<u32>,
+    /// the slot's layout and the boxes that fill a slot (see `machine::tma::swizzle_for`).
+    tma: Option<TmaFill>,
     /// Wide enough for `cp.async` (4, 8 or 16 bytes per copy).
     cp_async: bool,
 }
@@ -320,7 +320,8 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
     let mut bars = None;
     if use_tma {
         for c in &cands {
-            let m = new_map(f, c.load, c.tma.unwrap_or(0));
+            let fill = c.tma.unwrap_or(TmaFill { swizzle: 0, box_cols: 0, boxes: 1 });
+            let m = new_map(f, c.load, fill.swizzle, fill.box_cols);
             f.insert_op_before(for_op, m);
             maps.push(f.result(m, 0));
         }

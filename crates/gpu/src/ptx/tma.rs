@@ -11,9 +11,11 @@
 //!
 //! **Barriers** live in shared memory (`local_alloc`ed i64 slots). `mbarrier_init`: thread 0
 //! initialises every slot, then `fence.mbarrier_init` and a CTA barrier publish them.
-//! `tma_copy`: thread 0 announces the box's bytes on the slot (`expect_tx`, which is also its
-//! one arrival) and issues `cp.async.bulk.tensor`, coordinates innermost first. `mbarrier_wait`:
-//! every thread polls the slot's current phase with `try_wait.parity`. Each barrier buffer
+//! `tma_copy`: thread 0 announces the buffer's bytes on the slot (`expect_tx`, which is also
+//! its one arrival) and issues `cp.async.bulk.tensor` (in a block the other threads branch
+//! over), coordinates innermost first: once, or once per box where the buffer's rows are
+//! several of the map's boxes wide (rows wider than the swizzle span; `machine::tma`).
+//! `mbarrier_wait`: every thread polls the slot's current phase with `try_wait.parity`. Each barrier buffer
 //! keeps its slots' parities in one register (bit i: slot i), flipped after each wait, so a
 //! wait always waits for the next phase, in loops too (tile ops run on every thread alike).
 //!
@@ -158,7 +160,21 @@ impl Emitter<'_> {
                 let bar = self.reg1(d.operands[2])?;
                 let bt = f.ty(d.operands[1]);
                 let rank = bt.shape().len();
-                let bytes = bt.numel() * super::regs::mem_bytes(bt.elem()) as u64;
+                let eb = super::regs::mem_bytes(bt.elem()) as u64;
+                let bytes = bt.numel() * eb;
+                // The buffer is one box of the map, or (rows wider than the swizzle span) a
+                // row of boxes along the innermost dimension, box j `j * box_bytes` into the
+                // buffer at innermost coordinate `offset + j * cols` (`machine::tma`).
+                let cols = bt.shape()[rank - 1];
+                let box_cols = match f.def_op(d.operands[0]).map(|o| &f.ops[o].kind) {
+                    Some(OpKind::TmaMap { block, .. }) if block.len() == rank => block[rank - 1],
+                    _ => return Err(self.err("internal: a tma_copy whose map is not a tma_map of its rank")),
+                };
+                if box_cols == 0 || !cols.is_multiple_of(box_cols) {
+                    return Err(self.err(format!("internal: boxes of {box_cols} columns do not tile {cols}")));
+                }
+                let boxes = cols / box_cols;
+                let box_bytes = bytes / boxes as u64;
                 let mut coords = vec![];
                 for &o in d.operands[3..3 + rank].iter().rev() {
                     coords.push(self.reg1(o)?.to_string());
@@ -170,12 +186,31 @@ impl Emitter<'_> {
                     self.ins(format!("and.pred {both}, {leader}, {g}"));
                     leader = both;
                 }
-                self.ins(format!("@{leader} mbarrier.arrive.expect_tx.shared::cta.b64 _, [{bar}], {bytes}"));
-                self.ins(format!(
-                    "@{leader} cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{buf}], [{map}, {{{}}}], [{bar}]",
-                    coords.len(),
-                    coords.join(", ")
-                ));
+                // One arrival announcing every box's bytes: the phase completes when all landed.
+                // The copies sit in a block only the leader enters rather than each under the
+                // leader predicate: ptxas then moves the map's address to uniform registers
+                // once per block, not once per copy (sm_90a matmul loop at 128x64x64: 91 SASS
+                // instructions instead of 104; bench/STATIC.md).
+                let skip = self.new_label("tma_skip");
+                self.ins(format!("@!{leader} bra {skip}"));
+                self.ins(format!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{bar}], {bytes}"));
+                for j in 0..boxes {
+                    let (dst, inner) = if j == 0 {
+                        (buf.to_string(), coords[0].clone())
+                    } else {
+                        let c = self.new_reg(RegClass::B32);
+                        self.ins(format!("add.s32 {c}, {}, {}", coords[0], j * box_cols));
+                        (format!("{buf}+{}", j as u64 * box_bytes), c.to_string())
+                    };
+                    let mut cs = coords.clone();
+                    cs[0] = inner;
+                    self.ins(format!(
+                        "cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{dst}], [{map}, {{{}}}], [{bar}]",
+                        cs.len(),
+                        cs.join(", ")
+                    ));
+                }
+                self.label(&skip);
             }
             OpKind::TmaStore => {
                 let map = self.reg1(d.operands[0])?;
