@@ -251,3 +251,102 @@ def dot16(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr
     }
     differential(&module, &kernel, 4, [1, 1, 1], &rt, Some((0.0, 0.0)));
 }
+
+/// One batched-matmul problem of `kernels/batched_matmul.py`.
+#[derive(Clone, Copy, Debug)]
+struct Bmm {
+    /// Operand and result element types.
+    dt: DType,
+    acc: DType,
+    /// `input_precision="ieee"`.
+    ieee: bool,
+    /// BLOCK_B, BLOCK_M, BLOCK_N, BLOCK_K.
+    block: (u32, u32, u32, u32),
+    warps: u32,
+    stages: u32,
+    /// B, M, N, K.
+    size: (usize, usize, usize, usize),
+}
+
+/// Compiles the batched matmul for sm_80, sm_90 and sm_90a (ptxas-clean each), runs every
+/// target's PTX on the emulator and the kernel on the interpreter with the same fresh random
+/// inputs (C poisoned), compares; returns each target's PTX.
+fn run_bmm(p: Bmm, rng: &mut Rng) -> Vec<(trident_gpu::Target, String)> {
+    let (bb, bm, bn, bk) = p.block;
+    let (nb, m, n, k) = p.size;
+    let scale = if p.dt.is_int() { 20.0 } else { 1.0 };
+    let args = [
+        ("a", A::T(random(rng, p.dt, &[nb, m, k], scale))),
+        ("b", A::T(random(rng, p.dt, &[nb, k, n], scale))),
+        ("c", A::T(poisoned(p.acc, &[nb, m, n]))),
+        ("B", A::I(nb as i64)),
+        ("M", A::I(m as i64)),
+        ("N", A::I(n as i64)),
+        ("K", A::I(k as i64)),
+        ("BLOCK_B", A::C(bb as i64)),
+        ("BLOCK_M", A::C(bm as i64)),
+        ("BLOCK_N", A::C(bn as i64)),
+        ("BLOCK_K", A::C(bk as i64)),
+        ("IEEE", A::CB(p.ieee)),
+    ];
+    let (module, kernel, rt) = front("batched_matmul.py", "bmm_kernel", &args);
+    let grid = [(nb as u32).div_ceil(bb), (m as u32).div_ceil(bm), (n as u32).div_ceil(bn)];
+    // Products of rounded inputs summed in different orders: relative to the sum of |terms|.
+    // The f16-accumulating form rounds where the interpreter rounds: bit for bit.
+    let tol = match (p.dt, p.acc) {
+        (_, DType::I32) | (_, DType::F16) => Some((0.0, 0.0)),
+        (DType::F32, _) if !p.ieee => Some((5e-3, 5e-3 * (k as f64).sqrt())),
+        _ => Some((1e-4, 1e-4 * (k as f64).sqrt())),
+    };
+    let want = run_interp(&module, &kernel, grid, &rt);
+    let mut out = vec![];
+    for target in [trident_gpu::Target::Sm80, trident_gpu::Target::Sm90, trident_gpu::Target::Sm90a] {
+        let opts = trident_gpu::GpuOptions { target, num_warps: p.warps, num_stages: p.stages, ..Default::default() };
+        let kp = trident_gpu::emit_ptx(&module, &kernel, &opts)
+            .unwrap_or_else(|d| panic!("compiling {p:?} for {target}: {}", d.render(&module.files)));
+        ptxas_ok(&kp.ptx, target.arch());
+        let got = run_emu(&kp, grid, &rt);
+        assert_same(&got, &want, tol, &format!("bmm {p:?} on {target}"));
+        out.push((target, kp.ptx));
+    }
+    out
+}
+
+fn count(ptx: &str, what: &str) -> usize {
+    ptx.matches(what).count()
+}
+
+/// Batched (rank-3) dots on tensor cores: f16 and bf16 into f32 at B = 1, 2, 4, 8, tiles of
+/// 16 to 64, 1, 4 and 8 warps, ragged edges in every dim, a K loop (pipelined where the
+/// loads allow); every target's PTX agrees with the interpreter and uses `mma.sync`, no FMA.
+#[test]
+fn batched_f16_bf16_dots_on_tensor_cores() {
+    let mut rng = Rng(seed());
+    let cases = [
+        // (dt, block, warps, size)
+        (DType::F16, (1, 16, 16, 16), 1, (3, 16, 16, 16)),
+        (DType::F16, (2, 32, 32, 32), 4, (3, 40, 24, 64)),
+        (DType::F16, (4, 16, 32, 16), 4, (4, 16, 32, 48)),
+        (DType::F16, (8, 16, 16, 32), 8, (8, 16, 16, 32)),
+        (DType::F16, (2, 64, 64, 32), 8, (2, 64, 64, 64)),
+        (DType::F16, (4, 32, 32, 16), 1, (5, 50, 30, 20)),
+        (DType::BF16, (2, 32, 16, 16), 4, (2, 32, 16, 33)),
+        (DType::BF16, (8, 16, 64, 64), 4, (9, 16, 64, 64)),
+        (DType::BF16, (1, 64, 64, 64), 8, (2, 64, 64, 128)),
+    ];
+    for (dt, block, warps, size) in cases {
+        let p = Bmm { dt, acc: DType::F32, ieee: false, block, warps, stages: 3, size };
+        for (target, ptx) in run_bmm(p, &mut rng) {
+            eprintln!(
+                "{p:?} {target}: {} mma, {} ldmatrix, {} cp.async",
+                count(&ptx, "mma.sync"),
+                count(&ptx, "ldmatrix"),
+                count(&ptx, "cp.async.c")
+            );
+            let want = if dt == DType::F16 { "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" } else { "bf16.bf16" };
+            assert!(ptx.contains(want), "{p:?} {target}: no mma");
+            assert!(!ptx.contains("fma.rn.f32"), "{p:?} {target}: an FMA loop");
+            assert!(!ptx.contains("wgmma"), "{p:?} {target}: wgmma has no batch dim");
+        }
+    }
+}
