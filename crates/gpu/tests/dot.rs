@@ -350,3 +350,102 @@ fn batched_f16_bf16_dots_on_tensor_cores() {
         }
     }
 }
+
+/// The other operand types of the rank-2 tensor-core path, batched: f32 as tf32 (the default
+/// precision; ieee is below), int8 into i32 (exact), f16 accumulating in f16 (bit for bit the
+/// interpreter's rounding), each on `mma.sync`.
+#[test]
+fn batched_tf32_int8_and_f16_accumulating_dots_on_tensor_cores() {
+    let mut rng = Rng(seed());
+    let cases = [
+        // (dt, acc, block, warps, size, instruction)
+        (DType::F32, DType::F32, (2, 32, 32, 16), 4, (3, 40, 24, 40), "m16n8k8.row.col.f32.tf32.tf32.f32"),
+        (DType::F32, DType::F32, (4, 16, 16, 32), 8, (4, 16, 16, 64), "m16n8k8.row.col.f32.tf32.tf32.f32"),
+        (DType::I8, DType::I32, (2, 32, 32, 32), 4, (2, 32, 32, 96), "m16n8k32.row.col.s32.s8.s8.s32"),
+        (DType::I8, DType::I32, (8, 16, 16, 32), 4, (7, 20, 9, 45), "m16n8k32.row.col.s32.s8.s8.s32"),
+        (DType::F16, DType::F16, (2, 32, 32, 32), 4, (2, 32, 32, 64), ".f16.f16.f16.f16"),
+        (DType::F16, DType::F16, (4, 16, 16, 16), 1, (4, 16, 16, 48), ".f16.f16.f16.f16"),
+    ];
+    for (dt, acc, block, warps, size, instr) in cases {
+        let p = Bmm { dt, acc, ieee: false, block, warps, stages: 2, size };
+        for (target, ptx) in run_bmm(p, &mut rng) {
+            assert!(ptx.contains(instr), "{p:?} {target}: no {instr}");
+            assert!(!ptx.contains("fma.rn.f32") && !ptx.contains("mad.lo.s32 %r"), "{p:?} {target}: an FMA loop");
+        }
+    }
+}
+
+/// Where tensor cores do not apply the batched dot stays on the exact FMA loop: f32 with
+/// `input_precision="ieee"`, and tiles below one instruction (M < 16 or N < 8; the front end
+/// already rejects a K below the instruction's, as Triton does).
+#[test]
+fn batched_dots_tensor_cores_cannot_take_stay_on_the_fma_loop() {
+    let mut rng = Rng(seed());
+    let cases = [
+        // (dt, ieee, block, warps, size)
+        (DType::F32, true, (2, 16, 16, 16), 4, (3, 20, 16, 24)),
+        (DType::F16, false, (2, 8, 16, 16), 4, (2, 8, 16, 32)),
+        (DType::F16, false, (4, 16, 4, 16), 1, (4, 16, 4, 16)),
+        (DType::BF16, false, (1, 8, 8, 32), 1, (3, 5, 8, 40)),
+    ];
+    for (dt, ieee, block, warps, size) in cases {
+        let p = Bmm { dt, acc: DType::F32, ieee, block, warps, stages: 2, size };
+        for (target, ptx) in run_bmm(p, &mut rng) {
+            assert!(!ptx.contains("mma.sync"), "{p:?} {target}: mma");
+            assert!(ptx.contains("fma.rn.f32"), "{p:?} {target}: no FMA loop");
+        }
+    }
+}
+
+/// Chained batched dots (`p = softmax(q @ kᵀ); p @ v` per batch index, as in batched
+/// attention): the softmax reduces along N of a rank-3 mma accumulator, and `p` becomes the
+/// A operand of the second dot; both dots on `mma.sync`.
+#[test]
+fn chained_batched_dots_with_a_softmax_between() {
+    let src = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def battn(q, k, v, o, BB: tl.constexpr, M: tl.constexpr, N: tl.constexpr, D: tl.constexpr):
+    rb = tl.arange(0, BB)
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rd = tl.arange(0, D)
+    qq = tl.load(q + rb[:, None, None] * (M * D) + rm[None, :, None] * D + rd[None, None, :])
+    kt = tl.load(k + rb[:, None, None] * (N * D) + rn[None, None, :] * D + rd[None, :, None])
+    s = tl.dot(qq, kt)
+    p = tl.exp(s - tl.max(s, axis=2)[:, :, None])
+    p = p / tl.sum(p, axis=2)[:, :, None]
+    vv = tl.load(v + rb[:, None, None] * (N * D) + rn[None, :, None] * D + rd[None, None, :])
+    out = tl.dot(p.to(tl.float16), vv)
+    tl.store(o + rb[:, None, None] * (M * D) + rm[None, :, None] * D + rd[None, None, :], out)
+"#;
+    let mut rng = Rng(seed());
+    for (bb, m, n, d, warps) in [(2usize, 32usize, 32usize, 16usize, 4u32), (4, 16, 64, 32, 8), (1, 64, 16, 16, 4)] {
+        let args = [
+            ("q", A::T(random(&mut rng, DType::F16, &[bb, m, d], 1.0))),
+            ("k", A::T(random(&mut rng, DType::F16, &[bb, n, d], 1.0))),
+            ("v", A::T(random(&mut rng, DType::F16, &[bb, n, d], 1.0))),
+            ("o", A::T(poisoned(DType::F32, &[bb, m, d]))),
+            ("BB", A::C(bb as i64)),
+            ("M", A::C(m as i64)),
+            ("N", A::C(n as i64)),
+            ("D", A::C(d as i64)),
+        ];
+        let (module, kernel, rt) = front_text("battn.py", src, "battn", &args);
+        let want = run_interp(&module, &kernel, [1, 1, 1], &rt);
+        for target in [trident_gpu::Target::Sm80, trident_gpu::Target::Sm90, trident_gpu::Target::Sm90a] {
+            let opts = trident_gpu::GpuOptions { target, num_warps: warps, ..Default::default() };
+            let kp = trident_gpu::emit_ptx(&module, &kernel, &opts)
+                .unwrap_or_else(|e| panic!("{target}: {}", e.render(&module.files)));
+            ptxas_ok(&kp.ptx, target.arch());
+            assert!(kp.ptx.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), "{target}: no mma");
+            assert!(!kp.ptx.contains("fma.rn.f32 "), "{target}: an FMA dot");
+            // p rounds to f16 where exp differs in its last bits (the emulator's ex2.approx
+            // is exact, the interpreter's exp correctly rounded).
+            let got = run_emu(&kp, [1, 1, 1], &rt);
+            assert_same(&got, &want, Some((2e-3, 2e-3)), &format!("battn {bb}x{m}x{n}x{d} {warps} warps {target}"));
+        }
+    }
+}
