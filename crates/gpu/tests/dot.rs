@@ -317,24 +317,25 @@ fn count(ptx: &str, what: &str) -> usize {
 }
 
 /// Batched (rank-3) dots on tensor cores: f16 and bf16 into f32 at B = 1, 2, 4, 8, tiles of
-/// 16 to 64, 1, 4 and 8 warps, ragged edges in every dim, a K loop (pipelined where the
-/// loads allow); every target's PTX agrees with the interpreter and uses `mma.sync`, no FMA.
+/// 16 to 64, 1, 4 and 8 warps, ragged edges in every dim, a K loop (pipelined with `cp.async`
+/// where the loads allow); every target's PTX agrees with the interpreter and uses
+/// `mma.sync` with `ldmatrix`, no FMA.
 #[test]
 fn batched_f16_bf16_dots_on_tensor_cores() {
     let mut rng = Rng(seed());
     let cases = [
-        // (dt, block, warps, size)
-        (DType::F16, (1, 16, 16, 16), 1, (3, 16, 16, 16)),
-        (DType::F16, (2, 32, 32, 32), 4, (3, 40, 24, 64)),
-        (DType::F16, (4, 16, 32, 16), 4, (4, 16, 32, 48)),
-        (DType::F16, (8, 16, 16, 32), 8, (8, 16, 16, 32)),
-        (DType::F16, (2, 64, 64, 32), 8, (2, 64, 64, 64)),
-        (DType::F16, (4, 32, 32, 16), 1, (5, 50, 30, 20)),
-        (DType::BF16, (2, 32, 16, 16), 4, (2, 32, 16, 33)),
-        (DType::BF16, (8, 16, 64, 64), 4, (9, 16, 64, 64)),
-        (DType::BF16, (1, 64, 64, 64), 8, (2, 64, 64, 128)),
+        // (dt, block, warps, size, pipelined: K a multiple of 16, the ring fits on sm_80)
+        (DType::F16, (1, 16, 16, 16), 1, (3, 16, 16, 16), true),
+        (DType::F16, (2, 32, 32, 32), 4, (3, 40, 24, 64), true),
+        (DType::F16, (4, 16, 32, 16), 4, (4, 16, 32, 48), true),
+        (DType::F16, (8, 16, 16, 32), 8, (8, 16, 16, 32), true),
+        (DType::F16, (2, 64, 64, 32), 8, (2, 64, 64, 64), true),
+        (DType::F16, (4, 32, 32, 16), 1, (5, 50, 30, 20), false),
+        (DType::BF16, (2, 32, 16, 16), 4, (2, 32, 16, 33), false),
+        (DType::BF16, (8, 16, 64, 64), 4, (9, 16, 64, 64), false),
+        (DType::BF16, (1, 64, 64, 64), 8, (2, 64, 64, 128), true),
     ];
-    for (dt, block, warps, size) in cases {
+    for (dt, block, warps, size, pipelined) in cases {
         let p = Bmm { dt, acc: DType::F32, ieee: false, block, warps, stages: 3, size };
         for (target, ptx) in run_bmm(p, &mut rng) {
             eprintln!(
@@ -347,6 +348,12 @@ fn batched_f16_bf16_dots_on_tensor_cores() {
             assert!(ptx.contains(want), "{p:?} {target}: no mma");
             assert!(!ptx.contains("fma.rn.f32"), "{p:?} {target}: an FMA loop");
             assert!(!ptx.contains("wgmma"), "{p:?} {target}: wgmma has no batch dim");
+            // Operands reach the fragments through ldmatrix (from the conversion's tile or
+            // the pipeline's ring slot).
+            assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x"), "{p:?} {target}: no ldmatrix");
+            if pipelined {
+                assert!(ptx.contains("cp.async.cg.shared.global"), "{p:?} {target}: not pipelined");
+            }
         }
     }
 }
