@@ -9,6 +9,7 @@ use trident_runtime::args::Grid;
 
 use crate::case::{Case, Check, OutputCheck, Reference};
 
+mod batched_matmul;
 mod cumsum;
 mod dropout;
 mod flash_attention;
@@ -49,6 +50,7 @@ pub fn all() -> Vec<Case> {
     v.extend(splitk_matmul::cases());
     v.extend(cumsum::cases());
     v.extend(matmul_descriptor::cases());
+    v.extend(batched_matmul::cases());
     v
 }
 
