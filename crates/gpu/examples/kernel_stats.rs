@@ -1,6 +1,7 @@
 //! Compiles the project's kernels at typical configurations and prints what ptxas says
 //! (registers, spills, shared memory) and counts of the instructions that matter for
-//! performance. `cargo run -p trident-gpu --example kernel_stats [-- sm_90] [--ptx NAME]`
+//! performance, and the SASS instruction count (`nvdisasm`, when found).
+//! `cargo run -p trident-gpu --example kernel_stats [-- sm_90] [--ptx NAME]`
 
 use trident_core::DType;
 use trident_front::{ArgInfo, ConstValue};
@@ -145,6 +146,30 @@ fn cases() -> Vec<Case> {
         ("HEAD_DIM", c(64)),
         ("IS_CAUSAL", ArgInfo::Constexpr(ConstValue::Bool(false))),
     ]);
+    // Batched matmul (`kernels/batched_matmul.py`, a 3-D `tl.dot`): BLOCK_B batch indices of
+    // a BMxBNxBK tile per program.
+    for (bb, bm, bn, bk, warps, stages) in [(2, 64, 64, 32, 4, 3), (4, 32, 32, 32, 4, 3), (8, 16, 16, 32, 8, 3)] {
+        v.push(Case {
+            name: Box::leak(format!("bmm {bb}x{bm}x{bn}x{bk} {warps}w {stages}s F16").into_boxed_str()),
+            file: "batched_matmul.py",
+            kernel: "bmm_kernel",
+            warps,
+            stages,
+            args: vec![
+                ("a", ptr(DType::F16)),
+                ("b", ptr(DType::F16)),
+                ("c", ptr(DType::F32)),
+                ("B", i(64)),
+                ("M", i(1024)),
+                ("N", i(1024)),
+                ("K", i(1024)),
+                ("BLOCK_B", c(bb)),
+                ("BLOCK_M", c(bm)),
+                ("BLOCK_N", c(bn)),
+                ("BLOCK_K", c(bk)),
+            ],
+        });
+    }
     v.push(Case {
         name: "flash attention 64x64 d64",
         file: "flash_attention.py",
@@ -161,8 +186,8 @@ fn main() {
     let target = argv.iter().find_map(|a| Target::parse(a)).unwrap_or_default();
     let dump = argv.iter().position(|a| a == "--ptx").and_then(|i| argv.get(i + 1)).cloned();
     println!(
-        "{:<34} {:>5} {:>6} {:>7} {:>6} {:>7} {:>8} {:>6} {:>5} {:>5}",
-        "kernel", "regs", "spill", "smem", "v4 ld", "ldmatx", "mma", "bar", "cp.as", "shfl"
+        "{:<34} {:>5} {:>6} {:>7} {:>6} {:>7} {:>8} {:>6} {:>5} {:>5} {:>6}",
+        "kernel", "regs", "spill", "smem", "v4 ld", "ldmatx", "mma", "bar", "cp.as", "shfl", "sass"
     );
     for case in cases() {
         let path = format!("{}/../../kernels/{}", env!("CARGO_MANIFEST_DIR"), case.file);
@@ -190,8 +215,12 @@ fn main() {
         match trident_gpu::tools::ptxas(&k.ptx, target.arch()) {
             Ok(out) => {
                 let u = out.usage.first().cloned().unwrap_or_default();
+                // SASS instructions: the disassembly's lines that hold one (`/*addr*/ OP ... ;`).
+                let sass = trident_gpu::tools::nvdisasm(&out.cubin, &[]).map_or("-".to_string(), |t| {
+                    t.lines().filter(|l| l.trim_start().starts_with("/*") && l.contains(';')).count().to_string()
+                });
                 println!(
-                    "{:<34} {:>5} {:>6} {:>7} {:>6} {:>7} {:>8} {:>6} {:>5} {:>5}",
+                    "{:<34} {:>5} {:>6} {:>7} {:>6} {:>7} {:>8} {:>6} {:>5} {:>5} {:>6}",
                     case.name,
                     u.registers,
                     u.spill_stores + u.spill_loads,
@@ -201,7 +230,8 @@ fn main() {
                     count("mma.sync"),
                     count("bar.sync"),
                     count("cp.async.cg") + count("cp.async.ca"),
-                    count("shfl.sync")
+                    count("shfl.sync"),
+                    sass
                 );
             }
             Err(e) => println!("{:<34} ptxas: {e}", case.name),

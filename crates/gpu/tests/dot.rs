@@ -251,3 +251,208 @@ def dot16(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr
     }
     differential(&module, &kernel, 4, [1, 1, 1], &rt, Some((0.0, 0.0)));
 }
+
+/// One batched-matmul problem of `kernels/batched_matmul.py`.
+#[derive(Clone, Copy, Debug)]
+struct Bmm {
+    /// Operand and result element types.
+    dt: DType,
+    acc: DType,
+    /// `input_precision="ieee"`.
+    ieee: bool,
+    /// BLOCK_B, BLOCK_M, BLOCK_N, BLOCK_K.
+    block: (u32, u32, u32, u32),
+    warps: u32,
+    stages: u32,
+    /// B, M, N, K.
+    size: (usize, usize, usize, usize),
+}
+
+/// Compiles the batched matmul for sm_80, sm_90 and sm_90a (ptxas-clean each), runs every
+/// target's PTX on the emulator and the kernel on the interpreter with the same fresh random
+/// inputs (C poisoned), compares; returns each target's PTX.
+fn run_bmm(p: Bmm, rng: &mut Rng) -> Vec<(trident_gpu::Target, String)> {
+    let (bb, bm, bn, bk) = p.block;
+    let (nb, m, n, k) = p.size;
+    let scale = if p.dt.is_int() { 20.0 } else { 1.0 };
+    let args = [
+        ("a", A::T(random(rng, p.dt, &[nb, m, k], scale))),
+        ("b", A::T(random(rng, p.dt, &[nb, k, n], scale))),
+        ("c", A::T(poisoned(p.acc, &[nb, m, n]))),
+        ("B", A::I(nb as i64)),
+        ("M", A::I(m as i64)),
+        ("N", A::I(n as i64)),
+        ("K", A::I(k as i64)),
+        ("BLOCK_B", A::C(bb as i64)),
+        ("BLOCK_M", A::C(bm as i64)),
+        ("BLOCK_N", A::C(bn as i64)),
+        ("BLOCK_K", A::C(bk as i64)),
+        ("IEEE", A::CB(p.ieee)),
+    ];
+    let (module, kernel, rt) = front("batched_matmul.py", "bmm_kernel", &args);
+    let grid = [(nb as u32).div_ceil(bb), (m as u32).div_ceil(bm), (n as u32).div_ceil(bn)];
+    // Products of rounded inputs summed in different orders: relative to the sum of |terms|.
+    // The f16-accumulating form rounds where the interpreter rounds: bit for bit.
+    let tol = match (p.dt, p.acc) {
+        (_, DType::I32) | (_, DType::F16) => Some((0.0, 0.0)),
+        (DType::F32, _) if !p.ieee => Some((5e-3, 5e-3 * (k as f64).sqrt())),
+        _ => Some((1e-4, 1e-4 * (k as f64).sqrt())),
+    };
+    let want = run_interp(&module, &kernel, grid, &rt);
+    let mut out = vec![];
+    for target in [trident_gpu::Target::Sm80, trident_gpu::Target::Sm90, trident_gpu::Target::Sm90a] {
+        let opts = trident_gpu::GpuOptions { target, num_warps: p.warps, num_stages: p.stages, ..Default::default() };
+        let kp = trident_gpu::emit_ptx(&module, &kernel, &opts)
+            .unwrap_or_else(|d| panic!("compiling {p:?} for {target}: {}", d.render(&module.files)));
+        ptxas_ok(&kp.ptx, target.arch());
+        let got = run_emu(&kp, grid, &rt);
+        assert_same(&got, &want, tol, &format!("bmm {p:?} on {target}"));
+        out.push((target, kp.ptx));
+    }
+    out
+}
+
+fn count(ptx: &str, what: &str) -> usize {
+    ptx.matches(what).count()
+}
+
+/// Batched (rank-3) dots on tensor cores: f16 and bf16 into f32 at B = 1, 2, 4, 8, tiles of
+/// 16 to 64, 1, 4 and 8 warps, ragged edges in every dim, a K loop (pipelined with `cp.async`
+/// where the loads allow); every target's PTX agrees with the interpreter and uses
+/// `mma.sync` with `ldmatrix`, no FMA.
+#[test]
+fn batched_f16_bf16_dots_on_tensor_cores() {
+    let mut rng = Rng(seed());
+    let cases = [
+        // (dt, block, warps, size, pipelined: K a multiple of 16, the ring fits on sm_80)
+        (DType::F16, (1, 16, 16, 16), 1, (3, 16, 16, 16), true),
+        (DType::F16, (2, 32, 32, 32), 4, (3, 40, 24, 64), true),
+        (DType::F16, (4, 16, 32, 16), 4, (4, 16, 32, 48), true),
+        (DType::F16, (8, 16, 16, 32), 8, (8, 16, 16, 32), true),
+        (DType::F16, (2, 64, 64, 32), 8, (2, 64, 64, 64), true),
+        (DType::F16, (4, 32, 32, 16), 1, (5, 50, 30, 20), false),
+        (DType::BF16, (2, 32, 16, 16), 4, (2, 32, 16, 33), false),
+        (DType::BF16, (8, 16, 64, 64), 4, (9, 16, 64, 64), false),
+        (DType::BF16, (1, 64, 64, 64), 8, (2, 64, 64, 128), true),
+    ];
+    for (dt, block, warps, size, pipelined) in cases {
+        let p = Bmm { dt, acc: DType::F32, ieee: false, block, warps, stages: 3, size };
+        for (target, ptx) in run_bmm(p, &mut rng) {
+            eprintln!(
+                "{p:?} {target}: {} mma, {} ldmatrix, {} cp.async",
+                count(&ptx, "mma.sync"),
+                count(&ptx, "ldmatrix"),
+                count(&ptx, "cp.async.c")
+            );
+            let want = if dt == DType::F16 { "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" } else { "bf16.bf16" };
+            assert!(ptx.contains(want), "{p:?} {target}: no mma");
+            assert!(!ptx.contains("fma.rn.f32"), "{p:?} {target}: an FMA loop");
+            assert!(!ptx.contains("wgmma"), "{p:?} {target}: wgmma has no batch dim");
+            // Operands reach the fragments through ldmatrix (from the conversion's tile or
+            // the pipeline's ring slot).
+            assert!(ptx.contains("ldmatrix.sync.aligned.m8n8.x"), "{p:?} {target}: no ldmatrix");
+            if pipelined {
+                assert!(ptx.contains("cp.async.cg.shared.global"), "{p:?} {target}: not pipelined");
+            }
+        }
+    }
+}
+
+/// The other operand types of the rank-2 tensor-core path, batched: f32 as tf32 (the default
+/// precision; ieee is below), int8 into i32 (exact), f16 accumulating in f16 (bit for bit the
+/// interpreter's rounding), each on `mma.sync`.
+#[test]
+fn batched_tf32_int8_and_f16_accumulating_dots_on_tensor_cores() {
+    let mut rng = Rng(seed());
+    let cases = [
+        // (dt, acc, block, warps, size, instruction)
+        (DType::F32, DType::F32, (2, 32, 32, 16), 4, (3, 40, 24, 40), "m16n8k8.row.col.f32.tf32.tf32.f32"),
+        (DType::F32, DType::F32, (4, 16, 16, 32), 8, (4, 16, 16, 64), "m16n8k8.row.col.f32.tf32.tf32.f32"),
+        (DType::I8, DType::I32, (2, 32, 32, 32), 4, (2, 32, 32, 96), "m16n8k32.row.col.s32.s8.s8.s32"),
+        (DType::I8, DType::I32, (8, 16, 16, 32), 4, (7, 20, 9, 45), "m16n8k32.row.col.s32.s8.s8.s32"),
+        (DType::F16, DType::F16, (2, 32, 32, 32), 4, (2, 32, 32, 64), ".f16.f16.f16.f16"),
+        (DType::F16, DType::F16, (4, 16, 16, 16), 1, (4, 16, 16, 48), ".f16.f16.f16.f16"),
+    ];
+    for (dt, acc, block, warps, size, instr) in cases {
+        let p = Bmm { dt, acc, ieee: false, block, warps, stages: 2, size };
+        for (target, ptx) in run_bmm(p, &mut rng) {
+            assert!(ptx.contains(instr), "{p:?} {target}: no {instr}");
+            assert!(!ptx.contains("fma.rn.f32") && !ptx.contains("mad.lo.s32 %r"), "{p:?} {target}: an FMA loop");
+        }
+    }
+}
+
+/// Where tensor cores do not apply the batched dot stays on the exact FMA loop: f32 with
+/// `input_precision="ieee"`, and tiles below one instruction (M < 16 or N < 8; the front end
+/// already rejects a K below the instruction's, as Triton does).
+#[test]
+fn batched_dots_tensor_cores_cannot_take_stay_on_the_fma_loop() {
+    let mut rng = Rng(seed());
+    let cases = [
+        // (dt, ieee, block, warps, size)
+        (DType::F32, true, (2, 16, 16, 16), 4, (3, 20, 16, 24)),
+        (DType::F16, false, (2, 8, 16, 16), 4, (2, 8, 16, 32)),
+        (DType::F16, false, (4, 16, 4, 16), 1, (4, 16, 4, 16)),
+        (DType::BF16, false, (1, 8, 8, 32), 1, (3, 5, 8, 40)),
+    ];
+    for (dt, ieee, block, warps, size) in cases {
+        let p = Bmm { dt, acc: DType::F32, ieee, block, warps, stages: 2, size };
+        for (target, ptx) in run_bmm(p, &mut rng) {
+            assert!(!ptx.contains("mma.sync"), "{p:?} {target}: mma");
+            assert!(ptx.contains("fma.rn.f32"), "{p:?} {target}: no FMA loop");
+        }
+    }
+}
+
+/// Chained batched dots (`p = softmax(q @ kᵀ); p @ v` per batch index, as in batched
+/// attention): the softmax reduces along N of a rank-3 mma accumulator, and `p` becomes the
+/// A operand of the second dot; both dots on `mma.sync`.
+#[test]
+fn chained_batched_dots_with_a_softmax_between() {
+    let src = r#"
+import triton
+import triton.language as tl
+
+@triton.jit
+def battn(q, k, v, o, BB: tl.constexpr, M: tl.constexpr, N: tl.constexpr, D: tl.constexpr):
+    rb = tl.arange(0, BB)
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rd = tl.arange(0, D)
+    qq = tl.load(q + rb[:, None, None] * (M * D) + rm[None, :, None] * D + rd[None, None, :])
+    kt = tl.load(k + rb[:, None, None] * (N * D) + rn[None, None, :] * D + rd[None, :, None])
+    s = tl.dot(qq, kt)
+    p = tl.exp(s - tl.max(s, axis=2)[:, :, None])
+    p = p / tl.sum(p, axis=2)[:, :, None]
+    vv = tl.load(v + rb[:, None, None] * (N * D) + rn[None, :, None] * D + rd[None, None, :])
+    out = tl.dot(p.to(tl.float16), vv)
+    tl.store(o + rb[:, None, None] * (M * D) + rm[None, :, None] * D + rd[None, None, :], out)
+"#;
+    let mut rng = Rng(seed());
+    for (bb, m, n, d, warps) in [(2usize, 32usize, 32usize, 16usize, 4u32), (4, 16, 64, 32, 8), (1, 64, 16, 16, 4)] {
+        let args = [
+            ("q", A::T(random(&mut rng, DType::F16, &[bb, m, d], 1.0))),
+            ("k", A::T(random(&mut rng, DType::F16, &[bb, n, d], 1.0))),
+            ("v", A::T(random(&mut rng, DType::F16, &[bb, n, d], 1.0))),
+            ("o", A::T(poisoned(DType::F32, &[bb, m, d]))),
+            ("BB", A::C(bb as i64)),
+            ("M", A::C(m as i64)),
+            ("N", A::C(n as i64)),
+            ("D", A::C(d as i64)),
+        ];
+        let (module, kernel, rt) = front_text("battn.py", src, "battn", &args);
+        let want = run_interp(&module, &kernel, [1, 1, 1], &rt);
+        for target in [trident_gpu::Target::Sm80, trident_gpu::Target::Sm90, trident_gpu::Target::Sm90a] {
+            let opts = trident_gpu::GpuOptions { target, num_warps: warps, ..Default::default() };
+            let kp = trident_gpu::emit_ptx(&module, &kernel, &opts)
+                .unwrap_or_else(|e| panic!("{target}: {}", e.render(&module.files)));
+            ptxas_ok(&kp.ptx, target.arch());
+            assert!(kp.ptx.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), "{target}: no mma");
+            assert!(!kp.ptx.contains("fma.rn.f32 "), "{target}: an FMA dot");
+            // p rounds to f16 where exp differs in its last bits (the emulator's ex2.approx
+            // is exact, the interpreter's exp correctly rounded).
+            let got = run_emu(&kp, [1, 1, 1], &rt);
+            assert_same(&got, &want, Some((2e-3, 2e-3)), &format!("battn {bb}x{m}x{n}x{d} {warps} warps {target}"));
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //! against the PTX ISA's fragment formulas, shared swizzles against worked examples.
 
 use super::build::{blocked, mma_v2, mma_v2_operand, shared};
-use super::linear::{flatten, ConversionKind};
+use super::linear::{flatten, unflatten, ConversionKind};
 use super::*;
 
 fn cell(text: &str, row: usize, col: usize) -> String {
@@ -201,4 +201,46 @@ fn slices_and_conversions() {
     let mut lanes = full.clone();
     lanes.lane.swap(0, 1);
     assert_eq!(full.conversion_to(&lanes), ConversionKind::WarpLocal);
+}
+
+/// A batched (rank-3) mma layout is the matrix layout in every batch index: the thread
+/// holding (b, m, n) holds (m, n) of the rank-2 layout with the same M and N warps, in the
+/// warp and register the batch index selects (warps on the batch, or registers beyond it).
+/// The operand layouts likewise, so fragments are found per batch index.
+#[test]
+fn batched_mma_layouts_are_the_matrix_layout_per_batch_index() {
+    for (shape, warps) in [([2u32, 32, 32], [2u32, 1, 2]), ([4, 16, 16], [2, 1, 1]), ([8, 32, 16], [1, 2, 2])] {
+        let (b, m, n) = (shape[0], shape[1], shape[2]);
+        let l3 = mma_v2(&shape, &warps).unwrap();
+        let l2 = mma_v2(&[m, n], &warps[1..]).unwrap();
+        assert!(l3.is_valid() && l2.is_valid());
+        // Batch warps come after the matrix's warps; batch repeats after its registers.
+        let mw = l2.warp.len();
+        let wb = warps[0].trailing_zeros() as usize;
+        for r in 0..l3.num_regs() as u64 {
+            for lane in 0..32 {
+                for w in 0..l3.num_warps() as u64 {
+                    let c = l3.coords(r, lane, w);
+                    let (r2, w2) = (r % l2.num_regs() as u64, w % (1 << mw));
+                    let bt = (w >> mw) + ((r / l2.num_regs() as u64) << wb);
+                    assert_eq!(c[0] as u64, bt % b as u64, "{shape:?} r{r} lane{lane} w{w}");
+                    assert_eq!(&c[1..], l2.coords(r2, lane, w2).as_slice(), "{shape:?} r{r} lane{lane} w{w}");
+                }
+            }
+        }
+        for (op, oshape) in [(0u8, [b, m, 16]), (1, [b, 16, n])] {
+            let o3 = mma_v2_operand(&oshape, op, &warps, 2).unwrap();
+            let o2 = mma_v2_operand(&oshape[1..], op, &warps[1..], 2).unwrap();
+            assert!(o3.is_valid());
+            // The first bases (one instruction's fragment) are the matrix's.
+            let frag = if op == 0 { 3 } else { 2 };
+            for i in 0..frag {
+                assert_eq!(unflatten(&oshape, o3.reg[i])[1..], unflatten(&oshape[1..], o2.reg[i])[..], "op {op}");
+            }
+            assert_eq!(o3.lane.len(), 5);
+            for (x, y) in o3.lane.iter().zip(&o2.lane) {
+                assert_eq!(unflatten(&oshape, *x)[1..], unflatten(&oshape[1..], *y)[..], "op {op} lanes");
+            }
+        }
+    }
 }

@@ -21,9 +21,14 @@ pub struct MmaKind {
 
 /// How an mma operand tile sits in shared memory for `ldmatrix`: which dim is stored
 /// contiguously, whether `ldmatrix.trans` is needed, and the XOR swizzle.
+///
+/// Dims are counted within the matrix, the operand's last two dims (0: rows of the
+/// stored matrix's first dim, 1: the last dim): a batched (rank-3) operand is one such
+/// swizzled matrix per batch index, stacked (see [`MmaTile::order`]), and `ldmatrix`
+/// reads each 8x8 matrix from one batch index, so the same parameters serve every rank.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct MmaTile {
-    /// The dim stored contiguously.
+    /// The dim stored contiguously, within the last two.
     pub fast: usize,
     pub trans: bool,
     pub k_width: u32,
@@ -36,25 +41,29 @@ impl MmaTile {
     /// The tile for converting from `src` (the layout the data arrives in, which decides
     /// the contiguous dim) to operand layout `dst`; `None` when `ldmatrix` cannot read it.
     pub fn choose(src: &LinearLayout, dst: &LinearLayout, op_idx: u8, k_width: u32, bytes: u32) -> Option<MmaTile> {
-        if dst.rank() != 2 {
+        let rank = dst.rank();
+        if !(2..=3).contains(&rank) || src.rank() != rank {
             return None;
         }
         let kdim = if op_idx == 0 { 1 } else { 0 };
         let other = 1 - kdim;
-        let fast = if src.contig_regs(other) > src.contig_regs(kdim) { other } else { kdim };
+        let base = rank - 2;
+        let fast = if src.contig_regs(base + other) > src.contig_regs(base + kdim) { other } else { kdim };
         MmaTile::with_fast(dst, op_idx, k_width, bytes, fast)
     }
 
-    /// The tile whose rows run along dimension `fast` of the operand (what a copy that
-    /// writes memory order, like TMA's, needs: the contiguous dimension), if `ldmatrix`
-    /// can read the operand layout `dst` from it.
+    /// The tile whose rows run along dimension `fast` of the matrix (0 or 1, within the
+    /// operand's last two dims; what a copy that writes memory order, like TMA's, needs:
+    /// the contiguous dimension), if `ldmatrix` can read the operand layout `dst` from it.
     pub fn with_fast(dst: &LinearLayout, op_idx: u8, k_width: u32, bytes: u32, fast: usize) -> Option<MmaTile> {
-        if dst.rank() != 2 || fast > 1 || !matches!(bytes, 1 | 2 | 4) || bytes * k_width != 4 {
+        let rank = dst.rank();
+        if !(2..=3).contains(&rank) || fast > 1 || !matches!(bytes, 1 | 2 | 4) || bytes * k_width != 4 {
             return None;
         }
         let kdim = if op_idx == 0 { 1 } else { 0 };
         let slow = 1 - fast;
-        let unit = 1u64 << crate::layout::linear::dim_shifts(&dst.shape)[fast];
+        let base = rank - 2;
+        let unit = 1u64 << crate::layout::linear::dim_shifts(&dst.shape)[base + fast];
         let kw = k_width as usize;
         let trans = fast != kdim;
         let ok = if trans {
@@ -71,8 +80,8 @@ impl MmaTile {
                 && dst.lane[0] == unit * kw as u64
                 && dst.lane[1] == unit * 2 * kw as u64
         };
-        let row_bytes = dst.shape[fast] * bytes;
-        if !ok || row_bytes < 16 || dst.shape[slow] < 8 {
+        let row_bytes = dst.shape[base + fast] * bytes;
+        if !ok || row_bytes < 16 || dst.shape[base + slow] < 8 {
             return None;
         }
         Some(MmaTile {
@@ -85,7 +94,8 @@ impl MmaTile {
         })
     }
 
-    /// The shared layout (`order` for a 2-D tile; a leading stage dim goes last).
+    /// The shared layout's `order` on `rank` dims: the matrix (last two dims), then the
+    /// leading dims, innermost first (a batch dim, then a pipeline ring's stage dim).
     pub fn order(&self, rank: usize) -> Vec<u32> {
         let mut o = if self.fast == 1 {
             vec![rank as u32 - 1, rank as u32 - 2]
@@ -112,7 +122,8 @@ impl MmaTile {
     /// Recovers the tile parameters of an operand read from a shared layout.
     pub fn from_shared(l: &Layout, k_width: u32, op_idx: u8) -> Option<MmaTile> {
         let Layout::Shared { vec, per_phase, max_phase, order } = l else { return None };
-        let fast = *order.first()? as usize;
+        // The first dim of `order`, counted within the last two.
+        let fast = (*order.first()? as usize + 2).checked_sub(order.len()).filter(|&d| d <= 1)?;
         let kdim = if op_idx == 0 { 1 } else { 0 };
         Some(MmaTile { fast, trans: fast != kdim, k_width, vec: *vec, per_phase: *per_phase, max_phase: *max_phase })
     }

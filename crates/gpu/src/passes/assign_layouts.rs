@@ -11,7 +11,7 @@
 //!    `convert_layout` ops are inserted where an operand's layout differs from what its
 //!    op needs. `remove_converts` then cleans up.
 
-use super::coalesce::{blocked_layout, coalesced_layout, default_blocked, mma_warps};
+use super::coalesce::{batched_mma_warps, blocked_layout, coalesced_layout, default_blocked, mma_warps};
 use crate::analysis::AxisAnalysis;
 use crate::machine::mma::{mma_kind, MmaKind};
 use crate::machine::reduce::axis_bits;
@@ -292,15 +292,27 @@ impl Assigner<'_> {
                 let lb = self.intern(Layout::DotOperand { op_idx: 1, parent: mma, k_width: k.k_width });
                 (la, lb, mma)
             }
-            Some(k) if rank == 2 && shape[0] >= 16 && shape[1] >= 8 && kdim >= k.k && acc_ok(&k) => {
-                let [wm, wn] = if self.chained.contains(&op) && shape[0] / 16 >= nw {
-                    [nw, 1]
+            // mma.sync on a matrix, or on a batch of them (rank 3: the batch dim leads, each
+            // instruction tile sits in one batch index; no wgmma, which has no batch).
+            Some(k)
+                if (rank == 2 || rank == 3)
+                    && shape[rank - 2] >= 16
+                    && shape[rank - 1] >= 8
+                    && kdim >= k.k
+                    && acc_ok(&k) =>
+            {
+                let (m, n) = (shape[rank - 2], shape[rank - 1]);
+                let chained = self.chained.contains(&op);
+                let warps: Vec<u32> = if rank == 3 {
+                    batched_mma_warps(shape[0], m, n, nw, chained).to_vec()
+                } else if chained && m / 16 >= nw {
+                    vec![nw, 1]
                 } else {
-                    mma_warps(shape[0], shape[1], nw)
+                    mma_warps(m, n, nw).to_vec()
                 };
                 let mma = self.intern(Layout::Mma {
                     version: 2,
-                    warps_per_cta: [wm, wn].into_iter().collect(),
+                    warps_per_cta: warps.into_iter().collect(),
                     instr_shape: [16, 8].into_iter().collect(),
                 });
                 let la = self.intern(Layout::DotOperand { op_idx: 0, parent: mma, k_width: k.k_width });

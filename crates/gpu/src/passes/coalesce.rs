@@ -115,6 +115,19 @@ pub fn mma_warps(m: u32, n: u32, num_warps: u32) -> [u32; 2] {
     [wm, wn]
 }
 
+/// Warps of a batched (rank-3) mma accumulator `[b, m, n]`: the batch first, up to `b`
+/// warps (a warp per batch index shares no operand with another, so no operand is
+/// replicated across warps), the rest split between M and N as for a matrix
+/// ([`mma_warps`]), or all along M for chained dots (the accumulator of one is then the
+/// A operand of the next without moving data). Triton puts every warp on the batch,
+/// leaving warps idle (holding copies) when `b < num_warps`.
+pub fn batched_mma_warps(b: u32, m: u32, n: u32, num_warps: u32, chained: bool) -> [u32; 3] {
+    let wb = b.min(num_warps).max(1);
+    let rest = num_warps / wb;
+    let [wm, wn] = if chained && m / 16 >= rest { [rest, 1] } else { mma_warps(m, n, rest) };
+    [wb, wm, wn]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +140,17 @@ mod tests {
             }
             _ => panic!("not blocked"),
         }
+    }
+
+    #[test]
+    fn batched_mma_warps_take_the_batch_first() {
+        assert_eq!(batched_mma_warps(8, 64, 64, 4, false), [4, 1, 1]);
+        assert_eq!(batched_mma_warps(4, 64, 64, 4, false), [4, 1, 1]);
+        assert_eq!(batched_mma_warps(2, 64, 32, 8, false), [2, 2, 2]);
+        assert_eq!(batched_mma_warps(1, 64, 64, 4, false), [1, 2, 2]);
+        assert_eq!(batched_mma_warps(2, 64, 64, 8, true), [2, 4, 1]);
+        // Chained, but too few rows for every warp along M: as unchained.
+        assert_eq!(batched_mma_warps(1, 16, 64, 4, true), [1, 1, 4]);
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! `dot`: tensor-core `mma.sync` for f16/bf16 (m16n8k16), tf32 (m16n8k8, and the
 //! three-product tf32x3 split), int8 (m16n8k32), fp8 on sm_89+ (m16n8k32); an exact
 //! FMA loop otherwise (f32 with `input_precision=ieee`, f64, small shapes).
+//! Batched (rank-3) dots run the same instructions, each tile in one batch index.
 //!
 //! Operand registers are found by coordinate: fragment element i of a tile at
-//! (m0, k0) is the register whose layout coordinate is the fragment's (the first
+//! (b0, m0, k0) is the register whose layout coordinate is the fragment's (the first
 //! bases of the operand layout) XOR the tile offset, looked up in the layout.
 
 use super::emitter::{Emitter, Res};
@@ -658,11 +659,14 @@ impl Emitter<'_> {
         acc: &[Reg],
         ct: DType,
     ) -> Res<Vec<Reg>> {
-        if lc.rank() != 2 {
-            return Err(self.err("internal: tensor-core dot needs rank-2 operands"));
+        // Rank 2, or rank 3 with a leading batch dim: each instruction tile sits in one
+        // batch index, and its operand fragments are found in that batch index of A and B.
+        let rank = lc.rank();
+        if !(2..=3).contains(&rank) || la.rank() != rank || lb.rank() != rank {
+            return Err(self.err("internal: tensor-core dot needs rank-2 or batched rank-3 operands"));
         }
-        let (m, n) = (lc.shape[0], lc.shape[1]);
-        let kdim = la.shape[1];
+        let (m, n) = (lc.shape[rank - 2], lc.shape[rank - 1]);
+        let kdim = la.shape[rank - 1];
         if m < 16 || n < 8 || kdim < kind.k {
             return Err(self.err(format!("internal: dot {m}x{n}x{kdim} is too small for mma")));
         }
@@ -684,19 +688,29 @@ impl Emitter<'_> {
         let b_look = lb.reg_lookup();
         let a_frag = 4 * kind.k_width as usize;
         let b_frag = 2 * kind.k_width as usize;
-        let mut a_cache: HashMap<(u32, u32), Vec<Vec<Reg>>> = HashMap::new();
-        let mut b_cache: HashMap<(u32, u32), Vec<Vec<Reg>>> = HashMap::new();
+        // Fragments by (batch, row or column, k) of their tile's origin.
+        let mut a_cache: HashMap<(u32, u32, u32), Vec<Vec<Reg>>> = HashMap::new();
+        let mut b_cache: HashMap<(u32, u32, u32), Vec<Vec<Reg>>> = HashMap::new();
         let tiles = lc.num_regs() / 4;
+        // The coordinate of a tile origin in an operand: (batch, row, column), batch
+        // omitted at rank 2.
+        let at = |bt: u32, r: u32, c: u32| -> Vec<u32> {
+            if rank == 3 {
+                vec![bt, r, c]
+            } else {
+                vec![r, c]
+            }
+        };
         // K outermost: only one K slice of operand fragments is live at a time.
         let mut k0 = 0;
         while k0 < kdim {
             for t in 0..tiles {
                 let base = lc.coords((t as u64) << 2, 0, 0);
-                let (m0, n0) = (base[0], base[1]);
+                let (b0, m0, n0) = (if rank == 3 { base[0] } else { 0 }, base[rank - 2], base[rank - 1]);
                 let cregs: Vec<usize> = (0..4).map(|i| 4 * t + i).collect();
-                let key_a = (m0, k0);
+                let key_a = (b0, m0, k0);
                 if let std::collections::hash_map::Entry::Vacant(slot) = a_cache.entry(key_a) {
-                    let off = flatten(&la.shape, &[m0, k0]);
+                    let off = flatten(&la.shape, &at(b0, m0, k0));
                     let mut idx = vec![];
                     for i in 0..a_frag {
                         let c = la.reg_part(i as u64) ^ off;
@@ -706,9 +720,9 @@ impl Emitter<'_> {
                     let packed = self.fragment(kind, precision, &mut ar, &idx)?;
                     slot.insert(packed);
                 }
-                let key_b = (k0, n0);
+                let key_b = (b0, k0, n0);
                 if let std::collections::hash_map::Entry::Vacant(slot) = b_cache.entry(key_b) {
-                    let off = flatten(&lb.shape, &[k0, n0]);
+                    let off = flatten(&lb.shape, &at(b0, k0, n0));
                     let mut idx = vec![];
                     for i in 0..b_frag {
                         let c = lb.reg_part(i as u64) ^ off;

@@ -9,6 +9,7 @@ use trident_runtime::args::Grid;
 
 use crate::case::{Case, Check, OutputCheck, Reference};
 
+mod batched_matmul;
 mod cumsum;
 mod dropout;
 mod flash_attention;
@@ -51,6 +52,7 @@ pub fn all() -> Vec<Case> {
     v.extend(cumsum::cases());
     v.extend(matmul_descriptor::cases());
     v.extend(matmul_persistent::cases());
+    v.extend(batched_matmul::cases());
     v
 }
 
