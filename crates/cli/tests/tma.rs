@@ -214,6 +214,9 @@ const CASES: &[Case] = &[
         args: &["src=randn:f16:70x40", "dst=randn:f16:100x48", "M=70", "N=40", "LD=48", "BM=32", "BN=32"],
         out: "dst",
         tma: true,
+        copies: 1,
+        opts: &[],
+        sass: true,
     },
     Case {
         kernel: "store_3d_loop",
@@ -231,6 +234,9 @@ const CASES: &[Case] = &[
         ],
         out: "dst",
         tma: true,
+        copies: 2,
+        opts: &[],
+        sass: false,
     },
     Case {
         kernel: "kernels/matmul_persistent.py::matmul_persistent_kernel",
@@ -251,6 +257,9 @@ const CASES: &[Case] = &[
         ],
         out: "c",
         tma: true,
+        copies: 5,
+        opts: &[],
+        sass: true,
     },
     Case {
         kernel: "offset_base",
