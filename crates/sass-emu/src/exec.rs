@@ -1359,7 +1359,7 @@ impl Ctx<'_> {
             "LDGSTS" => self.ldgsts(w, op, mask)?,
             // Uniform datapath.
             "S2UR" | "ULDC" | "UMOV" | "UIADD3" | "UIMAD" | "ULEA" | "USHF" | "USEL" | "UISETP" | "ULOP3" | "USGXT"
-            | "UPLOP3" | "UPRMT" | "R2UR" => {
+            | "UPLOP3" | "UPRMT" | "R2UR" | "UP2UR" => {
                 if uniform_on {
                     self.uniform(w, op, mask)?;
                 }
@@ -1501,6 +1501,22 @@ impl Ctx<'_> {
                     let x = self.u(w, l, &o[2], op)?;
                     w.set_p(pd, l, x != v);
                 }
+            }
+            "UP2UR" => {
+                // UP2UR[.Bn] URd, UPR, URs, mask: the uniform predicates UP0..UP6 as bits (byte
+                // n), the other bits from URs — `P2R` on the uniform datapath. `UPR` comes out
+                // of nvdisasm as an operand the parser does not name.
+                let rest: Vec<&Opnd> = o.iter().filter(|x| !matches!(x, Opnd::Other(_))).collect();
+                if rest.len() != 3 {
+                    return Err(unsupported(op, "this UP2UR form"));
+                }
+                let byte =
+                    op.mods.iter().find_map(|m| m.strip_prefix('B').and_then(|d| d.parse::<u32>().ok())).unwrap_or(0);
+                let src = self.u(w, l0, rest[1], op)?;
+                let m = self.u(w, l0, rest[2], op)? & 0x7f;
+                let preds = (0..7).fold(0u32, |acc, i| acc | ((w.up[i] as u32) << i));
+                let v = (src & !(m << (8 * byte))) | ((preds & m) << (8 * byte));
+                w.set_ur(du(rest[0])?, v);
             }
             "UPRMT" => {
                 if op.mods.iter().any(|m| m != "reuse") {

@@ -325,8 +325,19 @@ pub fn operands(t: &Text) -> Operands {
     if op.starts_with("R2P") && ops.first().is_some_and(|o| o.trim() == "PR") {
         out.defs.extend(pr_mask(&ops));
     }
-    for (r, _) in named(&t.predicate) {
-        out.uses.push(r);
+    // `UP2UR UR24, UPR, URZ, 0x1`: the uniform form of `P2R` (uniform predicates UP0..UP6 as
+    // bits of a uniform register), which reads the mask's uniform predicates.
+    let upr_operand = t.predicate == "UPR" || ops.get(1).is_some_and(|o| o.trim() == "UPR");
+    if op.starts_with("UP2UR") && upr_operand {
+        out.uses.extend(pr_mask(&ops).into_iter().map(|r| match r {
+            Reg::P(k) => Reg::Up(k),
+            other => other,
+        }));
+    }
+    if !upr_operand {
+        for (r, _) in named(&t.predicate) {
+            out.uses.push(r);
+        }
     }
     // How many leading operands are destinations.
     let ndefs = if starts(op, NO_DEFS) {
@@ -375,7 +386,7 @@ pub fn operands(t: &Text) -> Operands {
     // An instruction that writes part of a register pair under a predicate, or a
     // read-modify-write accumulator (`HMMA ... R4`), reads its destination too: a
     // conditional write keeps the old value where the predicate is false.
-    if !t.predicate.is_empty() && !pr_operand
+    if !t.predicate.is_empty() && !pr_operand && t.predicate != "UPR"
         || op.starts_with("HMMA")
         || op.starts_with("HGMMA")
         || op.starts_with("IMMA")
@@ -495,5 +506,12 @@ mod tests {
         // A real guard on one still keeps its destination.
         let o = t("@P1", "R2P", "PR,R8,0x3");
         assert_eq!(o.kept, vec![Reg::P(0)]);
+        // `UP2UR UR24, UPR, URZ, 0x5`: the uniform form reads UP0 and UP2, writes UR24,
+        // whether `UPR` comes as the predicate field or among the operands.
+        for o in [t("UPR", "UP2UR", "UR24,URZ,0x5"), t("", "UP2UR", "UR24,UPR,URZ,0x5")] {
+            assert_eq!(o.defs, vec![Reg::Ur(24)], "{o:?}");
+            assert!(o.uses.contains(&Reg::Up(0)) && o.uses.contains(&Reg::Up(2)), "{o:?}");
+            assert!(!o.uses.contains(&Reg::Up(1)) && o.kept.is_empty(), "{o:?}");
+        }
     }
 }

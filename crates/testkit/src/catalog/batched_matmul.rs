@@ -9,15 +9,15 @@ use crate::TensorList;
 
 pub(crate) fn cases() -> Vec<Case> {
     // (operand type, (B, M, N, K), (BLOCK_B, BLOCK_M, BLOCK_N, BLOCK_K), IEEE, warps)
-    // Each also runs as SASS on the SASS emulator (`tests/sass_emu_cases.rs`), which does not
-    // implement `UP2UR` yet: ptxas writes it for the uniform masks of most ragged batched tiles
-    // with 32 rows or more (e.g. 3x40x24x64 in 2x32x32x32 tiles, 4 warps), which the GPU
-    // crate's differential tests (`crates/gpu/tests/dot.rs`) run on the PTX emulator instead.
+    // Each also runs as SASS on the SASS emulator (`tests/sass_emu_cases.rs`); the last one is
+    // a tile for whose uniform masks ptxas writes `UP2UR` (3x40x24x64 in 2x32x32x32 tiles, 4
+    // warps).
     let problems = [
         (DType::F16, (5, 50, 30, 20), (2, 16, 16, 16), false, 2),
         (DType::BF16, (4, 16, 32, 48), (4, 16, 32, 16), false, 4),
         (DType::F16, (8, 16, 16, 32), (8, 16, 16, 32), false, 8),
         (DType::F32, (2, 20, 16, 24), (2, 16, 16, 16), true, 4),
+        (DType::F16, (3, 40, 24, 64), (2, 32, 32, 32), false, 4),
     ];
     problems
         .into_iter()
