@@ -65,7 +65,15 @@ struct Case {
 const CASES: &[Case] = &[
     Case {
         kernel: "kernels/vector_add.py::add_kernel",
-        args: &["--grid", "4", "x=randn:f32:1000", "y=randn:f32:1000", "out=randn:f32:1000", "n_elements=1000", "BLOCK=256"],
+        args: &[
+            "--grid",
+            "4",
+            "x=randn:f32:1000",
+            "y=randn:f32:1000",
+            "out=randn:f32:1000",
+            "n_elements=1000",
+            "BLOCK=256",
+        ],
         out: "out",
     },
     Case {
@@ -132,7 +140,8 @@ const CASES: &[Case] = &[
 /// Runs `case` on `backend` and returns the saved output's bytes.
 fn run(case: &Case, backend: &str, seed: u64, env: &[(&str, &str)]) -> Vec<u8> {
     let tag = case.kernel.rsplit("::").next().unwrap();
-    let out = std::env::temp_dir().join(format!("trident-emu-driver-{}-{tag}-{backend}-{seed}.npy", std::process::id()));
+    let out =
+        std::env::temp_dir().join(format!("trident-emu-driver-{}-{tag}-{backend}-{seed}.npy", std::process::id()));
     let _ = std::fs::remove_file(&out);
     let mut w = words(&["run", case.kernel, "--backend", backend, "--seed", &seed.to_string()]);
     w.extend(words(case.args));
@@ -155,10 +164,18 @@ fn cuda_runs_through_the_emulated_driver_give_the_emulators_bytes() {
             let t = [("TRIDENT_EMU_TARGET", target)];
             let want = run(case, "emu", seed, &t);
             let ptx = [("TRIDENT_EMU_TARGET", target), ("TRIDENT_EMU_DRIVER_NO_CUBIN", "1")];
-            assert!(run(case, "cuda", seed, &ptx) == want, "{} ({target}, PTX JIT): cuda differs from emu", case.kernel);
+            assert!(
+                run(case, "cuda", seed, &ptx) == want,
+                "{} ({target}, PTX JIT): cuda differs from emu",
+                case.kernel
+            );
             if tools() {
                 let want = run(case, "sass-emu", seed, &t);
-                assert!(run(case, "cuda", seed, &t) == want, "{} ({target}, cubin): cuda differs from sass-emu", case.kernel);
+                assert!(
+                    run(case, "cuda", seed, &t) == want,
+                    "{} ({target}, cubin): cuda differs from sass-emu",
+                    case.kernel
+                );
             }
         }
     }
@@ -187,7 +204,19 @@ fn a_sass_search_times_candidates_with_cuda_events() {
     if !tools() {
         return eprintln!("skipped: TRIDENT_PTXAS/TRIDENT_NVDISASM not set");
     }
-    let mut w = words(&["sass", "search", CASES[1].kernel, "--backend", "cuda", "--algo", "greedy", "--budget", "3", "--repeats", "3"]);
+    let mut w = words(&[
+        "sass",
+        "search",
+        CASES[1].kernel,
+        "--backend",
+        "cuda",
+        "--algo",
+        "greedy",
+        "--budget",
+        "3",
+        "--repeats",
+        "3",
+    ]);
     w.extend(words(CASES[1].args));
     let o = trident(&w, &[]);
     let out = text(&o);
@@ -232,7 +261,13 @@ fn bad_arguments_and_devices_are_errors_naming_them() {
     assert!(!o.status.success());
     assert!(out.contains("tensor descriptor of `src`") && out.contains("from `N`"), "{out}");
     // A device the driver cannot be.
-    let o = trident(&words(&["run", CASES[0].kernel, "--backend", "cuda"]).into_iter().chain(words(CASES[0].args)).collect::<Vec<_>>(), &[("TRIDENT_EMU_TARGET", "sm_75")]);
+    let o = trident(
+        &words(&["run", CASES[0].kernel, "--backend", "cuda"])
+            .into_iter()
+            .chain(words(CASES[0].args))
+            .collect::<Vec<_>>(),
+        &[("TRIDENT_EMU_TARGET", "sm_75")],
+    );
     let out = text(&o);
     assert!(!o.status.success());
     assert!(out.contains("TRIDENT_EMU_TARGET=`sm_75`"), "{out}");

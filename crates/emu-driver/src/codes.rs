@@ -66,9 +66,8 @@ pub fn c_name(code: CuResult) -> Option<&'static std::ffi::CStr> {
 /// The description of `code` as a static C string.
 pub fn c_string(code: CuResult) -> Option<&'static std::ffi::CStr> {
     static STRINGS: std::sync::OnceLock<Vec<(CuResult, std::ffi::CString)>> = std::sync::OnceLock::new();
-    let v = STRINGS.get_or_init(|| {
-        TABLE.iter().filter_map(|&(c, _, d)| Some((c, std::ffi::CString::new(d).ok()?))).collect()
-    });
+    let v = STRINGS
+        .get_or_init(|| TABLE.iter().filter_map(|&(c, _, d)| Some((c, std::ffi::CString::new(d).ok()?))).collect());
     v.iter().find(|(c, _)| *c == code).map(|(_, d)| d.as_c_str())
 }
 

@@ -129,9 +129,7 @@ fn device_attribute(t: &Target, attr: c_uint) -> Option<i64> {
         x if x == a(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z) => 65535,
         x if x == a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK) => DEFAULT_DYNAMIC_SHARED as i64,
         x if x == a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN) => t.shared_optin() as i64,
-        x if x == a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) => {
-            t.shared_optin() as i64 + 1024
-        }
+        x if x == a(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) => t.shared_optin() as i64 + 1024,
         x if x == a(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK) => 65536,
         x if x == a(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR) => 65536,
         x if x == a(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE) => (m.clock_ghz * 1e6) as i64,
@@ -169,12 +167,20 @@ fn check_stream(c: &Context, s: usize) -> R {
 ///
 /// # Safety
 /// The option arrays are as `cuModuleLoadDataEx` documents (`n` entries each).
-unsafe fn write_log(n: c_uint, opts: *const c_uint, vals: *mut *mut c_void, buf_opt: c_uint, size_opt: c_uint, log: &str) {
+unsafe fn write_log(
+    n: c_uint,
+    opts: *const c_uint,
+    vals: *mut *mut c_void,
+    buf_opt: c_uint,
+    size_opt: c_uint,
+    log: &str,
+) {
     if n == 0 || opts.is_null() || vals.is_null() {
         return;
     }
     // SAFETY: `n` entries each (the caller's contract).
-    let (opts, vals) = unsafe { (std::slice::from_raw_parts(opts, n as usize), std::slice::from_raw_parts_mut(vals, n as usize)) };
+    let (opts, vals) =
+        unsafe { (std::slice::from_raw_parts(opts, n as usize), std::slice::from_raw_parts_mut(vals, n as usize)) };
     let find = |o: c_uint| opts.iter().position(|&x| x == o);
     let (Some(b), Some(s)) = (find(buf_opt), find(size_opt)) else { return };
     let (buf, size) = (vals[b] as *mut u8, vals[s] as usize);
@@ -547,7 +553,7 @@ entry_points! {
         let k = &func.module.kernels[func.index];
         let a = |x: F| x as c_uint;
         let x: i64 = match attr {
-            x if x == a(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK) => 1024,
+            x if x == a(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK) => k.max_threads as i64,
             x if x == a(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) => k.static_shared as i64,
             x if x == a(F::CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES) => 0,
             x if x == a(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) => k.local_bytes as i64,

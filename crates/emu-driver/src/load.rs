@@ -24,6 +24,36 @@ pub struct Kernel {
     pub local_bytes: u32,
     /// `CU_FUNC_ATTRIBUTE_PTX_VERSION` (major * 10 + minor; 0 for a cubin).
     pub ptx_version: u32,
+    /// The block a PTX `.reqntid` requires (launches with another are refused).
+    pub reqntid: Option<[u32; 3]>,
+    /// Threads per block allowed: `.maxntid`'s or `.reqntid`'s product, else 1024.
+    pub max_threads: u32,
+}
+
+/// The numbers after `directive` in a kernel's performance directives (`.reqntid 64, 1, 1`).
+fn ntid(directives: &str, directive: &str) -> Option<[u32; 3]> {
+    let rest = &directives[directives.find(directive)? + directive.len()..];
+    let mut v = [1u32; 3];
+    for (i, w) in rest.split(',').take(3).enumerate() {
+        let digits: String = w.trim().chars().take_while(char::is_ascii_digit).collect();
+        if digits.is_empty() {
+            break;
+        }
+        v[i] = digits.parse().ok()?;
+        if !w.trim().chars().all(|c| c.is_ascii_digit()) {
+            break;
+        }
+    }
+    Some(v)
+}
+
+/// The text between an entry's parameter list and its body: where `.reqntid`, `.maxntid` sit.
+fn directives_of<'a>(text: &'a str, entry: &str) -> &'a str {
+    let Some(at) = text.find(&format!(".entry {entry}")) else { return "" };
+    let rest = &text[at..];
+    let Some(close) = rest.find(')') else { return "" };
+    let body = rest[close..].find('{').map_or(rest.len(), |b| close + b);
+    &rest[close..body]
 }
 
 pub struct LoadedModule {
@@ -121,7 +151,9 @@ fn sm_of(target: &str) -> Option<u32> {
 
 fn load_ptx(text: &str, target: &Target) -> Result<LoadedModule, LoadError> {
     // The JIT compiles for the device: PTX for a newer architecture is refused, as ptxas would.
-    let declared = text.lines().find_map(|l| l.trim().strip_prefix(".target").map(|t| t.split(',').next().unwrap_or("").trim().to_string()));
+    let declared = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(".target").map(|t| t.split(',').next().unwrap_or("").trim().to_string()));
     let device_sm = target.cc.0 * 10 + target.cc.1;
     if let Some(t) = &declared {
         match sm_of(t) {
@@ -132,7 +164,10 @@ fn load_ptx(text: &str, target: &Target) -> Result<LoadedModule, LoadError> {
                 ))
             }
             Some(sm) if t.ends_with('a') && sm != device_sm => {
-                return Err(refuse(INVALID_PTX, format!("ptxas fatal: {t} code runs on {t} only, the device is {}", target.name)))
+                return Err(refuse(
+                    INVALID_PTX,
+                    format!("ptxas fatal: {t} code runs on {t} only, the device is {}", target.name),
+                ))
             }
             _ => {}
         }
@@ -150,7 +185,13 @@ fn load_ptx(text: &str, target: &Target) -> Result<LoadedModule, LoadError> {
     let mut kernels = vec![];
     for name in module.entries() {
         let params = module.entry_params(name).map_err(|e| refuse(INVALID_PTX, e.to_string()))?;
+        // The emulator skips these hints; the driver enforces them.
+        let d = directives_of(text, name);
+        let reqntid = ntid(d, ".reqntid");
+        let max_threads = ntid(d, ".maxntid").or(reqntid).map_or(1024, |v| v.iter().product::<u32>().clamp(1, 1024));
         kernels.push(Kernel {
+            reqntid,
+            max_threads,
             name: name.to_string(),
             code: Code::Ptx(module.clone()),
             params: params.iter().map(|p| (p.offset, p.bytes)).collect(),
@@ -209,6 +250,8 @@ fn load_cubin(bytes: &[u8], target: &Target) -> Result<LoadedModule, LoadError> 
             static_shared: p.shared_bytes,
             local_bytes: p.local_bytes,
             ptx_version: 0,
+            reqntid: None,
+            max_threads: 1024,
             code: Code::Sass(program),
         });
     }
@@ -235,7 +278,8 @@ mod tests {
 
     #[test]
     fn bad_ptx_is_invalid_ptx_with_the_emulators_message() {
-        let e = load_ptx(".version 8.0\n.target sm_80\n.visible .entry k() { frob.u32 %r1; }\n", &sm90a()).err().unwrap();
+        let e =
+            load_ptx(".version 8.0\n.target sm_80\n.visible .entry k() { frob.u32 %r1; }\n", &sm90a()).err().unwrap();
         assert_eq!(e.code, INVALID_PTX);
         assert!(e.log.contains("frob"), "{}", e.log);
     }
@@ -246,5 +290,14 @@ mod tests {
         let m = load_ptx(ptx, &sm90a()).ok().unwrap();
         assert_eq!(m.kernels[0].params, vec![(0, 4), (64, 128), (192, 8)]);
         assert_eq!(m.kernels[0].ptx_version, 80);
+        assert_eq!((m.kernels[0].reqntid, m.kernels[0].max_threads), (None, 1024));
+    }
+
+    #[test]
+    fn reqntid_and_maxntid_are_read() {
+        let ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .u32 a)\n.reqntid 64, 2\n{ ret; }\n.visible .entry j()\n.maxntid 128, 1, 1\n{ ret; }\n";
+        let m = load_ptx(ptx, &sm90a()).ok().unwrap();
+        assert_eq!((m.kernels[0].reqntid, m.kernels[0].max_threads), (Some([64, 2, 1]), 128));
+        assert_eq!((m.kernels[1].reqntid, m.kernels[1].max_threads), (None, 128));
     }
 }

@@ -46,7 +46,8 @@ pub unsafe fn launch(
     let max_grid = [i32::MAX as u32, 65535, 65535];
     if l.grid.contains(&0)
         || l.block.contains(&0)
-        || threads > 1024
+        || threads > k.max_threads as u64
+        || k.reqntid.is_some_and(|r| r != l.block)
         || (0..3).any(|i| l.block[i] > max_block[i] || l.grid[i] > max_grid[i])
     {
         return Err(INVALID_VALUE);

@@ -30,7 +30,11 @@ impl Target {
         let cc = match name.as_str() {
             "sm_80" => (8, 0),
             "sm_90" | "sm_90a" => (9, 0),
-            _ => return Err(format!("TRIDENT_EMU_TARGET=`{name}` is not a target the emulated driver has (sm_80, sm_90 or sm_90a)")),
+            _ => {
+                return Err(format!(
+                    "TRIDENT_EMU_TARGET=`{name}` is not a target the emulated driver has (sm_80, sm_90 or sm_90a)"
+                ))
+            }
         };
         Ok(Target { name, cc })
     }

@@ -60,7 +60,15 @@ fn load(ptx: &str) -> Result<*mut c_void, (u32, String)> {
     let mut log = vec![0u8; 4096];
     let mut opts = [5u32, 6]; // CU_JIT_ERROR_LOG_BUFFER, its size
     let mut vals = [log.as_mut_ptr() as *mut c_void, std::ptr::without_provenance_mut(log.len())];
-    let rc = unsafe { cuModuleLoadDataEx(&mut m as *mut _ as *mut _, text.as_ptr() as *const c_void, 2, opts.as_mut_ptr(), vals.as_mut_ptr()) };
+    let rc = unsafe {
+        cuModuleLoadDataEx(
+            &mut m as *mut _ as *mut _,
+            text.as_ptr() as *const c_void,
+            2,
+            opts.as_mut_ptr(),
+            vals.as_mut_ptr(),
+        )
+    };
     let end = log.iter().position(|&b| b == 0).unwrap_or(0);
     if rc == SUCCESS {
         Ok(m as *mut c_void)
@@ -72,7 +80,10 @@ fn load(ptx: &str) -> Result<*mut c_void, (u32, String)> {
 fn function(m: *mut c_void, n: &str) -> *mut c_void {
     let mut f = std::ptr::null_mut();
     let n = format!("{n}\0");
-    assert_eq!(unsafe { cuModuleGetFunction(&mut f as *mut _ as *mut _, m as _, n.as_ptr() as *const c_char) }, SUCCESS);
+    assert_eq!(
+        unsafe { cuModuleGetFunction(&mut f as *mut _ as *mut _, m as _, n.as_ptr() as *const c_char) },
+        SUCCESS
+    );
     f as *mut c_void
 }
 
@@ -109,12 +120,14 @@ fn copies_must_lie_inside_one_allocation() {
     let (a, b) = (alloc(100), alloc(64));
     assert_eq!(a % 256, 0);
     let mut r = seed();
-    let src: Vec<u8> = (0..100).map(|_| {
-        r ^= r << 13;
-        r ^= r >> 7;
-        r ^= r << 17;
-        r as u8
-    }).collect();
+    let src: Vec<u8> = (0..100)
+        .map(|_| {
+            r ^= r << 13;
+            r ^= r >> 7;
+            r ^= r << 17;
+            r as u8
+        })
+        .collect();
     unsafe {
         assert_eq!(cuMemcpyHtoD_v2(a, src.as_ptr() as *const c_void, 100), SUCCESS);
         assert_eq!(cuMemcpyHtoD_v2(a + 1, src.as_ptr() as *const c_void, 100), INVALID_VALUE);
@@ -175,7 +188,19 @@ fn ptx_loads_with_logs_and_a_launch_computes_and_advances_the_clock() {
         let mut ptrs: Vec<*mut c_void> = args.iter_mut().map(|x| x as *mut u64 as *mut c_void).collect();
         assert_eq!(cuEventRecord(ev[0], std::ptr::null_mut()), SUCCESS);
         let launch = |ptrs: &mut Vec<*mut c_void>, shared: c_uint| {
-            cuLaunchKernel(f as _, 4, 1, 1, 256, 1, 1, shared, std::ptr::null_mut(), ptrs.as_mut_ptr(), std::ptr::null_mut())
+            cuLaunchKernel(
+                f as _,
+                4,
+                1,
+                1,
+                256,
+                1,
+                1,
+                shared,
+                std::ptr::null_mut(),
+                ptrs.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
         };
         // Over the 48 KiB default limit: refused until raised.
         assert_eq!(launch(&mut ptrs, 64 * 1024), INVALID_VALUE);
@@ -204,7 +229,19 @@ fn a_fault_is_reported_by_the_next_wait_and_then_by_every_call_until_release() {
         let mut bad: u64 = buf + 4096; // past the allocation
         let mut ptrs = [&mut bad as *mut u64 as *mut c_void];
         unsafe {
-            let rc = cuLaunchKernel(f as _, 1, 1, 1, 32, 1, 1, 0, std::ptr::null_mut(), ptrs.as_mut_ptr(), std::ptr::null_mut());
+            let rc = cuLaunchKernel(
+                f as _,
+                1,
+                1,
+                1,
+                32,
+                1,
+                1,
+                0,
+                std::ptr::null_mut(),
+                ptrs.as_mut_ptr(),
+                std::ptr::null_mut(),
+            );
             assert_eq!(rc, SUCCESS, "the launch itself succeeds; the fault comes later");
             let mut p = 0u64;
             assert_eq!(cuMemAlloc_v2(&mut p, 8), SUCCESS, "not yet observed");

@@ -149,8 +149,7 @@ impl Module {
     /// The parameter types of an entry, in order, so a caller can encode scalars.
     pub fn entry_params(&self, entry: &str) -> Result<Vec<ParamType>, EmuError> {
         let f = self.entry(entry)?;
-        Ok(f
-            .params
+        Ok(f.params
             .iter()
             .map(|p| ParamType { ty: p.ty, bytes: p.size, offset: p.offset, is_pointer: p.is_ptr })
             .collect())
