@@ -66,7 +66,12 @@ pub(crate) fn check_dims(grid: [u32; 3], block: [u32; 3], shared: u32, lim: &Lau
     Ok(())
 }
 
-/// Checks our packed layout against the one the driver reports for the kernel.
+/// Checks our parameter list against the one the driver reports for the kernel: the count and
+/// each size. Offsets are not compared: the driver reports where each parameter sits in the
+/// kernel's constant bank, which `ptxas` aligns in the bank's own addresses (a 64-byte-aligned
+/// tensor map after 36 bytes of parameters is at offset 48 on sm_90, whose parameters start at
+/// bank offset 0x210), while `cuLaunchKernel` copies each parameter from its own pointer, so our
+/// packing's offsets never reach the kernel.
 pub(crate) fn check_params(kernel: &[ParamSlot], ours: &[ParamSlot], params: &[Param<'_>]) -> Result<(), String> {
     if kernel.len() != ours.len() {
         return Err(format!("the kernel takes {} parameters, {} were given", kernel.len(), ours.len()));
@@ -78,12 +83,6 @@ pub(crate) fn check_params(kernel: &[ParamSlot], ours: &[ParamSlot], params: &[P
                 k.size,
                 p.type_name(),
                 o.size
-            ));
-        }
-        if k.offset != o.offset {
-            return Err(format!(
-                "parameter {i} is at offset {} in the kernel, packing put it at {} (unexpected alignment)",
-                k.offset, o.offset
             ));
         }
     }
@@ -280,7 +279,9 @@ mod tests {
         let e = check_params(&wide, &ours, &params).unwrap_err();
         assert_eq!(e, "parameter 1 is 8 bytes in the kernel, but a u32 (4 bytes) was given");
 
-        let aligned16 = [ParamSlot { offset: 0, size: 8 }, ParamSlot { offset: 16, size: 4 }];
-        assert!(check_params(&aligned16, &ours, &params).unwrap_err().contains("offset 16"));
+        // The driver's offsets are the kernel's bank layout, not our packing's: not compared
+        // (a tensor map after 36 bytes of parameters is at 48 in an sm_90 cubin, 64 in ours).
+        let banked = [ParamSlot { offset: 0, size: 8 }, ParamSlot { offset: 16, size: 4 }];
+        assert_eq!(check_params(&banked, &ours, &params), Ok(()));
     }
 }

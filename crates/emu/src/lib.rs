@@ -55,7 +55,7 @@ pub use error::{Access, EmuError, ErrorKind};
 /// Where element (mn, k) of a warpgroup-MMA operand lives in shared memory, from its matrix
 /// descriptor (PTX ISA "Matrix Descriptor Format"): shared with the SASS emulator's `HGMMA`.
 pub use exec::wgmma::operand_address as wgmma_operand_address;
-pub use exec::{launch, KernelArg, LaunchConfig, LaunchReport, Marker};
+pub use exec::{launch, launch_on, KernelArg, LaunchConfig, LaunchReport, Marker};
 pub use ir::{Rnd, Ty};
 pub use machine::MachineModel;
 pub use memory::buffer_base;

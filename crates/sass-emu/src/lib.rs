@@ -121,7 +121,68 @@ pub fn launch(p: &Program, cfg: &LaunchConfig, args: &mut [KernelArg]) -> Result
     if threads == 0 || threads > 1024 || cfg.grid.contains(&0) {
         return Err(EmuError::launch(format!("bad launch shape: grid {:?}, block {:?}", cfg.grid, cfg.block)));
     }
+    let put = |cb: &mut Vec<u8>, at: usize, b: &[u8]| {
+        if cb.len() < at + b.len() {
+            cb.resize(at + b.len(), 0);
+        }
+        cb[at..at + b.len()].copy_from_slice(b);
+    };
     let mut mem = GlobalMem::new();
+    let mut params = vec![0u8; k.params.iter().map(|p| (p.offset + p.size) as usize).max().unwrap_or(0)];
+    for (i, (a, prm)) in args.iter().zip(&k.params).enumerate() {
+        let at = prm.offset as usize;
+        let bits: u64 = match a {
+            KernelArg::Buffer(t) => {
+                mem.set_region(i, format!("argument {i}"), &t.data, true);
+                buffer_base(i)
+            }
+            KernelArg::Null => 0,
+            KernelArg::Scalar(b) => *b,
+            KernelArg::Bytes(b) => {
+                put(&mut params, at, b);
+                continue;
+            }
+        };
+        let n = prm.size.clamp(1, 8) as usize;
+        put(&mut params, at, &bits.to_le_bytes()[..n]);
+    }
+    let report = run_on(p, cfg, &params, &mem)?;
+    for (i, a) in args.iter_mut().enumerate() {
+        if let KernelArg::Buffer(t) = a {
+            if let Some(b) = mem.region_bytes(i) {
+                t.data.copy_from_slice(&b);
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Runs `p` on global memory the caller laid out: `params` is the kernel's parameter space
+/// as bytes (at least as long as the cubin's parameter records say; pointers are addresses
+/// in `mem`, `trident_emu::buffer_base(i)` plus an offset for region `i`). A driver emulating
+/// `cuLaunchKernel` on its own allocations uses this (trident-emu-driver). On success `mem`
+/// holds the results; on error its contents are unspecified.
+pub fn launch_on(p: &Program, cfg: &LaunchConfig, params: &[u8], mem: &GlobalMem) -> Result<Report, EmuError> {
+    let k = &p.kernel;
+    let need = k.params.iter().map(|p| (p.offset + p.size) as usize).max().unwrap_or(0);
+    if params.len() < need {
+        return Err(EmuError::launch(format!(
+            "kernel `{}` takes {need} bytes of parameters, {} were given",
+            k.name,
+            params.len()
+        )));
+    }
+    let threads = cfg.block.iter().map(|&x| x as u64).product::<u64>();
+    if threads == 0 || threads > 1024 || cfg.grid.contains(&0) {
+        return Err(EmuError::launch(format!("bad launch shape: grid {:?}, block {:?}", cfg.grid, cfg.block)));
+    }
+    run_on(p, cfg, &params[..need], mem)
+}
+
+/// Constant bank 0 (launch shape, stack, the parameters' generic address, `params` at the
+/// cubin's parameter base) and the grid, shared by [`launch`] and [`launch_on`].
+fn run_on(p: &Program, cfg: &LaunchConfig, params: &[u8], mem: &GlobalMem) -> Result<Report, EmuError> {
+    let k = &p.kernel;
     let mut cbank = vec![0u8; k.cbank0_bytes.max(0x30) as usize];
     let put = |cb: &mut Vec<u8>, at: usize, b: &[u8]| {
         if cb.len() < at + b.len() {
@@ -143,23 +204,7 @@ pub fn launch(p: &Program, cfg: &LaunchConfig, args: &mut [KernelArg]) -> Result
     // bank's alignment (a tensor map is 64-byte aligned in the bank: 0x240 on sm_90).
     let generic = if k.sm >= 90 { (0x198, PARAM_WINDOW + k.param_base as u64) } else { (0x40, PARAM_WINDOW) };
     put(&mut cbank, generic.0, &generic.1.to_le_bytes());
-    for (i, (a, prm)) in args.iter().zip(&k.params).enumerate() {
-        let at = (k.param_base + prm.offset) as usize;
-        let bits: u64 = match a {
-            KernelArg::Buffer(t) => {
-                mem.set_region(i, format!("argument {i}"), &t.data, true);
-                buffer_base(i)
-            }
-            KernelArg::Null => 0,
-            KernelArg::Scalar(b) => *b,
-            KernelArg::Bytes(b) => {
-                put(&mut cbank, at, b);
-                continue;
-            }
-        };
-        let n = prm.size.clamp(1, 8) as usize;
-        put(&mut cbank, at, &bits.to_le_bytes()[..n]);
-    }
+    put(&mut cbank, k.param_base as usize, params);
     // CTAs run on all cores (they share only global memory, whose bytes are atomics); the
     // first error in launch order is the one reported.
     let ids: Vec<[u32; 3]> = (0..cfg.grid[2])
@@ -167,20 +212,13 @@ pub fn launch(p: &Program, cfg: &LaunchConfig, args: &mut [KernelArg]) -> Result
         .collect();
     let results: Vec<Result<(u64, u64), EmuError>> = {
         use rayon::prelude::*;
-        ids.par_iter().map(|&ctaid| run_cta(p, cfg, &mem, &cbank, ctaid)).collect()
+        ids.par_iter().map(|&ctaid| run_cta(p, cfg, mem, &cbank, ctaid)).collect()
     };
     let mut report = Report::default();
     for r in results {
         let (cycles, n) = r?;
         report.cycles = report.cycles.max(cycles);
         report.instructions += n;
-    }
-    for (i, a) in args.iter_mut().enumerate() {
-        if let KernelArg::Buffer(t) = a {
-            if let Some(b) = mem.region_bytes(i) {
-                t.data.copy_from_slice(&b);
-            }
-        }
     }
     Ok(report)
 }

@@ -182,23 +182,6 @@ pub fn launch(
     if args.len() > MAX_BUFFERS {
         return Err(EmuError::launch("too many arguments"));
     }
-    let nthreads = cfg.block.iter().map(|&b| b as u64).product::<u64>();
-    if cfg.block.contains(&0) || cfg.grid.contains(&0) {
-        return Err(EmuError::launch(format!("empty grid {:?} or block {:?}", cfg.grid, cfg.block)));
-    }
-    if nthreads > 1024 || cfg.block[2] > 64 {
-        return Err(EmuError::launch(format!("block {:?} has more than 1024 threads (or z > 64)", cfg.block)));
-    }
-    if cfg.grid[1] > 65535 || cfg.grid[2] > 65535 {
-        return Err(EmuError::launch(format!("grid {:?}: y and z must be at most 65535", cfg.grid)));
-    }
-    let total_smem = module.dyn_shared_base.max(module.shared_static) as u64 + cfg.dynamic_shared_bytes as u64;
-    if total_smem > MAX_SHARED as u64 {
-        return Err(EmuError::launch(format!(
-            "CTA needs {total_smem} bytes of shared memory, more than the {MAX_SHARED} available"
-        )));
-    }
-
     // Parameter buffer and global memory (copies of the caller's buffers).
     let mut global = GlobalMem::new();
     let psize = func.params.iter().map(|p| p.offset + p.size).max().unwrap_or(0) as usize;
@@ -239,6 +222,70 @@ pub fn launch(
         let n = (p.size as usize).min(8);
         params[at..at + n].copy_from_slice(&bits.to_le_bytes()[..n]);
     }
+    let report = run_on(module, func_idx, cfg, params, &mut global)?;
+    // Success: hand the buffers back.
+    for (i, arg) in args.iter_mut().enumerate() {
+        if let KernelArg::Buffer(t) = arg {
+            if let Some(bytes) = global.region_bytes(i) {
+                t.data = bytes;
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Runs `entry` of `module` on global memory the caller laid out: `params` is the kernel's
+/// parameter space as bytes (at least as long as the entry's parameters; pointers are
+/// addresses in `global`, [`buffer_base`]`(i)` plus an offset for region `i`), and `global`
+/// holds regions `0..MAX_BUFFERS` (the module's variables are added after them). A driver
+/// emulating `cuLaunchKernel` on its own allocations uses this (trident-emu-driver). On
+/// success `global` holds the results; on error its contents are unspecified (a fault
+/// stops the launch partway, as on a GPU).
+pub fn launch_on(
+    module: &Module,
+    entry: &str,
+    cfg: &LaunchConfig,
+    params: &[u8],
+    global: &mut GlobalMem,
+) -> Result<LaunchReport, EmuError> {
+    let func = module.entry(entry)?;
+    let func_idx = module.funcs.iter().position(|f| std::ptr::eq(f, func)).unwrap_or(0) as u32;
+    let psize = func.params.iter().map(|p| p.offset + p.size).max().unwrap_or(0) as usize;
+    if params.len() < psize {
+        return Err(EmuError::launch(format!(
+            "`{entry}` takes {psize} bytes of parameters, {} were given",
+            params.len()
+        )));
+    }
+    run_on(module, func_idx, cfg, params[..psize].to_vec(), global)
+}
+
+/// The launch proper, shared by [`launch`] and [`launch_on`]: checks the shape, adds the
+/// module's variables to `global`, runs the grid. `global` is handed back whatever happens.
+fn run_on(
+    module: &Module,
+    func_idx: u32,
+    cfg: &LaunchConfig,
+    params: Vec<u8>,
+    global: &mut GlobalMem,
+) -> Result<LaunchReport, EmuError> {
+    let nthreads = cfg.block.iter().map(|&b| b as u64).product::<u64>();
+    if cfg.block.contains(&0) || cfg.grid.contains(&0) {
+        return Err(EmuError::launch(format!("empty grid {:?} or block {:?}", cfg.grid, cfg.block)));
+    }
+    if nthreads > 1024 || cfg.block[2] > 64 {
+        return Err(EmuError::launch(format!("block {:?} has more than 1024 threads (or z > 64)", cfg.block)));
+    }
+    if cfg.grid[1] > 65535 || cfg.grid[2] > 65535 {
+        return Err(EmuError::launch(format!("grid {:?}: y and z must be at most 65535", cfg.grid)));
+    }
+    let total_smem = module.dyn_shared_base.max(module.shared_static) as u64 + cfg.dynamic_shared_bytes as u64;
+    if total_smem > MAX_SHARED as u64 {
+        return Err(EmuError::launch(format!(
+            "CTA needs {total_smem} bytes of shared memory, more than the {MAX_SHARED} available"
+        )));
+    }
+
     for (j, g) in module.globals.iter().enumerate() {
         let writable = g.space != crate::ir::Space::Const;
         global.set_region(MODULE_REGION0 + j, format!("module variable `{}`", g.name), &g.data, writable);
@@ -247,7 +294,7 @@ pub fn launch(
     let launch = Launch {
         module,
         func: func_idx,
-        global,
+        global: std::mem::take(global),
         params,
         grid: cfg.grid,
         block: cfg.block,
@@ -264,7 +311,9 @@ pub fn launch(
     };
     let ncta = cfg.grid.iter().map(|&g| g as u64).product::<u64>();
     let nrun = if cfg.timing_sample_ctas > 0 { cfg.timing_sample_ctas.min(ncta) } else { ncta };
-    let g = grid::run(&launch, nrun, &launch.global.region_lens(), cfg.parallel)?;
+    let g = grid::run(&launch, nrun, &launch.global.region_lens(), cfg.parallel);
+    *global = launch.global;
+    let g = g?;
     let mut report = LaunchReport {
         clock_ghz: cfg.machine.clock_ghz,
         ctas_run: nrun,
@@ -303,14 +352,6 @@ pub fn launch(
     report.cycles = ran + (cfg.machine.launch_overhead_ns * cfg.machine.clock_ghz) as u64;
     if cfg.print_stdout {
         print!("{}", report.printf);
-    }
-    // Success: hand the buffers back.
-    for (i, arg) in args.iter_mut().enumerate() {
-        if let KernelArg::Buffer(t) = arg {
-            if let Some(bytes) = launch.global.region_bytes(i) {
-                t.data = bytes;
-            }
-        }
     }
     Ok(report)
 }

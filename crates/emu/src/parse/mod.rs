@@ -149,7 +149,16 @@ impl Module {
     /// The parameter types of an entry, in order, so a caller can encode scalars.
     pub fn entry_params(&self, entry: &str) -> Result<Vec<ParamType>, EmuError> {
         let f = self.entry(entry)?;
-        Ok(f.params.iter().map(|p| ParamType { ty: p.ty, bytes: p.size, is_pointer: p.is_ptr }).collect())
+        Ok(f.params
+            .iter()
+            .map(|p| ParamType { ty: p.ty, bytes: p.size, offset: p.offset, is_pointer: p.is_ptr })
+            .collect())
+    }
+
+    /// Bytes of statically declared shared memory (what a driver reports as the kernel's
+    /// static shared size; dynamic `.extern` arrays start after it, aligned).
+    pub fn static_shared_bytes(&self) -> u32 {
+        self.shared_static
     }
 
     /// Names of the module's `.entry` functions.
@@ -175,6 +184,8 @@ pub struct ParamType {
     pub ty: Ty,
     /// Size in bytes (arrays and structs: the whole parameter).
     pub bytes: u32,
+    /// Offset in the parameter space (aligned as declared: `.align 64` for a tensor map).
+    pub offset: u32,
     /// Declared with `.ptr` (a pointer to global memory, as Triton marks its pointer arguments).
     pub is_pointer: bool,
 }
