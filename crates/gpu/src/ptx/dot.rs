@@ -428,6 +428,13 @@ impl Emitter<'_> {
             .collect()
     }
 
+    /// The shared layout of a buffer (or a slot view of one).
+    fn buffer_layout(&self, view: Value) -> Res<crate::layout::SharedLinear> {
+        let vt = self.f.ty(view);
+        let id = vt.layout().ok_or_else(|| self.err("buffer without layout"))?;
+        crate::layout::shared_of(&self.f.layouts, id, vt.shape()).map_err(|e| self.err(format!("internal: {e}")))
+    }
+
     pub(crate) fn emit_local(&mut self, op: Op) -> Res<()> {
         let f = self.f;
         let d = &f.ops[op];
@@ -466,12 +473,7 @@ impl Emitter<'_> {
                 let mask = d.operands.get(2).copied();
                 let addr = self.reg1(view)?;
                 let vt = f.ty(view);
-                let sl = crate::layout::shared_of(
-                    &f.layouts,
-                    vt.layout().ok_or_else(|| self.err("buffer without layout"))?,
-                    vt.shape(),
-                )
-                .map_err(|e| self.err(format!("internal: {e}")))?;
+                let sl = self.buffer_layout(view)?;
                 let l = self.ll(ptr)?.ok_or_else(|| self.err("async_copy of a scalar"))?;
                 let bytes = super::regs::mem_bytes(vt.elem());
                 let w = self.vector_width(ptr, mask, &l, bytes);
@@ -569,12 +571,7 @@ impl Emitter<'_> {
                 let (view, val) = (d.operands[0], d.operands[1]);
                 let addr = self.reg1(view)?;
                 let vt = f.ty(view);
-                let sl = crate::layout::shared_of(
-                    &f.layouts,
-                    vt.layout().ok_or_else(|| self.err("buffer without layout"))?,
-                    vt.shape(),
-                )
-                .map_err(|e| self.err(format!("internal: {e}")))?;
+                let sl = self.buffer_layout(view)?;
                 let l = self.ll(val)?.ok_or_else(|| self.err("local_store of a scalar"))?;
                 let regs = self.regs(val)?;
                 self.store_tile(&sl, &l, &regs, super::regs::mem_bytes(vt.elem()), addr, None)?;
