@@ -747,7 +747,7 @@ def copy_tile(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     }
 }
 
-/// Local memory on the SASS emulator: a ragged f16 matmul with 128×128×32 tiles on 4 warps
+/// Local memory on the SASS emulator: a ragged f16 matmul with 128×128×64 tiles on 4 warps
 /// spills (`STL`/`LDL`, ptxas's stack) on sm_80 and sm_90a; as SASS it gives the PTX
 /// emulator's bytes.
 #[test]
@@ -773,7 +773,7 @@ fn sass_emu_runs_a_kernel_that_spills() {
         "stride_cn=1",
         "BLOCK_M=128",
         "BLOCK_N=128",
-        "BLOCK_K=32",
+        "BLOCK_K=64",
         "GROUP_M=1",
         "--num-warps",
         "4",
