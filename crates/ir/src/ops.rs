@@ -431,6 +431,10 @@ pub enum OpKind {
     /// `[buffer, index: i32]` → the `index`-th slice along dim 0 of a multi-buffered
     /// shared buffer (the result drops dim 0).
     MemDescIndex,
+    /// `[buffer]` → the same bytes seen with dims permuted: result dim `i` is the buffer's dim
+    /// `perm[i]`, its shared layout's `order` renamed to match (a transposed read of a tile,
+    /// e.g. a `[N, K]` tile that feeds a dot as `[K, N]`; no data moves).
+    MemDescTrans { perm: Vec<u32> },
     /// `[buffer, ptr, mask?, other?]` → nothing; copies from global memory into the
     /// buffer asynchronously (`cp.async`), masked-off elements get `other` (0 when absent).
     AsyncCopy,
@@ -641,6 +645,7 @@ impl OpKind {
             LocalLoad => "local_load",
             LocalStore => "local_store",
             MemDescIndex => "memdesc_index",
+            MemDescTrans { .. } => "memdesc_trans",
             TmaMap { .. } => "tma_map",
             TmaCopy => "tma_copy",
             TmaStore => "tma_store",
@@ -675,7 +680,7 @@ impl OpKind {
                     vec![]
                 }
             }
-            Trans { perm } => vec![("perm", ints(perm))],
+            Trans { perm } | MemDescTrans { perm } => vec![("perm", ints(perm))],
             Cmp(p) => vec![("pred", ident(p.name()))],
             Cast { kind, rounding } => {
                 let mut v = vec![("kind", ident(kind.name()))];
@@ -851,6 +856,7 @@ impl OpKind {
             "local_load" => LocalLoad,
             "local_store" => LocalStore,
             "memdesc_index" => MemDescIndex,
+            "memdesc_trans" => MemDescTrans { perm: a.u32s("perm")? },
             "tma_map" => {
                 let swizzle = a.int("swizzle")?;
                 if ![0, 32, 64, 128].contains(&swizzle) {
@@ -967,6 +973,7 @@ mod tests {
         round_trip(OpKind::AtomicRmw { op: RmwOp::Xchg, sem: MemSem::Relaxed, scope: MemScope::Cta });
         round_trip(OpKind::Dot { precision: InputPrecision::Ieee, max_num_imprecise_acc: 32 });
         round_trip(OpKind::Trans { perm: vec![1, 0, 2] });
+        round_trip(OpKind::MemDescTrans { perm: vec![1, 0] });
         round_trip(OpKind::Cast { kind: CastKind::Convert, rounding: Rounding::Rtz });
         round_trip(OpKind::Print { prefix: "x = \"".into(), hex: true });
         round_trip(OpKind::Scan { axis: 1, reverse: true });

@@ -1071,6 +1071,46 @@ impl<'a> Verifier<'a> {
                     self.err(op, format!("a slice of `{}` is not `{}`", ot[0], rt[0]));
                 }
             }
+            MemDescTrans { perm } => {
+                if !self.counts(op, 1..=1, 1) {
+                    return;
+                }
+                let a = ot[0];
+                let rank = a.shape().len();
+                let mut sorted = perm.clone();
+                sorted.sort_unstable();
+                if !a.is_tensor() || perm.len() != rank || sorted.iter().enumerate().any(|(i, &p)| p as usize != i) {
+                    self.err(op, format!("perm {perm:?} is not a permutation of the dims of `{a}`"));
+                    return;
+                }
+                let s: Vec<u32> = perm.iter().map(|&p| a.shape()[p as usize]).collect();
+                let want = Type::tensor(&s, a.elem());
+                if !same_shape_elem(rt[0], &want) {
+                    self.err(op, format!("result must be `{want}`, not `{}`", rt[0]));
+                    return;
+                }
+                // The view's layout is the buffer's, its dims renamed: a shared layout whose
+                // `order` lists result dims where the buffer's lists buffer dims.
+                let layouts =
+                    (a.layout().and_then(|l| f.layouts.get(l)), rt[0].layout().and_then(|l| f.layouts.get(l)));
+                if let (Some(la), Some(lr)) = layouts {
+                    let renamed = match la {
+                        Layout::Shared { vec, per_phase, max_phase, order } => Some(Layout::Shared {
+                            vec: *vec,
+                            per_phase: *per_phase,
+                            max_phase: *max_phase,
+                            order: order
+                                .iter()
+                                .map(|&d| perm.iter().position(|&p| p == d).unwrap_or(0) as u32)
+                                .collect(),
+                        }),
+                        _ => None,
+                    };
+                    if renamed.as_ref() != Some(lr) {
+                        self.err(op, "the view's layout must be the buffer's shared layout with its dims permuted");
+                    }
+                }
+            }
             AsyncCopy => {
                 self.counts(op, 2..=4, 0);
             }

@@ -568,3 +568,31 @@ fn tma_copies_fill_their_buffer_with_the_maps_boxes() {
         assert_error(&body, "do not tile");
     }
 }
+
+#[test]
+fn transposed_views_rename_the_buffers_dims() {
+    let head = "  #L0 = shared [vec = 8, per_phase = 1, max_phase = 8, order = [1, 0]]
+  #L1 = shared [vec = 8, per_phase = 1, max_phase = 8, order = [0, 1]]
+  #L2 = shared [vec = 4, per_phase = 1, max_phase = 8, order = [0, 1]]
+  #L3 = shared [vec = 8, per_phase = 1, max_phase = 8, order = [2, 1, 0]]
+  #L4 = shared [vec = 8, per_phase = 1, max_phase = 8, order = [1, 2, 0]]
+  %buf = local_alloc : tensor<64x32xf16, #L0>
+  %b3 = local_alloc : tensor<2x64x32xf16, #L3>
+";
+    let ok = format!(
+        "{head}  %t = memdesc_trans %buf [perm = [1, 0]] : tensor<32x64xf16, #L1>
+  %t3 = memdesc_trans %b3 [perm = [0, 2, 1]] : tensor<2x32x64xf16, #L4>"
+    );
+    assert_eq!(errors_of(&module_with(&ok)), Vec::<String>::new());
+    // The shape must be the permuted one, the perm a permutation, the layout the renamed one.
+    assert_error(
+        &format!("{head}  %t = memdesc_trans %buf [perm = [1, 0]] : tensor<64x32xf16, #L1>"),
+        "result must be",
+    );
+    assert_error(
+        &format!("{head}  %t = memdesc_trans %buf [perm = [1, 1]] : tensor<32x64xf16, #L1>"),
+        "not a permutation",
+    );
+    assert_error(&format!("{head}  %t = memdesc_trans %buf [perm = [1, 0]] : tensor<32x64xf16, #L0>"), "dims permuted");
+    assert_error(&format!("{head}  %t = memdesc_trans %buf [perm = [1, 0]] : tensor<32x64xf16, #L2>"), "dims permuted");
+}

@@ -105,3 +105,24 @@ def store_3d_loop(src, dst, B, M, N, stride_b, BB: tl.constexpr, BM: tl.constexp
     for m in range(0, tl.cdiv(M, BM)):
         t = ds.load([pid * BB, m * BM, 0])
         dd.store([pid * BB, m * BM, 0], t + m)
+
+
+@triton.jit
+def batched_dot_bt(a, b, c, B, M, N, K, stride_ab, stride_bb, BB: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # rank-3 dot over a K loop, B given as [B, N, K] and read transposed (`trans` of the
+    # last two dims): the pipeliner's ring keeps B's tiles as loaded and reads them through
+    # a transposed view
+    pid = tl.program_id(0)
+    da = tl.make_tensor_descriptor(a, shape=[B, M, K], strides=[stride_ab, K, 1], block_shape=[BB, BM, BK])
+    db = tl.make_tensor_descriptor(b, shape=[B, N, K], strides=[stride_bb, K, 1], block_shape=[BB, BN, BK])
+    acc = tl.zeros((BB, BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        x = da.load([pid * BB, 0, k * BK])
+        y = db.load([pid * BB, 0, k * BK])
+        acc = tl.dot(x, tl.trans(y, 0, 2, 1), acc)
+    bs = pid * BB + tl.arange(0, BB)
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    offs = bs[:, None, None] * (M * N) + rows[None, :, None] * N + cols[None, None, :]
+    mask = (bs[:, None, None] < B) & (rows[None, :, None] < M) & (cols[None, None, :] < N)
+    tl.store(c + offs, acc, mask=mask)

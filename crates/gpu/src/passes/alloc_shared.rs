@@ -150,7 +150,7 @@ fn buffer_interval(f: &Function, alloc: Op, pos: &Positions, users: &HashMap<Val
     let mut work = vec![f.ops[alloc].results[0]];
     while let Some(v) = work.pop() {
         for &u in users.get(&v).map(|v| v.as_slice()).unwrap_or(&[]) {
-            if matches!(f.ops[u].kind, OpKind::MemDescIndex) {
+            if matches!(f.ops[u].kind, OpKind::MemDescIndex | OpKind::MemDescTrans { .. }) {
                 work.push(f.ops[u].results[0]);
             }
             let mut end = pos.start.get(&u).copied().unwrap_or(start);

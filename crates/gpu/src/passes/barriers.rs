@@ -50,7 +50,7 @@ fn root(f: &Function, mut v: Value) -> Option<Op> {
         match f.values[v].def {
             ValueDef::Result(op, _) => match f.ops[op].kind {
                 OpKind::LocalAlloc => return Some(op),
-                OpKind::MemDescIndex => v = f.ops[op].operands[0],
+                OpKind::MemDescIndex | OpKind::MemDescTrans { .. } => v = f.ops[op].operands[0],
                 _ => return None,
             },
             ValueDef::Arg(..) => return None,

@@ -24,6 +24,12 @@
 //! 8-warp benchmark configuration 12% slower — the copies' issue then delays the softmax;
 //! `bench/PROFILE.md`. Left as it is until a GPU decides.)
 //!
+//! A load may reach its conversion through a `trans` of its last two dims (`b.T` of a
+//! `[N, K]` tile, `k.T` in attention). With TMA the ring then keeps the tiles as the copies
+//! write them, in the load's dims, and the read sees the slot through `memdesc_trans`: the
+//! same bytes as `[K, N]` with the layout's dims renamed (a K-major B operand, which wgmma's
+//! descriptors and `ldmatrix` read as they are). cp.async rings do not take such loads yet.
+//!
 //! Values of stage 0 that stage 1 also needs (masks from the induction variable) are
 //! recomputed in stage 1. Loops that do not fit (stage 0 depending on stage 1, a pipelined
 //! load with a non-zero `other`, a pointer carried out of the loop) are left alone.
@@ -74,7 +80,12 @@ fn skip(why: &str) -> bool {
 
 struct Cand {
     load: Op,
+    /// A `trans` swapping the last two dims between the load and its conversion (`b.T` of a
+    /// `[N, K]` tile): the ring keeps the tile as loaded and the read sees it transposed
+    /// (`memdesc_trans`). Only with TMA so far.
+    trans: Option<Op>,
     convert: Op,
+    /// The operand's tile, in the operand's dims (after `trans`).
     tile: MmaTile,
     /// A tensor-descriptor load TMA can copy straight into the ring: the swizzle span of
     /// the slot's layout and the boxes that fill a slot (see `machine::tma::swizzle_for`).
@@ -118,10 +129,19 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         if uses[r] != 1 || od.operands.get(2).is_some_and(|&o| !is_zero(f, o)) {
             continue;
         }
-        let Some(&conv) = body_ops.iter().find(|&&u| f.ops[u].operands.contains(&r)) else { continue };
-        if !matches!(f.ops[conv].kind, OpKind::ConvertLayout) {
-            continue;
-        }
+        let Some(&user) = body_ops.iter().find(|&&u| f.ops[u].operands.contains(&r)) else { continue };
+        let (trans, conv) = match &f.ops[user].kind {
+            OpKind::ConvertLayout => (None, user),
+            OpKind::Trans { perm } if swaps_last_two(perm) => {
+                let tr = f.ops[user].results[0];
+                let next = body_ops.iter().find(|&&u| f.ops[u].operands.contains(&tr));
+                match next {
+                    Some(&c) if uses[tr] == 1 && matches!(f.ops[c].kind, OpKind::ConvertLayout) => (Some(user), c),
+                    _ => continue,
+                }
+            }
+            _ => continue,
+        };
         let ct = f.ty(f.ops[conv].results[0]).clone();
         let Some(Layout::DotOperand { op_idx, parent, k_width }) =
             ct.layout().and_then(|id| f.layouts.get(id)).cloned()
@@ -139,11 +159,15 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         };
         let bytes = lt.elem().num().map_or(0, |t| t.size_bytes() as u32);
         let w = vector_width_of(&axis, od.operands[0], od.operands.get(1).copied(), &src, bytes);
-        let cp_async = matches!(w as u32 * bytes, 4 | 8 | 16);
-        // TMA writes the box in memory order: rows along the last dimension.
+        // cp.async copies the loaded tile's registers' pointers: in the operand's dims only
+        // without a `trans` between.
+        let cp_async = trans.is_none() && matches!(w as u32 * bytes, 4 | 8 | 16);
+        // TMA writes the box in memory order: rows along the load's last dimension, which
+        // a `trans` makes the operand's first (of the last two).
+        let fast = if trans.is_some() { 0 } else { 1 };
         let tma_tile = if window_eligible(f, op, opts) {
-            MmaTile::with_fast(&dst, op_idx, k_width, bytes, 1).and_then(|t| {
-                let sw = t.shared(lt.shape()).ok().and_then(|sl| swizzle_for(&sl, bytes))?;
+            MmaTile::with_fast(&dst, op_idx, k_width, bytes, fast).and_then(|t| {
+                let sw = stored_tile(t).shared(lt.shape()).ok().and_then(|sl| swizzle_for(&sl, bytes))?;
                 Some((t, sw))
             })
         } else {
@@ -156,7 +180,7 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
                 _ => continue,
             },
         };
-        cands.push(Cand { load: op, convert: conv, tile, tma, cp_async });
+        cands.push(Cand { load: op, trans, convert: conv, tile, tma, cp_async });
     }
     // TMA when every pipelined load can use it; otherwise cp.async for those that can.
     let use_tma = !cands.is_empty() && cands.iter().all(|c| c.tma.is_some());
@@ -252,7 +276,7 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
     let mut recompute: HashSet<Op> = HashSet::new();
     let mut need: Vec<Value> = vec![];
     for &op in &body_ops {
-        if stage0.contains(&op) || cands.iter().any(|c| c.convert == op) {
+        if stage0.contains(&op) || cands.iter().any(|c| c.convert == op || c.trans == Some(op)) {
             continue;
         }
         need.extend(f.ops[op].operands.iter().copied());
@@ -308,8 +332,10 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         let lt = f.ty(f.ops[c.load].results[0]).clone();
         let mut shape = vec![s];
         shape.extend_from_slice(lt.shape());
-        let l3 = f.intern_layout(c.tile.layout(shape.len()));
-        let l2 = f.intern_layout(c.tile.layout(lt.shape().len()));
+        // The ring holds tiles as loaded (in the load's dims).
+        let stored = if c.trans.is_some() { stored_tile(c.tile) } else { c.tile };
+        let l3 = f.intern_layout(stored.layout(shape.len()));
+        let l2 = f.intern_layout(stored.layout(lt.shape().len()));
         let bt = Type::Tensor { shape: shape.into_iter().collect(), elem: lt.elem(), layout: Some(l3) };
         let b = ins(f, OpKind::LocalAlloc, &[], Some(bt));
         bufs.push((b, lt.with_layout(Some(l2))));
@@ -460,7 +486,14 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         };
         let read = |f: &mut Function, app: &mut Inserter<'_>, map1: &mut HashMap<Value, Value>, ci: usize| {
             let c = &cands[ci];
-            let view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, rs], Some(bufs[ci].1.clone()));
+            let mut view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, rs], Some(bufs[ci].1.clone()));
+            if let Some(tr) = c.trans {
+                // The slot seen in the operand's dims: the same bytes, the layout's dims renamed.
+                let OpKind::Trans { perm } = f.ops[tr].kind.clone() else { unreachable!("a trans candidate") };
+                let tt = f.ty(f.ops[tr].results[0]).clone();
+                let l = f.intern_layout(c.tile.layout(tt.shape().len()));
+                view = app(f, OpKind::MemDescTrans { perm }, &[view], Some(tt.with_layout(Some(l))));
+            }
             let ct = f.ty(f.ops[c.convert].results[0]).clone();
             let v = app(f, OpKind::LocalLoad, &[view], Some(ct));
             map1.insert(f.ops[c.convert].results[0], v);
@@ -487,7 +520,7 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         // that holds its place).
         let mut fetched = !in_order && !at_end;
         for (at, &op) in body_ops.iter().enumerate() {
-            if cands.iter().any(|c| c.convert == op) {
+            if cands.iter().any(|c| c.convert == op || c.trans == Some(op)) {
                 continue;
             }
             if let Some(ci) = cands.iter().position(|c| c.load == op) {
@@ -552,6 +585,21 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
     }
     f.detach_op(for_op);
     true
+}
+
+/// Whether `perm` swaps the last two dims and keeps the others (a matrix transpose).
+fn swaps_last_two(perm: &[u32]) -> bool {
+    let n = perm.len();
+    n >= 2
+        && perm[..n - 2].iter().enumerate().all(|(i, &p)| p as usize == i)
+        && perm[n - 2] as usize == n - 1
+        && perm[n - 1] as usize == n - 2
+}
+
+/// The tile as a TMA copy stores it, in the load's dims, for an operand tile read through a
+/// transpose: the load's last dimension contiguous, the same swizzle.
+fn stored_tile(t: MmaTile) -> MmaTile {
+    MmaTile { fast: 1, ..t }
 }
 
 /// The pointer and mask operands of a load under a value map.

@@ -48,6 +48,7 @@ impl Emitter<'_> {
             | OpKind::LocalLoad
             | OpKind::LocalStore
             | OpKind::MemDescIndex
+            | OpKind::MemDescTrans { .. }
             | OpKind::AsyncCopy
             | OpKind::AsyncCommitGroup
             | OpKind::AsyncWait { .. } => self.emit_local(op),

@@ -458,6 +458,11 @@ impl Emitter<'_> {
                 self.ins(format!("mad.lo.u32 {r}, {idx}, {stage}, {buf}"));
                 self.set(d.results[0], vec![r]);
             }
+            // The same address: the view only renames the dims (its layout says how).
+            OpKind::MemDescTrans { .. } => {
+                let buf = self.reg1(d.operands[0])?;
+                self.set(d.results[0], vec![buf]);
+            }
             OpKind::AsyncCommitGroup => self.ins("cp.async.commit_group"),
             OpKind::AsyncWait { pending } => {
                 self.ins(format!("cp.async.wait_group {pending}"));

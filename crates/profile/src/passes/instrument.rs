@@ -188,7 +188,7 @@ fn pipelined_wait_end(f: &Function, wait: Op) -> Option<Op> {
     for &o in &ops[at + 1..] {
         match f.ops[o].kind {
             OpKind::LocalLoad => last = Some(o),
-            OpKind::Barrier | OpKind::MemDescIndex => {}
+            OpKind::Barrier | OpKind::MemDescIndex | OpKind::MemDescTrans { .. } => {}
             _ => break,
         }
     }
