@@ -28,7 +28,9 @@
 //! `[N, K]` tile, `k.T` in attention). With TMA the ring then keeps the tiles as the copies
 //! write them, in the load's dims, and the read sees the slot through `memdesc_trans`: the
 //! same bytes as `[K, N]` with the layout's dims renamed (a K-major B operand, which wgmma's
-//! descriptors and `ldmatrix` read as they are). cp.async rings do not take such loads yet.
+//! descriptors and `ldmatrix` read as they are). A cp.async ring holds such a tile in the
+//! operand's dims: the copy's pointers and mask are transposed (`trans`, free in registers)
+//! and the tile chosen from the transposed registers' layout.
 //!
 //! Values of stage 0 that stage 1 also needs (masks from the induction variable) are
 //! recomputed in stage 1. Loops that do not fit (stage 0 depending on stage 1, a pipelined
@@ -81,8 +83,9 @@ fn skip(why: &str) -> bool {
 struct Cand {
     load: Op,
     /// A `trans` swapping the last two dims between the load and its conversion (`b.T` of a
-    /// `[N, K]` tile): the ring keeps the tile as loaded and the read sees it transposed
-    /// (`memdesc_trans`). Only with TMA so far.
+    /// `[N, K]` tile): a TMA ring keeps the tile as loaded and the read sees it transposed
+    /// (`memdesc_trans`); a cp.async ring holds it in the operand's dims, copied through
+    /// transposed pointers.
     trans: Option<Op>,
     convert: Op,
     /// The operand's tile, in the operand's dims (after `trans`).
@@ -159,9 +162,10 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         };
         let bytes = lt.elem().num().map_or(0, |t| t.size_bytes() as u32);
         let w = vector_width_of(&axis, od.operands[0], od.operands.get(1).copied(), &src, bytes);
-        // cp.async copies the loaded tile's registers' pointers: in the operand's dims only
-        // without a `trans` between.
-        let cp_async = trans.is_none() && matches!(w as u32 * bytes, 4 | 8 | 16);
+        let cp_async = matches!(w as u32 * bytes, 4 | 8 | 16);
+        // What cp.async's tile follows: the registers of the value the conversion reads
+        // (the transposed tile: its pointers are transposed alike).
+        let Some(src) = operand_source(f, conv) else { continue };
         // TMA writes the box in memory order: rows along the load's last dimension, which
         // a `trans` makes the operand's first (of the last two).
         let fast = if trans.is_some() { 0 } else { 1 };
@@ -191,10 +195,8 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             c.tma = None;
             let conv = c.convert;
             let (lt, ct) = (f.ty(f.ops[c.load].results[0]).clone(), f.ty(f.ops[conv].results[0]).clone());
-            let (Some(lid), Some(cid)) = (lt.layout(), ct.layout()) else { return false };
-            let (Ok(src), Ok(dst)) =
-                (distributed(&f.layouts, lid, lt.shape()), distributed(&f.layouts, cid, ct.shape()))
-            else {
+            let Some(cid) = ct.layout() else { return false };
+            let (Some(src), Ok(dst)) = (operand_source(f, conv), distributed(&f.layouts, cid, ct.shape())) else {
                 return false;
             };
             let Some(Layout::DotOperand { op_idx, k_width, .. }) = f.layouts.get(cid).cloned() else { return false };
@@ -329,11 +331,14 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
     // Buffers.
     let mut bufs = vec![];
     for c in &cands {
-        let lt = f.ty(f.ops[c.load].results[0]).clone();
+        // A TMA ring holds tiles as loaded (in the load's dims), a cp.async ring in the operand's.
+        let lt = match c.trans {
+            Some(tr) if !use_tma => f.ty(f.ops[tr].results[0]).clone(),
+            _ => f.ty(f.ops[c.load].results[0]).clone(),
+        };
         let mut shape = vec![s];
         shape.extend_from_slice(lt.shape());
-        // The ring holds tiles as loaded (in the load's dims).
-        let stored = if c.trans.is_some() { stored_tile(c.tile) } else { c.tile };
+        let stored = if c.trans.is_some() && use_tma { stored_tile(c.tile) } else { c.tile };
         let l3 = f.intern_layout(stored.layout(shape.len()));
         let l2 = f.intern_layout(stored.layout(lt.shape().len()));
         let bt = Type::Tensor { shape: shape.into_iter().collect(), elem: lt.elem(), layout: Some(l3) };
@@ -375,7 +380,14 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             operands.push(valid);
             return f.new_op(OpKind::TmaCopy, &operands, &[], f.ops[op].loc);
         }
-        let (ptr, mask) = mapped_ptr_mask(f, op, map);
+        let (mut ptr, mut mask) = mapped_ptr_mask(f, op, map);
+        if let Some(tr) = cands[ci].trans {
+            // The tile in the operand's dims: its pointers and mask transposed like the data.
+            let (kind, tt) = (f.ops[tr].kind.clone(), f.ty(f.ops[tr].results[0]).clone());
+            let pt = Type::Tensor { shape: tt.shape().into(), elem: f.ty(ptr).elem(), layout: tt.layout() };
+            ptr = ins(f, kind.clone(), &[ptr], Some(pt));
+            mask = mask.map(|m| ins(f, kind, &[m], Some(tt.with_elem(trident_ir::DType::I1))));
+        }
         let vm = valid_mask(f, ins, ptr, mask, valid);
         // The copy is the load: its location (sanitize reports accesses there).
         f.new_op(OpKind::AsyncCopy, &[view, ptr, vm], &[], f.ops[op].loc)
@@ -487,7 +499,7 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         let read = |f: &mut Function, app: &mut Inserter<'_>, map1: &mut HashMap<Value, Value>, ci: usize| {
             let c = &cands[ci];
             let mut view = app(f, OpKind::MemDescIndex, &[bufs[ci].0, rs], Some(bufs[ci].1.clone()));
-            if let Some(tr) = c.trans {
+            if let (Some(tr), true) = (c.trans, use_tma) {
                 // The slot seen in the operand's dims: the same bytes, the layout's dims renamed.
                 let OpKind::Trans { perm } = f.ops[tr].kind.clone() else { unreachable!("a trans candidate") };
                 let tt = f.ty(f.ops[tr].results[0]).clone();
@@ -585,6 +597,12 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
     }
     f.detach_op(for_op);
     true
+}
+
+/// The register layout of the value conversion `conv` reads (a load's tile, or its transpose).
+fn operand_source(f: &Function, conv: Op) -> Option<crate::layout::LinearLayout> {
+    let t = f.ty(f.ops[conv].operands[0]);
+    distributed(&f.layouts, t.layout()?, t.shape()).ok()
 }
 
 /// Whether `perm` swaps the last two dims and keeps the others (a matrix transpose).
