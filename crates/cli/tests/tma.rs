@@ -27,6 +27,9 @@ struct Case {
     opts: &'static [&'static str],
     /// Also run on the SASS emulator for sm_90a (slow: only where TMA itself is the point).
     sass: bool,
+    /// 0: the backends agree bit for bit (integer-valued data); else f16 outputs agree within
+    /// this relative tolerance (exp2 and summation order differ: attention).
+    tol: f32,
 }
 
 const CASES: &[Case] = &[
@@ -39,6 +42,7 @@ const CASES: &[Case] = &[
         copies: 1,
         opts: &[],
         sass: false,
+        tol: 0.0,
     },
     Case {
         kernel: "copy_2d",
@@ -49,6 +53,7 @@ const CASES: &[Case] = &[
         copies: 1,
         opts: &[],
         sass: false,
+        tol: 0.0,
     },
     Case {
         kernel: "copy_3d",
@@ -69,6 +74,7 @@ const CASES: &[Case] = &[
         copies: 1,
         opts: &[],
         sass: false,
+        tol: 0.0,
     },
     Case {
         kernel: "copy_1d",
@@ -79,6 +85,7 @@ const CASES: &[Case] = &[
         copies: 1,
         opts: &[],
         sass: false,
+        tol: 0.0,
     },
     Case {
         kernel: "row_sums",
@@ -89,6 +96,7 @@ const CASES: &[Case] = &[
         copies: 1,
         opts: &[],
         sass: false,
+        tol: 0.0,
     },
     Case {
         kernel: "small_dot",
@@ -109,6 +117,7 @@ const CASES: &[Case] = &[
         copies: 2,
         opts: &[],
         sass: false,
+        tol: 0.0,
     },
     Case {
         kernel: "kernels/matmul_descriptor.py::matmul_desc_kernel",
@@ -129,6 +138,7 @@ const CASES: &[Case] = &[
         copies: 6,
         opts: &[],
         sass: false,
+        tol: 0.0,
     },
     // Rows wider than 128 bytes (issue 13): each such tile is copied as 128-byte-wide boxes
     // into the column blocks of its slot. Ragged in every dimension: the boxes past the
@@ -154,6 +164,7 @@ const CASES: &[Case] = &[
         copies: 9,
         opts: &["--num-warps", "8", "--num-stages", "3"],
         sass: true,
+        tol: 0.0,
     },
     Case {
         // B's rows are 512 bytes: four boxes per slot.
@@ -175,6 +186,7 @@ const CASES: &[Case] = &[
         copies: 15,
         opts: &["--num-warps", "4", "--num-stages", "3"],
         sass: false,
+        tol: 0.0,
     },
     Case {
         // A K tile of 128: A's rows are 256 bytes (two boxes), B's 128 (one).
@@ -196,6 +208,7 @@ const CASES: &[Case] = &[
         copies: 9,
         opts: &["--num-warps", "4", "--num-stages", "3"],
         sass: false,
+        tol: 0.0,
     },
     Case {
         // A lone box of 1024-byte rows: without a swizzle a box may be that wide (one copy).
@@ -207,6 +220,7 @@ const CASES: &[Case] = &[
         copies: 1,
         opts: &[],
         sass: false,
+        tol: 0.0,
     },
     Case {
         kernel: "store_2d",
@@ -217,6 +231,7 @@ const CASES: &[Case] = &[
         copies: 1,
         opts: &[],
         sass: true,
+        tol: 0.0,
     },
     Case {
         kernel: "store_3d_loop",
@@ -237,6 +252,7 @@ const CASES: &[Case] = &[
         copies: 2,
         opts: &[],
         sass: false,
+        tol: 0.0,
     },
     Case {
         kernel: "kernels/matmul_persistent.py::matmul_persistent_kernel",
@@ -262,6 +278,7 @@ const CASES: &[Case] = &[
         copies: 7,
         opts: &[],
         sass: true,
+        tol: 0.0,
     },
     // 128-byte rows: both rings 128B-swizzled, B's read K-major through the transpose.
     Case {
@@ -286,6 +303,7 @@ const CASES: &[Case] = &[
         copies: 7,
         opts: &[],
         sass: true,
+        tol: 0.0,
     },
     // A batched dot whose B is read through `trans` of its last two dims (mma.sync on
     // ldmatrix: the transposed view of the ring's slot): 2 prologue stages + the loop's
@@ -313,6 +331,34 @@ const CASES: &[Case] = &[
         copies: 6,
         opts: &[],
         sass: true,
+        tol: 0.0,
+    },
+    // Attention over descriptors whose shape is a product of parameters (Z * H * N_CTX,
+    // computed at launch): Q's lone copy, then K (read as `k.T`) and V through the
+    // pipeliner's rings: 2 prologue stages and the loop's prefetch, for each.
+    Case {
+        kernel: "kernels/flash_attention_desc.py::attn_fwd_desc",
+        grid: "2,2",
+        args: &[
+            "q=@INTS:f16:1x2x100x64",
+            "k=@INTS:f16:1x2x100x64",
+            "v=@INTS:f16:1x2x100x64",
+            "o=randn:f16:1x2x100x64",
+            "sm_scale=0.125",
+            "Z=1",
+            "H=2",
+            "N_CTX=100",
+            "BLOCK_M=64",
+            "BLOCK_N=32",
+            "HEAD_DIM=64",
+            "IS_CAUSAL=True",
+        ],
+        out: "o",
+        tma: true,
+        copies: 7,
+        opts: &[],
+        sass: true,
+        tol: 1e-2,
     },
     Case {
         kernel: "offset_base",
@@ -323,6 +369,7 @@ const CASES: &[Case] = &[
         copies: 0,
         opts: &[],
         sass: false,
+        tol: 0.0,
     },
 ];
 
@@ -453,6 +500,43 @@ fn nan_canonical(npy: &[u8]) -> Vec<u8> {
     b
 }
 
+/// Two saved `.npy` outputs agree: the same bytes, or (`tol > 0`, f16 data) every element
+/// within `tol * (1 + |want|)` and NaN where the other is.
+fn agree(got: &[u8], want: &[u8], tol: f32) -> bool {
+    if tol == 0.0 || got.len() != want.len() {
+        return got == want;
+    }
+    let header_len = u16::from_le_bytes([want[8], want[9]]) as usize;
+    let data = 10 + header_len;
+    if got[..data] != want[..data] || !String::from_utf8_lossy(&want[10..data]).contains("'<f2'") {
+        return got == want;
+    }
+    let f16 = |c: &[u8]| {
+        let h = u16::from_le_bytes([c[0], c[1]]) as u32;
+        let (sign, exp, man) = (h >> 15, (h >> 10) & 0x1f, h & 0x3ff);
+        let mag = match exp {
+            0 => man as f32 * 2f32.powi(-24),
+            31 => {
+                if man == 0 {
+                    f32::INFINITY
+                } else {
+                    f32::NAN
+                }
+            }
+            e => (1.0 + man as f32 / 1024.0) * 2f32.powi(e as i32 - 15),
+        };
+        if sign == 1 {
+            -mag
+        } else {
+            mag
+        }
+    };
+    got[data..].chunks(2).zip(want[data..].chunks(2)).all(|(g, w)| {
+        let (g, w) = (f16(g), f16(w));
+        (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= tol * (1.0 + w.abs())
+    })
+}
+
 #[test]
 fn descriptor_loads_copy_with_tma_on_sm90_and_agree_with_the_interpreter() {
     if !ptxas_present() {
@@ -490,7 +574,7 @@ fn descriptor_loads_copy_with_tma_on_sm90_and_agree_with_the_interpreter() {
         for target in ["sm_90a", "sm_90", "sm_80"] {
             let got = nan_canonical(&run(case, "emu", target, seed));
             assert!(
-                got == want,
+                agree(&got, &want, case.tol),
                 "{} ({:?}): emu {target} differs from the interpreter (seed {seed})",
                 case.kernel,
                 case.args
@@ -499,7 +583,7 @@ fn descriptor_loads_copy_with_tma_on_sm90_and_agree_with_the_interpreter() {
         if case.sass {
             let got = nan_canonical(&run(case, "sass-emu", "sm_90a", seed));
             assert!(
-                got == want,
+                agree(&got, &want, case.tol),
                 "{} ({:?}): the SASS emulator (sm_90a) differs from the interpreter (seed {seed})",
                 case.kernel,
                 case.args
@@ -537,4 +621,34 @@ fn a_descriptor_the_launch_cannot_encode_is_an_error_naming_its_argument() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(err.contains("tensor descriptor of `src`") && err.contains("from `N`"), "{err}");
+
+    // A shape the launch computes (Z * H * N_CTX rows) that comes out negative names the
+    // product's factors.
+    let words: Vec<String> = [
+        "run",
+        "kernels/flash_attention_desc.py",
+        "--backend",
+        "emu",
+        "--grid",
+        "1,1",
+        "q=randn:f16:64x16",
+        "k=randn:f16:64x16",
+        "v=randn:f16:64x16",
+        "o=zeros:f16:64x16",
+        "sm_scale=0.25",
+        "Z=-1",
+        "H=4",
+        "N_CTX=16",
+        "BLOCK_M=16",
+        "BLOCK_N=16",
+        "HEAD_DIM=16",
+        "IS_CAUSAL=False",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let o = trident(&words, &[("TRIDENT_EMU_TARGET", "sm_90a")]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("a dimension of -64") && err.contains("the product `Z` * `H` * `N_CTX`"), "{err}");
 }

@@ -13,20 +13,50 @@ use crate::args::ArgValue;
 use crate::error::RunError;
 use crate::scalar::scalar_bits;
 
+/// The value of scalar parameter `i` at this launch, as an integer of its type.
+fn param_value(i: usize, ptx: &PtxKernel, args: &[ArgValue]) -> Result<i64, RunError> {
+    let (Some(p), Some(v)) = (ptx.params.get(i), args.get(i)) else {
+        return Err(RunError::msg(format!("internal: tensor map field names parameter {i}, which is missing")));
+    };
+    let AbiType::Scalar(d) = p.ty else {
+        return Err(RunError::msg(format!("internal: tensor map field names pointer parameter `{}`", p.name)));
+    };
+    let bits = scalar_bits(v, d);
+    let w = d.bits();
+    Ok(if d.is_signed_int() && w < 64 { ((bits << (64 - w)) as i64) >> (64 - w) } else { bits as i64 })
+}
+
 /// The integer value of a map field at this launch.
 fn field_value(f: &MapField, ptx: &PtxKernel, args: &[ArgValue]) -> Result<i64, RunError> {
+    let mut err = None;
+    let v = f.eval(&mut |i| match param_value(i, ptx, args) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            err = Some(e);
+            None
+        }
+    });
+    match (v, err) {
+        (Some(v), _) => Ok(v),
+        (None, Some(e)) => Err(e),
+        (None, None) => Err(RunError::msg("internal: a tensor map field without a value")),
+    }
+}
+
+/// How an error names a map field: the parameter, the constant, or the product's factors.
+fn field_name(f: &MapField, ptx: &PtxKernel) -> String {
     match f {
-        MapField::Const(c) => Ok(*c),
-        MapField::Param(i) => {
-            let (Some(p), Some(v)) = (ptx.params.get(*i), args.get(*i)) else {
-                return Err(RunError::msg(format!("internal: tensor map field names parameter {i}, which is missing")));
-            };
-            let AbiType::Scalar(d) = p.ty else {
-                return Err(RunError::msg(format!("internal: tensor map field names pointer parameter `{}`", p.name)));
-            };
-            let bits = scalar_bits(v, d);
-            let w = d.bits();
-            Ok(if d.is_signed_int() && w < 64 { ((bits << (64 - w)) as i64) >> (64 - w) } else { bits as i64 })
+        MapField::Param(i) => ptx.params.get(*i).map_or("?".to_string(), |p| format!("`{}`", p.name)),
+        MapField::Const(c) => format!("the constant {c}"),
+        MapField::Product { factors, .. } => {
+            let parts: Vec<String> = factors
+                .iter()
+                .map(|x| match x {
+                    MapField::Const(c) => c.to_string(),
+                    _ => field_name(x, ptx),
+                })
+                .collect();
+            format!("the product {}", parts.join(" * "))
         }
     }
 }
@@ -35,10 +65,7 @@ fn field_value(f: &MapField, ptx: &PtxKernel, args: &[ArgValue]) -> Result<i64, 
 /// the global address left 0 for the backend's buffer); a negative or too large dimension or
 /// stride is an error naming the parameter it came from.
 pub(crate) fn resolve(spec: &TensorMapSpec, ptx: &PtxKernel, args: &[ArgValue]) -> Result<TiledMap, RunError> {
-    let name = |f: &MapField| match f {
-        MapField::Param(i) => ptx.params.get(*i).map_or("?".to_string(), |p| format!("`{}`", p.name)),
-        MapField::Const(c) => format!("the constant {c}"),
-    };
+    let name = |f: &MapField| field_name(f, ptx);
     let base = ptx.params.get(spec.base_param).map_or("?", |p| p.name.as_str());
     let esize = spec.dtype.size_bytes() as u64;
     let mut dims = vec![];

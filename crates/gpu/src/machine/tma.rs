@@ -1,4 +1,5 @@
-//! The tensor-memory accelerator's shared-memory layouts.
+//! The tensor-memory accelerator's shared-memory layouts, and the launch-time fields of its
+//! tensor maps ([`MapField`]: what the host computes from the arguments).
 //!
 //! A TMA copy writes its box row-major (the innermost dimension contiguous) from its
 //! shared destination, with the byte address `a` of each element permuted by the map's
@@ -18,6 +19,7 @@
 //! element by element for every box.
 
 use crate::layout::SharedLinear;
+use trident_ir::{CastKind, Const, Function, OpKind, Value, ValueDef};
 
 /// The byte address TMA gives the byte at offset `a` of a 1024-byte aligned destination,
 /// with swizzle span `w` (0: none).
@@ -86,9 +88,100 @@ pub fn swizzle_for(sl: &SharedLinear, elem_bytes: u32) -> Option<TmaFill> {
     })
 }
 
+/// Where one field of a tensor map comes from at launch.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum MapField {
+    /// The value of the kernel's scalar parameter with this index (IR parameter order), as
+    /// an integer of its type (signed types sign-extended).
+    Param(usize),
+    Const(i64),
+    /// The product of the factors as the kernel computes it: wrapped to a signed integer of
+    /// `bits` bits (a `mul` of `i32` values wraps at 32 bits), then sign-extended. A shape
+    /// like `Z * H * N_CTX` of parameters is known at launch without code in the kernel.
+    Product {
+        factors: Vec<MapField>,
+        bits: u32,
+    },
+}
+
+impl MapField {
+    /// The field's value for the launch's parameter values (`param(i)`: parameter `i`'s
+    /// value as an integer of its type), or `None` where a parameter has none.
+    pub fn eval(&self, param: &mut dyn FnMut(usize) -> Option<i64>) -> Option<i64> {
+        match self {
+            MapField::Param(i) => param(*i),
+            MapField::Const(c) => Some(*c),
+            MapField::Product { factors, bits } => {
+                let mut p: i64 = 1;
+                for x in factors {
+                    p = p.wrapping_mul(x.eval(param)?);
+                }
+                let sh = 64 - (*bits).clamp(1, 64);
+                Some((p << sh) >> sh)
+            }
+        }
+    }
+}
+
+/// The map field `v` is, if the launch can compute it: an integer parameter (through integer
+/// conversions), a constant, or a product of such (`mul`s of signed integers).
+pub fn map_field(f: &Function, v: Value) -> Option<MapField> {
+    let is_int = |t: &trident_ir::Type| t.is_scalar() && t.elem().is_int() && !t.elem().is_bool();
+    if !is_int(f.ty(v)) {
+        return None;
+    }
+    match f.values[v].def {
+        ValueDef::Arg(b, i) if b == f.body => Some(MapField::Param(i as usize)),
+        ValueDef::Arg(..) => None,
+        ValueDef::Result(op, _) => match &f.ops[op].kind {
+            OpKind::Constant(Const::Int(x)) => Some(MapField::Const(*x)),
+            OpKind::Cast { kind: CastKind::Convert, .. } => {
+                let inner = map_field(f, f.ops[op].operands[0])?;
+                // A product wraps at its own width (and is signed): widening keeps its value,
+                // a narrowing cast would wrap it again.
+                if let MapField::Product { bits, .. } = &inner {
+                    if f.ty(v).elem().num().is_none_or(|d| !d.is_int() || d.bits() < *bits) {
+                        return None;
+                    }
+                }
+                Some(inner)
+            }
+            OpKind::Binary(trident_ir::BinaryOp::Mul) => {
+                let d = f.ty(v).elem().num().filter(|d| d.is_signed_int())?;
+                let mut factors = vec![];
+                for &o in f.ops[op].operands.iter() {
+                    match map_field(f, o)? {
+                        MapField::Product { factors: inner, bits } if bits == d.bits() => factors.extend(inner),
+                        x => factors.push(x),
+                    }
+                }
+                Some(MapField::Product { factors, bits: d.bits() })
+            }
+            _ => None,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn map_field_products_wrap_like_the_kernel() {
+        let p = |v: Vec<i64>| move |i: usize| v.get(i).copied();
+        let prod = |bits| MapField::Product {
+            factors: vec![MapField::Param(0), MapField::Param(1), MapField::Const(3)],
+            bits,
+        };
+        assert_eq!(prod(32).eval(&mut p(vec![4, 5])), Some(60));
+        assert_eq!(prod(32).eval(&mut p(vec![-4, 5])), Some(-60));
+        // 2^20 * 2^11 * 3 wraps at 32 bits as an i32 `mul` does; not at 64.
+        let (a, b) = (1 << 20, 1 << 11);
+        assert_eq!(prod(32).eval(&mut p(vec![a, b])), Some(((a * b * 3) as i32) as i64));
+        assert_eq!(prod(64).eval(&mut p(vec![a, b])), Some(a * b * 3));
+        // A parameter without a value leaves the product without one.
+        assert_eq!(prod(32).eval(&mut p(vec![4])), None);
+    }
     use crate::layout::build::shared;
 
     fn one_box(swizzle: u32, box_cols: u32) -> Option<TmaFill> {

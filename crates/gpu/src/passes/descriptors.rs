@@ -82,18 +82,10 @@ fn box_type(f: &Function, op: Op) -> &Type {
 }
 
 /// Where a tensor map's field comes from, as the launch resolves it.
+/// Whether the launch can compute `v` for a tensor map: a scalar parameter, a constant, or
+/// a product of them (`crate::machine::tma::MapField`).
 fn is_param_or_const(f: &Function, v: Value) -> bool {
-    match f.values[v].def {
-        ValueDef::Arg(b, _) => b == f.body,
-        ValueDef::Result(op, _) => match &f.ops[op].kind {
-            OpKind::Constant(Const::Int(_)) => f.ty(v).is_scalar(),
-            OpKind::Cast { kind: trident_ir::CastKind::Convert, .. } => {
-                let src = f.ops[op].operands[0];
-                f.ty(src).elem().is_int() && !f.ty(src).elem().is_bool() && is_param_or_const(f, src)
-            }
-            _ => false,
-        },
-    }
+    f.ty(v).is_scalar() && crate::machine::tma::map_field(f, v).is_some()
 }
 
 fn const_int(f: &Function, v: Value) -> Option<i64> {

@@ -29,16 +29,9 @@ use super::emitter::{Emitter, Res};
 use super::regs::{Reg, RegClass};
 use std::fmt::Write as _;
 use trident_core::DType;
-use trident_ir::{CastKind, Const, Function, Op, OpKind, Value, ValueDef};
+use trident_ir::{Function, Op, OpKind, Value, ValueDef};
 
-/// Where one field of a tensor map comes from at launch.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum MapField {
-    /// The value of the kernel's scalar parameter with this index (IR parameter order), as
-    /// an integer of its type (signed types sign-extended).
-    Param(usize),
-    Const(i64),
-}
+pub use crate::machine::tma::{map_field, MapField};
 
 /// What the launch needs to build one hidden tensor map (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -59,19 +52,6 @@ pub struct TensorMapSpec {
     pub nan: bool,
 }
 
-/// The parameter a map field names, through integer conversions, or its constant.
-fn field(f: &Function, v: Value) -> Option<MapField> {
-    match f.values[v].def {
-        ValueDef::Arg(b, i) if b == f.body => Some(MapField::Param(i as usize)),
-        ValueDef::Arg(..) => None,
-        ValueDef::Result(op, _) => match &f.ops[op].kind {
-            OpKind::Constant(Const::Int(x)) => Some(MapField::Const(*x)),
-            OpKind::Cast { kind: CastKind::Convert, .. } => field(f, f.ops[op].operands[0]),
-            _ => None,
-        },
-    }
-}
-
 /// The launch-time description of a `tma_map` op, or why it has none.
 pub fn spec_of(f: &Function, op: Op) -> Result<TensorMapSpec, String> {
     let d = &f.ops[op];
@@ -82,8 +62,9 @@ pub fn spec_of(f: &Function, op: Op) -> Result<TensorMapSpec, String> {
         _ => return Err("the map's base is not a pointer parameter of the kernel".into()),
     };
     let dtype = f.ty(d.operands[0]).elem().pointee().ok_or("the map's base is not a pointer")?;
-    let fields: Option<Vec<MapField>> = d.operands[1..].iter().map(|&v| field(f, v)).collect();
-    let fields = fields.ok_or("a shape or stride of the map is neither a kernel parameter nor a constant")?;
+    let fields: Option<Vec<MapField>> = d.operands[1..].iter().map(|&v| map_field(f, v)).collect();
+    let fields =
+        fields.ok_or("a shape or stride of the map is not a kernel parameter, a constant or a product of them")?;
     Ok(TensorMapSpec {
         base_param,
         dtype,

@@ -69,7 +69,8 @@ pub struct GpuMeta {
     pub tensor_maps: Vec<TensorMapMeta>,
 }
 
-/// A [`TensorMapSpec`] as JSON: fields are `{"param": i}` or `{"const": v}`.
+/// A [`TensorMapSpec`] as JSON: fields are `{"param": i}`, `{"const": v}` or
+/// `{"product": {"factors": [...], "bits": 32}}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TensorMapMeta {
     pub base_param: usize,
@@ -87,18 +88,34 @@ pub struct TensorMapMeta {
 pub enum MapFieldMeta {
     Param(usize),
     Const(i64),
+    Product { factors: Vec<MapFieldMeta>, bits: u32 },
+}
+
+impl MapFieldMeta {
+    fn of(x: &MapField) -> MapFieldMeta {
+        match x {
+            MapField::Param(i) => MapFieldMeta::Param(*i),
+            MapField::Const(c) => MapFieldMeta::Const(*c),
+            MapField::Product { factors, bits } => {
+                MapFieldMeta::Product { factors: factors.iter().map(MapFieldMeta::of).collect(), bits: *bits }
+            }
+        }
+    }
+
+    fn to_field(&self) -> MapField {
+        match self {
+            MapFieldMeta::Param(i) => MapField::Param(*i),
+            MapFieldMeta::Const(c) => MapField::Const(*c),
+            MapFieldMeta::Product { factors, bits } => {
+                MapField::Product { factors: factors.iter().map(MapFieldMeta::to_field).collect(), bits: *bits }
+            }
+        }
+    }
 }
 
 impl TensorMapMeta {
     fn of(s: &TensorMapSpec) -> TensorMapMeta {
-        let fields = |v: &[MapField]| {
-            v.iter()
-                .map(|x| match x {
-                    MapField::Param(i) => MapFieldMeta::Param(*i),
-                    MapField::Const(c) => MapFieldMeta::Const(*c),
-                })
-                .collect()
-        };
+        let fields = |v: &[MapField]| v.iter().map(MapFieldMeta::of).collect();
         TensorMapMeta {
             base_param: s.base_param,
             dtype: s.dtype.name().to_string(),
@@ -111,14 +128,7 @@ impl TensorMapMeta {
     }
 
     fn to_spec(&self) -> Result<TensorMapSpec, String> {
-        let fields = |v: &[MapFieldMeta]| {
-            v.iter()
-                .map(|x| match x {
-                    MapFieldMeta::Param(i) => MapField::Param(*i),
-                    MapFieldMeta::Const(c) => MapField::Const(*c),
-                })
-                .collect()
-        };
+        let fields = |v: &[MapFieldMeta]| v.iter().map(MapFieldMeta::to_field).collect();
         Ok(TensorMapSpec {
             base_param: self.base_param,
             dtype: DType::parse(&self.dtype).ok_or_else(|| format!("unknown dtype `{}`", self.dtype))?,

@@ -13,6 +13,7 @@ mod batched_matmul;
 mod cumsum;
 mod dropout;
 mod flash_attention;
+mod flash_attention_desc;
 mod layernorm;
 mod matmul;
 mod matmul_descriptor;
@@ -47,6 +48,7 @@ pub fn all() -> Vec<Case> {
     v.extend(matmul::cases());
     v.extend(layernorm::cases());
     v.extend(flash_attention::cases());
+    v.extend(flash_attention_desc::cases());
     v.extend(dropout::cases());
     v.extend(splitk_matmul::cases());
     v.extend(cumsum::cases());

@@ -1,0 +1,83 @@
+//! `kernels/flash_attention_desc.py`: the attention of `flash_attention.py` over tensor
+//! descriptors (contiguous Q, K, V seen as one (Z·H·N_CTX, HEAD_DIM) matrix; K read as `k.T`).
+//! Sizes leave key blocks that run into the next head's rows (masked to -inf) and query
+//! blocks past N_CTX (not stored); HEAD_DIM keeps rows a multiple of 16 bytes (TMA's rule).
+
+use trident_core::DType;
+
+use super::{case, cdiv, grid, kernel_file, output};
+use crate::case::{f64_copy, put, Case, Check, Elements, Inputs, RefError, Tolerance};
+use crate::TensorList;
+
+pub(crate) fn cases() -> Vec<Case> {
+    // (Z, H, N_CTX, HEAD_DIM, BLOCK_M, BLOCK_N, causal, sm_scale)
+    let problems = [
+        (1, 2, 40, 16, 16, 16, true, "0.25"),
+        (2, 2, 37, 32, 16, 32, false, "0.17677669529663687"),
+        (1, 2, 100, 64, 64, 32, true, "0.125"),
+        (1, 1, 90, 64, 64, 64, false, "0.125"),
+    ];
+    problems
+        .into_iter()
+        .map(|(z, h, n, d, bm, bn, causal, scale)| {
+            let dt = DType::F16;
+            let shape = format!("{z}x{h}x{n}x{d}");
+            let args = vec![
+                format!("q=randn:{dt}:{shape}"),
+                format!("k=randn:{dt}:{shape}"),
+                format!("v=randn:{dt}:{shape}"),
+                format!("o=empty:{dt}:{shape}"),
+                format!("sm_scale={scale}"),
+                format!("Z={z}"),
+                format!("H={h}"),
+                format!("N_CTX={n}"),
+                format!("BLOCK_M={bm}"),
+                format!("BLOCK_N={bn}"),
+                format!("HEAD_DIM={d}"),
+                format!("IS_CAUSAL={}", if causal { "True" } else { "False" }),
+            ];
+            case(
+                kernel_file!("flash_attention_desc.py"),
+                "attn_fwd_desc",
+                format!("attn_fwd_desc/{dt}/{shape}/{}", if causal { "causal" } else { "full" }),
+                args,
+                grid(cdiv(n, bm), z * h, 1),
+                // P is rounded to f16 before P @ V: a few ulps on O.
+                vec![output("o", Check::Close(Tolerance::new(5e-3, 1e-2)))],
+                reference,
+            )
+        })
+        .collect()
+}
+
+fn reference(i: &Inputs<'_>) -> Result<TensorList, RefError> {
+    let (q, k, v, o) = (i.tensor("q")?, i.tensor("k")?, i.tensor("v")?, i.tensor("o")?);
+    let (heads, n, d) = (i.size("Z")? * i.size("H")?, i.size("N_CTX")?, i.size("HEAD_DIM")?);
+    let (scale, causal) = (i.float("sm_scale")?, i.flag("IS_CAUSAL")?);
+    let at = |zh: usize, r: usize, c: usize| (zh * n + r) * d + c;
+    let mut want = f64_copy(o);
+    for zh in 0..heads {
+        for qi in 0..n {
+            let keys = if causal { qi + 1 } else { n };
+            let mut scores = Vec::with_capacity(keys);
+            for kj in 0..keys {
+                let mut dot = 0.0;
+                for c in 0..d {
+                    dot += q.at(at(zh, qi, c))? * k.at(at(zh, kj, c))?;
+                }
+                scores.push(dot * scale);
+            }
+            let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+            let total: f64 = weights.iter().sum();
+            for c in 0..d {
+                let mut acc = 0.0;
+                for (kj, wgt) in weights.iter().enumerate() {
+                    acc += wgt * v.at(at(zh, kj, c))?;
+                }
+                put(&mut want, at(zh, qi, c), acc / total)?;
+            }
+        }
+    }
+    Ok(vec![("o".into(), want)])
+}
