@@ -84,6 +84,19 @@ def attention_case(causal):
         dots=[(128, 64, D), (128, D, 64)])
 
 
+def attention_desc_case(causal, d=64):
+    """Triton's Hopper attention tutorial's shape: descriptors over (Z*H*N_CTX, D), K as k.T."""
+    Z, H, S = 4, 16, 4096
+    args = OrderedDict((t, "*f16") for t in "qkvo")
+    args.update(sm_scale=d ** -0.5, Z=Z, H=H, N_CTX=S, BLOCK_M=128, BLOCK_N=64 if d == 64 else 128,
+                HEAD_DIM=d, IS_CAUSAL=causal)
+    bn = args["BLOCK_N"]
+    return dict(
+        name=f"attention desc D{d}" + (" causal" if causal else ""), file="kernels/flash_attention_desc.py",
+        kernel="attn_fwd_desc", what=f"f16 Z{Z} H{H} S{S} D{d}, BLOCK_M=128 BLOCK_N={bn}", warps=8, stages=2,
+        args=args, dots=[(128, bn, d), (128, d, bn)])
+
+
 def desc_case(bm, bn, bk, warps):
     return dict(name=f"matmul desc {bm}x{bn}x{bk}", file="kernels/matmul_descriptor.py", kernel="matmul_desc_kernel",
                 what=f"f16 4096^3, {bm}x{bn}x{bk}", warps=warps, stages=3,
@@ -110,6 +123,9 @@ CASES = [
          dots=[]),
     attention_case(False),
     attention_case(True),
+    attention_desc_case(False),
+    attention_desc_case(True),
+    attention_desc_case(False, d=128),
     # Sizes that are not multiples of 16: masks vary inside every vector (issue 13's spill case).
     dict(name="matmul ragged", file="kernels/matmul.py", kernel="matmul_kernel",
          what="f16 1000^3, 128x128x32, GROUP_M=8", warps=4, stages=3,
@@ -282,10 +298,13 @@ def parse_sass(text):
     return instrs, labels
 
 
-def main_loop(instrs, labels, has_dots=False):
-    """The main loop body: for kernels with dots the smallest backward-branch range holding a
-    tensor-core instruction (a persistent kernel's K loop, not its tile loop), else the largest
-    range [target, branch] of a backward branch (self-branches excluded)."""
+def main_loop(instrs, labels, has_dots=False, case=None):
+    """The main loop body: for kernels with dots the smallest backward-branch range holding
+    every tensor-core multiply-add of one iteration of the kernel's dots (a persistent kernel's
+    K loop, not its tile loop; not a stretch of a loop cut off by an mbarrier wait's retry
+    branch), else — none covers the work — the smallest holding a tensor-core instruction;
+    without dots the largest range [target, branch] of a backward branch (self-branches
+    excluded)."""
     ranges = []
     for addr, op, rest in instrs:
         if not op.startswith("BRA"):
@@ -299,6 +318,10 @@ def main_loop(instrs, labels, has_dots=False):
     if has_dots:
         tc = [a for a, op, _ in instrs if op.startswith(("HMMA", "HGMMA"))]
         holding = [r for r in ranges if any(r[0] <= a <= r[1] for a in tc)]
+        if case is not None:
+            whole = [r for r in holding
+                     if (dot_coverage([i for i in instrs if r[0] <= i[0] <= r[1]], case) or 0) >= 1.0]
+            holding = whole or holding
         if holding:
             ranges = [min(holding, key=lambda r: r[1] - r[0])]
     if not ranges:
@@ -395,13 +418,13 @@ def dot_coverage(loop, case):
     return have / need
 
 
-def analyse(ptxas, nvdisasm, ptx, arch, path, has_dots=False):
+def analyse(ptxas, nvdisasm, ptx, arch, path, has_dots=False, case=None):
     usage, log = ptxas_compile(ptxas, ptx, arch, path)
     sass = run([nvdisasm, "-c", path + ".cubin"]).stdout
     with open(path + ".sass", "w") as f:
         f.write(sass)
     instrs, labels = parse_sass(sass)
-    loop = main_loop(instrs, labels, has_dots)
+    loop = main_loop(instrs, labels, has_dots, case)
     return dict(usage=usage, log=log, instrs=instrs, loop=loop, mix=mix(instrs), loop_mix=mix(loop))
 
 
@@ -505,8 +528,9 @@ def report(results, meta, old_text, failures=()):
     L.append("Columns: **regs** registers per thread; **smem** dynamic shared memory the compiler plans "
              "(bytes); **spill** spill stores/loads in bytes (`ptxas -v`); **instrs** SASS instructions in the "
              "kernel; **loop** SASS instructions in the main loop body (for kernels with dots the smallest "
-             "backward-branch range holding a tensor-core instruction: one K-iteration for matmul, also in a "
-             "persistent kernel, one KV block for attention; else the largest backward-branch range); **TC cover** tensor-core multiply-adds issued "
+             "backward-branch range holding all the tensor-core work of one iteration of the dots (else the smallest "
+             "holding any): one K-iteration for matmul, also in a persistent kernel, one KV block for attention, "
+             "not a stretch cut off by an mbarrier wait's retry branch; else the largest backward-branch range); **TC cover** tensor-core multiply-adds issued "
              "per loop iteration / the M·N·K of the kernel's `tl.dot`s per iteration (1.00 = every dot on tensor "
              "cores, once); **own regs** what Triton's own build (its ptxas and flags) gives, for reference.")
     L.append("")
@@ -652,7 +676,7 @@ def main():
                 if n_dots != len(case["dots"]):
                     print(f"warning: {case['name']}: {n_dots} dots in the tile IR, {len(case['dots'])} listed",
                           file=sys.stderr)
-                r = analyse(ptxas, nvdisasm, ptx, ptx_arch(ptx) or arch, stem + ".trident", bool(case["dots"]))
+                r = analyse(ptxas, nvdisasm, ptx, ptx_arch(ptx) or arch, stem + ".trident", bool(case["dots"]), case)
                 r.update(case=case["name"], arch=arch, side="Trident", shared=shared)
                 r["coverage"] = dot_coverage(r["loop"], case)
                 results.append(r)
@@ -662,7 +686,7 @@ def main():
                 tptx, tshared, tttgir, own = triton_ptx(case, cap)
                 with open(stem + ".triton.ttgir", "w") as f:
                     f.write(tttgir)
-                r = analyse(ptxas, nvdisasm, tptx, ptx_arch(tptx) or arch, stem + ".triton", bool(case["dots"]))
+                r = analyse(ptxas, nvdisasm, tptx, ptx_arch(tptx) or arch, stem + ".triton", bool(case["dots"]), case)
                 r.update(case=case["name"], arch=arch, side="Triton", shared=tshared, own_regs=own)
                 r["coverage"] = dot_coverage(r["loop"], case)
                 results.append(r)
