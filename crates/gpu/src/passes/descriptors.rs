@@ -23,9 +23,13 @@
 //!
 //!   The map is built on the host before the launch (`tma_map`'s docs), so the window must
 //!   come from the kernel's parameters: the base a pointer parameter, each shape and stride a
-//!   constant or an integer parameter (possibly converted to i64), the innermost stride 1.
+//!   constant, an integer parameter (possibly converted to i64) or a product of them, the
+//!   innermost stride 1.
 //!   Box dimensions are powers of two up to 256 and the innermost spans a multiple of 16
 //!   bytes (Triton's rules for descriptors, checked by the front end where constant).
+//!   A load outside every loop whose one use converts it to an mma operand (attention's Q)
+//!   gets the operand's swizzled tile as its box instead, read straight into the operand
+//!   layout (wgmma then reads the box where it is): no row-major round trip.
 //!   A load inside a loop that feeds a `dot` is left to the `cp.async` pipeliner
 //!   (`gpu-pipeline`), which overlaps it with the loop's math; a lone TMA copy would wait.
 //! * **A plain load** otherwise: the masked `load` of its first three operands; the window
@@ -36,6 +40,8 @@
 //! written, which is the store's mask); otherwise the masked `store` of its first three
 //! operands.
 
+use crate::machine::mma::MmaTile;
+use crate::machine::tma::{swizzle_for, TmaFill};
 use crate::options::GpuOptions;
 use trident_core::DType;
 use trident_ir::{CacheModifier, Const, Elem, EvictionPolicy, Function, Layout, Op, OpKind, Type, Value, ValueDef};
@@ -81,7 +87,6 @@ fn box_type(f: &Function, op: Op) -> &Type {
     }
 }
 
-/// Where a tensor map's field comes from, as the launch resolves it.
 /// Whether the launch can compute `v` for a tensor map: a scalar parameter, a constant, or
 /// a product of them (`crate::machine::tma::MapField`).
 fn is_param_or_const(f: &Function, v: Value) -> bool {
@@ -204,20 +209,71 @@ fn lower_to_tma(f: &mut Function, op: Op, rank: usize) {
     let t = f.ty(res).clone();
     let offsets = od.operands[4 + 2 * rank..].to_vec();
     let bar = new_barriers(f, 1, 1, loc);
-    let map = new_map(f, op, 0, 0);
-    let order: Vec<u32> = (0..rank as u32).rev().collect();
-    let row_major = f.intern_layout(Layout::Shared { vec: 1, per_phase: 1, max_phase: 1, order: order.into() });
-    let buf = f.new_op(OpKind::LocalAlloc, &[], &[t.with_layout(Some(row_major))], loc);
+    // The box: the mma operand's swizzled tile when the load only feeds one (read straight
+    // into the operand's layout), else row-major and read in the load's layout.
+    let (map, box_layout, read_ty, replaced) = match operand_box(f, op) {
+        Some((convert, tile, fill)) => {
+            let map = new_map(f, op, fill.swizzle, fill.box_cols);
+            let l = f.intern_layout(tile.layout(rank));
+            let conv_res = f.ops[convert].results[0];
+            (map, l, f.ty(conv_res).clone(), Some(convert))
+        }
+        None => {
+            let order: Vec<u32> = (0..rank as u32).rev().collect();
+            let l = f.intern_layout(Layout::Shared { vec: 1, per_phase: 1, max_phase: 1, order: order.into() });
+            (new_map(f, op, 0, 0), l, t.clone(), None)
+        }
+    };
+    let buf = f.new_op(OpKind::LocalAlloc, &[], &[t.with_layout(Some(box_layout))], loc);
     let mut copy_operands = vec![f.result(map, 0), f.result(buf, 0), bar];
     copy_operands.extend_from_slice(&offsets);
     let copy = f.new_op(OpKind::TmaCopy, &copy_operands, &[], loc);
     let wait = f.new_op(OpKind::MbarrierWait, &[bar], &[], loc);
-    let read = f.new_op(OpKind::LocalLoad, &[f.result(buf, 0)], &[t], loc);
+    let read = f.new_op(OpKind::LocalLoad, &[f.result(buf, 0)], &[read_ty], loc);
     for new in [map, buf, copy, wait, read] {
         f.insert_op_before(op, new);
     }
-    f.replace_all_uses(res, f.result(read, 0));
+    match replaced {
+        Some(convert) => {
+            let conv_res = f.ops[convert].results[0];
+            f.replace_all_uses(conv_res, f.result(read, 0));
+            f.detach_op(convert);
+        }
+        None => f.replace_all_uses(res, f.result(read, 0)),
+    }
     f.detach_op(op);
+}
+
+/// For a load outside every loop whose one use converts it to an mma operand (attention's Q,
+/// read by every iteration's dot): the conversion, the operand's shared tile, and how TMA
+/// writes that tile. The box then lives in the operand's layout — wgmma reads it from shared
+/// memory where it is, `ldmatrix` straight into the operand registers — instead of a
+/// row-major box read into registers and converted through shared memory again. (Inside a
+/// loop the copy would overwrite a tile an asynchronous wgmma may still read.)
+fn operand_box(f: &Function, op: Op) -> Option<(Op, MmaTile, TmaFill)> {
+    if in_loop(f, op) {
+        return None;
+    }
+    let res = f.ops[op].results[0];
+    let users: Vec<Op> = f.all_ops().into_iter().filter(|&u| f.ops[u].operands.contains(&res)).collect();
+    let [convert] = users[..] else { return None };
+    if !matches!(f.ops[convert].kind, OpKind::ConvertLayout) || f.ops[convert].operands.len() != 1 {
+        return None;
+    }
+    let ct = f.ty(f.ops[convert].results[0]);
+    let Some(Layout::DotOperand { op_idx, parent, k_width }) = ct.layout().and_then(|id| f.layouts.get(id)).cloned()
+    else {
+        return None;
+    };
+    if !matches!(f.layouts.get(parent), Some(Layout::Mma { .. })) {
+        return None;
+    }
+    let dst = crate::layout::distributed(&f.layouts, ct.layout()?, ct.shape()).ok()?;
+    let bytes = ct.elem().num()?.size_bytes() as u32;
+    // TMA writes rows along the last dimension.
+    let tile = MmaTile::with_fast(&dst, op_idx, k_width, bytes, 1)?;
+    let fill = swizzle_for(&tile.shared(ct.shape()).ok()?, bytes)?;
+    Some((convert, tile, fill))
 }
 
 /// A `desc_store` as a TMA copy out of a row-major box: every thread writes its part of the
