@@ -501,11 +501,16 @@ pub mod discardable {
     /// op produces no registers; its tile stays in shared memory for the `dot` (its only
     /// user) to read. `true`.
     pub const SMEM_OPERAND: &str = "smem_operand";
+    /// On a `barrier` in a loop of warpgroup MMAs: the last this many committed MMA groups
+    /// may still run across it (they read no buffer it protects), so it waits only for the
+    /// older ones (`wgmma.wait_group N` instead of 0) — the MMA of this iteration overlaps
+    /// the refill of the slot the previous one read. Integer, non-negative.
+    pub const WGMMA_IN_FLIGHT: &str = "wgmma_in_flight";
     /// On a kernel whose shared memory was planned: the bytes of dynamic shared memory it
     /// is launched with (every `smem_offset + smem_size` fits). Integer, non-negative.
     pub const SMEM_TOTAL: &str = "smem_total";
     /// Names allowed on ops.
-    pub const OP_ATTRS: &[&str] = &[SMEM_OFFSET, SMEM_SIZE, SMEM_OPERAND];
+    pub const OP_ATTRS: &[&str] = &[SMEM_OFFSET, SMEM_SIZE, SMEM_OPERAND, WGMMA_IN_FLIGHT];
     /// Names allowed on functions.
     pub const FUNCTION_ATTRS: &[&str] = &[SMEM_TOTAL];
 }

@@ -184,6 +184,13 @@ impl<'a> Verifier<'a> {
                 if !matches!(d.kind, OpKind::ConvertLayout | OpKind::LocalLoad) {
                     self.err(op, format!("`{k}` is only for `convert_layout` and `local_load`"));
                 }
+            } else if k == discardable::WGMMA_IN_FLIGHT {
+                if a.as_int().is_none_or(|n| n < 0) {
+                    self.err(op, format!("`{k}` must be a non-negative count, not `{a}`"));
+                }
+                if !matches!(d.kind, OpKind::Barrier) {
+                    self.err(op, format!("`{k}` is only for `barrier`"));
+                }
             }
         }
         let offset = d.attrs.get(discardable::SMEM_OFFSET);

@@ -530,6 +530,8 @@ fn discardable_attributes() {
         "positive",
     );
     assert_planned_error("  %1 = convert_layout %0 {smem_operand = false} : tensor<128xi32, #L1>", "must be `true`");
+    assert_planned_error("  barrier {wgmma_in_flight = -1}", "non-negative count");
+    assert_planned_error("  %1 = add %0, %0 {wgmma_in_flight = 1} : tensor<128xi32, #L0>", "only for `barrier`");
     assert_planned_error("  %1 = add %0, %0 {smem_operand = true} : tensor<128xi32, #L0>", "only for `convert_layout`");
     assert_planned_error(
         "  %1 = arange [start = 0, end = 4] : tensor<4xi32>",

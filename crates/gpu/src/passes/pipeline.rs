@@ -484,6 +484,14 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         };
         // The wait for slot r and its reads: at the top, or (records in the body) at the
         // first pipelined load's place, each read at its load's place.
+        // With TMA and warpgroup MMA (the prefetch after stage 1) the CTA barrier that frees
+        // slot w moves from the top to just before the prefetch (`late_barrier`): each thread
+        // sees slot r's data through the mbarrier alone, and there the barrier lets this
+        // iteration's MMAs run on (`wgmma_in_flight = 1`: they read slot r) while it waits
+        // for the previous iteration's, which read slot w — the tensor cores stay busy across
+        // the refill and the loop's back edge. cp.async rings keep the barrier at the top: it
+        // publishes every thread's copies.
+        let late_barrier = use_tma && opts.target.has_wgmma() && !in_order;
         let wait = |f: &mut Function, app: &mut Inserter<'_>| {
             match (bars, bar_slot_ty.clone()) {
                 (Some(b), Some(bt)) => {
@@ -494,7 +502,9 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
                     app(f, OpKind::AsyncWait { pending: s - 2 }, &[], None);
                 }
             }
-            app(f, OpKind::Barrier, &[], None);
+            if !late_barrier {
+                app(f, OpKind::Barrier, &[], None);
+            }
         };
         let read = |f: &mut Function, app: &mut Inserter<'_>, map1: &mut HashMap<Value, Value>, ci: usize| {
             let c = &cands[ci];
@@ -554,6 +564,11 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             }
         }
         if !fetched {
+            if late_barrier {
+                let b = f.new_op(OpKind::Barrier, &[], &[], loc);
+                f.ops[b].attrs.set(trident_ir::discardable::WGMMA_IN_FLIGHT, trident_ir::Attr::Int(1));
+                f.append_op(nb, b);
+            }
             prefetch(f, &mut app, &mut map0);
         }
         // Next slots: s + 1, wrapped to 0 at S (`& (S - 1)` when S is a power of two).

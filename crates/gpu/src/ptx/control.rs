@@ -4,7 +4,7 @@
 
 use super::emitter::{Emitter, Res};
 use super::regs::Reg;
-use trident_ir::{Block, Op};
+use trident_ir::{Block, Op, OpKind, Value};
 
 impl Emitter<'_> {
     /// Operand registers of a block's terminator, flattened per operand.
@@ -14,25 +14,28 @@ impl Emitter<'_> {
     }
 
     /// Copies `srcs` into `dsts` as if all at once (a source may be another destination).
+    /// A value already in its destination (an accumulator a wgmma updated in place) is left
+    /// alone: the MMA may still be writing it.
     pub fn parallel_copy(&mut self, dsts: &[Vec<Reg>], srcs: &[Vec<Reg>]) {
-        let flat_d: Vec<Reg> = dsts.iter().flatten().copied().collect();
-        let flat_s: Vec<Reg> = srcs.iter().flatten().copied().collect();
-        let conflict = flat_s.iter().enumerate().any(|(i, s)| flat_d.iter().enumerate().any(|(j, d)| d == s && i != j));
+        let pairs: Vec<(Reg, Reg)> =
+            dsts.iter().flatten().copied().zip(srcs.iter().flatten().copied()).filter(|(d, s)| d != s).collect();
+        let conflict =
+            pairs.iter().enumerate().any(|(i, (_, s))| pairs.iter().enumerate().any(|(j, (d, _))| d == s && i != j));
         if conflict {
-            let tmps: Vec<Reg> = flat_s
+            let tmps: Vec<Reg> = pairs
                 .iter()
-                .map(|&s| {
+                .map(|&(_, s)| {
                     let t = self.new_reg(s.class);
                     self.mov(t, s);
                     t
                 })
                 .collect();
-            for (d, t) in flat_d.iter().zip(tmps) {
-                self.mov(*d, t);
+            for (&(d, _), t) in pairs.iter().zip(tmps) {
+                self.mov(d, t);
             }
         } else {
-            for (d, s) in flat_d.iter().zip(flat_s) {
-                self.mov(*d, s);
+            for &(d, s) in &pairs {
+                self.mov(d, s);
             }
         }
     }
@@ -71,6 +74,19 @@ impl Emitter<'_> {
         let p = self.new_reg(super::regs::RegClass::Pred);
         self.ins(format!("setp.ge.{it} {p}, {iv}, {ub}"));
         self.ins(format!("@{p} bra.uni {end}"));
+        // Accumulators that dots of the body update in place may still be written by the
+        // previous iteration's MMA when the body starts: pending there.
+        let carried: Vec<Value> = f.blocks[body]
+            .ops
+            .iter()
+            .filter(|&&o| matches!(f.ops[o].kind, OpKind::Dot { .. }))
+            .filter(|&&o| self.accumulates_in_place(o))
+            .map(|&o| f.ops[o].operands[2])
+            .collect();
+        for &a in &carried {
+            self.carried_wgmma.insert(a);
+            self.pending_wgmma.push(a);
+        }
         self.block(body)?;
         let ys = self.terminator_regs(body)?;
         self.parallel_copy(&iters, &ys);
@@ -79,6 +95,16 @@ impl Emitter<'_> {
         self.label(&end);
         for (r, regs) in d.results.iter().zip(iters) {
             self.set(*r, regs);
+        }
+        // An MMA still running on a carried accumulator is now the loop's result's (and the
+        // carried values are the loop's no more).
+        self.pending_wgmma.retain(|v| !carried.contains(v));
+        if let Some(y) = f.terminator(body) {
+            for (i, &v) in f.ops[y].operands.iter().enumerate() {
+                if let Some(p) = self.pending_wgmma.iter_mut().find(|p| **p == v) {
+                    *p = d.results[i];
+                }
+            }
         }
         Ok(())
     }

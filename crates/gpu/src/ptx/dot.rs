@@ -607,9 +607,13 @@ impl Emitter<'_> {
                 None => super::wgmma::WgA::Regs(self.regs(a)?),
             };
             if ct == DType::F32 {
-                if let Some(out) = self.wgmma_dot(at, &la, &wa, bs, &lc, &acc)? {
+                let in_place = self.accumulates_in_place(op);
+                if let Some(out) = self.wgmma_dot(at, &la, &wa, bs, &lc, &acc, in_place)? {
                     self.set(res, out);
                     self.pending_wgmma.push(res);
+                    if in_place {
+                        self.in_place_wgmma.insert(res);
+                    }
                     return Ok(());
                 }
             }

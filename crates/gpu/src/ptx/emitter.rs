@@ -13,7 +13,7 @@ use crate::options::GpuOptions;
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::rc::Rc;
-use trident_ir::discardable::{SMEM_OFFSET, SMEM_OPERAND, SMEM_SIZE};
+use trident_ir::discardable::{SMEM_OFFSET, SMEM_OPERAND, SMEM_SIZE, WGMMA_IN_FLIGHT};
 use trident_ir::{Block, Diagnostic, Function, Loc, Op, OpKind, SourceFile, Type, Value};
 
 pub(crate) type Res<T> = Result<T, Diagnostic>;
@@ -54,8 +54,16 @@ pub(crate) struct Emitter<'a> {
     pub smem_ops: HashMap<Value, super::wgmma::SmemOperand>,
     /// A predicate register that is always true (prologue).
     pub(crate) true_pred: Option<Reg>,
-    /// Results of wgmma dots issued and not waited for yet (see `needs_wgmma_wait`).
+    /// Results of wgmma dots issued and not waited for yet, in commit order (see
+    /// `needs_wgmma_wait`).
     pub(crate) pending_wgmma: Vec<Value>,
+    /// wgmma dots that accumulate in place into their loop's carried registers (see
+    /// `Emitter::accumulates_in_place`): the loop's `yield` need not wait for them.
+    pub(crate) in_place_wgmma: std::collections::HashSet<Value>,
+    /// Loop-carried accumulators of such dots: at the top of the loop's body the previous
+    /// iteration's MMA may still be writing them, so they count as pending there (an op
+    /// that must not overlap it waits; the dot itself chains on it).
+    pub(crate) carried_wgmma: std::collections::HashSet<Value>,
     /// How `record` ops are lowered, when profiling (see `profile`).
     pub(crate) records: Option<super::profile::RecordLowering>,
     users: Option<HashMap<Value, Vec<Op>>>,
@@ -103,6 +111,8 @@ impl<'a> Emitter<'a> {
             smem_ops: HashMap::new(),
             true_pred: None,
             pending_wgmma: Vec::new(),
+            in_place_wgmma: std::collections::HashSet::new(),
+            carried_wgmma: std::collections::HashSet::new(),
             records: None,
             users: None,
             san: None,
@@ -427,8 +437,20 @@ impl<'a> Emitter<'a> {
         let is_record = matches!(self.f.ops[op].kind, OpKind::Record { .. });
         let wait = if is_record { self.wait_before_records(op) } else { self.needs_wgmma_wait(op) };
         if !self.pending_wgmma.is_empty() && wait {
-            self.ins("wgmma.wait_group.sync.aligned 0");
-            self.pending_wgmma.clear();
+            // A barrier the pipeliner marked lets the last groups run on (they read no slot
+            // it protects): wait for the older ones only.
+            let keep = match self.f.ops[op].kind {
+                OpKind::Barrier => self.f.ops[op].attrs.int(WGMMA_IN_FLIGHT).unwrap_or(0).max(0) as usize,
+                _ => 0,
+            };
+            if keep > 0 {
+                self.ins(format!("wgmma.wait_group.sync.aligned {keep}"));
+                let n = self.pending_wgmma.len();
+                self.pending_wgmma.drain(..n.saturating_sub(keep));
+            } else {
+                self.ins("wgmma.wait_group.sync.aligned 0");
+                self.pending_wgmma.clear();
+            }
         }
         // A probe is not source code: the instructions around it keep their lines.
         if !is_record {
@@ -504,11 +526,22 @@ impl<'a> Emitter<'a> {
     /// which no MMA reads: it needs no wait (see `wait_before_records`).
     fn needs_wgmma_wait(&self, op: Op) -> bool {
         let d = &self.f.ops[op];
-        if d.operands.iter().any(|v| self.pending_wgmma.contains(v)) || !d.regions.is_empty() {
+        let in_flight = |v: &Value| self.pending_wgmma.contains(v);
+        // A yield passes on an accumulator updated in place without reading it, and a dot
+        // chains on its in-place accumulator in the tensor cores.
+        let chained = |i: usize, v: &Value| match d.kind {
+            OpKind::Yield => self.in_place_wgmma.contains(v),
+            OpKind::Dot { .. } => i == 2 && self.carried_wgmma.contains(v),
+            _ => false,
+        };
+        if d.operands.iter().enumerate().any(|(i, v)| in_flight(v) && !chained(i, v)) || !d.regions.is_empty() {
             return true;
         }
         match d.kind {
-            OpKind::Yield | OpKind::Condition | OpKind::Return | OpKind::Barrier => true,
+            // A loop's yield of an accumulator the dot updated in place (the next iteration's
+            // dot chains on it in the tensor cores; after the loop its users wait).
+            OpKind::Yield => !self.pending_wgmma.iter().all(|v| self.in_place_wgmma.contains(v)),
+            OpKind::Condition | OpKind::Return | OpKind::Barrier => true,
             // The pipeliner's copies fill slots no MMA in flight reads; a barrier wait
             // touches no operand.
             OpKind::AsyncCopy | OpKind::AsyncCommitGroup | OpKind::AsyncWait { .. } => false,

@@ -30,7 +30,7 @@ use crate::layout::{LinearLayout, SharedLinear};
 use crate::machine::mma::MmaTile;
 use std::fmt::Write;
 use std::rc::Rc;
-use trident_ir::DType;
+use trident_ir::{DType, Op, OpKind};
 
 /// A dot operand left in a swizzled shared-memory tile (read by descriptors, or by
 /// `ldmatrix` when the dot falls back to `mma.sync`).
@@ -177,6 +177,37 @@ impl Emitter<'_> {
         p
     }
 
+    /// Whether wgmma dot `op` may accumulate into its accumulator's registers: the
+    /// accumulator is a value carried by the `for` directly around the dot, read by this dot
+    /// only, and the dot's result only goes back to it through the loop's `yield`. The
+    /// registers are then the loop's, and the MMA may still run when the next iteration
+    /// starts (its dot chains on it in the tensor cores; see `Emitter::needs_wgmma_wait`).
+    pub(crate) fn accumulates_in_place(&mut self, op: Op) -> bool {
+        let f = self.f;
+        // Only a warpgroup-MMA accumulator (version 3, rank 2): others are `mma.sync`'s.
+        let wg_layout = matches!(
+            f.ty(f.ops[op].results[0]).layout().and_then(|id| f.layouts.get(id)),
+            Some(trident_ir::Layout::Mma { version: 3, warps_per_cta, .. }) if warps_per_cta.len() == 2
+        );
+        if !self.opts.target.has_wgmma() || !wg_layout {
+            return false;
+        }
+        let d = &f.ops[op];
+        let (c, res) = (d.operands[2], d.results[0]);
+        let trident_ir::ValueDef::Arg(body, i) = f.values[c].def else { return false };
+        let Some(loop_op) = f.parent_op(op) else { return false };
+        if i == 0 || d.parent != Some(body) || !matches!(f.ops[loop_op].kind, OpKind::For) {
+            return false;
+        }
+        let Some(y) = f.terminator(body) else { return false };
+        let yields = &f.ops[y].operands;
+        let at = yields.iter().position(|&v| v == res);
+        if at != Some(i as usize - 1) || yields.iter().filter(|&&v| v == res).count() != 1 {
+            return false;
+        }
+        self.users_of(c) == [op] && self.users_of(res) == [y]
+    }
+
     /// `dot` with `wgmma.mma_async`; `None` when the operands do not allow it (B not in a
     /// shared tile the descriptors can describe), so the caller falls back to `mma.sync`.
     #[allow(clippy::too_many_arguments)]
@@ -188,6 +219,7 @@ impl Emitter<'_> {
         b: &SmemOperand,
         lc: &Rc<LinearLayout>,
         acc: &[Reg],
+        in_place: bool,
     ) -> Res<Option<Vec<Reg>>> {
         if lc.rank() != 2 || acc.len() != lc.num_regs() {
             return Ok(None);
@@ -230,13 +262,21 @@ impl Emitter<'_> {
             }
             _ => None,
         };
-        // The accumulator in fresh registers (wgmma reads and writes D in place).
-        let mut cur: Vec<Reg> = Vec::with_capacity(acc.len());
-        for &r in acc {
-            let t = self.new_reg(RegClass::B32);
-            self.ins(format!("mov.b32 {t}, {r}"));
-            cur.push(t);
-        }
+        // wgmma reads and writes D in place: the accumulator's own registers where they are
+        // the loop's carried ones and nothing else reads them (`accumulates_in_place`; an
+        // earlier iteration's MMA may still be writing them: no instruction may touch
+        // them), else a copy in fresh registers.
+        let cur: Vec<Reg> = if in_place {
+            acc.to_vec()
+        } else {
+            acc.iter()
+                .map(|&r| {
+                    let t = self.new_reg(RegClass::B32);
+                    self.ins(format!("mov.b32 {t}, {r}"));
+                    t
+                })
+                .collect()
+        };
         let c_look = lc.reg_lookup();
         let a_look = la.reg_lookup();
         let scale_d = self.true_pred();
