@@ -19,7 +19,12 @@
 //! A dot issues `wgmma.fence` (registers written before it are visible to the tensor
 //! cores), all its instructions (K outermost, so consecutive ones use different
 //! accumulators where there are several), one `commit_group`, and `wait_group 0` before
-//! the result is used. Tiles written by ordinary stores or `cp.async` are made visible to
+//! the result is used. A dot whose accumulator is its loop's carried value, used by
+//! nothing else, accumulates in the loop's own registers
+//! ([`Emitter::accumulates_in_place`]): the `yield` does not wait, the next iteration's dot
+//! chains on the MMA still in flight, and a barrier marked `wgmma_in_flight = N` by the
+//! pipeliner waits with `wait_group N` (the previous iteration's MMA counts as pending at
+//! the top of the body). Tiles written by ordinary stores or `cp.async` are made visible to
 //! the tensor cores' (async) proxy with `fence.proxy.async.shared::cta` before the barrier
 //! that publishes them.
 
