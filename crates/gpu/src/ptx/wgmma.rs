@@ -21,7 +21,7 @@
 //! accumulators where there are several), one `commit_group`, and `wait_group 0` before
 //! the result is used. A dot whose accumulator is its loop's carried value, used by
 //! nothing else, accumulates in the loop's own registers
-//! ([`Emitter::accumulates_in_place`]): the `yield` does not wait, the next iteration's dot
+//! (`Emitter::accumulates_in_place`): the `yield` does not wait, the next iteration's dot
 //! chains on the MMA still in flight, and a barrier marked `wgmma_in_flight = N` by the
 //! pipeliner waits with `wait_group N` (the previous iteration's MMA counts as pending at
 //! the top of the body). Tiles written by ordinary stores or `cp.async` are made visible to
