@@ -220,6 +220,25 @@ impl<'a> Verifier<'a> {
         }
     }
 
+    /// Whether `r` is `a` with its dims permuted by `perm` (result dim `i` is `a`'s dim
+    /// `perm[i]`); reports why not.
+    fn permuted(&mut self, op: Op, perm: &[u32], a: &Type, r: &Type) -> bool {
+        let rank = a.shape().len();
+        let mut sorted = perm.to_vec();
+        sorted.sort_unstable();
+        if !a.is_tensor() || perm.len() != rank || sorted.iter().enumerate().any(|(i, &p)| p as usize != i) {
+            self.err(op, format!("perm {perm:?} is not a permutation of the dims of `{a}`"));
+            return false;
+        }
+        let s: Vec<u32> = perm.iter().map(|&p| a.shape()[p as usize]).collect();
+        let want = Type::tensor(&s, a.elem());
+        if !same_shape_elem(r, &want) {
+            self.err(op, format!("result must be `{want}`, not `{r}`"));
+            return false;
+        }
+        true
+    }
+
     fn fn_err(&mut self, msg: impl Into<String>) {
         let d = Diagnostic::error(format!("in `@{}`: {}", self.f.name, msg.into()));
         self.errors.push(if self.f.loc.is_unknown() { d } else { d.at(self.f.loc, 1) });
@@ -642,21 +661,8 @@ impl<'a> Verifier<'a> {
                 }
             }
             Trans { perm } => {
-                if !self.counts(op, 1..=1, 1) {
-                    return;
-                }
-                let a = ot[0];
-                let rank = a.shape().len();
-                let mut sorted = perm.clone();
-                sorted.sort_unstable();
-                if !a.is_tensor() || perm.len() != rank || sorted.iter().enumerate().any(|(i, &p)| p as usize != i) {
-                    self.err(op, format!("perm {perm:?} is not a permutation of the dims of `{a}`"));
-                    return;
-                }
-                let s: Vec<u32> = perm.iter().map(|&p| a.shape()[p as usize]).collect();
-                let want = Type::tensor(&s, a.elem());
-                if !same_shape_elem(rt[0], &want) {
-                    self.err(op, format!("result must be `{want}`, not `{}`", rt[0]));
+                if self.counts(op, 1..=1, 1) {
+                    self.permuted(op, perm, ot[0], rt[0]);
                 }
             }
             Join => {
@@ -1079,23 +1085,10 @@ impl<'a> Verifier<'a> {
                 }
             }
             MemDescTrans { perm } => {
-                if !self.counts(op, 1..=1, 1) {
+                if !self.counts(op, 1..=1, 1) || !self.permuted(op, perm, ot[0], rt[0]) {
                     return;
                 }
                 let a = ot[0];
-                let rank = a.shape().len();
-                let mut sorted = perm.clone();
-                sorted.sort_unstable();
-                if !a.is_tensor() || perm.len() != rank || sorted.iter().enumerate().any(|(i, &p)| p as usize != i) {
-                    self.err(op, format!("perm {perm:?} is not a permutation of the dims of `{a}`"));
-                    return;
-                }
-                let s: Vec<u32> = perm.iter().map(|&p| a.shape()[p as usize]).collect();
-                let want = Type::tensor(&s, a.elem());
-                if !same_shape_elem(rt[0], &want) {
-                    self.err(op, format!("result must be `{want}`, not `{}`", rt[0]));
-                    return;
-                }
                 // The view's layout is the buffer's, its dims renamed: a shared layout whose
                 // `order` lists result dims where the buffer's lists buffer dims.
                 let layouts =

@@ -4,7 +4,7 @@ use trident_core::DType;
 
 use super::{case, cdiv, grid, kernel_file, output};
 use crate::case::{f64_copy, put, Case, Check, Elements, Inputs, RefError, Tolerance};
-use crate::TensorList;
+use crate::{HostTensor, TensorList};
 
 pub(crate) fn cases() -> Vec<Case> {
     // (dtype, Z, H, N_CTX, HEAD_DIM, BLOCK_M, BLOCK_N, causal, sm_scale)
@@ -78,15 +78,37 @@ fn reference(i: &Inputs<'_>) -> Result<TensorList, RefError> {
     let zh_count = i.grid.y as usize;
     let off = |s: &[usize; 4], z: usize, hh: usize, r: usize, c: usize| z * s[0] + hh * s[1] + r * s[2] + c * s[3];
     let mut want = f64_copy(o);
-    for zh in 0..zh_count {
-        let (z, hh) = (zh / h, zh % h);
+    let strides = [sq, sk, sv, so];
+    attention_into(
+        &mut want,
+        (zh_count, n, d),
+        scale,
+        causal,
+        |t, zh, r, c| off(&strides[t], zh / h, zh % h, r, c),
+        [q, k, v],
+    )?;
+    Ok(vec![("o".into(), want)])
+}
+
+/// Softmax attention of every head's rows (f64, exact exp), written into `o`, for `heads`
+/// heads of `n` rows of `d` elements: `offset(t, head, row, col)` is the flat element of Q
+/// (t = 0), K (1), V (2) or O (3).
+pub(super) fn attention_into(
+    o: &mut HostTensor,
+    (heads, n, d): (usize, usize, usize),
+    scale: f64,
+    causal: bool,
+    offset: impl Fn(usize, usize, usize, usize) -> usize,
+    [q, k, v]: [&HostTensor; 3],
+) -> Result<(), RefError> {
+    for zh in 0..heads {
         for qi in 0..n {
             let keys = if causal { qi + 1 } else { n };
             let mut scores = Vec::with_capacity(keys);
             for kj in 0..keys {
                 let mut dot = 0.0;
                 for c in 0..d {
-                    dot += q.at(off(&sq, z, hh, qi, c))? * k.at(off(&sk, z, hh, kj, c))?;
+                    dot += q.at(offset(0, zh, qi, c))? * k.at(offset(1, zh, kj, c))?;
                 }
                 scores.push(dot * scale);
             }
@@ -96,11 +118,11 @@ fn reference(i: &Inputs<'_>) -> Result<TensorList, RefError> {
             for c in 0..d {
                 let mut acc = 0.0;
                 for (kj, wgt) in weights.iter().enumerate() {
-                    acc += wgt * v.at(off(&sv, z, hh, kj, c))?;
+                    acc += wgt * v.at(offset(2, zh, kj, c))?;
                 }
-                put(&mut want, off(&so, z, hh, qi, c), acc / total)?;
+                put(o, offset(3, zh, qi, c), acc / total)?;
             }
         }
     }
-    Ok(vec![("o".into(), want)])
+    Ok(())
 }

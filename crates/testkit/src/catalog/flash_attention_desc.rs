@@ -6,7 +6,7 @@
 use trident_core::DType;
 
 use super::{case, cdiv, grid, kernel_file, output};
-use crate::case::{f64_copy, put, Case, Check, Elements, Inputs, RefError, Tolerance};
+use crate::case::{f64_copy, Case, Check, Inputs, RefError, Tolerance};
 use crate::TensorList;
 
 pub(crate) fn cases() -> Vec<Case> {
@@ -54,30 +54,14 @@ fn reference(i: &Inputs<'_>) -> Result<TensorList, RefError> {
     let (q, k, v, o) = (i.tensor("q")?, i.tensor("k")?, i.tensor("v")?, i.tensor("o")?);
     let (heads, n, d) = (i.size("Z")? * i.size("H")?, i.size("N_CTX")?, i.size("HEAD_DIM")?);
     let (scale, causal) = (i.float("sm_scale")?, i.flag("IS_CAUSAL")?);
-    let at = |zh: usize, r: usize, c: usize| (zh * n + r) * d + c;
     let mut want = f64_copy(o);
-    for zh in 0..heads {
-        for qi in 0..n {
-            let keys = if causal { qi + 1 } else { n };
-            let mut scores = Vec::with_capacity(keys);
-            for kj in 0..keys {
-                let mut dot = 0.0;
-                for c in 0..d {
-                    dot += q.at(at(zh, qi, c))? * k.at(at(zh, kj, c))?;
-                }
-                scores.push(dot * scale);
-            }
-            let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
-            let total: f64 = weights.iter().sum();
-            for c in 0..d {
-                let mut acc = 0.0;
-                for (kj, wgt) in weights.iter().enumerate() {
-                    acc += wgt * v.at(at(zh, kj, c))?;
-                }
-                put(&mut want, at(zh, qi, c), acc / total)?;
-            }
-        }
-    }
+    super::flash_attention::attention_into(
+        &mut want,
+        (heads, n, d),
+        scale,
+        causal,
+        |_, zh, r, c| (zh * n + r) * d + c,
+        [q, k, v],
+    )?;
     Ok(vec![("o".into(), want)])
 }
