@@ -86,6 +86,34 @@ def benches(quick):
                 consts=[("BLOCK_M", 128), ("BLOCK_N", bn), ("BLOCK_K", 64)],
                 bytes=None, flops=2 * M * N * K, torch=lambda t: t["a"] @ t["b"]))
 
+    # Persistent over descriptors (B given as [N, K], used as b.T): NUM_SMS programs.
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for S in ([2048] if quick else [4096, 8192]):
+        M = N = K = S
+        out.append(dict(
+            name=f"matmul f16 {M}x{N}x{K} persistent (B as [N,K]) 128x128x64", file="kernels/matmul_persistent.py",
+            kernel="matmul_persistent_kernel", grid=(sms,), warps=8, stages=3,
+            tensors=[("a", "randn", f16, (M, K)), ("b", "randn", f16, (N, K)), ("c", "empty", f16, (M, N))],
+            scalars=[("M", M), ("N", N), ("K", K)],
+            consts=[("BLOCK_M", 128), ("BLOCK_N", 128), ("BLOCK_K", 64), ("GROUP_M", 8), ("NUM_SMS", sms),
+                    ("WARP_SPECIALIZE", False)],
+            bytes=None, flops=2 * M * N * K, torch=lambda t: t["a"] @ t["b"].T))
+
+    # Attention over descriptors (Triton's Hopper tutorial's shape: K used as k.T).
+    for D, causal in ((64, False), (64, True), (128, False), (128, True)):
+        Z, H = 4, 16
+        S = 1024 if quick else 4096
+        shape = (Z, H, S, D)
+        bn = 64 if D == 64 else 128
+        out.append(dict(
+            name=f"attention fwd f16 Z{Z} H{H} S{S} D{D}{' causal' if causal else ''} descriptors",
+            file="kernels/flash_attention_desc.py", kernel="attn_fwd_desc", grid=(cdiv(S, 128), Z * H), warps=8,
+            stages=2, tensors=[(n, "randn", f16, shape) for n in "qkv"] + [("o", "empty", f16, shape)],
+            scalars=[("sm_scale", D ** -0.5), ("Z", Z), ("H", H), ("N_CTX", S)],
+            consts=[("BLOCK_M", 128), ("BLOCK_N", bn), ("HEAD_DIM", D), ("IS_CAUSAL", causal)],
+            bytes=None, flops=4 * Z * H * S * S * D * (0.5 if causal else 1.0),
+            torch=(lambda c: lambda t: F.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=c))(causal)))
+
     Z, H, D = 4, 16, 64
     for causal in (False, True):
         S = 1024 if quick else 4096
