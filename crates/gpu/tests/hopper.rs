@@ -38,6 +38,9 @@ fn matmul_case(
     let what =
         format!("matmul {m}x{n}x{k} blocks {bm}x{bn}x{bk} {warps} warps {stages} stages {dt} a_t={a_t} b_t={b_t}");
     let ptx = sm90a(&md, &kernel, warps, stages);
+    if m as i64 % bm == 0 && n as i64 % bn == 0 && k as i64 % bk == 0 && stages > 1 && !a_t && !b_t {
+        assert!(ptx.contains("wgmma.wait_group.sync.aligned 1;"), "{what}: no MMA kept in flight\n{}", numbered(&ptx));
+    }
     // One instruction per m64 tile of the warps and K step of 16 (the N tile is whole).
     let want = (bm as usize / (16 * warps as usize)).max(1) * (bk as usize / 16) * (bn as usize).div_ceil(256);
     assert_eq!(wgmma_count(&ptx), want, "{what}: wgmma instructions\n{}", numbered(&ptx));
@@ -51,6 +54,9 @@ fn matmul_on_warpgroup_mma() {
     let mut rng = Rng(seed());
     // The benchmark configuration, ragged edges.
     matmul_case(&mut rng, (200, 136, 96), (128, 128, 32), 8, 3, DType::F16, false, false);
+    // Sizes the tiles divide: both operands through the cp.async ring, the MMA in flight
+    // across the back edge (`wgmma.wait_group 1` at the barrier before the refill).
+    matmul_case(&mut rng, (256, 128, 160), (128, 128, 32), 8, 3, DType::F16, false, false);
     // One warpgroup, 128-byte rows of A, bf16.
     matmul_case(&mut rng, (130, 70, 100), (64, 64, 64), 4, 2, DType::BF16, false, false);
     // Two m64 tiles per warpgroup, the widest instruction N (256, 64-byte B rows... of 512 bytes).

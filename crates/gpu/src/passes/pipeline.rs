@@ -489,9 +489,23 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         // sees slot r's data through the mbarrier alone, and there the barrier lets this
         // iteration's MMAs run on (`wgmma_in_flight = 1`: they read slot r) while it waits
         // for the previous iteration's, which read slot w — the tensor cores stay busy across
-        // the refill and the loop's back edge. cp.async rings keep the barrier at the top: it
-        // publishes every thread's copies.
-        let late_barrier = use_tma && opts.target.has_wgmma() && !in_order;
+        // the refill and the loop's back edge. A cp.async ring keeps its barrier at the top
+        // (it publishes every thread's copies); where a dot of the body accumulates into the
+        // loop's carried value (the MMA then stays in flight across the back edge: matmul),
+        // that barrier lets the previous iteration's MMA run on (it reads slot w, which
+        // nothing writes before the late barrier) and a second, late barrier frees slot w —
+        // Triton's schedule for this loop on Hopper. Elsewhere (attention: every MMA is
+        // waited for within its iteration) one barrier at the top stays cheaper.
+        // Only where every dot of the body reads both operands from the rings: an MMA in
+        // flight across a barrier must read nothing the iteration writes before the next
+        // full one (a conversion's shared tile, rewritten every iteration, would race).
+        let ring_reads: HashSet<Value> = cands.iter().map(|c| f.ops[c.convert].results[0]).collect();
+        let ring_fed = body_ops.iter().filter(|&&o| matches!(f.ops[o].kind, OpKind::Dot { .. })).all(|&o| {
+            let d = &f.ops[o];
+            ring_reads.contains(&d.operands[0]) && ring_reads.contains(&d.operands[1])
+        });
+        let chained = !use_tma && carries_mma_accumulator(f, body);
+        let late_barrier = opts.target.has_wgmma() && !in_order && ring_fed && (use_tma || chained);
         let wait = |f: &mut Function, app: &mut Inserter<'_>| {
             match (bars, bar_slot_ty.clone()) {
                 (Some(b), Some(bt)) => {
@@ -502,8 +516,14 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
                     app(f, OpKind::AsyncWait { pending: s - 2 }, &[], None);
                 }
             }
-            if !late_barrier {
+            if !use_tma || !late_barrier {
                 app(f, OpKind::Barrier, &[], None);
+                if late_barrier {
+                    // The barrier just appended: the previous iteration's MMA may run on.
+                    if let Some(&o) = f.blocks[nb].ops.last() {
+                        f.ops[o].attrs.set(trident_ir::discardable::WGMMA_IN_FLIGHT, trident_ir::Attr::Int(1));
+                    }
+                }
             }
         };
         let read = |f: &mut Function, app: &mut Inserter<'_>, map1: &mut HashMap<Value, Value>, ci: usize| {
@@ -618,6 +638,31 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
 fn operand_source(f: &Function, conv: Op) -> Option<crate::layout::LinearLayout> {
     let t = f.ty(f.ops[conv].operands[0]);
     distributed(&f.layouts, t.layout()?, t.shape()).ok()
+}
+
+/// Whether a dot of loop body `body` accumulates into a loop-carried value it alone reads and
+/// yields back in its place, on warpgroup MMA (a version-3 mma layout): the emitter then
+/// keeps its MMA in flight across the back edge (`Emitter::accumulates_in_place`).
+fn carries_mma_accumulator(f: &Function, body: trident_ir::Block) -> bool {
+    let Some(y) = f.terminator(body) else { return false };
+    let yields = &f.ops[y].operands;
+    let args = &f.blocks[body].args;
+    f.blocks[body].ops.iter().any(|&op| {
+        let d = &f.ops[op];
+        if !matches!(d.kind, OpKind::Dot { .. }) {
+            return false;
+        }
+        let (c, res) = (d.operands[2], d.results[0]);
+        let Some(i) = args.iter().position(|&a| a == c).filter(|&i| i > 0) else { return false };
+        let wg = matches!(
+            f.ty(res).layout().and_then(|id| f.layouts.get(id)),
+            Some(Layout::Mma { version: 3, warps_per_cta, .. }) if warps_per_cta.len() == 2
+        );
+        let uses = |v: Value| {
+            f.blocks[body].ops.iter().map(|&o| f.ops[o].operands.iter().filter(|&&x| x == v).count()).sum::<usize>()
+        };
+        wg && yields.get(i - 1) == Some(&res) && uses(c) == 1 && uses(res) == 1
+    })
 }
 
 /// Whether `perm` swaps the last two dims and keeps the others (a matrix transpose).

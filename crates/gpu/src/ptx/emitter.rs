@@ -473,6 +473,8 @@ impl<'a> Emitter<'a> {
         let ops = &f.blocks[block].ops;
         let at = ops.iter().position(|&o| o == op).unwrap_or(ops.len());
         match ops[at..].iter().find(|&&o| !matches!(f.ops[o].kind, OpKind::Record { .. })) {
+            // A barrier that lets MMAs run on makes its own (partial) wait.
+            Some(&next) if f.ops[next].attrs.int(WGMMA_IN_FLIGHT).is_some_and(|n| n > 0) => false,
             Some(&next) => self.needs_wgmma_wait(next),
             // The block's end: every block ends in a terminator, which waits.
             None => true,
