@@ -471,16 +471,34 @@ pub enum OpKind {
     TmaStore,
     /// `[barriers]` → nothing: initialises every mbarrier of a `local_alloc`ed i64 buffer
     /// (`tensor<Nx1xi64>`, or `tensor<1xi64>` for one) to expect `count` arrivals. Once,
-    /// before any use; every thread sees the initialised barriers after it.
-    MbarrierInit { count: u32 },
+    /// before any use; every thread sees the initialised barriers after it. `primed`: the
+    /// first `mbarrier_wait` on each slot returns at once (it waits for the phase before the
+    /// first, which counts as complete) — the "slot is free" barriers of a producer, whose
+    /// first round finds every slot empty.
+    MbarrierInit { count: u32, primed: bool },
     /// `[barrier]` → nothing: waits until the barrier's current phase completes. Each wait on
     /// a barrier waits for the next phase (the lowering keeps every barrier's parity).
     MbarrierWait,
+    /// `[barrier, guard?]` → nothing: every warp that executes it arrives once on the
+    /// barrier (a one-slot view of an `mbarrier_init`ed buffer whose count is the number of
+    /// warps that arrive per phase); with an i1 `guard`, only when it is true. The warp's
+    /// earlier reads of shared memory are over when it arrives (a consumer telling a
+    /// producer that a slot is free).
+    MbarrierArrive,
+    /// `[]` → nothing, two regions (no arguments, each ending in an empty `yield`): warp
+    /// specialization. The CTA gets `producer_warps` more warps than the kernel's
+    /// `num_warps`; the first `num_warps` run region 0 (the consumers: every layout of the
+    /// kernel describes them), the added warps run region 1 (the producer: scalars,
+    /// `tma_copy`, `mbarrier_wait`; no register tensors, no CTA barriers). The two talk
+    /// only through mbarriers. Sits in the function's body, followed only by `return`: CTA
+    /// barriers in region 0 and after the op synchronise the consumers alone (a named
+    /// barrier), and those before it the whole CTA.
+    WarpSpecialize { producer_warps: u32 },
 }
 
 /// The discardable attributes the IR knows (see [`crate::AttrMap`]), where they may appear,
-/// and what they mean. All are recorded by the GPU backend's shared-memory planner
-/// (`gpu-alloc-shared`) on GPU IR and read by PTX emission; tile IR has none.
+/// and what they mean. All but `warp_specialize` (the author's request on a tile-IR loop)
+/// are recorded by the GPU backend's passes on GPU IR and read by PTX emission.
 ///
 /// ```text
 /// kernel @k(%x: ptr<f32>) attributes {smem_total = 8192} {
@@ -506,11 +524,16 @@ pub mod discardable {
     /// older ones (`wgmma.wait_group N` instead of 0) — the MMA of this iteration overlaps
     /// the refill of the slot the previous one read. Integer, non-negative.
     pub const WGMMA_IN_FLIGHT: &str = "wgmma_in_flight";
+    /// On a `for` (tile IR, from `tl.range(..., warp_specialize=True)`): the author asks for
+    /// warp specialization of the loop — on Hopper a producer warp feeds the loop's tensor
+    /// cores through an mbarrier ring (`gpu-pipeline`); elsewhere, or where the loop does not
+    /// fit, a hint without effect. `true`.
+    pub const WARP_SPECIALIZE: &str = "warp_specialize";
     /// On a kernel whose shared memory was planned: the bytes of dynamic shared memory it
     /// is launched with (every `smem_offset + smem_size` fits). Integer, non-negative.
     pub const SMEM_TOTAL: &str = "smem_total";
     /// Names allowed on ops.
-    pub const OP_ATTRS: &[&str] = &[SMEM_OFFSET, SMEM_SIZE, SMEM_OPERAND, WGMMA_IN_FLIGHT];
+    pub const OP_ATTRS: &[&str] = &[SMEM_OFFSET, SMEM_SIZE, SMEM_OPERAND, WGMMA_IN_FLIGHT, WARP_SPECIALIZE];
     /// Names allowed on functions.
     pub const FUNCTION_ATTRS: &[&str] = &[SMEM_TOTAL];
 }
@@ -656,6 +679,8 @@ impl OpKind {
             TmaStore => "tma_store",
             MbarrierInit { .. } => "mbarrier_init",
             MbarrierWait => "mbarrier_wait",
+            MbarrierArrive => "mbarrier_arrive",
+            WarpSpecialize { .. } => "warp_specialize",
             AsyncCopy => "async_copy",
             AsyncCommitGroup => "async_commit_group",
             AsyncWait { .. } => "async_wait",
@@ -750,9 +775,16 @@ impl OpKind {
                 }
                 v
             }
-            MbarrierInit { count } => vec![("count", Attr::Int(*count as i64))],
+            MbarrierInit { count, primed } => {
+                let mut v = vec![("count", Attr::Int(*count as i64))];
+                if *primed {
+                    v.push(("primed", Attr::Bool(true)));
+                }
+                v
+            }
+            WarpSpecialize { producer_warps } => vec![("producer_warps", Attr::Int(*producer_warps as i64))],
             ConvertLayout | LocalAlloc | LocalLoad | LocalStore | MemDescIndex | AsyncCopy | AsyncCommitGroup
-            | Barrier | TmaCopy | TmaStore | MbarrierWait => vec![],
+            | Barrier | TmaCopy | TmaStore | MbarrierWait | MbarrierArrive => vec![],
         }
     }
 
@@ -876,9 +908,17 @@ impl OpKind {
                 if !(1..=1 << 20).contains(&count) {
                     return Err(format!("attribute `count` of `mbarrier_init` must be 1 to 2^20, not {count}"));
                 }
-                MbarrierInit { count: count as u32 }
+                MbarrierInit { count: count as u32, primed: a.bool_or("primed", false)? }
             }
             "mbarrier_wait" => MbarrierWait,
+            "mbarrier_arrive" => MbarrierArrive,
+            "warp_specialize" => {
+                let n = a.int("producer_warps")?;
+                if !(1..=28).contains(&n) {
+                    return Err(format!("attribute `producer_warps` of `warp_specialize` must be 1 to 28, not {n}"));
+                }
+                WarpSpecialize { producer_warps: n as u32 }
+            }
             "async_copy" => AsyncCopy,
             "async_commit_group" => AsyncCommitGroup,
             "async_wait" => AsyncWait { pending: a.small("pending", u32::MAX as i64)? as u32 },
@@ -916,10 +956,10 @@ impl OpKind {
             // Shared-memory buffers have identity (two allocs are never one) and ordering.
             LocalAlloc | LocalStore | AsyncCopy | AsyncCommitGroup | AsyncWait { .. } | Barrier => Effect::Write,
             // The copy writes shared memory and arrives on a barrier; the wait orders what follows.
-            TmaCopy | TmaStore | MbarrierInit { .. } | MbarrierWait => Effect::Write,
+            TmaCopy | TmaStore | MbarrierInit { .. } | MbarrierWait | MbarrierArrive => Effect::Write,
             LocalLoad => Effect::Read,
             // Structured control flow is as effectful as what its regions hold; passes look inside.
-            For | If | While => Effect::Write,
+            For | If | While | WarpSpecialize { .. } => Effect::Write,
             _ => Effect::Pure,
         }
     }
@@ -932,7 +972,7 @@ impl OpKind {
     pub fn num_regions(&self) -> usize {
         match self {
             OpKind::For | OpKind::Reduce { .. } | OpKind::Scan { .. } => 1,
-            OpKind::If | OpKind::While => 2,
+            OpKind::If | OpKind::While | OpKind::WarpSpecialize { .. } => 2,
             _ => 0,
         }
     }
@@ -973,8 +1013,11 @@ mod tests {
         round_trip(OpKind::TmaCopy);
         round_trip(OpKind::DescStore { rank: 3 });
         round_trip(OpKind::TmaStore);
-        round_trip(OpKind::MbarrierInit { count: 1 });
+        round_trip(OpKind::MbarrierInit { count: 1, primed: false });
+        round_trip(OpKind::MbarrierInit { count: 4, primed: true });
         round_trip(OpKind::MbarrierWait);
+        round_trip(OpKind::MbarrierArrive);
+        round_trip(OpKind::WarpSpecialize { producer_warps: 1 });
         round_trip(OpKind::AtomicRmw { op: RmwOp::Xchg, sem: MemSem::Relaxed, scope: MemScope::Cta });
         round_trip(OpKind::Dot { precision: InputPrecision::Ieee, max_num_imprecise_acc: 32 });
         round_trip(OpKind::Trans { perm: vec![1, 0, 2] });

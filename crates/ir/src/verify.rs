@@ -188,8 +188,15 @@ impl<'a> Verifier<'a> {
                 if a.as_int().is_none_or(|n| n < 0) {
                     self.err(op, format!("`{k}` must be a non-negative count, not `{a}`"));
                 }
-                if !matches!(d.kind, OpKind::Barrier) {
-                    self.err(op, format!("`{k}` is only for `barrier`"));
+                if !matches!(d.kind, OpKind::Barrier | OpKind::MbarrierArrive) {
+                    self.err(op, format!("`{k}` is only for `barrier` and `mbarrier_arrive`"));
+                }
+            } else if k == discardable::WARP_SPECIALIZE {
+                if a.as_bool().is_none() {
+                    self.err(op, format!("`{k}` must be a boolean, not `{a}`"));
+                }
+                if !matches!(d.kind, OpKind::For) {
+                    self.err(op, format!("`{k}` is only for `for`"));
                 }
             }
         }
@@ -1205,6 +1212,18 @@ impl<'a> Verifier<'a> {
                     self.err(op, format!("mbarriers are `i64` shared buffers, not `{}`", ot[0]));
                 }
             }
+            MbarrierArrive => {
+                if !self.counts(op, 1..=2, 0) {
+                    return;
+                }
+                if ot[0].elem() != Elem::Num(DType::I64) || ot[0].shape() != [1] {
+                    self.err(op, format!("the barrier is a one-slot `tensor<1xi64>` view, not `{}`", ot[0]));
+                }
+                if ot.get(1).is_some_and(|t| **t != Type::i1()) {
+                    self.err(op, format!("the guard must be a scalar i1, not `{}`", ot[1]));
+                }
+            }
+            WarpSpecialize { .. } => self.check_warp_specialize(op),
             AsyncCommitGroup | AsyncWait { .. } | Barrier => {
                 self.counts(op, 0..=0, 0);
             }
@@ -1306,6 +1325,44 @@ impl<'a> Verifier<'a> {
         }
         if r != c {
             self.err(op, format!("result must have the accumulator's type `{c}`, not `{r}`"));
+        }
+    }
+
+    /// `warp_specialize`: in the function's body just before its `return`, both regions
+    /// without arguments or yielded values, and a producer that holds no CTA barrier (its
+    /// warps take part in none) and computes no register tensor (every layout describes the
+    /// consumer warps only).
+    fn check_warp_specialize(&mut self, op: Op) {
+        if !self.counts(op, 0..=0, 0) {
+            return;
+        }
+        let f = self.f;
+        let d = &f.ops[op];
+        for (ri, &r) in d.regions.iter().enumerate() {
+            if !f.blocks[r].args.is_empty() || !self.term_types(r).is_empty() {
+                self.err(op, format!("region {ri} must take no arguments and yield nothing"));
+            }
+        }
+        let next = d.parent.and_then(|b| {
+            let ops = &f.blocks[b].ops;
+            ops.iter().position(|&o| o == op).and_then(|i| ops.get(i + 1).copied())
+        });
+        if d.parent != Some(f.body) || !next.is_some_and(|n| matches!(f.ops[n].kind, OpKind::Return)) {
+            self.err(op, "`warp_specialize` must be the last op of the function's body before `return`");
+        }
+        let mut bad = vec![];
+        f.walk_block(d.regions[1], &mut |o| {
+            let od = &f.ops[o];
+            let register_tensor = od.results.iter().any(|&r| {
+                let t = f.ty(r);
+                !t.is_scalar() && !matches!(t.layout().and_then(|l| f.layouts.get(l)), Some(Layout::Shared { .. }))
+            });
+            if matches!(od.kind, OpKind::Barrier) || register_tensor {
+                bad.push((o, od.kind.name()));
+            }
+        });
+        for (o, name) in bad {
+            self.err(o, format!("`{name}` in the producer region of a `warp_specialize` (it runs scalars, copies and mbarrier waits only)"));
         }
     }
 

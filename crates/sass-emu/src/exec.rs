@@ -26,8 +26,11 @@ pub struct Warp {
     pub pc: [usize; 32],
     /// Lanes that exist and have not exited.
     pub live: u32,
-    /// Lanes waiting at `BAR.SYNC`.
+    /// Lanes waiting at `BAR.SYNC`, the barrier's number and the threads it waits for (0:
+    /// every warp of the CTA that has not exited).
     pub at_bar: u32,
+    pub bar_id: u32,
+    pub bar_count: u32,
     /// Lanes waiting at `BSYNC Bn`, per barrier register.
     pub at_bsync: [u32; 16],
     /// Convergence barrier registers (`BSSY Bn`): the lanes that must meet.
@@ -58,6 +61,8 @@ impl Warp {
             pc: [0; 32],
             live,
             at_bar: 0,
+            bar_id: 0,
+            bar_count: 0,
             at_bsync: [0; 16],
             breg: [0; 16],
             first_thread,
@@ -105,8 +110,8 @@ pub enum Flow {
     Branch(u32, usize),
     /// Lanes in the mask exit.
     Exit(u32),
-    /// Active lanes wait at the CTA barrier.
-    Bar,
+    /// Active lanes wait at CTA barrier `id` for `count` threads (0: the whole CTA).
+    Bar(u32, u32),
     /// Active lanes wait at convergence barrier `n`.
     Bsync(u8),
     /// Lanes in the mask jump each to its own target (`RET` through a register).
@@ -727,10 +732,20 @@ impl Ctx<'_> {
             "UTMAPF" => {}
             "UTMACCTL" if op.has("PF") => {}
             "BAR" => {
-                if !op.has("SYNC") || o.len() > 1 {
-                    return Err(unsupported(op, "this barrier form"));
+                // `BAR.SYNC id` (the whole CTA) or `BAR.SYNC id, count` (named barriers: a
+                // warp-specialized kernel's consumers), both immediates.
+                let imm = |x: Option<&Opnd>| match x {
+                    Some(Opnd::Imm(b)) => Some(*b as u32),
+                    _ => None,
+                };
+                let id = if o.is_empty() { Some(0) } else { imm(o.first()) };
+                let count = if o.len() > 1 { imm(o.get(1)) } else { Some(0) };
+                match (op.has("SYNC"), id, count, o.len()) {
+                    (true, Some(id), Some(count), ..=2) if id < 16 && count % 32 == 0 => {
+                        return Ok(Flow::Bar(id, count))
+                    }
+                    _ => return Err(unsupported(op, "this barrier form")),
                 }
-                return Ok(Flow::Bar);
             }
             "MOV" => each!(|l| {
                 let v = self.u(w, l, &o[1], op)?;

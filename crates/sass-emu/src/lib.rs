@@ -223,6 +223,41 @@ fn run_on(p: &Program, cfg: &LaunchConfig, params: &[u8], mem: &GlobalMem) -> Re
     Ok(report)
 }
 
+/// Releases every CTA barrier whose warps have all arrived: barrier `n` with a thread count
+/// once that many threads' warps wait at it, a barrier without one once every warp that has
+/// not exited does. Says whether one was released.
+fn release_barriers(warps: &mut [exec::Warp], clocks: &mut [timing::WarpTiming], states: &[State]) -> bool {
+    let at = |i: usize| matches!(states[i], State::AtBar);
+    let mut released = false;
+    let ids: std::collections::BTreeSet<u32> = (0..warps.len()).filter(|&i| at(i)).map(|i| warps[i].bar_id).collect();
+    for id in ids {
+        let members: Vec<usize> = (0..warps.len()).filter(|&i| at(i) && warps[i].bar_id == id).collect();
+        let count = warps[members[0]].bar_count;
+        let complete = if count == 0 {
+            (0..warps.len()).all(|i| matches!(states[i], State::Done) || members.contains(&i))
+        } else {
+            32 * members.len() as u32 >= count
+        };
+        if !complete {
+            continue;
+        }
+        let t = members.iter().map(|&i| clocks[i].clock).max().unwrap_or(0)
+            + trident_sass::latency::BARRIER_MIN_CYCLES as u64;
+        for &i in &members {
+            let w = &mut warps[i];
+            for l in 0..32 {
+                if w.at_bar >> l & 1 == 1 {
+                    w.pc[l] += 1;
+                }
+            }
+            w.at_bar = 0;
+            clocks[i].clock = t;
+        }
+        released = true;
+    }
+    released
+}
+
 enum State {
     AtBar,
     Done,
@@ -344,7 +379,11 @@ fn run_cta(
                         w.live &= !m;
                         step(w, active & !m);
                     }
-                    Flow::Bar => w.at_bar |= active,
+                    Flow::Bar(id, count) => {
+                        w.at_bar |= active;
+                        w.bar_id = id;
+                        w.bar_count = count;
+                    }
                     Flow::Bsync(n) => w.at_bsync[n as usize] |= active,
                     Flow::JumpEach(m, to) => {
                         for (l, (pc, t)) in w.pc.iter_mut().zip(to.iter()).enumerate() {
@@ -374,19 +413,7 @@ fn run_cta(
         if states.iter().all(|s| matches!(s, State::Done)) {
             break;
         }
-        if states.iter().all(|s| matches!(s, State::Done | State::AtBar)) {
-            // Everyone still running is at the barrier: release it.
-            let t =
-                clocks.iter().map(|c| c.clock).max().unwrap_or(0) + trident_sass::latency::BARRIER_MIN_CYCLES as u64;
-            for (w, c) in warps.iter_mut().zip(clocks.iter_mut()) {
-                for l in 0..32 {
-                    if w.at_bar >> l & 1 == 1 {
-                        w.pc[l] += 1;
-                    }
-                }
-                w.at_bar = 0;
-                c.clock = t;
-            }
+        if release_barriers(&mut warps, &mut clocks, &states) {
             continue;
         }
         // Some lanes are parked at mbarrier waits and nothing else can run: the copies in

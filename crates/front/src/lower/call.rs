@@ -409,7 +409,9 @@ pub(crate) fn range_of(b: &Bound, is_static: bool) -> RangeVal {
         None => (Val::int(0), b.val(0)),
     };
     let step = b.get(2).map(|a| a.v.clone()).filter(|v| !v.is_none()).unwrap_or(Val::int(1));
-    RangeVal { start: Box::new(start), end: Box::new(end), step: Box::new(step), is_static }
+    // `warp_specialize=` is the 8th parameter of `tl.range` (`range` takes only 3).
+    let warp_specialize = b.get(7).and_then(|a| a.v.as_const()).and_then(|c| c.truthy()).unwrap_or(false);
+    RangeVal { start: Box::new(start), end: Box::new(end), step: Box::new(step), is_static, warp_specialize }
 }
 
 /// How a call's callee is written (`tl.load`, `x.to`), for messages.

@@ -662,6 +662,9 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         operands.extend(&init);
         let types: Vec<Type> = init.iter().map(|v| self.ty(*v).clone()).collect();
         let op = self.f.new_op(OpKind::For, &operands, &types, loc);
+        if rg.warp_specialize {
+            self.f.ops[op].attrs.set(trident_ir::discardable::WARP_SPECIALIZE, trident_ir::Attr::Bool(true));
+        }
         self.f.add_region(op, body_b);
         self.f.append_op(outer, op);
         self.fr.scope = s0;

@@ -46,6 +46,9 @@ pub(crate) struct RangeVal {
     pub end: Box<Val>,
     pub step: Box<Val>,
     pub is_static: bool,
+    /// `tl.range(..., warp_specialize=True)`: the loop carries the `warp_specialize`
+    /// attribute (a request the GPU backend honours where it can).
+    pub warp_specialize: bool,
 }
 
 /// A block pointer (`tl.make_block_ptr`) or a tensor descriptor

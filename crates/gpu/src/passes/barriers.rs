@@ -16,6 +16,8 @@
 //! the shared-memory planner lets a buffer reuse the bytes of scratch users that end before
 //! the buffer's first use, and other warps may still be reading them.
 //! Loops are entered with their own accesses pending (the previous iteration's).
+//! A `warp_specialize` is walked through its consumer region only: the producer holds no
+//! barrier (its warps take part in none) and writes only its ring, which mbarriers order.
 
 use crate::machine::scratch::scratch_bytes;
 use std::collections::HashSet;
@@ -107,6 +109,13 @@ fn walk(f: &mut Function, b: Block, mut st: State, n: &mut usize) -> State {
                 st = out;
                 continue;
             }
+            // The consumers go on with the CTA's pending accesses; the producer's copies
+            // into its ring are ordered by the ring's mbarriers, and it holds no barrier.
+            OpKind::WarpSpecialize { .. } => {
+                let consumer = f.ops[op].regions[0];
+                st = walk(f, consumer, st, n);
+                continue;
+            }
             OpKind::LocalLoad => {
                 if let Some(buf) = root(f, f.ops[op].operands[0]) {
                     need = st.writes.contains(&buf);
@@ -167,6 +176,7 @@ fn dry_walk(f: &Function, b: Block, mut st: State) -> State {
     for &op in &f.blocks[b].ops {
         match &f.ops[op].kind {
             OpKind::Barrier => st = State::default(),
+            OpKind::WarpSpecialize { .. } => st = dry_walk(f, f.ops[op].regions[0], st),
             OpKind::For | OpKind::While | OpKind::If => {
                 let mut out = st.clone();
                 for &r in &f.ops[op].regions {

@@ -190,12 +190,17 @@ pub(crate) fn new_map(f: &mut Function, access: Op, swizzle: u32, box_cols: u32)
 /// at the kernel's start for `count` arrivals per phase (one per copy completing on it: each
 /// `tma_copy` arrives once, announcing its bytes).
 pub(crate) fn new_barriers(f: &mut Function, n: u32, count: u32, loc: trident_ir::Loc) -> Value {
+    new_barriers_primed(f, n, count, false, loc)
+}
+
+/// [`new_barriers`], primed or not (see `OpKind::MbarrierInit`).
+pub(crate) fn new_barriers_primed(f: &mut Function, n: u32, count: u32, primed: bool, loc: trident_ir::Loc) -> Value {
     let shape: Vec<u32> = if n == 1 { vec![1] } else { vec![n, 1] };
     let order: Vec<u32> = (0..shape.len() as u32).rev().collect();
     let l = f.intern_layout(Layout::Shared { vec: 1, per_phase: 1, max_phase: 1, order: order.into() });
     let ty = Type::Tensor { shape: shape.into(), elem: Elem::Num(DType::I64), layout: Some(l) };
     let bar = f.new_op(OpKind::LocalAlloc, &[], &[ty], loc);
-    let init = f.new_op(OpKind::MbarrierInit { count }, &[f.result(bar, 0)], &[], loc);
+    let init = f.new_op(OpKind::MbarrierInit { count, primed }, &[f.result(bar, 0)], &[], loc);
     let first = f.blocks[f.body].ops[0];
     f.insert_op_before(first, bar);
     f.insert_op_after(bar, init);

@@ -25,6 +25,7 @@ pub mod rebase_pointers;
 pub mod registry;
 pub mod remove_converts;
 pub mod sink_ranges;
+pub mod warp_specialize;
 
 use crate::options::GpuOptions;
 use std::cell::Cell;

@@ -319,6 +319,28 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
     // is rebuilt in its own order instead of the pipeliner's (see `in_order` below).
     let mut in_order = false;
     f.walk_block(body, &mut |o| in_order |= matches!(f.ops[o].kind, OpKind::Record { .. }));
+    // Warp specialization, where the author asked for it and the loop fits (see
+    // `warp_specialize`); otherwise the loop is pipelined as below.
+    let order0: Vec<Op> = body_ops.iter().copied().filter(|o| stage0.contains(o)).collect();
+    let ws = d.attrs.flag(trident_ir::discardable::WARP_SPECIALIZE) && {
+        let ring_reads: HashSet<Value> = cands.iter().map(|c| f.ops[c.convert].results[0]).collect();
+        let offsets: Vec<Value> = cands.iter().flat_map(|c| copy_operands(f, c.load)).collect();
+        let why = if !opts.target.has_wgmma() {
+            Some("the target has no warpgroup MMA (sm_90a)")
+        } else if !use_tma {
+            Some("not every pipelined load is a TMA copy")
+        } else if in_order {
+            Some("the body holds profiling scopes")
+        } else if opts.profile.is_some() || opts.sanitize {
+            Some("profiled or sanitized kernels keep one warp role")
+        } else {
+            super::warp_specialize::blocker(f, for_op, &ring_reads, &stage0, &offsets)
+        };
+        match why {
+            Some(w) => skip(&format!("warp_specialize not applied: {w}")),
+            None => true,
+        }
+    };
     let loc = d.loc;
     let (lb, ub, step) = (d.operands[0], d.operands[1], d.operands[2]);
     let ivt = f.ty(args[0]).clone();
@@ -362,6 +384,40 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         let one = f.intern_layout(Layout::Shared { vec: 1, per_phase: 1, max_phase: 1, order: vec![0].into() });
         Type::Tensor { shape: vec![1].into(), elem: trident_ir::Elem::Num(trident_ir::DType::I64), layout: Some(one) }
     });
+    if let (true, Some(full), Some(bt)) = (ws, bars, bar_slot_ty.clone()) {
+        let loads = cands
+            .iter()
+            .enumerate()
+            .map(|(ci, c)| {
+                let trans_ty = c.trans.map(|tr| {
+                    let tt = f.ty(f.ops[tr].results[0]).clone();
+                    let l = f.intern_layout(c.tile.layout(tt.shape().len()));
+                    tt.with_layout(Some(l))
+                });
+                super::warp_specialize::RingLoad {
+                    load: c.load,
+                    trans: c.trans,
+                    convert: c.convert,
+                    buf: bufs[ci].0,
+                    slot_ty: bufs[ci].1.clone(),
+                    trans_ty,
+                    map: maps[ci],
+                }
+            })
+            .collect();
+        let plan = super::warp_specialize::RingPlan {
+            stages: s,
+            loads,
+            full,
+            bar_slot_ty: bt,
+            order0: &order0,
+            stage0: &stage0,
+            recompute: &recompute,
+            carried: &carried,
+        };
+        super::warp_specialize::rewrite(f, for_op, &plan, opts.num_warps);
+        return true;
+    }
     // The ops that fill slot `slot` for the load `ci` under `map` (stage 0 of an iteration
     // that exists when `valid`): a TMA copy on the slot's barrier, or a `cp.async`.
     let copy = |f: &mut Function,
@@ -396,7 +452,6 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
     // memory users, whose reads must be over before the first copy lands.
     ins(f, OpKind::Barrier, &[], None);
     let mut cur: HashMap<usize, Value> = carried.iter().map(|&i| (i, d.operands[3 + i - 1])).collect();
-    let order0: Vec<Op> = body_ops.iter().copied().filter(|o| stage0.contains(o)).collect();
     for dd in 0..s - 1 {
         let c = ins(f, OpKind::Constant(Const::Int(dd as i64)), &[], Some(ivt.clone()));
         let m = ins(f, OpKind::Binary(BinaryOp::Mul), &[c, step], Some(ivt.clone()));

@@ -41,7 +41,7 @@ impl Emitter<'_> {
         match &d.kind {
             OpKind::ConvertLayout => self.emit_convert(op),
             OpKind::Barrier => {
-                self.ins("bar.sync 0");
+                self.cta_barrier();
                 Ok(())
             }
             OpKind::LocalAlloc
@@ -56,7 +56,9 @@ impl Emitter<'_> {
             | OpKind::TmaCopy
             | OpKind::TmaStore
             | OpKind::MbarrierInit { .. }
-            | OpKind::MbarrierWait => self.emit_tma_op(op),
+            | OpKind::MbarrierWait
+            | OpKind::MbarrierArrive => self.emit_tma_op(op),
+            OpKind::WarpSpecialize { producer_warps } => self.emit_warp_specialize(op, *producer_warps),
             other => Err(self.err(format!("internal: `{}` cannot be emitted", other.name()))),
         }
     }
@@ -131,7 +133,7 @@ impl Emitter<'_> {
         let addr = self.new_reg(RegClass::B32);
         self.ins(format!("add.u32 {addr}, {base}, {off}"));
         self.store_tile(&sl, src, regs, bytes, addr, None)?;
-        self.ins("bar.sync 0");
+        self.cta_barrier();
         let signed = elem.num().is_some_and(|t| t.is_signed_int());
         Ok(Some(self.load_tile(&sl, dst, class, bytes, signed, addr)?))
     }
@@ -152,7 +154,7 @@ impl Emitter<'_> {
                 self.st_shared(owner, &addr, s.regs[r]);
             }
         }
-        self.ins("bar.sync 0");
+        self.cta_barrier();
         let mut outs = vec![];
         for dst in dsts {
             let l = dst.layout.clone();

@@ -117,12 +117,12 @@ impl Emitter<'_> {
             // The tile stays where it is for the wgmma (its only user) to read: make the
             // stores visible to the tensor cores' proxy, then to every warp.
             self.ins("fence.proxy.async.shared::cta");
-            self.ins("bar.sync 0");
+            self.cta_barrier();
             let so = super::wgmma::SmemOperand { addr, sl, tile, bytes, dst: dst.clone(), signed };
             self.smem_ops.insert(res, so);
             return Ok(Some(vec![]));
         }
-        self.ins("bar.sync 0");
+        self.cta_barrier();
         Ok(Some(self.ldmatrix_tile(&sl, dst, &tile, bytes, addr, signed)?))
     }
 

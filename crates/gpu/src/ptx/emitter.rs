@@ -79,6 +79,15 @@ pub(crate) struct Emitter<'a> {
     pub(crate) mbar_phases: HashMap<Op, Reg>,
     /// `tid == 0`, made once in the prologue for the TMA ops.
     pub(crate) tma_leader: Option<Reg>,
+    /// Inside and after the consumer region of a `warp_specialize`: the consumer threads,
+    /// which CTA barriers then synchronise alone (named barrier 1; see `warp_specialize`).
+    pub(crate) consumer_threads: Option<u32>,
+    /// Emitting the producer region of a `warp_specialize`.
+    pub(crate) in_producer: bool,
+    /// `tid == first producer thread` (the producer's TMA leader).
+    pub(crate) producer_leader: Option<Reg>,
+    /// `lane == 0`, for one arrival per warp.
+    pub(crate) lane0: Option<Reg>,
 }
 
 impl<'a> Emitter<'a> {
@@ -121,6 +130,10 @@ impl<'a> Emitter<'a> {
             tma_params: HashMap::new(),
             mbar_phases: HashMap::new(),
             tma_leader: None,
+            consumer_threads: None,
+            in_producer: false,
+            producer_leader: None,
+            lane0: None,
         };
         e.tid = e.new_reg(RegClass::B32);
         e.lane = e.new_reg(RegClass::B32);
@@ -146,6 +159,16 @@ impl<'a> Emitter<'a> {
     }
 
     /// Appends one instruction to the prologue.
+    /// A barrier of every thread that runs the current code: the CTA, or in a warp-specialized
+    /// kernel's consumer code the consumer warps alone (named barrier 1 with their count; the
+    /// producer's warps never reach it).
+    pub fn cta_barrier(&mut self) {
+        match self.consumer_threads {
+            Some(n) => self.ins(format!("bar.sync 1, {n}")),
+            None => self.ins("bar.sync 0"),
+        }
+    }
+
     pub fn pro_ins(&mut self, s: impl AsRef<str>) {
         self.pro.push('\t');
         self.pro.push_str(s.as_ref());
@@ -440,7 +463,9 @@ impl<'a> Emitter<'a> {
             // A barrier the pipeliner marked lets the last groups run on (they read no slot
             // it protects): wait for the older ones only.
             let keep = match self.f.ops[op].kind {
-                OpKind::Barrier => self.f.ops[op].attrs.int(WGMMA_IN_FLIGHT).unwrap_or(0).max(0) as usize,
+                OpKind::Barrier | OpKind::MbarrierArrive => {
+                    self.f.ops[op].attrs.int(WGMMA_IN_FLIGHT).unwrap_or(0).max(0) as usize
+                }
                 _ => 0,
             };
             if keep > 0 {
@@ -548,6 +573,8 @@ impl<'a> Emitter<'a> {
             // touches no operand.
             OpKind::AsyncCopy | OpKind::AsyncCommitGroup | OpKind::AsyncWait { .. } => false,
             OpKind::TmaCopy | OpKind::MbarrierWait => false,
+            // Releases a slot: waits for the MMAs that read it (all but the marked last ones).
+            OpKind::MbarrierArrive => true,
             OpKind::Dot { .. } | OpKind::Record { .. } => false,
             _ => d.attrs.int(SMEM_SIZE).is_some_and(|n| n > 0) || d.kind.effect() == trident_ir::Effect::Write,
         }

@@ -490,7 +490,7 @@ impl Emitter<'_> {
                     let base = self.smem_base();
                     let p = self.thread0_pred();
                     self.st_shared(Some(p), &format!("{base}+{off}"), out[0]);
-                    self.ins("bar.sync 0");
+                    self.cta_barrier();
                     vec![self.ld_shared(out[0].class, &format!("{base}+{off}"))]
                 }
                 Some(l) => {

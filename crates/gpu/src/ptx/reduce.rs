@@ -201,7 +201,7 @@ impl Emitter<'_> {
                     self.st_shared(owner, &addr, acc[o]);
                 }
             }
-            self.ins("bar.sync 0");
+            self.cta_barrier();
             for (g, (_, acc)) in accs.iter_mut().enumerate() {
                 let mut parts: Vec<Vec<Reg>> = vec![];
                 for w in 0..k {
@@ -375,7 +375,7 @@ impl Emitter<'_> {
             // earlier users of the scratch (gpu-insert-barriers).
             let base_off = self.smem_offset(op)?;
             if smem_used {
-                self.ins("bar.sync 0");
+                self.cta_barrier();
             }
             smem_used = true;
             let base = self.smem_base();
@@ -399,7 +399,7 @@ impl Emitter<'_> {
                     self.st_shared(owner, &format!("{a}+{}", offs[o]), vals[o][r]);
                 }
             }
-            self.ins("bar.sync 0");
+            self.cta_barrier();
             let upper_pred = match lv.src {
                 Src::Lane(j) | Src::Warp(j) => {
                     let src = if matches!(lv.src, Src::Lane(_)) { self.lane } else { self.warp };

@@ -120,7 +120,7 @@ impl Emitter<'_> {
                 self.ins(format!("cvta.param.u64 {g}, {a}"));
                 self.set(d.results[0], vec![g]);
             }
-            OpKind::MbarrierInit { count } => {
+            OpKind::MbarrierInit { count, primed } => {
                 let bars = d.operands[0];
                 let addr = self.reg1(bars)?;
                 let slots = f.ty(bars).shape().first().copied().unwrap_or(1);
@@ -129,9 +129,11 @@ impl Emitter<'_> {
                     self.ins(format!("@{leader} mbarrier.init.shared::cta.b64 [{addr}+{}], {count}", 8 * i));
                 }
                 self.ins("fence.mbarrier_init.release.cluster");
-                self.ins("bar.sync 0");
+                self.cta_barrier();
+                // Primed: every slot's first wait asks for parity 1, the phase before the
+                // first, which an initialised barrier counts as complete.
                 let phases = self.new_reg(RegClass::B32);
-                self.ins(format!("mov.b32 {phases}, 0"));
+                self.ins(format!("mov.b32 {phases}, {}", if *primed { -1 } else { 0 }));
                 let root = self.barrier_root(bars)?.0;
                 self.mbar_phases.insert(root, phases);
             }
@@ -205,7 +207,7 @@ impl Emitter<'_> {
                 // Every thread's writes of the box (generic proxy) become visible to the copy
                 // (async proxy): a proxy fence by each writer, then the CTA barrier.
                 self.ins("fence.proxy.async.shared::cta");
-                self.ins("bar.sync 0");
+                self.cta_barrier();
                 self.ins(format!(
                     "@{leader} cp.async.bulk.tensor.{}d.global.shared::cta.tile.bulk_group [{map}, {{{}}}], [{buf}]",
                     coords.len(),
@@ -243,13 +245,77 @@ impl Emitter<'_> {
                 self.ins(format!("@!{done} bra {again}"));
                 self.ins(format!("xor.b32 {phases}, {phases}, {bit}"));
             }
+            OpKind::MbarrierArrive => {
+                let bar = self.reg1(d.operands[0])?;
+                let lane0 = match self.lane0 {
+                    Some(p) => p,
+                    None => {
+                        let p = self.new_reg(RegClass::Pred);
+                        let lane = self.lane;
+                        self.pro_ins(format!("setp.eq.u32 {p}, {lane}, 0"));
+                        self.lane0 = Some(p);
+                        p
+                    }
+                };
+                let mut pred = lane0;
+                if let Some(&g) = d.operands.get(1) {
+                    let g = self.reg1(g)?;
+                    let both = self.new_reg(RegClass::Pred);
+                    self.ins(format!("and.pred {both}, {lane0}, {g}"));
+                    pred = both;
+                }
+                // The warp's reads are over before its first lane speaks for it.
+                self.ins("bar.warp.sync -1");
+                self.ins(format!("@{pred} mbarrier.arrive.shared::cta.b64 _, [{bar}]"));
+            }
             other => return Err(self.err(format!("internal: `{}` is not a TMA op", other.name()))),
         }
         Ok(())
     }
 
-    /// A predicate true in thread 0 only (the thread that initialises barriers and issues copies).
+    /// `warp_specialize`: warps past the kernel's `num_warps` branch to the producer region;
+    /// the others run the consumer region, whose CTA barriers (and those after the op) then
+    /// count the consumers alone (`cta_barrier`). The producer's warps leave through the
+    /// kernel's end; the branch is uniform in each warp.
+    pub(crate) fn emit_warp_specialize(&mut self, op: Op, _producer_warps: u32) -> Res<()> {
+        let d = &self.f.ops[op];
+        if self.consumer_threads.is_some() || self.in_producer {
+            return Err(self.err("internal: nested `warp_specialize`"));
+        }
+        let consumers = 32 * self.opts.num_warps;
+        let p = self.new_reg(RegClass::Pred);
+        let tid = self.tid;
+        let (producer, end) = (self.new_label("producer"), self.new_label("ws_end"));
+        self.ins(format!("setp.ge.u32 {p}, {tid}, {consumers}"));
+        self.ins(format!("@{p} bra.uni {producer}"));
+        self.consumer_threads = Some(consumers);
+        self.block(d.regions[0])?;
+        if !self.pending_wgmma.is_empty() {
+            self.ins("wgmma.wait_group.sync.aligned 0");
+            self.pending_wgmma.clear();
+        }
+        self.ins(format!("bra.uni {end}"));
+        self.label(&producer);
+        self.in_producer = true;
+        self.block(d.regions[1])?;
+        self.in_producer = false;
+        self.label(&end);
+        Ok(())
+    }
+
+    /// A predicate true in thread 0 only (the thread that initialises barriers and issues
+    /// copies), or in a warp-specialized kernel's producer region in its first thread.
     fn leader(&mut self) -> Res<Reg> {
+        if self.in_producer {
+            if let Some(p) = self.producer_leader {
+                return Ok(p);
+            }
+            let p = self.new_reg(RegClass::Pred);
+            let (tid, first) = (self.tid, 32 * self.opts.num_warps);
+            self.pro_ins(format!("setp.eq.u32 {p}, {tid}, {first}"));
+            self.producer_leader = Some(p);
+            return Ok(p);
+        }
         if let Some(p) = self.tma_leader {
             return Ok(p);
         }
