@@ -5,7 +5,9 @@ Q, K, V and O are contiguous (Z, H, N_CTX, HEAD_DIM) tensors, seen by the descri
 (Z * H * N_CTX, HEAD_DIM) matrix; program (m, zh) takes BLOCK_M query rows of head zh. K's
 tile is loaded as [BLOCK_N, HEAD_DIM] and used transposed (`k.T`): on sm_90 both K's and V's
 tiles are copied with TMA into rings that the loop's wgmma reads (K's through a transposed
-view). The online softmax is the one of `flash_attention.py`.
+view). The online softmax is the one of `flash_attention.py`. With `WARP_SPECIALIZE` (on the
+key loop's `tl.range`, as in Triton's tutorial) a producer warp copies K and V ahead while
+the kernel's warps compute (sm_90a).
 
 A block of keys that runs past N_CTX reads the next head's rows (or, after the last head,
 TMA's zero fill); those keys get a score of -inf, so any N_CTX works. Query rows past N_CTX
@@ -18,7 +20,7 @@ import triton.language as tl
 @triton.jit
 def attn_fwd_desc(q, k, v, o, sm_scale, Z, H, N_CTX,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
-                  IS_CAUSAL: tl.constexpr):
+                  IS_CAUSAL: tl.constexpr, WARP_SPECIALIZE: tl.constexpr = False):
     start_m = tl.program_id(0)
     zh = tl.program_id(1)
     rows = Z * H * N_CTX
@@ -38,7 +40,7 @@ def attn_fwd_desc(q, k, v, o, sm_scale, Z, H, N_CTX,
         hi = tl.minimum((start_m + 1) * BLOCK_M, N_CTX)
     else:
         hi = N_CTX
-    for start_n in range(0, hi, BLOCK_N):
+    for start_n in tl.range(0, hi, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         k_blk = dk.load([head + start_n, 0])
         s = tl.dot(q_blk, k_blk.T) * qk_scale
         offs_n = start_n + tl.arange(0, BLOCK_N)

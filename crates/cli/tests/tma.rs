@@ -30,6 +30,10 @@ struct Case {
     /// 0: the backends agree bit for bit (integer-valued data); else f16 outputs agree within
     /// this relative tolerance (exp2 and summation order differ: attention).
     tol: f32,
+    /// Warp-specialized on sm_90a (`WARP_SPECIALIZE=True` on the pipelined loop): a producer
+    /// warp past `num_warps`, consumers handing slots back with `mbarrier.arrive`; its outputs
+    /// are byte-identical to the same case's with `WARP_SPECIALIZE=False` on the emulators.
+    ws: bool,
 }
 
 const CASES: &[Case] = &[
@@ -43,6 +47,7 @@ const CASES: &[Case] = &[
         opts: &[],
         sass: false,
         tol: 0.0,
+        ws: false,
     },
     Case {
         kernel: "copy_2d",
@@ -54,6 +59,7 @@ const CASES: &[Case] = &[
         opts: &[],
         sass: false,
         tol: 0.0,
+        ws: false,
     },
     Case {
         kernel: "copy_3d",
@@ -75,6 +81,7 @@ const CASES: &[Case] = &[
         opts: &[],
         sass: false,
         tol: 0.0,
+        ws: false,
     },
     Case {
         kernel: "copy_1d",
@@ -86,6 +93,7 @@ const CASES: &[Case] = &[
         opts: &[],
         sass: false,
         tol: 0.0,
+        ws: false,
     },
     Case {
         kernel: "row_sums",
@@ -97,6 +105,7 @@ const CASES: &[Case] = &[
         opts: &[],
         sass: false,
         tol: 0.0,
+        ws: false,
     },
     Case {
         kernel: "small_dot",
@@ -118,6 +127,7 @@ const CASES: &[Case] = &[
         opts: &[],
         sass: false,
         tol: 0.0,
+        ws: false,
     },
     Case {
         kernel: "kernels/matmul_descriptor.py::matmul_desc_kernel",
@@ -139,6 +149,7 @@ const CASES: &[Case] = &[
         opts: &[],
         sass: false,
         tol: 0.0,
+        ws: false,
     },
     // Rows wider than 128 bytes (issue 13): each such tile is copied as 128-byte-wide boxes
     // into the column blocks of its slot. Ragged in every dimension: the boxes past the
@@ -165,6 +176,7 @@ const CASES: &[Case] = &[
         opts: &["--num-warps", "8", "--num-stages", "3"],
         sass: true,
         tol: 0.0,
+        ws: false,
     },
     Case {
         // B's rows are 512 bytes: four boxes per slot.
@@ -187,6 +199,7 @@ const CASES: &[Case] = &[
         opts: &["--num-warps", "4", "--num-stages", "3"],
         sass: false,
         tol: 0.0,
+        ws: false,
     },
     Case {
         // A K tile of 128: A's rows are 256 bytes (two boxes), B's 128 (one).
@@ -209,6 +222,7 @@ const CASES: &[Case] = &[
         opts: &["--num-warps", "4", "--num-stages", "3"],
         sass: false,
         tol: 0.0,
+        ws: false,
     },
     Case {
         // A lone box of 1024-byte rows: without a swizzle a box may be that wide (one copy).
@@ -221,6 +235,7 @@ const CASES: &[Case] = &[
         opts: &[],
         sass: false,
         tol: 0.0,
+        ws: false,
     },
     Case {
         kernel: "store_2d",
@@ -232,6 +247,7 @@ const CASES: &[Case] = &[
         opts: &[],
         sass: true,
         tol: 0.0,
+        ws: false,
     },
     Case {
         kernel: "store_3d_loop",
@@ -253,6 +269,7 @@ const CASES: &[Case] = &[
         opts: &[],
         sass: false,
         tol: 0.0,
+        ws: false,
     },
     Case {
         kernel: "kernels/matmul_persistent.py::matmul_persistent_kernel",
@@ -279,6 +296,7 @@ const CASES: &[Case] = &[
         opts: &[],
         sass: true,
         tol: 0.0,
+        ws: false,
     },
     // 128-byte rows: both rings 128B-swizzled, B's read K-major through the transpose.
     Case {
@@ -304,6 +322,7 @@ const CASES: &[Case] = &[
         opts: &[],
         sass: true,
         tol: 0.0,
+        ws: false,
     },
     // A batched dot whose B is read through `trans` of its last two dims (mma.sync on
     // ldmatrix: the transposed view of the ring's slot): 2 prologue stages + the loop's
@@ -332,6 +351,7 @@ const CASES: &[Case] = &[
         opts: &[],
         sass: true,
         tol: 0.0,
+        ws: false,
     },
     // Attention over descriptors whose shape is a product of parameters (Z * H * N_CTX,
     // computed at launch): Q's lone copy, then K (read as `k.T`) and V through the
@@ -359,6 +379,83 @@ const CASES: &[Case] = &[
         opts: &[],
         sass: true,
         tol: 1e-2,
+        ws: false,
+    },
+    // Warp specialization: the producer warp's loop issues each slot's copies (A: 1 box,
+    // B: 1 box; no prologue).
+    Case {
+        kernel: "kernels/matmul_descriptor.py::matmul_desc_kernel",
+        grid: "3,2",
+        args: &[
+            "a=@INTS:f16:130x256",
+            "b=@INTS:f16:256x72",
+            "c=randn:f32:130x72",
+            "M=130",
+            "N=72",
+            "K=256",
+            "BLOCK_M=64",
+            "BLOCK_N=64",
+            "BLOCK_K=32",
+            "WARP_SPECIALIZE=True",
+        ],
+        out: "c",
+        tma: true,
+        copies: 2,
+        opts: &[],
+        sass: true,
+        tol: 0.0,
+        ws: true,
+    },
+    // 8 consumer warps, ragged M and K, B in two 128-byte boxes per slot.
+    Case {
+        kernel: "kernels/matmul_descriptor.py::matmul_desc_kernel",
+        grid: "2,2",
+        args: &[
+            "a=@INTS:f16:200x200",
+            "b=@INTS:f16:200x136",
+            "c=randn:f32:200x136",
+            "M=200",
+            "N=136",
+            "K=200",
+            "BLOCK_M=128",
+            "BLOCK_N=128",
+            "BLOCK_K=64",
+            "WARP_SPECIALIZE=True",
+        ],
+        out: "c",
+        tma: true,
+        copies: 3,
+        opts: &["--num-warps", "8", "--num-stages", "3"],
+        sass: true,
+        tol: 0.0,
+        ws: true,
+    },
+    // Attention: Q's lone copy (consumers), K and V from the producer's loop.
+    Case {
+        kernel: "kernels/flash_attention_desc.py::attn_fwd_desc",
+        grid: "2,2",
+        args: &[
+            "q=@INTS:f16:1x2x100x64",
+            "k=@INTS:f16:1x2x100x64",
+            "v=@INTS:f16:1x2x100x64",
+            "o=randn:f16:1x2x100x64",
+            "sm_scale=0.125",
+            "Z=1",
+            "H=2",
+            "N_CTX=100",
+            "BLOCK_M=64",
+            "BLOCK_N=32",
+            "HEAD_DIM=64",
+            "IS_CAUSAL=True",
+            "WARP_SPECIALIZE=True",
+        ],
+        out: "o",
+        tma: true,
+        copies: 3,
+        opts: &[],
+        sass: true,
+        tol: 1e-2,
+        ws: true,
     },
     Case {
         kernel: "offset_base",
@@ -370,6 +467,7 @@ const CASES: &[Case] = &[
         opts: &[],
         sass: false,
         tol: 0.0,
+        ws: false,
     },
 ];
 
@@ -456,6 +554,11 @@ fn materialize(case: &Case, seed: u64) -> Vec<String> {
 
 /// Runs `case` on `backend` (for `target` on the emulators) and returns the saved output's bytes.
 fn run(case: &Case, backend: &str, target: &str, seed: u64) -> Vec<u8> {
+    run_as(case, backend, target, seed, false)
+}
+
+/// [`run`], with `WARP_SPECIALIZE=True` turned off when `unspecialized`.
+fn run_as(case: &Case, backend: &str, target: &str, seed: u64, unspecialized: bool) -> Vec<u8> {
     let out = std::env::temp_dir().join(format!(
         "trident_tma_{}_{}_{backend}_{target}_{seed}.npy",
         std::process::id(),
@@ -466,7 +569,13 @@ fn run(case: &Case, backend: &str, target: &str, seed: u64) -> Vec<u8> {
         ["run", &kernel_path(case), "--backend", backend, "--grid", case.grid].iter().map(|s| s.to_string()).collect();
     words.extend(case.opts.iter().map(|s| s.to_string()));
     words.extend(["--seed".to_string(), seed.to_string()]);
-    words.extend(materialize(case, seed));
+    words.extend(materialize(case, seed).into_iter().map(|w| {
+        if unspecialized && w == "WARP_SPECIALIZE=True" {
+            "WARP_SPECIALIZE=False".to_string()
+        } else {
+            w
+        }
+    }));
     words.extend(["--save".to_string(), format!("{}={}", case.out, out.display())]);
     let o = trident(&words, &[("TRIDENT_EMU_TARGET", target)]);
     assert!(o.status.success(), "{} on {backend} ({target}): {}", case.kernel, String::from_utf8_lossy(&o.stderr));
@@ -565,6 +674,23 @@ fn descriptor_loads_copy_with_tma_on_sm90_and_agree_with_the_interpreter() {
             case.kernel,
             case.args
         );
+        // Warp specialization: one producer warp past the consumers, which hand slots back.
+        let warps: u32 =
+            case.opts.iter().position(|&o| o == "--num-warps").map_or(4, |i| case.opts[i + 1].parse().unwrap());
+        let threads = if case.ws { 32 * (warps + 1) } else { 32 * warps };
+        assert!(
+            ptx.contains(&format!(".reqntid {threads}\n")),
+            "{} ({:?}): .reqntid {threads}",
+            case.kernel,
+            case.args
+        );
+        assert_eq!(
+            ptx.contains("mbarrier.arrive.shared::cta"),
+            case.ws,
+            "{} ({:?}): slots handed back",
+            case.kernel,
+            case.args
+        );
         // A TMA ring leaves no element-wise copies (`cp.async.ca/cg`).
         if case.tma {
             assert!(!ptx.contains("cp.async.c"), "{} ({:?}): cp.async beside TMA", case.kernel, case.args);
@@ -576,6 +702,15 @@ fn descriptor_loads_copy_with_tma_on_sm90_and_agree_with_the_interpreter() {
             assert!(
                 agree(&got, &want, case.tol),
                 "{} ({:?}): emu {target} differs from the interpreter (seed {seed})",
+                case.kernel,
+                case.args
+            );
+        }
+        if case.ws {
+            let plain = run_as(case, "emu", "sm_90a", seed, true);
+            assert!(
+                run(case, "emu", "sm_90a", seed) == plain,
+                "{} ({:?}): warp-specialized and plain differ on the emulator (seed {seed})",
                 case.kernel,
                 case.args
             );

@@ -598,3 +598,48 @@ fn transposed_views_rename_the_buffers_dims() {
     assert_error(&format!("{head}  %t = memdesc_trans %buf [perm = [1, 0]] : tensor<32x64xf16, #L0>"), "dims permuted");
     assert_error(&format!("{head}  %t = memdesc_trans %buf [perm = [1, 0]] : tensor<32x64xf16, #L2>"), "dims permuted");
 }
+
+#[test]
+fn warp_specialization_splits_the_kernel_end_between_consumers_and_a_producer() {
+    let head = "  #L0 = shared [vec = 1, per_phase = 1, max_phase = 1, order = [1, 0]]
+  #L1 = shared [vec = 1, per_phase = 1, max_phase = 1, order = [0]]
+  %bars = local_alloc : tensor<2x1xi64, #L0>
+  mbarrier_init %bars [count = 4, primed = true]
+  %z = constant [value = 0] : i32
+  %bar = memdesc_index %bars, %z : tensor<1xi64, #L1>
+";
+    let ok = format!(
+        "{head}  warp_specialize [producer_warps = 1] {{
+    mbarrier_arrive %bar, %b {{wgmma_in_flight = 1}}
+    %x = add %tf, %tf : tensor<4xf32>
+    barrier
+    yield
+  }} {{
+    mbarrier_wait %bar
+    %y = add %i, %i : i32
+    yield
+  }}"
+    );
+    assert_eq!(errors_of(&module_with(&ok)), Vec::<String>::new());
+    // Only right before the kernel's `return`.
+    assert_error(&format!("{ok}\n  %after = add %i, %i : i32"), "last op of the function's body");
+    // The producer's warps take part in no barrier and hold no register tensor.
+    let producer = |ops: &str| {
+        format!("{head}  warp_specialize [producer_warps = 1] {{\n    yield\n  }} {{\n{ops}\n    yield\n  }}")
+    };
+    assert_error(&producer("    barrier"), "in the producer region");
+    assert_error(&producer("    %x = add %tf, %tf : tensor<4xf32>"), "in the producer region");
+    // Regions carry nothing; an arrival's guard is an i1 and its barrier one slot.
+    assert_error(
+        &format!("{head}  warp_specialize [producer_warps = 1] {{\n    yield %i\n  }} {{\n    yield\n  }}"),
+        "yield nothing",
+    );
+    assert_error(&format!("{head}  mbarrier_arrive %bar, %i"), "guard must be a scalar i1");
+    assert_error(&format!("{head}  mbarrier_arrive %bars"), "one-slot");
+    // `wgmma_in_flight` on barriers and arrivals only; `warp_specialize` on loops only.
+    assert_error(
+        &format!("{head}  mbarrier_wait %bar {{wgmma_in_flight = 1}}"),
+        "only for `barrier` and `mbarrier_arrive`",
+    );
+    assert_error(&format!("{head}  %w = add %i, %i {{warp_specialize = true}} : i32"), "only for `for`");
+}

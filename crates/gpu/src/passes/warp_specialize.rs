@@ -34,8 +34,8 @@
 //!
 //! The loop must be in the kernel's body (its consumer region takes the rest of the
 //! kernel), its copies' offsets must come from scalars (the producer computes no register
-//! tensor: the layouts describe the consumer warps only), every dot must read both
-//! operands from the rings (a slot is released by an MMA wait), and the kernel is not
+//! tensor: the layouts describe the consumer warps only), only unconditional dots of the
+//! body may read the rings (a slot is released by an MMA wait), and the kernel is not
 //! profiled (the probes' per-warp buffers know `num_warps` warps) — otherwise the loop is
 //! pipelined as usual and `TRIDENT_DEBUG_PIPELINE` says why.
 
@@ -89,21 +89,24 @@ pub(super) fn blocker(
     if f.all_ops().into_iter().any(|o| matches!(f.ops[o].kind, OpKind::WarpSpecialize { .. })) {
         return Some("the kernel already has a warp-specialized loop");
     }
+    // A slot is handed back at the end of the next iteration, after `wgmma.wait_group 1`:
+    // every MMA reading it must be an unconditional dot of the body (so that the one group
+    // left in flight then is the current iteration's), and nothing else may read the ring.
     let body = f.ops[for_op].regions[0];
     let top: HashSet<Op> = f.blocks[body].ops.iter().copied().collect();
-    let mut dots = 0;
+    let mut readers = 0;
     let mut bad = false;
     f.walk_block(body, &mut |o| {
         let d = &f.ops[o];
-        if matches!(d.kind, OpKind::Dot { .. }) {
-            dots += 1;
-            bad |= !top.contains(&o) || !ring_reads.contains(&d.operands[0]) || !ring_reads.contains(&d.operands[1]);
-        } else if d.operands.iter().any(|v| ring_reads.contains(v)) {
+        let reads = d.operands.iter().any(|v| ring_reads.contains(v));
+        if reads && matches!(d.kind, OpKind::Dot { .. }) && top.contains(&o) && !ring_reads.contains(&d.operands[2]) {
+            readers += 1;
+        } else if reads {
             bad = true;
         }
     });
-    if dots == 0 || bad {
-        return Some("not every dot reads both operands from the rings (at the loop's top level)");
+    if readers == 0 || bad {
+        return Some("the rings are read by other ops than unconditional dots of the loop's body");
     }
     // The producer computes scalars only.
     for &op in stage0 {
