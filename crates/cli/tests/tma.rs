@@ -290,13 +290,13 @@ const CASES: &[Case] = &[
         ],
         out: "c",
         tma: true,
-        // A and B (read as `b.T`) through the pipeliner's ring: two prologue stages and the
-        // loop's prefetch, two copies each; the tile's store.
-        copies: 7,
+        // Warp-specialized on the tile loop: the producer's K loop copies A and B (read as
+        // `b.T`), one copy each; the consumers store the tile.
+        copies: 3,
         opts: &[],
         sass: true,
         tol: 0.0,
-        ws: false,
+        ws: true,
     },
     // 128-byte rows: both rings 128B-swizzled, B's read K-major through the transpose.
     Case {

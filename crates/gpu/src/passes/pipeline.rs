@@ -322,9 +322,9 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
     // Warp specialization, where the author asked for it and the loop fits (see
     // `warp_specialize`); otherwise the loop is pipelined as below.
     let order0: Vec<Op> = body_ops.iter().copied().filter(|o| stage0.contains(o)).collect();
-    let ws = d.attrs.flag(trident_ir::discardable::WARP_SPECIALIZE) && {
+    let ws_host = super::warp_specialize::host_of(f, for_op);
+    let ws = ws_host.is_some_and(|host| {
         let ring_reads: HashSet<Value> = cands.iter().map(|c| f.ops[c.convert].results[0]).collect();
-        let offsets: Vec<Value> = cands.iter().flat_map(|c| copy_operands(f, c.load)).collect();
         let why = if !opts.target.has_wgmma() {
             Some("the target has no warpgroup MMA (sm_90a)")
         } else if !use_tma {
@@ -334,20 +334,23 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         } else if opts.profile.is_some() || opts.sanitize {
             Some("profiled or sanitized kernels keep one warp role")
         } else {
-            super::warp_specialize::blocker(f, for_op, &ring_reads, &stage0, &offsets)
+            super::warp_specialize::blocker(f, for_op, host, &ring_reads, &stage0, &carried)
         };
         match why {
             Some(w) => skip(&format!("warp_specialize not applied: {w}")),
             None => true,
         }
-    };
+    });
     let loc = d.loc;
     let (lb, ub, step) = (d.operands[0], d.operands[1], d.operands[2]);
     let ivt = f.ty(args[0]).clone();
     let i32t = Type::i32();
+    // The ring and its maps go before the loop, or before the loop a warp specialization
+    // splits (both the consumers and the producer use them).
+    let anchor = if ws { ws_host.unwrap_or(for_op) } else { for_op };
     let mut ins = |f: &mut Function, kind: OpKind, operands: &[Value], ty: Option<Type>| -> Value {
         let o = f.new_op(kind, operands, ty.as_slice(), loc);
-        f.insert_op_before(for_op, o);
+        f.insert_op_before(anchor, o);
         f.ops[o].results.first().copied().unwrap_or(operands.first().copied().unwrap_or(lb))
     };
     // Buffers.
@@ -375,7 +378,7 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
         for c in &cands {
             let fill = c.tma.unwrap_or(TmaFill { swizzle: 0, box_cols: 0, boxes: 1 });
             let m = new_map(f, c.load, fill.swizzle, fill.box_cols);
-            f.insert_op_before(for_op, m);
+            f.insert_op_before(anchor, m);
             maps.push(f.result(m, 0));
         }
         bars = Some(new_barriers(f, s, cands.len() as u32, loc));
@@ -415,7 +418,8 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             recompute: &recompute,
             carried: &carried,
         };
-        super::warp_specialize::rewrite(f, for_op, &plan, opts.num_warps);
+        let host = ws_host.expect("warp-specialized loops have a host");
+        super::warp_specialize::rewrite(f, for_op, host, &plan, opts.num_warps);
         return true;
     }
     // The ops that fill slot `slot` for the load `ci` under `map` (stage 0 of an iteration

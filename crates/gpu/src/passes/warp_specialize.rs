@@ -41,7 +41,7 @@
 
 use super::descriptors::new_barriers_primed;
 use std::collections::{HashMap, HashSet};
-use trident_ir::{BinaryOp, CmpPred, Const, Effect, Function, Op, OpKind, Type, Value};
+use trident_ir::{BinaryOp, Block, CmpPred, Const, Effect, Function, Loc, Op, OpKind, Type, Value, ValueDef};
 
 /// One pipelined load of the ring (see `pipeline::Cand`).
 pub(super) struct RingLoad {
@@ -73,17 +73,87 @@ pub(super) struct RingPlan<'a> {
     pub carried: &'a HashSet<usize>,
 }
 
-/// Why loop `for_op` cannot be warp-specialized, or `None` when it can. `ring_reads`: the
-/// conversions' results (what the dots read from the rings); `copy_operands`: the values
-/// each copy takes from the body (its box offsets).
+/// The loop a warp specialization splits for pipelined loop `for_op`: the loop itself when
+/// it carries the request, or the loop whose body holds it when that one does (a persistent
+/// kernel's tile loop, where Triton's tutorial asks for it).
+pub(super) fn host_of(f: &Function, for_op: Op) -> Option<Op> {
+    let asks = |op: Op| f.ops[op].attrs.flag(trident_ir::discardable::WARP_SPECIALIZE);
+    if asks(for_op) {
+        return Some(for_op);
+    }
+    f.parent_op(for_op).filter(|&p| matches!(f.ops[p].kind, OpKind::For) && asks(p))
+}
+
+/// The ops of `host`'s body (a loop around `for_op`) that the producer recomputes for the
+/// values `roots` (in body order), after checking that everything the producer takes from
+/// outside `for_op`'s body is a scalar it can compute: pure scalar ops of the host's body on
+/// its induction variable, or pure scalars before it (which every warp computes before the
+/// split). `host == for_op`: nothing to recompute.
+fn producer_slice(f: &Function, for_op: Op, host: Op, roots: Vec<Value>) -> Result<Vec<Op>, &'static str> {
+    let inner = f.ops[for_op].regions[0];
+    let hbody = (host != for_op).then(|| f.ops[host].regions[0]);
+    let mut work = roots;
+    let mut seen = HashSet::new();
+    let mut slice = HashSet::new();
+    let scalar_pure = |op: Op| {
+        let d = &f.ops[op];
+        d.kind.effect() == Effect::Pure && d.regions.is_empty() && d.results.iter().all(|&r| f.ty(r).is_scalar())
+    };
+    while let Some(v) = work.pop() {
+        match f.values[v].def {
+            ValueDef::Arg(b, i) if Some(b) == hbody => {
+                if i != 0 {
+                    return Err("a copy's offsets depend on a value the tile loop carries");
+                }
+            }
+            ValueDef::Arg(..) => {}
+            ValueDef::Result(op, _) => {
+                let parent = f.ops[op].parent;
+                if parent == Some(inner) || !seen.insert(op) {
+                    continue;
+                }
+                if !scalar_pure(op) {
+                    return Err("a copy's offsets depend on more than scalars computed before the loop");
+                }
+                if parent == hbody {
+                    slice.insert(op);
+                } else if parent != Some(f.body) {
+                    return Err("a copy's offsets depend on a value computed inside other control flow");
+                }
+                work.extend(f.ops[op].operands.iter().copied());
+            }
+        }
+    }
+    Ok(hbody.map_or_else(Vec::new, |b| f.blocks[b].ops.iter().copied().filter(|o| slice.contains(o)).collect()))
+}
+
+/// What the producer takes from outside `for_op`'s body: the bounds, the inits of stage 0's
+/// carried values, and the operands of stage 0 (for TMA, the copies' offsets).
+fn producer_roots(f: &Function, for_op: Op, stage0: &HashSet<Op>, carried: &HashSet<usize>) -> Vec<Value> {
+    let d = &f.ops[for_op];
+    let mut roots: Vec<Value> = d.operands[..3].to_vec();
+    roots.extend(carried.iter().map(|&i| d.operands[3 + i - 1]));
+    for &op in stage0 {
+        let od = &f.ops[op];
+        match od.kind {
+            OpKind::DescLoad { rank } => roots.extend(od.operands[4 + 2 * rank as usize..].iter().copied()),
+            _ => roots.extend(od.operands.iter().copied()),
+        }
+    }
+    roots
+}
+
+/// Why loop `for_op` cannot be warp-specialized as part of `host` (see `host_of`), or `None`
+/// when it can. `ring_reads`: the conversions' results (what the dots read from the rings).
 pub(super) fn blocker(
     f: &Function,
     for_op: Op,
+    host: Op,
     ring_reads: &HashSet<Value>,
     stage0: &HashSet<Op>,
-    copy_operands: &[Value],
+    carried: &HashSet<usize>,
 ) -> Option<&'static str> {
-    if f.ops[for_op].parent != Some(f.body) {
+    if f.ops[host].parent != Some(f.body) {
         return Some("the loop is not in the kernel's body");
     }
     if f.all_ops().into_iter().any(|o| matches!(f.ops[o].kind, OpKind::WarpSpecialize { .. })) {
@@ -115,31 +185,88 @@ pub(super) fn blocker(
             return Some("a copy's offsets are computed from tensors");
         }
     }
-    // Its operands from before the loop: pure scalars (and the kernel's parameters).
-    let mut work: Vec<Value> = copy_operands.to_vec();
-    for &op in stage0 {
-        if !matches!(f.ops[op].kind, OpKind::DescLoad { .. }) {
-            work.extend(f.ops[op].operands.iter().copied());
-        }
-    }
-    let mut seen = HashSet::new();
-    while let Some(v) = work.pop() {
-        let Some(op) = f.def_op(v) else { continue };
-        if stage0.contains(&op) || !seen.insert(op) || f.ops[op].parent == Some(body) {
-            continue;
-        }
-        let d = &f.ops[op];
-        if d.kind.effect() != Effect::Pure || !d.regions.is_empty() || d.results.iter().any(|&r| !f.ty(r).is_scalar()) {
-            return Some("a copy's offsets depend on more than scalars computed before the loop");
-        }
-        work.extend(d.operands.iter().copied());
-    }
-    None
+    producer_slice(f, for_op, host, producer_roots(f, for_op, stage0, carried)).err()
 }
 
-/// Rewrites loop `for_op` (see the module docs); `blocker` said it can. Everything the
-/// plan names (buffers, maps, full barriers) is already placed before the loop.
-pub(super) fn rewrite(f: &mut Function, for_op: Op, plan: &RingPlan<'_>, num_warps: u32) {
+/// Appends an op to `b`, returning its first result (or its first operand).
+fn app(f: &mut Function, b: Block, kind: OpKind, operands: &[Value], ty: Option<Type>, loc: Loc) -> Value {
+    let o = f.new_op(kind, operands, ty.as_slice(), loc);
+    f.append_op(b, o);
+    f.ops[o].results.first().copied().unwrap_or_else(|| operands[0])
+}
+
+/// A scalar constant placed before `at`.
+fn constant_before(f: &mut Function, at: Op, value: i64, ty: Type) -> Value {
+    let loc = f.ops[at].loc;
+    let c = f.new_op(OpKind::Constant(Const::Int(value)), &[], &[ty], loc);
+    f.insert_op_before(at, c);
+    f.result(c, 0)
+}
+
+/// Replaces the terminator of `b` by a `yield` of `values`.
+fn set_yield(f: &mut Function, b: Block, values: &[Value]) {
+    let t = f.terminator(b).expect("a loop body ends in yield");
+    let loc = f.ops[t].loc;
+    f.detach_op(t);
+    let y = f.new_op(OpKind::Yield, values, &[], loc);
+    f.append_op(b, y);
+}
+
+/// Rebuilds loop `host` with one more carried `i32` starting at `init` (yielded unchanged
+/// until the caller says otherwise); returns the new loop and the new block argument.
+fn add_carried_i32(f: &mut Function, host: Op, init: Value) -> (Op, Value) {
+    let d = f.ops[host].clone();
+    let old = d.regions[0];
+    let old_args = f.blocks[old].args.clone();
+    let mut types: Vec<Type> = old_args.iter().map(|&a| f.ty(a).clone()).collect();
+    types.push(Type::i32());
+    let nb = f.new_block(&types);
+    let nargs = f.blocks[nb].args.clone();
+    let mut operands = d.operands.to_vec();
+    operands.push(init);
+    let mut rtypes: Vec<Type> = d.results.iter().map(|&r| f.ty(r).clone()).collect();
+    rtypes.push(Type::i32());
+    let nh = f.new_op(OpKind::For, &operands, &rtypes, d.loc);
+    f.add_region(nh, nb);
+    f.insert_op_before(host, nh);
+    for op in f.blocks[old].ops.clone() {
+        f.detach_op(op);
+        f.append_op(nb, op);
+    }
+    for (&o, &n) in old_args.iter().zip(&nargs) {
+        f.replace_all_uses(o, n);
+    }
+    let mut ys = f.ops[f.terminator(nb).expect("a loop body ends in yield")].operands.to_vec();
+    let arg = nargs[nargs.len() - 1];
+    ys.push(arg);
+    set_yield(f, nb, &ys);
+    let results = f.ops[nh].results.clone();
+    for (i, &r) in d.results.iter().enumerate() {
+        f.replace_all_uses(r, results[i]);
+    }
+    f.detach_op(host);
+    (nh, arg)
+}
+
+/// `slot + 1`, wrapped to 0 at `s`, appended to `b`.
+fn next_slot(f: &mut Function, b: Block, slot: Value, s: u32, loc: Loc) -> Value {
+    let i32t = Some(Type::i32());
+    let one = app(f, b, OpKind::Constant(Const::Int(1)), &[], i32t.clone(), loc);
+    let n = app(f, b, OpKind::Binary(BinaryOp::Add), &[slot, one], i32t.clone(), loc);
+    if s.is_power_of_two() {
+        let m = app(f, b, OpKind::Constant(Const::Int(s as i64 - 1)), &[], i32t.clone(), loc);
+        app(f, b, OpKind::Binary(BinaryOp::And), &[n, m], i32t, loc)
+    } else {
+        let sc = app(f, b, OpKind::Constant(Const::Int(s as i64)), &[], i32t.clone(), loc);
+        let z = app(f, b, OpKind::Constant(Const::Int(0)), &[], i32t.clone(), loc);
+        let wrap = app(f, b, OpKind::Cmp(CmpPred::Eq), &[n, sc], Some(Type::i1()), loc);
+        app(f, b, OpKind::Select, &[wrap, z, n], i32t, loc)
+    }
+}
+
+/// Rewrites loop `for_op` as part of `host` (see the module docs); `blocker` said it can.
+/// Everything the plan names (buffers, maps, full barriers) is already placed before `host`.
+pub(super) fn rewrite(f: &mut Function, for_op: Op, host: Op, plan: &RingPlan<'_>, num_warps: u32) {
     let d = f.ops[for_op].clone();
     let loc = d.loc;
     let body = d.regions[0];
@@ -147,64 +274,52 @@ pub(super) fn rewrite(f: &mut Function, for_op: Op, plan: &RingPlan<'_>, num_war
     let term = f.terminator(body).expect("a loop body ends in yield");
     let yields = f.ops[term].operands.to_vec();
     let body_ops: Vec<Op> = f.blocks[body].ops.iter().copied().filter(|&o| o != term).collect();
-    let (lb, ub, step) = (d.operands[0], d.operands[1], d.operands[2]);
+    let (lb, ub) = (d.operands[0], d.operands[1]);
     let ivt = f.ty(args[0]).clone();
     let i32t = Type::i32();
     let s = plan.stages;
+    let nested = host != for_op;
+    let slice = producer_slice(f, for_op, host, producer_roots(f, for_op, plan.stage0, plan.carried))
+        .expect("checked by `blocker`");
     let empty = new_barriers_primed(f, s, num_warps, true, loc);
 
-    // Appends an op to `b`, returning its first result (or its first operand).
-    let app = |f: &mut Function, b: trident_ir::Block, kind: OpKind, operands: &[Value], ty: Option<Type>| -> Value {
-        let o = f.new_op(kind, operands, ty.as_slice(), loc);
-        f.append_op(b, o);
-        f.ops[o].results.first().copied().unwrap_or_else(|| operands[0])
+    // 1. The consumers: the loop's stage 1 in its place, reading the slots the producer
+    // fills. Slots go round across the tile loop of a persistent kernel: it carries the next
+    // slot to read.
+    let (host_c, r_init) = if nested {
+        let z = constant_before(f, host, 0, i32t.clone());
+        add_carried_i32(f, host, z)
+    } else {
+        (host, constant_before(f, for_op, 0, i32t.clone()))
     };
-    // `slot + 1`, wrapped to 0 at S.
-    let next = |f: &mut Function, b: trident_ir::Block, slot: Value| -> Value {
-        let one = app(f, b, OpKind::Constant(Const::Int(1)), &[], Some(i32t.clone()));
-        let n = app(f, b, OpKind::Binary(BinaryOp::Add), &[slot, one], Some(i32t.clone()));
-        if s.is_power_of_two() {
-            let m = app(f, b, OpKind::Constant(Const::Int(s as i64 - 1)), &[], Some(i32t.clone()));
-            app(f, b, OpKind::Binary(BinaryOp::And), &[n, m], Some(i32t.clone()))
-        } else {
-            let sc = app(f, b, OpKind::Constant(Const::Int(s as i64)), &[], Some(i32t.clone()));
-            let z = app(f, b, OpKind::Constant(Const::Int(0)), &[], Some(i32t.clone()));
-            let wrap = app(f, b, OpKind::Cmp(CmpPred::Eq), &[n, sc], Some(Type::i1()));
-            app(f, b, OpKind::Select, &[wrap, z, n], Some(i32t.clone()))
-        }
-    };
-
-    // The consumers' loop: the body's stage 1, reading the slot the producer filled.
-    let cb = f.new_block(&[]);
-    let r0 = app(f, cb, OpKind::Constant(Const::Int(0)), &[], Some(i32t.clone()));
-    let p0 = app(f, cb, OpKind::Constant(Const::Int(s as i64 - 1)), &[], Some(i32t.clone()));
+    let p_init = constant_before(f, for_op, s as i64 - 1, i32t.clone());
     let mut arg_types: Vec<Type> = args.iter().map(|&a| f.ty(a).clone()).collect();
     arg_types.push(i32t.clone());
     arg_types.push(i32t.clone());
     let nb = f.new_block(&arg_types);
     let nargs = f.blocks[nb].args.clone();
     let mut operands = d.operands.to_vec();
-    operands.push(r0);
-    operands.push(p0);
+    operands.push(r_init);
+    operands.push(p_init);
     let mut rtypes: Vec<Type> = d.results.iter().map(|&r| f.ty(r).clone()).collect();
     rtypes.push(i32t.clone());
     rtypes.push(i32t.clone());
     let cfor = f.new_op(OpKind::For, &operands, &rtypes, loc);
     f.add_region(cfor, nb);
-    f.append_op(cb, cfor);
+    f.insert_op_before(for_op, cfor);
     {
         let (iv, rs, ps) = (nargs[0], nargs[nargs.len() - 2], nargs[nargs.len() - 1]);
         let mut map1: HashMap<Value, Value> = args.iter().zip(&nargs).map(|(&a, &n)| (a, n)).collect();
-        let bar = app(f, nb, OpKind::MemDescIndex, &[plan.full, rs], Some(plan.bar_slot_ty.clone()));
-        app(f, nb, OpKind::MbarrierWait, &[bar], None);
+        let bar = app(f, nb, OpKind::MemDescIndex, &[plan.full, rs], Some(plan.bar_slot_ty.clone()), loc);
+        app(f, nb, OpKind::MbarrierWait, &[bar], None, loc);
         for l in &plan.loads {
-            let mut view = app(f, nb, OpKind::MemDescIndex, &[l.buf, rs], Some(l.slot_ty.clone()));
+            let mut view = app(f, nb, OpKind::MemDescIndex, &[l.buf, rs], Some(l.slot_ty.clone()), loc);
             if let (Some(tr), Some(tt)) = (l.trans, l.trans_ty.clone()) {
                 let OpKind::Trans { perm } = f.ops[tr].kind.clone() else { unreachable!("a trans candidate") };
-                view = app(f, nb, OpKind::MemDescTrans { perm }, &[view], Some(tt));
+                view = app(f, nb, OpKind::MemDescTrans { perm }, &[view], Some(tt), loc);
             }
             let ct = f.ty(f.ops[l.convert].results[0]).clone();
-            let v = app(f, nb, OpKind::LocalLoad, &[view], Some(ct));
+            let v = app(f, nb, OpKind::LocalLoad, &[view], Some(ct), loc);
             map1.insert(f.ops[l.convert].results[0], v);
         }
         for &op in &body_ops {
@@ -217,12 +332,12 @@ pub(super) fn rewrite(f: &mut Function, for_op: Op, plan: &RingPlan<'_>, num_war
             }
         }
         // Hand back the slot the previous iteration read, once its MMAs are over.
-        let not_first = app(f, nb, OpKind::Cmp(CmpPred::Ne), &[iv, lb], Some(Type::i1()));
-        let ebar = app(f, nb, OpKind::MemDescIndex, &[empty, ps], Some(plan.bar_slot_ty.clone()));
+        let not_first = app(f, nb, OpKind::Cmp(CmpPred::Ne), &[iv, lb], Some(Type::i1()), loc);
+        let ebar = app(f, nb, OpKind::MemDescIndex, &[empty, ps], Some(plan.bar_slot_ty.clone()), loc);
         let o = f.new_op(OpKind::MbarrierArrive, &[ebar, not_first], &[], loc);
         f.ops[o].attrs.set(trident_ir::discardable::WGMMA_IN_FLIGHT, trident_ir::Attr::Int(1));
         f.append_op(nb, o);
-        let rs1 = next(f, nb, rs);
+        let rs1 = next_slot(f, nb, rs, s, loc);
         let mut ys = vec![];
         for (i, &y) in yields.iter().enumerate() {
             // Stage 0's carried values are the producer's: passed through unchanged here.
@@ -233,42 +348,82 @@ pub(super) fn rewrite(f: &mut Function, for_op: Op, plan: &RingPlan<'_>, num_war
         let t = f.new_op(OpKind::Yield, &ys, &[], loc);
         f.append_op(nb, t);
     }
+    // After the loop, its last slot (when it ran at all), once every MMA is over.
+    let cres = f.ops[cfor].results.clone();
+    let (r_out, p_out) = (cres[cres.len() - 2], cres[cres.len() - 1]);
+    {
+        let ran = f.new_op(OpKind::Cmp(CmpPred::Lt), &[lb, ub], &[Type::i1()], loc);
+        f.insert_op_after(cfor, ran);
+        let ebar = f.new_op(OpKind::MemDescIndex, &[empty, p_out], &[plan.bar_slot_ty.clone()], loc);
+        f.insert_op_after(ran, ebar);
+        let arrive = f.new_op(OpKind::MbarrierArrive, &[f.result(ebar, 0), f.result(ran, 0)], &[], loc);
+        f.insert_op_after(ebar, arrive);
+    }
+    for (i, &r) in d.results.iter().enumerate() {
+        f.replace_all_uses(r, cres[i]);
+    }
+    f.detach_op(for_op);
+    if nested {
+        let hb = f.ops[host_c].regions[0];
+        let mut ys = f.ops[f.terminator(hb).expect("a loop body ends in yield")].operands.to_vec();
+        *ys.last_mut().expect("the carried slot") = r_out;
+        set_yield(f, hb, &ys);
+    }
 
-    // The producer's loop: stage 0, each iteration into the next free slot.
+    // 2. The producer: stage 0 of every iteration into the next free slot (inside its own
+    // copy of the tile loop, recomputing the tile's scalars, for a persistent kernel).
     let pb = f.new_block(&[]);
+    let mut omap: HashMap<Value, Value> = HashMap::new();
+    let (outer_block, w_init, outer) = if nested {
+        let hd = f.ops[host_c].clone();
+        let w0 = app(f, pb, OpKind::Constant(Const::Int(0)), &[], Some(i32t.clone()), loc);
+        let hiv = f.blocks[hd.regions[0]].args[0];
+        let ob = f.new_block(&[f.ty(hiv).clone(), i32t.clone()]);
+        let oargs = f.blocks[ob].args.clone();
+        let po = f.new_op(OpKind::For, &[hd.operands[0], hd.operands[1], hd.operands[2], w0], &[i32t.clone()], loc);
+        f.add_region(po, ob);
+        f.append_op(pb, po);
+        omap.insert(hiv, oargs[0]);
+        for &op in &slice {
+            let c = f.clone_op(op, &mut omap);
+            f.append_op(ob, c);
+        }
+        (ob, oargs[1], Some(ob))
+    } else {
+        (pb, app(f, pb, OpKind::Constant(Const::Int(0)), &[], Some(i32t.clone()), loc), None)
+    };
+    let m = |omap: &HashMap<Value, Value>, v: Value| omap.get(&v).copied().unwrap_or(v);
     let mut carried: Vec<usize> = plan.carried.iter().copied().collect();
     carried.sort_unstable();
-    let w0 = app(f, pb, OpKind::Constant(Const::Int(0)), &[], Some(i32t.clone()));
     let mut ptypes = vec![ivt.clone()];
     ptypes.extend(carried.iter().map(|&i| f.ty(args[i]).clone()));
     ptypes.push(i32t.clone());
     let qb = f.new_block(&ptypes);
     let qargs = f.blocks[qb].args.clone();
-    let mut operands = vec![lb, ub, step];
-    operands.extend(carried.iter().map(|&i| d.operands[3 + i - 1]));
-    operands.push(w0);
-    let rtypes: Vec<Type> = ptypes[1..].to_vec();
-    let pfor = f.new_op(OpKind::For, &operands, &rtypes, loc);
+    let mut operands: Vec<Value> = d.operands[..3].iter().map(|&v| m(&omap, v)).collect();
+    operands.extend(carried.iter().map(|&i| m(&omap, d.operands[3 + i - 1])));
+    operands.push(w_init);
+    let pfor = f.new_op(OpKind::For, &operands, &ptypes[1..], loc);
     f.add_region(pfor, qb);
-    f.append_op(pb, pfor);
+    f.append_op(outer_block, pfor);
     {
         let ws = qargs[qargs.len() - 1];
-        let mut map0: HashMap<Value, Value> = HashMap::new();
+        let mut map0 = omap.clone();
         map0.insert(args[0], qargs[0]);
         for (k, &i) in carried.iter().enumerate() {
             map0.insert(args[i], qargs[k + 1]);
         }
-        let ebar = app(f, qb, OpKind::MemDescIndex, &[empty, ws], Some(plan.bar_slot_ty.clone()));
-        app(f, qb, OpKind::MbarrierWait, &[ebar], None);
+        let ebar = app(f, qb, OpKind::MemDescIndex, &[empty, ws], Some(plan.bar_slot_ty.clone()), loc);
+        app(f, qb, OpKind::MbarrierWait, &[ebar], None, loc);
         for &op in plan.order0 {
             match plan.loads.iter().find(|l| l.load == op) {
                 Some(l) => {
-                    let view = app(f, qb, OpKind::MemDescIndex, &[l.buf, ws], Some(l.slot_ty.clone()));
-                    let bar = app(f, qb, OpKind::MemDescIndex, &[plan.full, ws], Some(plan.bar_slot_ty.clone()));
+                    let view = app(f, qb, OpKind::MemDescIndex, &[l.buf, ws], Some(l.slot_ty.clone()), loc);
+                    let bar = app(f, qb, OpKind::MemDescIndex, &[plan.full, ws], Some(plan.bar_slot_ty.clone()), loc);
                     let OpKind::DescLoad { rank } = f.ops[op].kind else { unreachable!("a TMA ring's load") };
                     let mut ops = vec![l.map, view, bar];
                     let offs = f.ops[op].operands[4 + 2 * rank as usize..].to_vec();
-                    ops.extend(offs.into_iter().map(|v| map0.get(&v).copied().unwrap_or(v)));
+                    ops.extend(offs.into_iter().map(|v| m(&map0, v)));
                     let c = f.new_op(OpKind::TmaCopy, &ops, &[], f.ops[op].loc);
                     f.append_op(qb, c);
                 }
@@ -278,20 +433,25 @@ pub(super) fn rewrite(f: &mut Function, for_op: Op, plan: &RingPlan<'_>, num_war
                 }
             }
         }
-        let ws1 = next(f, qb, ws);
-        let mut ys: Vec<Value> =
-            carried.iter().map(|&i| map0.get(&yields[i - 1]).copied().unwrap_or(yields[i - 1])).collect();
+        let ws1 = next_slot(f, qb, ws, s, loc);
+        let mut ys: Vec<Value> = carried.iter().map(|&i| m(&map0, yields[i - 1])).collect();
         ys.push(ws1);
         let t = f.new_op(OpKind::Yield, &ys, &[], loc);
         f.append_op(qb, t);
     }
+    if let Some(ob) = outer {
+        let w_out = *f.ops[pfor].results.last().expect("the slot");
+        let t = f.new_op(OpKind::Yield, &[w_out], &[], loc);
+        f.append_op(ob, t);
+    }
     let y = f.new_op(OpKind::Yield, &[], &[], loc);
     f.append_op(pb, y);
 
-    // The split: what the producer uses stays before it (every warp runs it); the kernel's
-    // other ops join the consumers.
+    // 3. The split: what the producer uses stays before it (every warp runs it); the
+    // kernel's other ops join the consumers.
     let wsop = f.new_op(OpKind::WarpSpecialize { producer_warps: 1 }, &[], &[], loc);
-    f.insert_op_before(for_op, wsop);
+    // The consumers' loop where the split is the loop itself (`host` is gone: replaced).
+    f.insert_op_before(if nested { host_c } else { cfor }, wsop);
     let mut keep: HashSet<Op> = HashSet::new();
     let mut work: Vec<Value> = vec![];
     f.walk_block(pb, &mut |o| work.extend(f.ops[o].operands.iter().copied()));
@@ -304,17 +464,17 @@ pub(super) fn rewrite(f: &mut Function, for_op: Op, plan: &RingPlan<'_>, num_war
     }
     let top: Vec<Op> = f.blocks[f.body].ops.clone();
     let at = top.iter().position(|&o| o == wsop).expect("just inserted");
-    let after = top.iter().position(|&o| o == for_op).expect("the loop");
+    let cb = f.new_block(&[]);
     for &op in &top[..at] {
         // The barriers' initialisation (a CTA barrier of every warp) stays with its buffer.
         let init_of_kept = matches!(f.ops[op].kind, OpKind::MbarrierInit { .. })
             && f.def_op(f.ops[op].operands[0]).is_some_and(|a| keep.contains(&a));
         if !keep.contains(&op) && !init_of_kept {
             f.detach_op(op);
-            f.insert_op_before(cfor, op);
+            f.append_op(cb, op);
         }
     }
-    for &op in &top[after + 1..] {
+    for &op in &top[at + 1..] {
         if !matches!(f.ops[op].kind, OpKind::Return) {
             f.detach_op(op);
             f.append_op(cb, op);
@@ -324,9 +484,4 @@ pub(super) fn rewrite(f: &mut Function, for_op: Op, plan: &RingPlan<'_>, num_war
     f.append_op(cb, y);
     f.add_region(wsop, cb);
     f.add_region(wsop, pb);
-    let results = f.ops[cfor].results.clone();
-    for (i, &r) in d.results.iter().enumerate() {
-        f.replace_all_uses(r, results[i]);
-    }
-    f.detach_op(for_op);
 }
