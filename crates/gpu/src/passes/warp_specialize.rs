@@ -354,7 +354,7 @@ pub(super) fn rewrite(f: &mut Function, for_op: Op, host: Op, plan: &RingPlan<'_
     {
         let ran = f.new_op(OpKind::Cmp(CmpPred::Lt), &[lb, ub], &[Type::i1()], loc);
         f.insert_op_after(cfor, ran);
-        let ebar = f.new_op(OpKind::MemDescIndex, &[empty, p_out], &[plan.bar_slot_ty.clone()], loc);
+        let ebar = f.new_op(OpKind::MemDescIndex, &[empty, p_out], std::slice::from_ref(&plan.bar_slot_ty), loc);
         f.insert_op_after(ran, ebar);
         let arrive = f.new_op(OpKind::MbarrierArrive, &[f.result(ebar, 0), f.result(ran, 0)], &[], loc);
         f.insert_op_after(ebar, arrive);
@@ -380,7 +380,12 @@ pub(super) fn rewrite(f: &mut Function, for_op: Op, host: Op, plan: &RingPlan<'_
         let hiv = f.blocks[hd.regions[0]].args[0];
         let ob = f.new_block(&[f.ty(hiv).clone(), i32t.clone()]);
         let oargs = f.blocks[ob].args.clone();
-        let po = f.new_op(OpKind::For, &[hd.operands[0], hd.operands[1], hd.operands[2], w0], &[i32t.clone()], loc);
+        let po = f.new_op(
+            OpKind::For,
+            &[hd.operands[0], hd.operands[1], hd.operands[2], w0],
+            std::slice::from_ref(&i32t),
+            loc,
+        );
         f.add_region(po, ob);
         f.append_op(pb, po);
         omap.insert(hiv, oargs[0]);
