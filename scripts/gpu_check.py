@@ -75,42 +75,53 @@ def benches(quick):
 
     # Descriptors at 128x64x64 (rows of 128 bytes: one TMA box per tile) and at the pointer
     # matmul's best 128x128x64 (B's 256-byte rows: two boxes per tile).
-    for S in ([2048] if quick else [2048, 4096]):
-        for bn, warps in ((64, 4), (128, 8)):
+    # With warp specialization (a producer warp issues the copies) at the largest size: the
+    # same kernel with WARP_SPECIALIZE=True (Triton 3.9 ignores it on Hopper).
+    sizes = [2048] if quick else [2048, 4096]
+    for S in sizes:
+        for bn, warps, ws in ((64, 4, False), (128, 8, False), (128, 8, True)):
+            if ws and S != sizes[-1]:
+                continue
             M = N = K = S
             out.append(dict(
-                name=f"matmul f16 {M}x{N}x{K} descriptors 128x{bn}x64", file="kernels/matmul_descriptor.py",
+                name=f"matmul f16 {M}x{N}x{K} descriptors 128x{bn}x64{' warp-specialized' if ws else ''}",
+                file="kernels/matmul_descriptor.py",
                 kernel="matmul_desc_kernel", grid=(cdiv(M, 128), cdiv(N, bn)), warps=warps, stages=3,
                 tensors=[("a", "randn", f16, (M, K)), ("b", "randn", f16, (K, N)), ("c", "empty", f16, (M, N))],
                 scalars=[("M", M), ("N", N), ("K", K)],
-                consts=[("BLOCK_M", 128), ("BLOCK_N", bn), ("BLOCK_K", 64)],
+                consts=[("BLOCK_M", 128), ("BLOCK_N", bn), ("BLOCK_K", 64), ("WARP_SPECIALIZE", ws)],
                 bytes=None, flops=2 * M * N * K, torch=lambda t: t["a"] @ t["b"]))
 
     # Persistent over descriptors (B given as [N, K], used as b.T): NUM_SMS programs.
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for S in ([2048] if quick else [4096, 8192]):
-        M = N = K = S
-        out.append(dict(
-            name=f"matmul f16 {M}x{N}x{K} persistent (B as [N,K]) 128x128x64", file="kernels/matmul_persistent.py",
-            kernel="matmul_persistent_kernel", grid=(sms,), warps=8, stages=3,
-            tensors=[("a", "randn", f16, (M, K)), ("b", "randn", f16, (N, K)), ("c", "empty", f16, (M, N))],
-            scalars=[("M", M), ("N", N), ("K", K)],
-            consts=[("BLOCK_M", 128), ("BLOCK_N", 128), ("BLOCK_K", 64), ("GROUP_M", 8), ("NUM_SMS", sms),
-                    ("WARP_SPECIALIZE", False)],
-            bytes=None, flops=2 * M * N * K, torch=lambda t: t["a"] @ t["b"].T))
+        for ws in (False, True):
+            M = N = K = S
+            out.append(dict(
+                name=f"matmul f16 {M}x{N}x{K} persistent (B as [N,K]) 128x128x64{' warp-specialized' if ws else ''}",
+                file="kernels/matmul_persistent.py",
+                kernel="matmul_persistent_kernel", grid=(sms,), warps=8, stages=3,
+                tensors=[("a", "randn", f16, (M, K)), ("b", "randn", f16, (N, K)), ("c", "empty", f16, (M, N))],
+                scalars=[("M", M), ("N", N), ("K", K)],
+                consts=[("BLOCK_M", 128), ("BLOCK_N", 128), ("BLOCK_K", 64), ("GROUP_M", 8), ("NUM_SMS", sms),
+                        ("WARP_SPECIALIZE", ws)],
+                bytes=None, flops=2 * M * N * K, torch=lambda t: t["a"] @ t["b"].T))
 
     # Attention over descriptors (Triton's Hopper tutorial's shape: K used as k.T).
-    for D, causal in ((64, False), (64, True), (128, False), (128, True)):
+    for D, causal, ws in ((64, False, False), (64, True, False), (128, False, False), (128, True, False),
+                          (64, False, True), (128, True, True)):
         Z, H = 4, 16
         S = 1024 if quick else 4096
         shape = (Z, H, S, D)
         bn = 64 if D == 64 else 128
         out.append(dict(
-            name=f"attention fwd f16 Z{Z} H{H} S{S} D{D}{' causal' if causal else ''} descriptors",
+            name=f"attention fwd f16 Z{Z} H{H} S{S} D{D}{' causal' if causal else ''} descriptors"
+                 f"{' warp-specialized' if ws else ''}",
             file="kernels/flash_attention_desc.py", kernel="attn_fwd_desc", grid=(cdiv(S, 128), Z * H), warps=8,
             stages=2, tensors=[(n, "randn", f16, shape) for n in "qkv"] + [("o", "empty", f16, shape)],
             scalars=[("sm_scale", D ** -0.5), ("Z", Z), ("H", H), ("N_CTX", S)],
-            consts=[("BLOCK_M", 128), ("BLOCK_N", bn), ("HEAD_DIM", D), ("IS_CAUSAL", causal)],
+            consts=[("BLOCK_M", 128), ("BLOCK_N", bn), ("HEAD_DIM", D), ("IS_CAUSAL", causal),
+                    ("WARP_SPECIALIZE", ws)],
             bytes=None, flops=4 * Z * H * S * S * D * (0.5 if causal else 1.0),
             torch=(lambda c: lambda t: F.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=c))(causal)))
 
