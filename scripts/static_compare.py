@@ -84,24 +84,32 @@ def attention_case(causal):
         dots=[(128, 64, D), (128, D, 64)])
 
 
-def attention_desc_case(causal, d=64):
+def attention_desc_case(causal, d=64, ws=False):
     """Triton's Hopper attention tutorial's shape: descriptors over (Z*H*N_CTX, D), K as k.T."""
     Z, H, S = 4, 16, 4096
     args = OrderedDict((t, "*f16") for t in "qkvo")
     args.update(sm_scale=d ** -0.5, Z=Z, H=H, N_CTX=S, BLOCK_M=128, BLOCK_N=64 if d == 64 else 128,
                 HEAD_DIM=d, IS_CAUSAL=causal)
+    if ws:
+        args["WARP_SPECIALIZE"] = True
     bn = args["BLOCK_N"]
     return dict(
-        name=f"attention desc D{d}" + (" causal" if causal else ""), file="kernels/flash_attention_desc.py",
-        kernel="attn_fwd_desc", what=f"f16 Z{Z} H{H} S{S} D{d}, BLOCK_M=128 BLOCK_N={bn}", warps=8, stages=2,
+        name=f"attention desc D{d}" + (" causal" if causal else "") + (" WS" if ws else ""),
+        file="kernels/flash_attention_desc.py",
+        kernel="attn_fwd_desc",
+        what=f"f16 Z{Z} H{H} S{S} D{d}, BLOCK_M=128 BLOCK_N={bn}" + (", WARP_SPECIALIZE=True" if ws else ""),
+        warps=8, stages=2,
         args=args, dots=[(128, bn, d), (128, d, bn)])
 
 
-def desc_case(bm, bn, bk, warps):
-    return dict(name=f"matmul desc {bm}x{bn}x{bk}", file="kernels/matmul_descriptor.py", kernel="matmul_desc_kernel",
-                what=f"f16 4096^3, {bm}x{bn}x{bk}", warps=warps, stages=3,
-                args=OrderedDict(a="*f16", b="*f16", c="*f16", M=4096, N=4096, K=4096,
-                                 BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk),
+def desc_case(bm, bn, bk, warps, ws=False):
+    args = OrderedDict(a="*f16", b="*f16", c="*f16", M=4096, N=4096, K=4096, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
+    if ws:
+        args["WARP_SPECIALIZE"] = True
+    return dict(name=f"matmul desc {bm}x{bn}x{bk}" + (" WS" if ws else ""), file="kernels/matmul_descriptor.py",
+                kernel="matmul_desc_kernel",
+                what=f"f16 4096^3, {bm}x{bn}x{bk}" + (", WARP_SPECIALIZE=True" if ws else ""), warps=warps, stages=3,
+                args=args,
                 dots=[(bm, bn, bk)])
 
 
@@ -135,6 +143,8 @@ CASES = [
          dots=[(128, 128, 32)]),
     desc_case(128, 64, 64, 4),
     desc_case(128, 128, 64, 8),
+    desc_case(128, 128, 64, 8, ws=True),
+    attention_desc_case(False, ws=True),
     # Triton's Hopper recipe (its persistent-matmul tutorial's shape of kernel, written for
     # Trident): NUM_SMS programs over the tiles, descriptors, a descriptor store.
     dict(name="matmul persistent", file="kernels/matmul_persistent.py", kernel="matmul_persistent_kernel",
@@ -425,7 +435,28 @@ def analyse(ptxas, nvdisasm, ptx, arch, path, has_dots=False, case=None):
         f.write(sass)
     instrs, labels = parse_sass(sass)
     loop = main_loop(instrs, labels, has_dots, case)
-    return dict(usage=usage, log=log, instrs=instrs, loop=loop, mix=mix(instrs), loop_mix=mix(loop))
+    # A warp-specialized kernel (more threads than its warps: a producer warp) copies in its
+    # producer's loop, not in the main (consumer) loop: its TMA copies per iteration are those
+    # of the smallest loop holding any.
+    specialized = case is not None and f".reqntid {32 * case['warps']}\n" not in ptx and ".reqntid" in ptx
+    producer = producer_loop(instrs, labels) if specialized else None
+    return dict(usage=usage, log=log, instrs=instrs, loop=loop, mix=mix(instrs), loop_mix=mix(loop),
+                producer_tma=None if producer is None else mix(producer)[0]["TMA"])
+
+
+def producer_loop(instrs, labels):
+    """The smallest backward-branch range holding a TMA copy (a producer warp's K loop)."""
+    ranges = []
+    for addr, op, rest in instrs:
+        m = BRANCH_TARGET.search(rest) if op.startswith("BRA") else None
+        if m and m.group(1) in labels and labels[m.group(1)] < addr:
+            ranges.append((labels[m.group(1)], addr))
+    tma = [a for a, op, _ in instrs if op.startswith("UTMALDG")]
+    holding = [r for r in ranges if any(r[0] <= a <= r[1] for a in tma)]
+    if not holding:
+        return None
+    lo, hi = min(holding, key=lambda r: r[1] - r[0])
+    return [i for i in instrs if lo <= i[0] <= hi]
 
 
 def ptx_arch(ptx):
@@ -471,11 +502,13 @@ def loop_units(t, o, ok):
     """TMA copies and tensor-core instructions in the main loop, Trident/Triton (goal: the same)."""
     def counts(r):
         cols = r["loop_mix"][0]
-        return cols["TMA"], cols["HGMMA"] + cols["HMMA"]
+        tma = r.get("producer_tma")
+        return (cols["TMA"] if tma is None else tma), cols["HGMMA"] + cols["HMMA"]
     (tt, tm), (ot, om) = counts(t), counts(o)
     if not (tt or tm or ot or om):
         return "–"
-    return f"{ok((tt, tm) == (ot, om))} {tt}/{ot} TMA, {tm}/{om} MMA"
+    where = " (producer warp's loop)" if t.get("producer_tma") is not None else ""
+    return f"{ok((tt, tm) == (ot, om))} {tt}/{ot} TMA{where}, {tm}/{om} MMA"
 
 
 def goals(results):

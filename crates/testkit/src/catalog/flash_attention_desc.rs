@@ -10,16 +10,17 @@ use crate::case::{f64_copy, Case, Check, Inputs, RefError, Tolerance};
 use crate::TensorList;
 
 pub(crate) fn cases() -> Vec<Case> {
-    // (Z, H, N_CTX, HEAD_DIM, BLOCK_M, BLOCK_N, causal, sm_scale)
+    // (Z, H, N_CTX, HEAD_DIM, BLOCK_M, BLOCK_N, causal, sm_scale, WARP_SPECIALIZE)
     let problems = [
-        (1, 2, 40, 16, 16, 16, true, "0.25"),
-        (2, 2, 37, 32, 16, 32, false, "0.17677669529663687"),
-        (1, 2, 100, 64, 64, 32, true, "0.125"),
-        (1, 1, 90, 64, 64, 64, false, "0.125"),
+        (1, 2, 40, 16, 16, 16, true, "0.25", false),
+        (2, 2, 37, 32, 16, 32, false, "0.17677669529663687", false),
+        (1, 2, 100, 64, 64, 32, true, "0.125", false),
+        (1, 1, 90, 64, 64, 64, false, "0.125", false),
+        (1, 2, 100, 64, 64, 32, true, "0.125", true),
     ];
     problems
         .into_iter()
-        .map(|(z, h, n, d, bm, bn, causal, scale)| {
+        .map(|(z, h, n, d, bm, bn, causal, scale, ws)| {
             let dt = DType::F16;
             let shape = format!("{z}x{h}x{n}x{d}");
             let args = vec![
@@ -35,11 +36,16 @@ pub(crate) fn cases() -> Vec<Case> {
                 format!("BLOCK_N={bn}"),
                 format!("HEAD_DIM={d}"),
                 format!("IS_CAUSAL={}", if causal { "True" } else { "False" }),
+                format!("WARP_SPECIALIZE={}", if ws { "True" } else { "False" }),
             ];
             case(
                 kernel_file!("flash_attention_desc.py"),
                 "attn_fwd_desc",
-                format!("attn_fwd_desc/{dt}/{shape}/{}", if causal { "causal" } else { "full" }),
+                format!(
+                    "attn_fwd_desc/{dt}/{shape}/{}{}",
+                    if causal { "causal" } else { "full" },
+                    if ws { "/ws" } else { "" }
+                ),
                 args,
                 grid(cdiv(n, bm), z * h, 1),
                 // P is rounded to f16 before P @ V: a few ulps on O.

@@ -8,23 +8,25 @@ use crate::case::{f64_copy, put, Case, Check, Elements, Inputs, RefError};
 use crate::TensorList;
 
 pub(crate) fn cases() -> Vec<Case> {
-    // (M, N, K, (BLOCK_M, BLOCK_N, BLOCK_K))
-    // The last: B's rows are 128 f16 = 256 bytes, wider than TMA's 128-byte swizzle, so
-    // each B tile is copied as two boxes (ragged: N's second tile lies partly outside).
+    // (M, N, K, (BLOCK_M, BLOCK_N, BLOCK_K), WARP_SPECIALIZE)
+    // The 4th: B's rows are 128 f16 = 256 bytes, wider than TMA's 128-byte swizzle, so
+    // each B tile is copied as two boxes (ragged: N's second tile lies partly outside); the
+    // last again with a producer warp (sm_90a; a hint without effect elsewhere).
     let problems = [
-        (100, 72, 96, (64, 64, 32)),
-        (64, 64, 256, (64, 32, 64)),
-        (33, 40, 40, (32, 32, 32)),
-        (70, 136, 136, (64, 128, 64)),
+        (100, 72, 96, (64, 64, 32), false),
+        (64, 64, 256, (64, 32, 64), false),
+        (33, 40, 40, (32, 32, 32), false),
+        (70, 136, 136, (64, 128, 64), false),
+        (70, 136, 136, (64, 128, 64), true),
     ];
     problems
         .into_iter()
-        .map(|(m, n, k, (bm, bn, bk))| {
+        .map(|(m, n, k, (bm, bn, bk), ws)| {
             let dt = DType::F16;
             case(
                 kernel_file!("matmul_descriptor.py"),
                 "matmul_desc_kernel",
-                format!("matmul_descriptor/{dt}/{m}x{n}x{k}/{bm}x{bn}x{bk}"),
+                format!("matmul_descriptor/{dt}/{m}x{n}x{k}/{bm}x{bn}x{bk}{}", if ws { "/ws" } else { "" }),
                 vec![
                     format!("a=randn:{dt}:{m}x{k}"),
                     format!("b=randn:{dt}:{k}x{n}"),
@@ -35,6 +37,7 @@ pub(crate) fn cases() -> Vec<Case> {
                     format!("BLOCK_M={bm}"),
                     format!("BLOCK_N={bn}"),
                     format!("BLOCK_K={bk}"),
+                    format!("WARP_SPECIALIZE={}", if ws { "True" } else { "False" }),
                 ],
                 grid(cdiv(m, bm), cdiv(n, bn), 1),
                 vec![output("c", Check::for_dtype(dt))],
