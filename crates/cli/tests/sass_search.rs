@@ -85,6 +85,44 @@ fn search_writes_a_verified_cubin_moves_and_curve() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A kernel that copies with TMA — a warp-specialized descriptor matmul on sm_90a: the
+/// search's runs get the tensor maps the `sass-emu` backend builds (they were missing: every
+/// run of the original failed on an unbuilt map), and a kept schedule's outputs are checked.
+#[test]
+fn search_runs_a_warp_specialized_tma_kernel() {
+    if std::env::var_os("TRIDENT_PTXAS").is_none() || std::env::var_os("TRIDENT_NVDISASM").is_none() {
+        return eprintln!("skipped: TRIDENT_PTXAS/TRIDENT_NVDISASM not set");
+    }
+    let best = std::env::temp_dir().join(format!("trident-sass-search-tma-{}.cubin", std::process::id()));
+    let o = trident(&[
+        "sass",
+        "search",
+        "kernels/matmul_descriptor.py::matmul_desc_kernel",
+        "--target",
+        "sm_90a",
+        "--grid=2,2",
+        "a=randn:f16:128x128",
+        "b=randn:f16:128x128",
+        "c=empty:f32:128x128",
+        "M=128",
+        "N=128",
+        "K=128",
+        "BLOCK_M=64",
+        "BLOCK_N=64",
+        "BLOCK_K=32",
+        "WARP_SPECIALIZE=True",
+        "--budget",
+        "5",
+        "-o",
+        best.to_str().unwrap(),
+    ]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("estimated cycles") && out.contains("0 failed"), "{out}");
+    assert!(std::fs::metadata(&best).is_ok_and(|m| m.len() > 0), "{out}");
+    let _ = std::fs::remove_file(&best);
+}
+
 /// A PNG's width and height from its header (the signature, then the IHDR chunk first), and
 /// its last chunk IEND. The plot's own tests decode it whole.
 fn png_size(bytes: &[u8]) -> (u32, u32) {

@@ -114,7 +114,7 @@ pub fn setup(cmd: &RunCommand, arch: Option<&str>) -> Result<Setup, RunError> {
     let values = crate::run::runtime_values(&prepared, &args)?;
     let grid = crate::run::grid_of(&prepared, &args, &opts)?;
     let cubin = crate::sass_run::cubin_of(code).map_err(|e| RunError::other(format!("{} {TOOL_HINT}", e.text)))?;
-    let problem = problem(code, cubin, &values, grid);
+    let problem = problem(code, cubin, &values, grid)?;
     Ok(Setup {
         problem,
         arch: target.arch().to_string(),
@@ -126,19 +126,23 @@ pub fn setup(cmd: &RunCommand, arch: Option<&str>) -> Result<Setup, RunError> {
     })
 }
 
-/// The search's problem: `cubin` (of `code`) launched on the SASS emulator with `values`.
+/// The search's problem: `cubin` (of `code`) launched on the SASS emulator with `values`,
+/// and the tensor maps a TMA kernel takes as hidden parameters (built as the `sass-emu`
+/// backend builds them).
 pub(crate) fn problem(
     code: &crate::compiled::GpuCode,
     cubin: Vec<u8>,
     values: &[crate::args::ArgValue],
     grid: [u32; 3],
-) -> search::Problem {
-    search::Problem {
+) -> Result<search::Problem, RunError> {
+    let mut args = crate::gpu::emulator_args(&code.ptx, values);
+    args.extend(crate::tma::emulator_maps(&code.ptx, values)?);
+    Ok(search::Problem {
         cubin,
         kernel: code.ptx.entry.clone(),
-        args: crate::gpu::emulator_args(&code.ptx, values),
+        args,
         config: crate::sass_run::launch_config(&code.ptx, grid),
-    }
+    })
 }
 
 /// `nvdisasm`, found as the GPU crate finds it, as the search's disassembler.

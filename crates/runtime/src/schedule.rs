@@ -104,7 +104,7 @@ fn search(
     budget: trident_sass_search::Budget,
     algo: trident_sass_search::Algo,
 ) -> Result<(Vec<u8>, String), RunError> {
-    let problem = crate::sass_search::problem(code, original.to_vec(), values, grid);
+    let problem = crate::sass_search::problem(code, original.to_vec(), values, grid)?;
     let err = |e: trident_sass_search::SearchError| RunError::msg(format!("error: schedule search: {}", e.0));
     let mut env = trident_sass_search::Env::new(problem, crate::sass_search::disassembler()?).map_err(err)?;
     let opts = trident_sass_search::Options { algo, budget, seed: 0 };

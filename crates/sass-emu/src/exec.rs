@@ -139,6 +139,9 @@ pub struct Ctx<'a> {
     pub pc: usize,
     /// The CTA's mbarriers.
     pub bars: &'a mut crate::tma::Barriers,
+    /// Set by an mbarrier wait that passed: the clock its phase completed at (the warp
+    /// resumes no earlier).
+    pub waited_until: u64,
 }
 
 fn sel16(v: u32, sel: Sel) -> u32 {

@@ -295,7 +295,7 @@ fn run_cta(
                 // Lanes parked at a failed wait run again once a barrier has moved.
                 if w.parked != 0 && bars.epoch != w.park_epoch {
                     w.parked = 0;
-                    t.clock = t.clock.max(bars.epoch_clock);
+                    // (Its clock moves when its wait passes: `Ctx::waited_until`.)
                 }
                 w.parked &= w.live;
                 let waiting = w.at_bar | w.at_bsync.iter().fold(0, |a, b| a | b) | w.parked;
@@ -351,6 +351,7 @@ fn run_cta(
                     clock: t.clock,
                     pc,
                     bars: &mut bars,
+                    waited_until: 0,
                 };
                 let flow = ctx.exec(w, op, active).map_err(|e| {
                     if e.thread.is_some() {
@@ -359,6 +360,8 @@ fn run_cta(
                         e.at_thread(ctaid, thread_of(w.first_thread + lane0, cfg.block))
                     }
                 })?;
+                let waited = ctx.waited_until;
+                t.clock = t.clock.max(waited);
                 let step = |w: &mut Warp, m: u32| {
                     for l in 0..32 {
                         if m >> l & 1 == 1 {

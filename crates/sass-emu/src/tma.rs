@@ -97,8 +97,11 @@ pub struct Barriers {
     /// Changes to any barrier so far (inits, arrivals, transaction bytes, invalidations): a
     /// lane parked at a failed wait runs again once it moves.
     pub epoch: u64,
-    /// The clock of the warp that made the last change (a parked warp resumes no earlier).
-    pub epoch_clock: u64,
+    /// When each barrier (by shared offset) last completed a phase: the clock of the arrival
+    /// or the landing copy that completed it. A wait that sees the phase complete goes on no
+    /// earlier (one barrier's clock, not the latest change of any: a producer far ahead on
+    /// another barrier does not hold a consumer back).
+    pub phase_clock: HashMap<u32, u64>,
 }
 
 impl Barriers {
@@ -112,14 +115,16 @@ impl Barriers {
         let b = self.get(off)?;
         let before = b.phase;
         b.update(off, arrive, drop, tx)?;
-        let pending = b.pending;
+        let (pending, after) = (b.pending, b.phase);
+        if after != before {
+            self.phase_clock.insert(off, clock);
+        }
         self.moved(clock);
         Ok((before, pending))
     }
 
-    fn moved(&mut self, clock: u64) {
+    fn moved(&mut self, _clock: u64) {
         self.epoch += 1;
-        self.epoch_clock = self.epoch_clock.max(clock);
     }
 
     /// A copy may not write a live barrier's 8 bytes.
@@ -386,6 +391,9 @@ impl Ctx<'_> {
                     let parity = (self.u(w, l, src, op)? >> 31) as u64;
                     if self.bars.get(off)?.parity_complete(parity) {
                         done |= 1 << l;
+                        // Seen complete no earlier than it completed.
+                        let at = self.bars.phase_clock.get(&off).copied().unwrap_or(0);
+                        self.waited_until = self.waited_until.max(at);
                     }
                 }
                 for &l in &lanes {

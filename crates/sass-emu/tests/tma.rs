@@ -545,3 +545,44 @@ fn arrival_forms_and_waits_on_a_state() {
     let word = |t: usize| u32::from_le_bytes(out[4 * t..4 * t + 4].try_into().unwrap());
     assert_eq!((word(0), word(1), word(2)), (0b10100, 0b11000, 0b10000));
 }
+
+/// A wait resumes at the clock its own barrier's phase completed, not at the latest change
+/// of any barrier: warp 0 waits on bars[0], which warp 1 completes at once before a long
+/// dependent loop and a late arrival on bars[1]. Warp 0's clock after its wait must be
+/// early (a producer running far ahead on another barrier holds no consumer back — what
+/// made a warp-specialized kernel look 2.5× slower to this model). SASS emulator only: the
+/// clocks are the model's.
+#[test]
+fn a_wait_resumes_when_its_own_barrier_completes() {
+    if !common::tools() {
+        return;
+    }
+    let mut ptx = head(16);
+    ptx +=
+        "\tshr.u32 %r50, %r1, 5;\n\tsetp.eq.u32 %p8, %r50, 1;\n\tand.b32 %r51, %r1, 31;\n\tsetp.eq.u32 %p9, %r51, 0;\n";
+    ptx += "\t@%p1 mbarrier.init.shared::cta.b64 [%r3], 1;\n\t@%p1 mbarrier.init.shared::cta.b64 [%r3+8], 1;\n";
+    ptx += "\tfence.mbarrier_init.release.cluster;\n\tbar.sync 0;\n\tsetp.ne.u32 %p10, %r50, 0;\n\t@%p10 bra ARR;\n";
+    // Warp 0: wait for bars[0], then record its clock.
+    ptx += &wait(0, "0", "W0");
+    ptx += "\tmov.u64 %rd20, %clock64;\n\tbra OUT;\n";
+    // Warp 1 (its first lane): arrive on bars[0], 4000 dependent multiply-adds, arrive on bars[1].
+    ptx += "ARR:\n\t@!%p8 bra DONE;\n\t@%p9 mbarrier.arrive.shared::cta.b64 %rd21, [%r3];\n";
+    ptx += "\tmov.u32 %r60, 0;\n\tadd.u32 %r61, %r10, 3;\nL:\n\tmad.lo.u32 %r61, %r61, %r61, 7;\n\tadd.u32 %r60, %r60, 1;\n";
+    ptx += "\tsetp.lt.u32 %p11, %r60, 4000;\n\t@%p11 bra L;\n";
+    ptx += "\t@%p9 mbarrier.arrive.shared::cta.b64 %rd21, [%r3+8];\n\tmov.u64 %rd20, %clock64;\n";
+    // (The loop's result is stored too, so that it is not optimised away.)
+    ptx += "\t@%p9 st.global.u32 [%rd3+16], %r61;\n";
+    ptx +=
+        "OUT:\n\tmul.wide.u32 %rd24, %r50, 8;\n\tadd.u64 %rd25, %rd3, %rd24;\n\t@%p9 st.global.u64 [%rd25], %rd20;\n";
+    ptx += "DONE:\n\tret;\n}\n";
+    let dir = std::env::temp_dir().join(format!("trident-sass-emu-tma-clock-{}", std::process::id()));
+    let (_, _, p) = common::compile(&ptx, "sm_90a", "k", &dir, "clock");
+    let map = TensorMap::tiled(buffer_base(1), ElemType::U8, &[16], &[], &[16], Swizzle::None, OobFill::Zero).unwrap();
+    let mut got = args(24, poisoned(16), [0; 5], &map);
+    let cfg = LaunchConfig { grid: [1, 1, 1], block: [64, 1, 1], ..Default::default() };
+    launch(&p, &cfg, &mut got).unwrap();
+    let KernelArg::Buffer(out) = &got[0] else { unreachable!() };
+    let clock = |w: usize| u64::from_le_bytes(out.data[8 * w..8 * w + 8].try_into().unwrap());
+    let (waiter, worker) = (clock(0), clock(1));
+    assert!(waiter < worker / 4, "warp 0 resumed at {waiter}, warp 1 finished at {worker}: held back by bars[1]");
+}
