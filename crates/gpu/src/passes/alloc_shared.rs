@@ -141,18 +141,44 @@ fn number(f: &Function) -> Positions {
     p
 }
 
+/// The `warp_specialize` whose producer region holds `op`, if any.
+fn producer_of(f: &Function, op: Op) -> Option<Op> {
+    let mut b = f.ops[op].parent?;
+    loop {
+        let p = f.blocks[b].parent?;
+        if matches!(f.ops[p].kind, OpKind::WarpSpecialize { .. }) && f.ops[p].regions.get(1) == Some(&b) {
+            return Some(p);
+        }
+        b = f.ops[p].parent?;
+    }
+}
+
 /// The live interval `[first, last]` of a `local_alloc` buffer: from the alloc to its last
 /// use (through views), a use inside a loop the alloc is outside of counting until the end
 /// of that loop (plus one op: the wait that drains copies after a pipelined loop).
+/// A warp-specialized kernel's producer fills a ring the consumers read, and every copy it
+/// makes is waited for by a consumer read: once the consumers' last use is over the producer
+/// touches the buffer no more, so its own uses (which come after the consumer region in
+/// program order) do not extend the interval — the epilogue after the consumers' loop may
+/// reuse the ring's bytes. (Inside a persistent kernel's tile loop the consumers' uses
+/// already last to the loop's end.) A buffer only the producer used would live for the whole
+/// `warp_specialize`.
 fn buffer_interval(f: &Function, alloc: Op, pos: &Positions, users: &HashMap<Value, Vec<Op>>) -> (u32, u32) {
     let start = pos.start[&alloc];
     let mut last = start;
+    let mut producer_only_until = None;
+    let mut consumed = false;
     let mut work = vec![f.ops[alloc].results[0]];
     while let Some(v) = work.pop() {
         for &u in users.get(&v).map(|v| v.as_slice()).unwrap_or(&[]) {
             if matches!(f.ops[u].kind, OpKind::MemDescIndex | OpKind::MemDescTrans { .. }) {
                 work.push(f.ops[u].results[0]);
             }
+            if let Some(ws) = producer_of(f, u) {
+                producer_only_until = Some(pos.end[&ws]);
+                continue;
+            }
+            consumed = true;
             let mut end = pos.start.get(&u).copied().unwrap_or(start);
             // Widen to the outermost loop around the use that does not contain the alloc.
             let mut p = f.parent_op(u);
@@ -167,6 +193,9 @@ fn buffer_interval(f: &Function, alloc: Op, pos: &Positions, users: &HashMap<Val
             }
             last = last.max(end);
         }
+    }
+    if let (Some(end), false) = (producer_only_until, consumed) {
+        last = last.max(end);
     }
     (start, last)
 }

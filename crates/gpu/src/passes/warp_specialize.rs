@@ -358,6 +358,13 @@ pub(super) fn rewrite(f: &mut Function, for_op: Op, host: Op, plan: &RingPlan<'_
         f.insert_op_after(ran, ebar);
         let arrive = f.new_op(OpKind::MbarrierArrive, &[f.result(ebar, 0), f.result(ran, 0)], &[], loc);
         f.insert_op_after(ebar, arrive);
+        if !nested {
+            // Every consumer warp is done reading the ring before any reuses its bytes (the
+            // planner lets the epilogue's scratch take them: `alloc_shared`); a named
+            // barrier of the consumers. Around a tile loop the ring stays the ring.
+            let bar = f.new_op(OpKind::Barrier, &[], &[], loc);
+            f.insert_op_after(arrive, bar);
+        }
     }
     for (i, &r) in d.results.iter().enumerate() {
         f.replace_all_uses(r, cres[i]);
