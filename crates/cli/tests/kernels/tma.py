@@ -126,3 +126,22 @@ def batched_dot_bt(a, b, c, B, M, N, K, stride_ab, stride_bb, BB: tl.constexpr, 
     offs = bs[:, None, None] * (M * N) + rows[None, :, None] * N + cols[None, None, :]
     mask = (bs[:, None, None] < B) & (rows[None, :, None] < M) & (cols[None, None, :] < N)
     tl.store(c + offs, acc, mask=mask)
+
+
+@triton.jit
+def matmul_carried_offset(a, b, c, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                          WARP_SPECIALIZE: tl.constexpr):
+    # The K offset is a counter the loop carries (not computed from the induction variable):
+    # it feeds the boxes' offsets and the windows' masks, which TMA does not need.
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    da = tl.make_tensor_descriptor(a, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
+    db = tl.make_tensor_descriptor(b, shape=[K, N], strides=[N, 1], block_shape=[BLOCK_K, BLOCK_N])
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    off_k = 0
+    for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=WARP_SPECIALIZE):
+        acc = tl.dot(da.load([pid_m * BLOCK_M, off_k]), db.load([off_k, pid_n * BLOCK_N]), acc)
+        off_k += BLOCK_K
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    tl.store(c + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))

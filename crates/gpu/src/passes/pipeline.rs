@@ -33,7 +33,9 @@
 //! and the tile chosen from the transposed registers' layout.
 //!
 //! Values of stage 0 that stage 1 also needs (masks from the induction variable) are
-//! recomputed in stage 1. Loops that do not fit (stage 0 depending on stage 1, a pipelined
+//! recomputed in stage 1. On a TMA ring the loads' pointers and masks are dead (the copies
+//! take the boxes' offsets), so what only feeds them belongs to neither stage: a K offset the
+//! loop carries may feed both a box and its mask. Loops that do not fit (stage 0 depending on stage 1, a pipelined
 //! load with a non-zero `other`, a pointer carried out of the loop) are left alone.
 //!
 //! **Records.** A body holding `record` ops (the user's profiling scopes; the automatic
@@ -261,11 +263,16 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             _ => {}
         }
     }
+    // With TMA the loads' pointers, masks and `other` are dead (the copies take the box's
+    // offsets; DCE removes the rest after `gpu-descriptors`): ops that only feed them are
+    // neither stage 0 nor stage 1 — a carried offset (`off_k += BLOCK_K`) may feed both the
+    // box and its dead mask.
+    let tma_dead: HashSet<Op> = if use_tma { feeds_only_dead_operands(f, &body_ops, &cands) } else { HashSet::new() };
     // Loop-carried values of stage 0 are used by stage 0 only and not after the loop.
     for &i in &carried {
         let a = args[i];
         for &op in &body_ops {
-            if f.ops[op].operands.contains(&a) && !stage0.contains(&op) {
+            if f.ops[op].operands.contains(&a) && !stage0.contains(&op) && !tma_dead.contains(&op) {
                 return skip(&format!("a loop-carried value of the loads is also used by `{}`", f.ops[op].kind.name()));
             }
         }
@@ -278,7 +285,10 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
     let mut recompute: HashSet<Op> = HashSet::new();
     let mut need: Vec<Value> = vec![];
     for &op in &body_ops {
-        if stage0.contains(&op) || cands.iter().any(|c| c.convert == op || c.trans == Some(op)) {
+        if stage0.contains(&op)
+            || tma_dead.contains(&op)
+            || cands.iter().any(|c| c.convert == op || c.trans == Some(op))
+        {
             continue;
         }
         need.extend(f.ops[op].operands.iter().copied());
@@ -417,6 +427,7 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             stage0: &stage0,
             recompute: &recompute,
             carried: &carried,
+            dead: &tma_dead,
         };
         let host = ws_host.expect("warp-specialized loops have a host");
         super::warp_specialize::rewrite(f, for_op, host, &plan, opts.num_warps);
@@ -637,7 +648,7 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
                 }
                 continue;
             }
-            if !stage0.contains(&op) || recompute.contains(&op) {
+            if (!stage0.contains(&op) || recompute.contains(&op)) && !tma_dead.contains(&op) {
                 let c = f.clone_op(op, &mut map1);
                 f.append_op(nb, c);
             }
@@ -691,6 +702,54 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
     }
     f.detach_op(for_op);
     true
+}
+
+/// The ops of a loop body whose results only reach the pipelined TMA loads' pointer, mask and
+/// `other` operands (dead once the copies take the box's offsets instead), transitively.
+fn feeds_only_dead_operands(f: &Function, body_ops: &[Op], cands: &[Cand]) -> HashSet<Op> {
+    let mut dead: HashSet<Op> = HashSet::new();
+    // Every use of a body value: (user, operand index), users inside nested regions as
+    // their top-level op with no index (a use that is never dead).
+    let top: HashSet<Op> = body_ops.iter().copied().collect();
+    let mut uses: HashMap<Value, Vec<(Op, Option<usize>)>> = HashMap::new();
+    let block = body_ops.first().and_then(|&o| f.ops[o].parent);
+    let all: Vec<Op> = block.map_or_else(Vec::new, |b| f.blocks[b].ops.clone());
+    for &op in &all {
+        for (i, &v) in f.ops[op].operands.iter().enumerate() {
+            uses.entry(v).or_default().push((op, Some(i)));
+        }
+        for &r in &f.ops[op].regions {
+            f.walk_block(r, &mut |o| {
+                for &v in &f.ops[o].operands {
+                    uses.entry(v).or_default().push((op, None));
+                }
+            });
+        }
+    }
+    let dead_use = |dead: &HashSet<Op>, user: Op, at: Option<usize>| -> bool {
+        if dead.contains(&user) {
+            return true;
+        }
+        match (cands.iter().find(|c| c.load == user), &f.ops[user].kind, at) {
+            // The pointers, the mask and `other` (the window's base, shape and strides build
+            // the map before the loop; the offsets are the copy's).
+            (Some(_), OpKind::DescLoad { .. }, Some(i)) => i < 3,
+            _ => false,
+        }
+    };
+    // Users come after their operands: one pass from the end reaches the fixed point.
+    for &op in body_ops.iter().rev() {
+        let d = &f.ops[op];
+        if !top.contains(&op) || d.kind.effect() != Effect::Pure || !d.regions.is_empty() || d.results.is_empty() {
+            continue;
+        }
+        let all_dead =
+            d.results.iter().all(|r| uses.get(r).is_none_or(|us| us.iter().all(|&(u, at)| dead_use(&dead, u, at))));
+        if all_dead && d.results.iter().any(|r| uses.contains_key(r)) {
+            dead.insert(op);
+        }
+    }
+    dead
 }
 
 /// The register layout of the value conversion `conv` reads (a load's tile, or its transpose).

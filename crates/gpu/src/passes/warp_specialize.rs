@@ -71,6 +71,8 @@ pub(super) struct RingPlan<'a> {
     pub stage0: &'a HashSet<Op>,
     pub recompute: &'a HashSet<Op>,
     pub carried: &'a HashSet<usize>,
+    /// Ops that only feed the TMA loads' dead pointer/mask operands: cloned nowhere.
+    pub dead: &'a HashSet<Op>,
 }
 
 /// The loop a warp specialization splits for pipelined loop `for_op`: the loop itself when
@@ -326,7 +328,7 @@ pub(super) fn rewrite(f: &mut Function, for_op: Op, host: Op, plan: &RingPlan<'_
             if plan.loads.iter().any(|l| l.load == op || l.convert == op || l.trans == Some(op)) {
                 continue;
             }
-            if !plan.stage0.contains(&op) || plan.recompute.contains(&op) {
+            if (!plan.stage0.contains(&op) || plan.recompute.contains(&op)) && !plan.dead.contains(&op) {
                 let c = f.clone_op(op, &mut map1);
                 f.append_op(nb, c);
             }
