@@ -10,6 +10,13 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
+# The emulated CUDA driver for test_cuda_arrays.py (scripts/python-test builds it and names it
+# here). Set before anything loads a driver: Trident reads TRIDENT_CUDA_DRIVER once. Cubins are
+# refused so that the driver JITs the PTX onto the PTX emulator (no nvdisasm needed).
+if os.path.isfile(os.environ.get("TRIDENT_TEST_EMU_DRIVER", "")):
+    os.environ["TRIDENT_CUDA_DRIVER"] = os.environ["TRIDENT_TEST_EMU_DRIVER"]
+    os.environ.setdefault("TRIDENT_EMU_DRIVER_NO_CUBIN", "1")
+
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):

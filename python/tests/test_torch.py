@@ -25,9 +25,23 @@ def test_bfloat16_tensors():
     assert torch.equal(out, x.float())
 
 
-def test_cuda_tensors_are_refused_by_name():
+def test_cuda_tensors_run_on_the_gpu_in_place_on_the_current_stream():
+    # Needs a real GPU and torch with CUDA (python/tests/test_cuda_arrays.py checks the same
+    # path on the emulated driver everywhere).
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    x = torch.ones(4, device="cuda")
-    with pytest.raises(trident.ArgumentError, match="argument `x`"):
-        K.add[(1,)](x, x, x, 4, BLOCK=4)
+    g = torch.Generator(device="cuda").manual_seed(int.from_bytes(__import__("os").urandom(4), "little"))
+    x = torch.randn(1000, device="cuda", generator=g)
+    y = torch.randn(1000, device="cuda", generator=g).to(torch.bfloat16).float()
+    out = torch.full((1000,), float("nan"), device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        ptr = out.data_ptr()
+        report = K.add[(4,)](x, y, out, 1000, BLOCK=256)
+    s.synchronize()
+    assert report["backend"] == "cuda" and out.data_ptr() == ptr
+    assert torch.equal(out, x + y)
+    cpu = torch.ones(1000)
+    with pytest.raises(trident.ArgumentError, match="argument `y` is a host array"):
+        K.add[(4,)](x, cpu, out, 1000, BLOCK=256)

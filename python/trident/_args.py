@@ -4,6 +4,10 @@ Host arrays — numpy arrays, CPU torch tensors, anything with ``__array_interfa
 ``__array__`` or ``__dlpack__`` — go as the byte span of their memory that the kernel can
 reach from their first element; the launcher copies it in, runs, and copies back only what
 the kernel changed. Arguments whose spans overlap are one alias group.
+
+Arrays in CUDA device memory — torch CUDA tensors, anything with ``__cuda_array_interface__``
+— go as ``("device", dtype, address, nbytes)``: the kernel runs on the ``cuda`` backend on them
+in place (nothing is copied), queued on the caller's stream (see ``launch_stream``).
 """
 
 from __future__ import annotations
@@ -53,10 +57,12 @@ def host_array(name, v):
             raise ArgumentError(f"argument `{name}`: cannot reinterpret as `{v.dtype}`")
         return inner[0], dt
     if _torch_tensor(v):
+        if v.device.type == "cuda":
+            return None  # device memory: `device_array`
         if v.device.type != "cpu":
             raise ArgumentError(
-                f"argument `{name}`: a tensor on `{v.device}`; the Python package runs host arrays "
-                "(interpreter, emulator) so far — pass `.cpu()` tensors (CUDA tensors: not yet)")
+                f"argument `{name}`: a tensor on `{v.device}`; kernels run on host arrays (interpreter, "
+                "emulators) and CUDA tensors — pass `.cpu()` or `.cuda()` tensors")
         dt = str(v.dtype).replace("torch.", "")
         if dt not in _TORCH_NAMES:
             raise ArgumentError(f"argument `{name}`: torch dtype `{v.dtype}` is not supported")
@@ -69,9 +75,16 @@ def host_array(name, v):
     np = _np()
     if isinstance(v, np.ndarray):
         arr = v
+    elif hasattr(v, "__cuda_array_interface__"):
+        return None  # device memory: `device_array`
     elif hasattr(v, "__array_interface__") or hasattr(v, "__array__"):
         arr = np.asarray(v)
     elif hasattr(v, "__dlpack__"):
+        dev = getattr(v, "__dlpack_device__", None)
+        if dev is not None and dev()[0] not in (1, 3):  # kDLCPU, kDLCUDAHost
+            raise ArgumentError(
+                f"argument `{name}`: a DLPack array on device {tuple(dev())}; Trident takes device memory "
+                "through `__cuda_array_interface__` (torch, CuPy, Numba have it) — pass the array itself")
         arr = np.from_dlpack(v)
     else:
         return None
@@ -85,6 +98,84 @@ def host_array(name, v):
     if name_ not in _NUMPY_NAMES:
         raise ArgumentError(f"argument `{name}`: numpy dtype `{arr.dtype}` is not supported by Triton kernels")
     return arr, _NUMPY_NAMES[name_]
+
+
+def _strided_nbytes(shape, strides, itemsize):
+    """Bytes from the first element to the end of the last one (strides in bytes, all >= 0)."""
+    if any(n == 0 for n in shape):
+        return 0
+    return sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
+
+
+def device_array(name, v):
+    """``(trident dtype name, address, nbytes, device index or None, stream or None)`` for an
+    array in CUDA device memory — a torch CUDA tensor or anything with
+    ``__cuda_array_interface__`` — else None. The stream is the one the array's producer
+    named (interface version 3), if any."""
+    if _torch_tensor(v):
+        if v.device.type != "cuda":
+            return None
+        dt = str(v.dtype).replace("torch.", "")
+        if dt not in _TORCH_NAMES:
+            raise ArgumentError(f"argument `{name}`: torch dtype `{v.dtype}` is not supported")
+        if any(s < 0 for s in v.stride()):
+            raise ArgumentError(f"argument `{name}`: negative strides are not supported; pass a copy")
+        size = v.element_size()
+        nbytes = _strided_nbytes(v.shape, [s * size for s in v.stride()], size)
+        return _TORCH_NAMES[dt], v.data_ptr(), nbytes, v.device.index, None
+    cai = getattr(v, "__cuda_array_interface__", None)
+    if cai is None:
+        return None
+    try:
+        shape = tuple(cai["shape"])
+        typestr = cai["typestr"]
+        addr = int(cai["data"][0])
+    except (KeyError, TypeError, IndexError, ValueError) as e:
+        raise ArgumentError(f"argument `{name}`: a malformed __cuda_array_interface__ ({e})") from None
+    np = _np()
+    try:
+        ndt = np.dtype(typestr)
+    except TypeError:
+        raise ArgumentError(f"argument `{name}`: unknown __cuda_array_interface__ typestr `{typestr}`") from None
+    if ndt.byteorder == (">" if np.little_endian else "<"):
+        raise ArgumentError(f"argument `{name}`: an array of non-native byte order (`{typestr}`)")
+    if ndt.name not in _NUMPY_NAMES:
+        raise ArgumentError(f"argument `{name}`: dtype `{ndt}` is not supported by Triton kernels")
+    if cai.get("mask") is not None:
+        raise ArgumentError(f"argument `{name}`: masked __cuda_array_interface__ arrays are not supported")
+    strides = cai.get("strides")
+    if strides is None:  # C-contiguous
+        strides, acc = [], ndt.itemsize
+        for n in reversed(shape):
+            strides.insert(0, acc)
+            acc *= n
+    if any(s < 0 for s in strides):
+        raise ArgumentError(f"argument `{name}`: negative strides are not supported; pass a copy")
+    nbytes = _strided_nbytes(shape, strides, ndt.itemsize)
+    stream = cai.get("stream") if cai.get("version", 0) >= 3 else None
+    return _NUMPY_NAMES[ndt.name], addr, nbytes, None, stream
+
+
+def launch_stream(values, given):
+    """The raw ``CUstream`` to queue a launch on device arrays: ``given`` (the ``stream=`` launch
+    keyword: an int handle or an object with ``cuda_stream``, as ``torch.cuda.Stream``), else
+    torch's current stream on the first CUDA tensor's device, else the stream the first array's
+    ``__cuda_array_interface__`` names, else None (the legacy default stream)."""
+    if given is not None:
+        h = getattr(given, "cuda_stream", given)
+        if not isinstance(h, int) or h < 0:
+            raise ArgumentError(f"stream={given!r}: give a CUstream handle (an int) or a torch.cuda.Stream")
+        return h
+    hint = None
+    for v in values.values():
+        if _torch_tensor(v) and v.device.type == "cuda":
+            import torch
+            return torch.cuda.current_stream(v.device).cuda_stream
+        if hint is None and hasattr(v, "__cuda_array_interface__"):
+            s = v.__cuda_array_interface__.get("stream")
+            # 1 and 2 are CUDA's legacy and per-thread default streams, as the interface spells them.
+            hint = None if s in (None, 1) else s
+    return hint
 
 
 def span(name, arr):
@@ -167,6 +258,10 @@ def convert(values: dict):
         else:
             arr = host_array(name, v)
         if arr is None:
+            dev = device_array(name, v)
+            if dev is not None:
+                out.append((name, ("device", dev[0], dev[1], dev[2])))
+                continue
             out.append((name, scalar(name, v)))
             continue
         a, dt = arr

@@ -98,6 +98,9 @@ class Autotuner(KernelInterface):
             arr = None
             try:
                 arr = _args.host_array(k, v)
+                if arr is None:
+                    dev = _args.device_array(k, v)
+                    arr = None if dev is None else (None, dev[0])
             except ArgumentError:
                 pass
             out.append(("tensor", arr[1]) if arr is not None else v)
@@ -119,20 +122,37 @@ class Autotuner(KernelInterface):
         return configs
 
     def _bench(self, config, args, kwargs, launch_backend):
-        """The run time of one config, on copies of the array arguments."""
+        """The run time of one config, on copies of the array arguments (torch CUDA tensors are
+        cloned on their device; other device arrays, which Trident cannot copy, are used in
+        place, as Triton's autotuner uses every argument). On device arrays the time is the
+        kernel's device time (CUDA events)."""
         import numpy as np
-        copies = [np.array(a, copy=True) if _args.host_array("_", a) is not None else a for a in args]
-        kw = {k: (np.array(v, copy=True) if _args.host_array(k, v) is not None else v)
-              for k, v in kwargs.items()}
+
+        def copy(name, a):
+            if _args.host_array(name, a) is not None:
+                return np.array(a, copy=True)
+            if _args._torch_tensor(a) and _args.device_array(name, a) is not None:
+                return a.clone()
+            return a
+
+        copies = [copy("_", a) for a in args]
+        kw = {k: copy(k, v) for k, v in kwargs.items()}
         base = _base(self.fn)
         named = dict(zip(base.arg_names, copies))
         named.update(kw)
         for name in self.reset_to_zero:
-            if name in named and hasattr(named[name], "fill"):
-                named[name].fill(0)
+            if name in named:
+                a = named[name]
+                if hasattr(a, "zero_"):
+                    a.zero_()
+                elif hasattr(a, "fill"):
+                    a.fill(0)
         if config.pre_hook:
             config.pre_hook(named)
-        report = self.fn.run(*copies, grid=self._grid, **kw, **config.all_kwargs(), backend=launch_backend)
+        on_device = any(_args.device_array("_", a) is not None for a in list(copies) + list(kw.values()))
+        extra = {"_trident_timed": True} if on_device else {}
+        report = self.fn.run(*copies, grid=self._grid, **kw, **config.all_kwargs(), backend=launch_backend,
+                             **extra)
         return float("inf") if report is None else report["run_s"]
 
     def run(self, *args, grid, **kwargs):
@@ -140,7 +160,10 @@ class Autotuner(KernelInterface):
         named = dict(zip(base.arg_names, args))
         named.update(kwargs)
         key = self._key(named)
-        launch_backend = kwargs.pop("backend", None) or backend()
+        launch_backend = kwargs.pop("backend", None)
+        if launch_backend is None:
+            on_device = any(_args.device_array(k, v) is not None for k, v in named.items())
+            launch_backend = "cuda" if on_device else backend()
         if key not in self.cache:
             configs = self.prune(named, kwargs)
             timed = len(configs) > 1 and (launch_backend != "interp" or os.environ.get("TRIDENT_AUTOTUNE_INTERP") == "1")

@@ -15,7 +15,9 @@ from ._errors import ArgumentError, from_native
 # Launch keywords Triton takes besides the kernel's own parameters. `num_ctas`, `maxnreg`
 # and the rest are accepted and ignored on the CPU backends.
 _LAUNCH_KEYWORDS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion",
-                    "launch_cooperative_grid", "backend", "debug", "sanitize", "sass_search")
+                    "launch_cooperative_grid", "backend", "debug", "sanitize", "sass_search",
+                    # For device arrays: the CUDA stream to queue on; the autotuner's timed launches.
+                    "stream", "_trident_timed")
 
 _default_backend = None
 
@@ -245,7 +247,8 @@ class JITFunction(KernelInterface):
 
     def _run_slow(self, *args, grid, warmup=False, **kwargs):
         """The general path: binding and conversion in Python (every value, every error)."""
-        launch = {k: kwargs.pop(k) for k in _LAUNCH_KEYWORDS if k in kwargs} if kwargs else {}
+        launch = ({k: kwargs.pop(k) for k in _LAUNCH_KEYWORDS if k in kwargs and k not in self._names}
+                  if kwargs else {})
         values = self.bind(args, kwargs)
         return self.launch(values, grid, launch)
 
@@ -270,10 +273,16 @@ class JITFunction(KernelInterface):
         debug = launch.get("debug", self.debug)
         sanitize = launch.get("sanitize", self.sanitize)
         sass_search = launch.get("sass_search", self.sass_search)
+        # Arrays in device memory run where they are: on the GPU (unless a launch keyword says
+        # otherwise, which the runtime then refuses naming the argument), on the caller's stream.
+        on_device = any(v[0] == "device" for _, v in args)
+        run_backend = launch.get("backend") or ("cuda" if on_device else backend())
+        stream = _args.launch_stream(values, launch.get("stream")) if on_device else None
         try:
-            report = program.launch(None, g, args, launch.get("backend") or backend(),
+            report = program.launch(None, g, args, run_backend,
                                     launch.get("num_warps"), launch.get("num_stages"), bool(debug), bool(sanitize),
-                                    None if sass_search is None else str(sass_search))
+                                    None if sass_search is None else str(sass_search), stream,
+                                    bool(launch.get("_trident_timed")))
         except n.NativeError as e:
             raise from_native(e)  # its __cause__ carries the text
         if report["printed"]:

@@ -129,6 +129,7 @@ driver_table! {
     cuEventRecord = "cuEventRecord": fn(cu::CUevent, cu::CUstream);
     cuEventSynchronize = "cuEventSynchronize": fn(cu::CUevent);
     cuEventElapsedTime = "cuEventElapsedTime": fn(*mut f32, cu::CUevent, cu::CUevent);
+    cuPointerGetAttribute = "cuPointerGetAttribute": fn(*mut c_void, cu::CUpointer_attribute, cu::CUdeviceptr);
 }
 
 // SAFETY: the table holds plain function pointers into a library that is never unloaded;

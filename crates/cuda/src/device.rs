@@ -79,6 +79,24 @@ impl DeviceInner {
     }
 }
 
+/// Where a device address lives ([`Device::pointer_info`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PointerInfo {
+    /// The device the memory is on.
+    pub ordinal: usize,
+    /// The start of the allocation holding the address.
+    pub start: u64,
+    /// The allocation's size in bytes.
+    pub size: usize,
+}
+
+impl PointerInfo {
+    /// Whether `[ptr, ptr + len)` lies inside this allocation.
+    pub fn holds(&self, ptr: u64, len: usize) -> bool {
+        ptr >= self.start && (ptr - self.start).checked_add(len as u64).is_some_and(|end| end <= self.size as u64)
+    }
+}
+
 /// One GPU, opened through its primary context (the one the CUDA runtime also uses, so
 /// Trident interoperates with other CUDA code in the same process). Cheap to clone; all
 /// clones share the context, which is released when the last object using it is dropped.
@@ -181,6 +199,52 @@ impl Device {
     /// CUDA code. Valid while this `Device` (or any object made from it) lives.
     pub fn raw_context(&self) -> *mut std::ffi::c_void {
         self.inner.ctx as *mut std::ffi::c_void
+    }
+
+    /// What the driver knows of device address `ptr` (`cuPointerGetAttribute`): the device it
+    /// lives on and the allocation holding it. `None` when the driver does not know the
+    /// address as device memory (a host pointer, a freed or made-up address): a kernel given
+    /// it would fault.
+    pub fn pointer_info(&self, ptr: u64) -> Result<Option<PointerInfo>, CudaError> {
+        use cu::CUpointer_attribute as P;
+        self.inner.make_current()?;
+        let api = self.inner.api;
+        let mut start: u64 = 0;
+        // SAFETY: RANGE_START_ADDR writes one CUdeviceptr (u64) through the out-pointer.
+        let rc = unsafe {
+            (api.cuPointerGetAttribute)(
+                &mut start as *mut u64 as *mut std::ffi::c_void,
+                P::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                ptr,
+            )
+        };
+        if rc != CUDA_SUCCESS {
+            // CUDA_ERROR_INVALID_VALUE: not an address the driver allocated; anything else is
+            // a real failure.
+            const CUDA_ERROR_INVALID_VALUE: u32 = 1;
+            return match rc {
+                CUDA_ERROR_INVALID_VALUE => Ok(None),
+                _ => Err(CudaError::Driver { call: "cuPointerGetAttribute".into(), driver: api.error(rc) }),
+            };
+        }
+        let mut size: usize = 0;
+        let mut ordinal: c_int = -1;
+        // SAFETY: RANGE_SIZE writes a size_t, DEVICE_ORDINAL an int, through the out-pointers.
+        unsafe {
+            let rc = (api.cuPointerGetAttribute)(
+                &mut size as *mut usize as *mut std::ffi::c_void,
+                P::CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                ptr,
+            );
+            api.check(rc, || "cuPointerGetAttribute(RANGE_SIZE)".into())?;
+            let rc = (api.cuPointerGetAttribute)(
+                &mut ordinal as *mut c_int as *mut std::ffi::c_void,
+                P::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                ptr,
+            );
+            api.check(rc, || "cuPointerGetAttribute(DEVICE_ORDINAL)".into())?;
+        }
+        Ok(Some(PointerInfo { ordinal: ordinal.max(0) as usize, start, size }))
     }
 
     /// Whether two handles refer to the same context (buffers can only be passed to

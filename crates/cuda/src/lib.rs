@@ -34,7 +34,7 @@ mod stream;
 mod tensormap;
 
 pub use api::DRIVER_PATH_ENV;
-pub use device::{Device, DeviceInfo};
+pub use device::{Device, DeviceInfo, PointerInfo};
 pub use error::{CudaError, DriverError, ImageKind, LaunchDesc};
 pub use launch::{launch, PreparedLaunch};
 pub use memory::DeviceBuffer;

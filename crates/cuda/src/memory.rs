@@ -15,11 +15,13 @@ use crate::device::{Device, DeviceInner};
 use crate::error::CudaError;
 
 /// A device allocation of `len` bytes (freed on drop). A zero-length buffer allocates
-/// nothing and has address 0.
+/// nothing and has address 0. A [`DeviceBuffer::borrowed`] one names memory someone else
+/// allocated (a torch tensor's, say) and frees nothing.
 pub struct DeviceBuffer {
     pub(crate) dev: Arc<DeviceInner>,
     ptr: cu::CUdeviceptr,
     len: usize,
+    owned: bool,
 }
 
 impl std::fmt::Debug for DeviceBuffer {
@@ -30,7 +32,7 @@ impl std::fmt::Debug for DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        if self.ptr != 0 && self.dev.make_current().is_ok() {
+        if self.owned && self.ptr != 0 && self.dev.make_current().is_ok() {
             // SAFETY: ptr came from cuMemAlloc in this context and is freed once.
             // A failure (say, a context broken by an earlier fault) cannot be reported here.
             unsafe { (self.dev.api.cuMemFree)(self.ptr) };
@@ -43,14 +45,28 @@ impl DeviceBuffer {
     pub fn alloc(device: &Device, len: usize) -> Result<DeviceBuffer, CudaError> {
         let dev = device.inner.clone();
         if len == 0 {
-            return Ok(DeviceBuffer { dev, ptr: 0, len });
+            return Ok(DeviceBuffer { dev, ptr: 0, len, owned: true });
         }
         dev.make_current()?;
         let mut ptr: cu::CUdeviceptr = 0;
         // SAFETY: out-pointer to a local; the context is current.
         let rc = unsafe { (dev.api.cuMemAlloc)(&mut ptr, len) };
         dev.api.check(rc, || format!("cuMemAlloc({len} bytes)"))?;
-        Ok(DeviceBuffer { dev, ptr, len })
+        Ok(DeviceBuffer { dev, ptr, len, owned: true })
+    }
+
+    /// The `len` bytes at device address `ptr`, allocated by other code in `device`'s context
+    /// (the primary context, which the CUDA runtime and torch use too): never freed here. The
+    /// caller keeps the memory alive while the buffer is used — the driver, not Rust, checks
+    /// every access through it, so a wrong range is a CUDA error, not undefined behaviour in
+    /// this process. Check the range first with [`Device::pointer_info`].
+    pub fn borrowed(device: &Device, ptr: u64, len: usize) -> DeviceBuffer {
+        DeviceBuffer { dev: device.inner.clone(), ptr, len, owned: false }
+    }
+
+    /// Whether this buffer names memory it does not own ([`DeviceBuffer::borrowed`]).
+    pub fn is_borrowed(&self) -> bool {
+        !self.owned
     }
 
     /// Allocates a buffer holding a copy of `bytes`.

@@ -89,6 +89,13 @@ impl Stream {
         self.raw as *mut std::ffi::c_void
     }
 
+    /// A stream made by other code in `device`'s context (torch's current stream, say), from
+    /// its raw `CUstream` (null: the legacy default stream). Not destroyed here; the caller
+    /// keeps it alive while this `Stream` is used.
+    pub fn borrowed(device: &Device, raw: *mut std::ffi::c_void) -> Stream {
+        Stream { dev: device.inner.clone(), raw: raw as cu::CUstream, owned: false, last: Mutex::new(None) }
+    }
+
     /// The legacy default stream of `device`.
     pub(crate) fn null(device: &Device) -> Stream {
         Stream { dev: device.inner.clone(), raw: std::ptr::null_mut(), owned: false, last: Mutex::new(None) }

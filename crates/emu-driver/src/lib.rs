@@ -393,6 +393,34 @@ entry_points! {
         }
     }
 
+    /// What the driver knows of an address inside one of the context's allocations: its
+    /// context, memory type (device), the address itself, the device (0), the allocation's
+    /// start and size. An address in no allocation (a host pointer, a freed or made-up one) is
+    /// `CUDA_ERROR_INVALID_VALUE`, as on a GPU; other attributes are `CUDA_ERROR_NOT_SUPPORTED`.
+    fn cuPointerGetAttribute(data: *mut c_void, attr: c_uint, ptr: u64) {
+        use cu::CUpointer_attribute_enum as P;
+        let d = driver();
+        target_of(&d)?;
+        let c = d.ctx.as_ref().ok_or(INVALID_VALUE)?;
+        let (&base, bytes) = c.allocs.range(..=ptr).next_back().ok_or(INVALID_VALUE)?;
+        if ptr - base >= bytes.len() as u64 {
+            return Err(INVALID_VALUE);
+        }
+        let a = |x: P| x as c_uint;
+        // SAFETY (each arm): the out-pointer holds the attribute's documented type.
+        match attr {
+            x if x == a(P::CU_POINTER_ATTRIBUTE_CONTEXT) => unsafe { put(data as *mut usize, CONTEXT_HANDLE) },
+            x if x == a(P::CU_POINTER_ATTRIBUTE_MEMORY_TYPE) => unsafe {
+                put(data as *mut c_uint, cu::CUmemorytype_enum::CU_MEMORYTYPE_DEVICE as c_uint)
+            },
+            x if x == a(P::CU_POINTER_ATTRIBUTE_DEVICE_POINTER) => unsafe { put(data as *mut u64, ptr) },
+            x if x == a(P::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) => unsafe { put(data as *mut c_int, 0) },
+            x if x == a(P::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR) => unsafe { put(data as *mut u64, base) },
+            x if x == a(P::CU_POINTER_ATTRIBUTE_RANGE_SIZE) => unsafe { put(data as *mut usize, bytes.len()) },
+            _ => Err(NOT_SUPPORTED),
+        }
+    }
+
     /// Zero-filled host memory at a fresh fake address (never reused), 256-byte aligned.
     fn cuMemAlloc_v2(out: *mut u64, size: usize) {
         let mut d = driver();

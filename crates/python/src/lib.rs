@@ -15,6 +15,10 @@
 //!   abi3 for 3.9+.) Arguments whose
 //!   spans overlap share an `alias_group`; if two of a group changed, nothing is written
 //!   back and an error says so (each argument runs on its own copy on the CPU backends).
+//! * an array in CUDA device memory (a torch CUDA tensor, `__cuda_array_interface__`) arrives
+//!   as `("device", dtype, address, nbytes)`: the kernel gets the address and writes it in
+//!   place on the `cuda` backend, queued on the caller's stream (`stream`, a raw `CUstream`);
+//!   the runtime checks every such address with the driver first (`gpu::check_device_args`).
 //! * scalars arrive as `("int", v)`, `("float", v)`, `("bool", v)`, `("str", s)`,
 //!   `("dtype", name)`, `("none",)`, `("tuple", [values])` (compile-time tuples).
 //! * errors are raised as `NativeError(kind, text)`, `kind` one of `compile`, `argument`,
@@ -116,7 +120,10 @@ impl Program {
     /// bounds checks in the kernel on emu and cuda (the first violation fails the launch with
     /// the interpreter's error; nothing is written back). `sass_search`: a budget (`30s`, `500`):
     /// on sass-emu and cuda, run the schedule a search of the SASS found (searched once, kept).
-    #[pyo3(signature = (kernel, grid, args, backend="interp", num_warps=None, num_stages=None, debug=false, sanitize=false, sass_search=None))]
+    /// `stream`: for device arrays, the raw `CUstream` to queue on (None: the default stream);
+    /// `timed`: for device arrays, wait for the kernel and report its device time as `run_s`
+    /// (otherwise the launch is asynchronous and `run_s` is 0).
+    #[pyo3(signature = (kernel, grid, args, backend="interp", num_warps=None, num_stages=None, debug=false, sanitize=false, sass_search=None, stream=None, timed=false))]
     #[allow(clippy::too_many_arguments)]
     fn launch<'py>(
         &self,
@@ -130,6 +137,8 @@ impl Program {
         debug: bool,
         sanitize: bool,
         sass_search: Option<String>,
+        stream: Option<u64>,
+        timed: bool,
     ) -> PyResult<Report> {
         self.prog.kernel(kernel).map_err(run_err)?;
         let backend = match Backend::parse(backend) {
@@ -153,6 +162,8 @@ impl Program {
         opts.debug = debug;
         opts.sanitize = sanitize;
         opts.sass_search = sass_search;
+        opts.stream = stream;
+        opts.device_timing = timed;
         let (report, _) = run_held(py, &self.prog, kernel, launch_args, &held, &opts, None)?;
         Ok(report)
     }
@@ -425,6 +436,16 @@ fn arg_value<'py>(name: &str, v: &Bound<'py, PyTuple>, index: usize, held: &mut 
             held.push(h);
             ArgValue::Tensor(HostTensor { dtype: dt, shape: vec![n], data: bytes })
         }
+        "device" => {
+            let dtype: String = item(1)?.extract()?;
+            let dt = DType::parse(&dtype).ok_or_else(|| bad(format!("unknown dtype `{dtype}`")))?;
+            let address: u64 = item(2)?.extract()?;
+            let nbytes: usize = item(3)?.extract()?;
+            if address == 0 && nbytes > 0 {
+                return Err(bad("a null device pointer".into()));
+            }
+            ArgValue::Device(trident_runtime::args::DeviceArray { dtype: dt, address, nbytes })
+        }
         "int" => ArgValue::Int(item(1)?.extract()?),
         "float" => ArgValue::Float(item(1)?.extract()?),
         "bool" => ArgValue::Bool(item(1)?.extract()?),
@@ -439,7 +460,7 @@ fn arg_value<'py>(name: &str, v: &Bound<'py, PyTuple>, index: usize, held: &mut 
             let mut values = Vec::with_capacity(items.len());
             for t in &items {
                 let tag: String = t.get_item(0)?.extract()?;
-                if tag == "tensor" {
+                if tag == "tensor" || tag == "device" {
                     return Err(bad("tuples of tensors are not supported yet".into()));
                 }
                 values.push(arg_value(name, t, index, held)?);

@@ -98,8 +98,8 @@ pub struct GpuCode {
     /// in the grid and the measured probe cost).
     pub profile: Option<trident_profile::ProfileMeta>,
     emu: OnceLock<Result<Arc<trident_emu::Module>, String>>,
-    /// The module loaded on CUDA device 0, once per loaded kernel.
-    pub(crate) cuda: OnceLock<Result<crate::gpu::CudaLoaded, String>>,
+    /// The module loaded on each CUDA device it ran on (by ordinal), once per loaded kernel.
+    pub(crate) cuda: crate::gpu::CudaModules,
     /// The SASS emulator's decoded kernel (ptxas and nvdisasm run once per loaded kernel).
     sass: OnceLock<Result<Arc<trident_sass_emu::Program>, String>>,
 }
@@ -133,7 +133,7 @@ impl GpuCode {
             sass_json: asm.sass_json,
             profile,
             emu: OnceLock::new(),
-            cuda: OnceLock::new(),
+            cuda: Default::default(),
             sass: OnceLock::new(),
         }
     }

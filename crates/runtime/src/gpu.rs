@@ -273,12 +273,24 @@ impl std::fmt::Debug for CudaLoaded {
     }
 }
 
-/// Loads `code` on device 0, once per loaded kernel: the cubin when there is
-/// one and the driver takes it, else the PTX through the driver's JIT.
-fn cuda_load(code: &GpuCode) -> Result<CudaLoaded, RunError> {
-    code.cuda
-        .get_or_init(|| {
-            let dev = trident_cuda::Device::open(0).map_err(|e| format!("cuda: {e}"))?;
+/// A kernel's module on each device it was loaded on (by ordinal).
+#[derive(Default)]
+pub(crate) struct CudaModules(std::sync::Mutex<std::collections::BTreeMap<usize, Result<CudaLoaded, String>>>);
+
+impl Clone for CudaModules {
+    fn clone(&self) -> Self {
+        CudaModules(std::sync::Mutex::new(self.0.lock().map(|m| m.clone()).unwrap_or_default()))
+    }
+}
+
+/// Loads `code` on device `ordinal`, once per loaded kernel and device: the cubin when
+/// there is one and the driver takes it, else the PTX through the driver's JIT.
+fn cuda_load(code: &GpuCode, ordinal: usize) -> Result<CudaLoaded, RunError> {
+    let mut loaded = code.cuda.0.lock().map_err(|_| RunError::msg("internal: a CUDA load panicked"))?;
+    loaded
+        .entry(ordinal)
+        .or_insert_with(|| {
+            let dev = trident_cuda::Device::open(ordinal).map_err(|e| format!("cuda: {e}"))?;
             if let Some((seed, moves)) = crate::env::sass_shuffle()? {
                 // The schedule prong's check: this cubin after random legal moves, or an error.
                 let cubin = code.cubin.as_deref().ok_or("TRIDENT_SASS_SHUFFLE: no cubin (ptxas not found)")?;
@@ -343,7 +355,7 @@ pub struct CudaRunner {
 impl CudaRunner {
     /// Loads `code` (once per kernel) and uploads the arguments (IR parameter order).
     pub fn new(code: &GpuCode, args: &[ArgValue], grid: [u32; 3]) -> Result<CudaRunner, RunError> {
-        CudaRunner::with_loaded(cuda_load(code)?, code, args, grid)
+        CudaRunner::with_loaded(cuda_load(code, 0)?, code, args, grid)
     }
 
     /// [`CudaRunner::new`] for kernel `code.ptx.entry` of `cubin` exactly (no PTX fallback;
@@ -386,6 +398,8 @@ impl CudaRunner {
         for v in args {
             bufs.push(match v {
                 ArgValue::Tensor(t) => Some(DeviceBuffer::from_host(&loaded.dev, t).map_err(cuda_err)?),
+                // The caller's memory, checked by `check_device_args` before.
+                ArgValue::Device(d) => Some(DeviceBuffer::borrowed(&loaded.dev, d.address, d.nbytes)),
                 _ => None,
             });
         }
@@ -458,33 +472,8 @@ impl CudaRunner {
         reps: usize,
         flush_l2: bool,
     ) -> Result<Vec<Duration>, RunError> {
-        use trident_cuda::{Event, Param};
-        let mut params: Vec<Param> = self
-            .params
-            .iter()
-            .zip(self.args.iter().zip(&self.bufs))
-            .map(|(ty, (v, b))| match (ty, b) {
-                (_, Some(buf)) => Param::Ptr(buf),
-                (AbiType::Pointer(_), None) => Param::DevicePtr(0),
-                (AbiType::Scalar(d), None) => {
-                    let bits = scalar_bits(v, *d);
-                    match ty.ptx_type() {
-                        "u64" => Param::U64(bits),
-                        "f64" => Param::F64(f64::from_bits(bits)),
-                        "f32" => Param::F32(f32::from_bits(bits as u32)),
-                        _ => Param::U32(bits as u32),
-                    }
-                }
-            })
-            .collect();
-        if let Some(b) = &self.profile {
-            params.push(Param::Ptr(b));
-        }
-        if let Some((extents, record)) = &self.sanitize {
-            params.extend(extents.iter().map(|&e| Param::U64(e)));
-            params.push(Param::Ptr(record));
-        }
-        params.extend(self.maps.iter().map(|&m| Param::TensorMap(m)));
+        use trident_cuda::Event;
+        let params = self.kernel_params();
         let dev = &self.loaded.dev;
         let stream = dev.default_stream();
         let prepared =
@@ -516,6 +505,59 @@ impl CudaRunner {
         }
         dev.synchronize().map_err(cuda_err)?;
         Ok(samples)
+    }
+
+    /// One launch of the kernel on `stream`, not waited for; with `timed`, between two
+    /// events, waited for, and its device time returned (else zero).
+    fn launch_on(&self, stream: &trident_cuda::Stream, timed: bool) -> Result<Duration, RunError> {
+        use trident_cuda::Event;
+        let params = self.kernel_params();
+        let prepared =
+            trident_cuda::PreparedLaunch::new(&self.loaded.kernel, self.grid, self.block, self.shared, &params)
+                .map_err(cuda_err)?;
+        if !timed {
+            prepared.launch(stream).map_err(cuda_err)?;
+            return Ok(Duration::ZERO);
+        }
+        let dev = &self.loaded.dev;
+        let (start, end) = (Event::new(dev).map_err(cuda_err)?, Event::new(dev).map_err(cuda_err)?);
+        start.record(stream).map_err(cuda_err)?;
+        prepared.launch(stream).map_err(cuda_err)?;
+        end.record(stream).map_err(cuda_err)?;
+        let ms = Event::elapsed_ms(&start, &end).map_err(cuda_err)?;
+        Ok(Duration::from_secs_f64(ms as f64 / 1e3))
+    }
+
+    /// The kernel's parameters: the arguments (IR order), then the hidden ones.
+    fn kernel_params(&self) -> Vec<trident_cuda::Param<'_>> {
+        use trident_cuda::Param;
+        let mut params: Vec<Param> = self
+            .params
+            .iter()
+            .zip(self.args.iter().zip(&self.bufs))
+            .map(|(ty, (v, b))| match (ty, b) {
+                (_, Some(buf)) => Param::Ptr(buf),
+                (AbiType::Pointer(_), None) => Param::DevicePtr(0),
+                (AbiType::Scalar(d), None) => {
+                    let bits = scalar_bits(v, *d);
+                    match ty.ptx_type() {
+                        "u64" => Param::U64(bits),
+                        "f64" => Param::F64(f64::from_bits(bits)),
+                        "f32" => Param::F32(f32::from_bits(bits as u32)),
+                        _ => Param::U32(bits as u32),
+                    }
+                }
+            })
+            .collect();
+        if let Some(b) = &self.profile {
+            params.push(Param::Ptr(b));
+        }
+        if let Some((extents, record)) = &self.sanitize {
+            params.extend(extents.iter().map(|&e| Param::U64(e)));
+            params.push(Param::Ptr(record));
+        }
+        params.extend(self.maps.iter().map(|&m| Param::TensorMap(m)));
+        params
     }
 
     /// Zeroes argument `i`'s device buffer (`reset_to_zero`).
@@ -569,4 +611,89 @@ pub fn run_cuda_code(
     let sanitize = runner.sanitize_record()?;
     let kernel_time = samples.last().copied().unwrap_or_default();
     Ok(GpuRun { tensors, printed: String::new(), kernel_time, samples, profile, clock_ghz: None, sanitize })
+}
+
+/// Which device a launch on device arrays runs on, after checking every array against what
+/// the driver knows of its address (`cuPointerGetAttribute`): memory CUDA allocated, on one
+/// device, the array's whole span inside its allocation. `names`: the arguments' names in
+/// the order of `args`, for the errors — each names the argument, and nothing has run.
+pub fn check_device_args(args: &[ArgValue], names: &[&str]) -> Result<usize, RunError> {
+    let dev0 = trident_cuda::Device::open(0).map_err(cuda_err)?;
+    let mut ordinal: Option<(usize, &str)> = None;
+    for (v, name) in args.iter().zip(names) {
+        let d = match v {
+            ArgValue::Device(d) => d,
+            ArgValue::Tensor(_) => {
+                return Err(RunError::argument(format!(
+                    "argument `{name}` is a host array, and other arguments are on a CUDA device: a kernel \
+                     runs where its arrays are; move it to the device (`.cuda()`) or the others to the host"
+                )))
+            }
+            _ => continue,
+        };
+        if d.nbytes == 0 {
+            continue;
+        }
+        let info = dev0.pointer_info(d.address).map_err(cuda_err)?.ok_or_else(|| {
+            RunError::argument(format!(
+                "argument `{name}`: address {:#x} is not device memory the CUDA driver knows (freed, or host \
+                 memory)",
+                d.address
+            ))
+        })?;
+        if !info.holds(d.address, d.nbytes) {
+            return Err(RunError::argument(format!(
+                "argument `{name}`: its {} bytes at {:#x} run past the end of their allocation ({} bytes at {:#x})",
+                d.nbytes, d.address, info.size, info.start
+            )));
+        }
+        match ordinal {
+            Some((o, first)) if o != info.ordinal => {
+                return Err(RunError::argument(format!(
+                    "argument `{name}` is on cuda:{}, argument `{first}` on cuda:{o}: a kernel runs on one device",
+                    info.ordinal
+                )))
+            }
+            Some(_) => {}
+            None => ordinal = Some((info.ordinal, name)),
+        }
+    }
+    Ok(ordinal.map_or(0, |(o, _)| o))
+}
+
+/// Runs compiled GPU code once on the caller's device memory ([`ArgValue::Device`], checked
+/// by [`check_device_args`]) on device `ordinal`, queued on the caller's stream `stream`
+/// (a raw `CUstream`; 0 is the legacy default stream). The kernel writes the caller's arrays
+/// in place; nothing is copied. Asynchronous, as a Triton launch is, unless `timed` (events
+/// around the launch; the call waits for them and returns the kernel's device time) or the
+/// kernel has buffers to read back (a profile, a sanitize record), which waits for the stream.
+pub fn run_cuda_device(
+    code: &GpuCode,
+    args: &[ArgValue],
+    grid: [u32; 3],
+    ordinal: usize,
+    stream: u64,
+    timed: bool,
+) -> Result<GpuRun, RunError> {
+    let runner = CudaRunner::with_loaded(cuda_load(code, ordinal)?, code, args, grid)?;
+    if let Some(why) = runner.shortage() {
+        return Err(RunError::other(format!("cuda: the kernel cannot launch: {why}")));
+    }
+    let stream = trident_cuda::Stream::borrowed(runner.device(), stream as usize as *mut std::ffi::c_void);
+    let kernel_time = runner.launch_on(&stream, timed)?;
+    let readback = runner.profile.is_some() || runner.sanitize.is_some();
+    if readback && !timed {
+        stream.synchronize().map_err(cuda_err)?;
+    }
+    let profile = runner.profile_bytes()?.map(Collected::Buffer);
+    let sanitize = runner.sanitize_record()?;
+    Ok(GpuRun {
+        tensors: vec![None; args.len()],
+        printed: String::new(),
+        kernel_time,
+        samples: vec![kernel_time],
+        profile,
+        clock_ghz: None,
+        sanitize,
+    })
 }

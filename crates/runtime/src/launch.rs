@@ -85,6 +85,14 @@ pub struct LaunchOptions {
     /// suppresses one outside and fails the launch with the interpreter's error for the first
     /// (see [`crate::sanitize`]). The interpreter always checks; the SASS emulator refuses it.
     pub sanitize: bool,
+    /// For launches on device memory ([`ArgValue::Device`]): the raw `CUstream` to queue the
+    /// kernel on (the caller's, e.g. torch's current stream); `None` or 0: the legacy default
+    /// stream. Such a launch is asynchronous, as Triton's is, unless `device_timing` asks
+    /// for its time (or sanitize mode or profiling must read its buffers back).
+    pub stream: Option<u64>,
+    /// For launches on device memory: time the kernel with events around it on the stream
+    /// and wait for it (`LaunchOutcome::run_time` is then its device time; otherwise zero).
+    pub device_timing: bool,
 }
 
 impl LaunchOptions {
@@ -105,6 +113,8 @@ impl LaunchOptions {
             timeout: None,
             sass_search: None,
             sanitize: false,
+            stream: None,
+            device_timing: false,
         }
     }
 
@@ -243,7 +253,7 @@ fn const_of(arg: &Arg) -> Result<ConstValue, RunError> {
                 .map(|v| const_of(&Arg { name: arg.name.clone(), text: arg.text.clone(), value: v.clone() }))
                 .collect::<Result<_, _>>()?,
         ),
-        ArgValue::Tensor(_) => {
+        ArgValue::Tensor(_) | ArgValue::Device(_) => {
             return Err(RunError::argument(format!(
                 "`{}` is a tl.constexpr parameter: give a scalar, not a tensor",
                 arg.name
@@ -272,6 +282,8 @@ pub fn bind(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgInfo)>,
             match &a.value {
                 // Host tensors are allocated 16-byte aligned on every backend.
                 ArgValue::Tensor(t) => ArgInfo::Pointer { dtype: t.dtype, aligned16: true },
+                // The caller's device memory: specialized on its address as Triton does.
+                ArgValue::Device(d) => ArgInfo::Pointer { dtype: d.dtype, aligned16: d.address.is_multiple_of(16) },
                 ArgValue::Int(v) => ArgInfo::Int(*v),
                 ArgValue::Float(v) => ArgInfo::Float(*v),
                 ArgValue::Bool(v) => ArgInfo::Bool(*v),

@@ -120,6 +120,9 @@ pub(crate) fn run_raw(
 ) -> Result<RawRun, RunError> {
     let mut values = runtime_values(ck, args)?;
     let grid = grid_of(ck, args, opts)?;
+    if values.iter().any(|v| matches!(v, ArgValue::Device(_))) {
+        return run_on_device_arrays(ck, &values, grid, opts, backend);
+    }
     let (tensors, printed, samples, profile, clock_ghz) = match backend {
         // Tile IR is part of every compiled kernel: the interpreter runs any of them.
         Backend::Interp | Backend::Auto => {
@@ -178,6 +181,33 @@ pub(crate) fn run_raw(
         }
     };
     Ok(RawRun { tensors, printed, samples, grid, profile, clock_ghz })
+}
+
+/// A launch on the caller's device memory (the Python package's CUDA tensors): checked
+/// (`gpu::check_device_args`), then queued on the caller's stream; nothing is copied or
+/// written back — the kernel wrote the arrays in place.
+fn run_on_device_arrays(
+    ck: &CompiledKernel,
+    values: &[ArgValue],
+    grid: [u32; 3],
+    opts: &LaunchOptions,
+    backend: Backend,
+) -> Result<RawRun, RunError> {
+    let names = ck.runtime_params();
+    if backend != Backend::Cuda {
+        let name = values.iter().zip(&names).find(|(v, _)| matches!(v, ArgValue::Device(_))).map_or("?", |(_, n)| n);
+        return Err(RunError::argument(format!(
+            "argument `{name}` is in CUDA device memory: a launch on device arrays runs on the cuda backend, not \
+             on {backend:?} (pass host arrays there, e.g. `.cpu()`)"
+        )));
+    }
+    let ordinal = crate::gpu::check_device_args(values, &names)?;
+    let code = gpu_code(ck, backend)?;
+    let searched = searched_schedule(code, values, grid, opts)?;
+    let code = searched.as_deref().unwrap_or(code);
+    let run = crate::gpu::run_cuda_device(code, values, grid, ordinal, opts.stream.unwrap_or(0), opts.device_timing)?;
+    sanitize_check(ck, code, &run, values, grid)?;
+    Ok(RawRun { tensors: run.tensors, printed: run.printed, samples: run.samples, grid, profile: run.profile, clock_ghz: None })
 }
 
 /// A sanitized kernel's violation, as the launch's error (see [`crate::sanitize`]).

@@ -24,8 +24,8 @@ pub(crate) fn extents(info: &SanitizeInfo, args: &[ArgValue]) -> Vec<u64> {
     info.pointer_params
         .iter()
         .map(|&i| match args.get(i as usize) {
-            Some(ArgValue::Tensor(t)) => t.data.len() as u64,
-            _ => 0,
+            Some(v) => v.array().map_or(0, |(_, bytes)| bytes as u64),
+            None => 0,
         })
         .collect()
 }
@@ -67,21 +67,20 @@ pub(crate) fn check(
     let name = names.get(param as usize).copied().unwrap_or("?");
     let access = site.access.name();
     let dt = site.dtype;
-    let mut msg = match (args.get(param as usize), v.offset) {
-        (Some(ArgValue::Tensor(t)), Some(off)) => {
+    let array = args.get(param as usize).and_then(ArgValue::array);
+    let mut msg = match (array, v.offset) {
+        (Some((adt, bytes)), Some(off)) => {
             let index = off.div_euclid(dt.size_bytes().max(1) as i64);
-            let of = if t.dtype == dt { String::new() } else { format!(" (as {dt})") };
+            let of = if adt == dt { String::new() } else { format!(" (as {dt})") };
             format!(
-                "out-of-bounds {access}: index {index}{of} of buffer `{name}` ({} elements of {})",
-                t.numel(),
-                t.dtype
+                "out-of-bounds {access}: index {index}{of} of buffer `{name}` ({} elements of {adt})",
+                bytes / adt.size_bytes().max(1),
             )
         }
-        (Some(ArgValue::Tensor(t)), None) => format!(
-            "out-of-bounds {access} of buffer `{name}` ({} elements of {}; the index was overwritten by another \
+        (Some((adt, bytes)), None) => format!(
+            "out-of-bounds {access} of buffer `{name}` ({} elements of {adt}; the index was overwritten by another \
              violating thread)",
-            t.numel(),
-            t.dtype
+            bytes / adt.size_bytes().max(1),
         ),
         _ => format!("{access} through an invalid pointer (`{name}` is not a buffer)"),
     };

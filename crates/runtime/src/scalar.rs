@@ -28,7 +28,12 @@ pub fn scalar_bits(v: &ArgValue, d: DType) -> u64 {
         ArgValue::Float(x) => (*x as f32).to_bits() as u64,
         ArgValue::Bool(b) => *b as u64,
         // Compile-time values are folded into the code, never passed.
-        ArgValue::Tensor(_) | ArgValue::Str(_) | ArgValue::DType(_) | ArgValue::None | ArgValue::Tuple(_) => 0,
+        ArgValue::Tensor(_)
+        | ArgValue::Device(_)
+        | ArgValue::Str(_)
+        | ArgValue::DType(_)
+        | ArgValue::None
+        | ArgValue::Tuple(_) => 0,
     };
     match d.bits() {
         w if w >= 64 => bits,

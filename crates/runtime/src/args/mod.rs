@@ -68,6 +68,21 @@ pub enum ArgValue {
     /// A tuple of compile-time values (`(2, 8)` for a `tl.constexpr` shape): from the Python
     /// package; `tl.constexpr` parameters only.
     Tuple(Vec<ArgValue>),
+    /// Memory on a CUDA device that the caller owns (a torch CUDA tensor, an object with
+    /// `__cuda_array_interface__`): the kernel receives its address and works on it in place.
+    /// The CUDA backend only; from the Python package.
+    Device(DeviceArray),
+}
+
+/// A caller's array in device memory ([`ArgValue::Device`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceArray {
+    /// The element type the kernel sees.
+    pub dtype: DType,
+    /// The first element's device address.
+    pub address: u64,
+    /// Bytes from the first element to the end of the last one the array reaches.
+    pub nbytes: usize,
 }
 
 impl ArgValue {
@@ -75,6 +90,15 @@ impl ArgValue {
     pub fn as_tensor(&self) -> Option<&HostTensor> {
         match self {
             ArgValue::Tensor(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// An array's element type and length in bytes: host tensors and device arrays.
+    pub fn array(&self) -> Option<(DType, usize)> {
+        match self {
+            ArgValue::Tensor(t) => Some((t.dtype, t.data.len())),
+            ArgValue::Device(d) => Some((d.dtype, d.nbytes)),
             _ => None,
         }
     }

@@ -301,6 +301,8 @@ fn value_text(v: &ArgValue) -> String {
             let dims: Vec<String> = t.shape.iter().map(|d| d.to_string()).collect();
             format!("{}[{}]", t.dtype.name(), dims.join("x"))
         }
+        // As a host tensor from the Python package reads (its elements, flat).
+        ArgValue::Device(d) => format!("{}[{}]", d.dtype.name(), d.nbytes / d.dtype.size_bytes().max(1)),
     }
 }
 
