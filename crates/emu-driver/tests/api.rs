@@ -150,6 +150,38 @@ fn copies_must_lie_inside_one_allocation() {
 }
 
 #[test]
+fn pointer_attributes_name_the_allocation_holding_an_address() {
+    let _t = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _c = Ctx::open();
+    let (a, b) = (alloc(100), alloc(64));
+    // CU_POINTER_ATTRIBUTE_RANGE_START_ADDR (11), _RANGE_SIZE (12), _DEVICE_ORDINAL (9),
+    // _MEMORY_TYPE (2; CU_MEMORYTYPE_DEVICE is 2).
+    let start = |p: u64| {
+        let mut v = 0u64;
+        (unsafe { cuPointerGetAttribute(&mut v as *mut u64 as *mut c_void, 11, p) }, v)
+    };
+    let mut size = 0usize;
+    let mut ordinal: c_int = -1;
+    let mut kind: c_uint = 0;
+    unsafe {
+        assert_eq!(cuPointerGetAttribute(&mut size as *mut usize as *mut c_void, 12, a + 40), SUCCESS);
+        assert_eq!(cuPointerGetAttribute(&mut ordinal as *mut c_int as *mut c_void, 9, a + 40), SUCCESS);
+        assert_eq!(cuPointerGetAttribute(&mut kind as *mut c_uint as *mut c_void, 2, b), SUCCESS);
+    }
+    assert_eq!((size, ordinal, kind), (100, 0, 2));
+    assert_eq!(start(a + 99), (SUCCESS, a));
+    assert_eq!(start(b + 63), (SUCCESS, b));
+    // Past an allocation's end (its guard gap), below the first, a host address, a freed one.
+    assert_eq!(start(a + 100).0, INVALID_VALUE);
+    assert_eq!(start(a - 1).0, INVALID_VALUE);
+    assert_eq!(start(&size as *const usize as u64).0, INVALID_VALUE);
+    assert_eq!(unsafe { cuMemFree_v2(b) }, SUCCESS);
+    assert_eq!(start(b).0, INVALID_VALUE);
+    let mut v = 0u64;
+    assert_eq!(unsafe { cuPointerGetAttribute(&mut v as *mut u64 as *mut c_void, 6, a) }, NOT_SUPPORTED);
+}
+
+#[test]
 fn ptx_loads_with_logs_and_a_launch_computes_and_advances_the_clock() {
     let _t = TURN.lock().unwrap_or_else(|p| p.into_inner());
     let _c = Ctx::open();

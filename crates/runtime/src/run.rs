@@ -207,7 +207,14 @@ fn run_on_device_arrays(
     let code = searched.as_deref().unwrap_or(code);
     let run = crate::gpu::run_cuda_device(code, values, grid, ordinal, opts.stream.unwrap_or(0), opts.device_timing)?;
     sanitize_check(ck, code, &run, values, grid)?;
-    Ok(RawRun { tensors: run.tensors, printed: run.printed, samples: run.samples, grid, profile: run.profile, clock_ghz: None })
+    Ok(RawRun {
+        tensors: run.tensors,
+        printed: run.printed,
+        samples: run.samples,
+        grid,
+        profile: run.profile,
+        clock_ghz: None,
+    })
 }
 
 /// A sanitized kernel's violation, as the launch's error (see [`crate::sanitize`]).
