@@ -237,3 +237,11 @@ def test_autotuning_on_device_arrays_times_each_config_on_the_device(drv, rng):
     tuned_add[lambda meta: (trident.cdiv(1000, meta["BLOCK"]),)](DeviceArray(drv, x), DeviceArray(drv, y), out, 1000)
     assert tuned_add.best_config is not None and tuned_add.best_config.kwargs["BLOCK"] in (64, 256)
     np.testing.assert_array_equal(out.get(), x + y)
+
+
+def test_a_searched_schedule_on_device_arrays_is_refused(drv, rng):
+    x = DeviceArray(drv, rng.standard_normal(32).astype(np.float32))
+    out = poisoned(drv, 32)
+    with pytest.raises(trident.ArgumentError, match="not supported on device arrays"):
+        K.add[(1,)](x, x, out, 32, BLOCK=32, sass_search="2s")
+    assert np.isnan(out.get()).all()

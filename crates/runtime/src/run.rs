@@ -202,9 +202,14 @@ fn run_on_device_arrays(
         )));
     }
     let ordinal = crate::gpu::check_device_args(values, &names)?;
+    if opts.sass_search.is_some() || crate::env::sass_search().is_some() {
+        // The search runs the kernel on host copies of its arguments, which device memory
+        // does not give.
+        return Err(RunError::argument(
+            "a searched SASS schedule (sass_search, TRIDENT_SASS_SEARCH) is not supported on device arrays yet",
+        ));
+    }
     let code = gpu_code(ck, backend)?;
-    let searched = searched_schedule(code, values, grid, opts)?;
-    let code = searched.as_deref().unwrap_or(code);
     let run = crate::gpu::run_cuda_device(code, values, grid, ordinal, opts.stream.unwrap_or(0), opts.device_timing)?;
     sanitize_check(ck, code, &run, values, grid)?;
     Ok(RawRun {
