@@ -12,6 +12,12 @@ binary and Python with torch and Triton (no Rust toolchain):
    Trident (`trident bench --backend cuda`, CUDA events, median of repetitions),
    Triton running the very same kernel file (`triton.testing.do_bench`, median), and
    torch's own operator (cuBLAS for matmul, SDPA for attention).
+3. Where the `trident` Python package is installed (a wheel carried from a machine with Rust:
+   `cd python && maturin build --release`; `pip install --no-deps target/wheels/trident-*.whl`):
+   the same kernels through the package on torch CUDA tensors (`scripts/gpu_package_check.py`,
+   run under `python3 -m trident` so the kernel files' `import triton` is Trident), checked
+   against torch and timed with CUDA events, and the host time per launch from Python next to
+   Triton's (`--skip-package` leaves it out).
 A markdown table is printed and written to the results file with date and device.
 """
 import argparse, datetime, importlib.util, json, math, os, subprocess, sys
@@ -242,6 +248,43 @@ def torch_bench(b):
     return triton.testing.do_bench(lambda: b["torch"](t), warmup=25, rep=100, return_mode="median") * 1e3
 
 
+def triton_launch_overhead(n_launches=2000):
+    """µs of host time per launch from Python with Triton: the same tiny vector add and protocol
+    as scripts/gpu_package_check.py's measurement of Trident's package."""
+    import time
+    import torch
+    mod = load("kernels/vector_add.py")
+    x, y = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
+    out = torch.empty_like(x)
+    k = mod.add_kernel[(1,)]
+    k(x, y, out, 1024, BLOCK=1024)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n_launches):
+        k(x, y, out, 1024, BLOCK=1024)
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / n_launches * 1e6
+
+
+def package_check(quick):
+    """The package rows (scripts/gpu_package_check.py in a child under `python3 -m trident`)."""
+    if importlib.util.find_spec("trident") is None:
+        return ["Trident's Python package is not installed here: the package check did not run."]
+    words = [sys.executable, "-m", "trident", os.path.join(ROOT, "scripts/gpu_package_check.py")]
+    p = subprocess.run(words + (["--quick"] if quick else []), cwd=ROOT, capture_output=True, text=True,
+                       timeout=1800)
+    print(p.stdout, p.stderr, sep="\n")
+    lines = ["Through the Python package (`scripts/gpu_package_check.py`: torch CUDA tensors in place, CUDA "
+             "events, L2 flushed, median of 50):", ""]
+    lines += p.stdout.strip().splitlines() or [f"did not run: {p.stderr.strip()[-300:]}"]
+    try:
+        lines.append(f"Triton, same protocol: {triton_launch_overhead():.2f} µs per launch")
+    except Exception as e:  # noqa: BLE001 - report and go on
+        lines.append(f"Triton's launch overhead: not measured ({str(e).splitlines()[0][:100]})")
+    return lines
+
+
 def rate(b, us):
     if us is None:
         return "-"
@@ -258,6 +301,7 @@ def main():
     ap.add_argument("--skip-demo", action="store_true")
     ap.add_argument("--skip-shapes", action="store_true", help="skip the benchmark-shape correctness check")
     ap.add_argument("--skip-bench", action="store_true", help="correctness only")
+    ap.add_argument("--skip-package", action="store_true", help="skip the Python package's check")
     a = ap.parse_args()
     import torch
     dev = torch.cuda.get_device_name(0)
@@ -294,6 +338,9 @@ def main():
             row += f" Trident failed: {err}"
         print(row, flush=True)
         lines.append(row)
+    if not a.skip_package:
+        lines.append("")
+        lines += package_check(a.quick)
     header = [f"## {datetime.date.today().isoformat()} — {dev}", "",
               f"torch {torch.__version__}, Triton {triton.__version__}; times are medians (Trident: CUDA events over 50 "
               f"launches after 10 warm-ups, L2 flushed before each (`--flush-l2`); Triton and torch: "

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Trident through its Python package on torch CUDA tensors (issue 15's GPU check).
+
+Run by `scripts/gpu-check` as `python3 -m trident scripts/gpu_package_check.py [--quick]`, so
+that `import triton` in the kernel files is Trident (the unchanged-program mode) while torch is
+the real one. Needs the `trident` package installed (a wheel built on a machine with Rust:
+`cd python && maturin build --release`, then `pip install --no-deps target/wheels/trident-*.whl`
+on the GPU machine, which has numpy).
+
+For each benchmark of `scripts/gpu_check.py` (the same kernels, shapes and configs):
+1. correctness: the kernel launched through the package on torch CUDA tensors (in place, on
+   torch's current stream) against torch's operator;
+2. device time: CUDA events around the launch, L2 flushed before each (median of 50 after 10
+   warm-ups) — the same protocol as `trident bench --flush-l2`;
+Then the host cost of a launch from Python: 2000 back-to-back launches of a tiny vector add
+(host wall clock, one synchronisation at the end), µs per launch.
+
+Prints a markdown table (and the overhead line) on stdout for gpu_check.py to record.
+"""
+import argparse
+import importlib.util
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], os.path.join(ROOT, path))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def device_time(fn, warmup=10, reps=50):
+    import torch
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        flush.zero_()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) * 1e3)
+    return statistics.median(times)
+
+
+def launch_overhead(n_launches=2000):
+    """µs of host time per launch of a tiny kernel from Python (launches queue asynchronously)."""
+    import torch
+    mod = load("kernels/vector_add.py")
+    x, y = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
+    out = torch.empty_like(x)
+    k = mod.add_kernel[(1,)]
+    k(x, y, out, 1024, BLOCK=1024)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n_launches):
+        k(x, y, out, 1024, BLOCK=1024)
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    assert torch.equal(out, x + y)
+    return (t1 - t0) / n_launches * 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    import torch
+    import triton  # Trident, under `python -m trident`
+    import trident
+    import gpu_check
+    if triton.jit is not trident.jit:
+        print("run me as `python3 -m trident scripts/gpu_package_check.py`", file=sys.stderr)
+        return 2
+    print("| kernel | max abs error / max abs value | result | Trident (package) µs | rate |")
+    print("|---|---:|---|---:|---:|")
+    for b in gpu_check.benches(a.quick):
+        try:
+            mod = load(b["file"])
+            kern = getattr(mod, b["kernel"])
+            t = gpu_check.make_tensors(b)
+            for name, kind, _, _ in b["tensors"]:
+                if kind == "empty":
+                    t[name].fill_(float("nan"))
+            args = [t[n] for n, *_ in b["tensors"]] + [v for _, v in b["scalars"]]
+            kw = dict(b["consts"])
+            fn = lambda: kern[b["grid"]](*args, **kw, num_warps=b["warps"], num_stages=b["stages"])  # noqa: E731
+            fn()
+            torch.cuda.synchronize()
+            out = next(n for n, kind, _, _ in b["tensors"] if kind == "empty")
+            got, want = t[out].double(), b["torch"](t).double()
+            rel = float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))
+            ok = rel < 1e-2 and bool(torch.isfinite(got).all())
+            us = device_time(fn)
+            print(f"| {b['name']} | {rel:.2e} | {'ok' if ok else 'FAIL'} | {us:.1f} | {gpu_check.rate(b, us)} |",
+                  flush=True)
+        except Exception as e:  # noqa: BLE001 - report the row and go on
+            print(f"| {b['name']} | FAILED: {str(e).splitlines()[0][:150] if str(e) else type(e).__name__} | | | |",
+                  flush=True)
+    print()
+    print(f"Host time per launch from Python (2000 launches of a 1024-element vector add on CUDA tensors, "
+          f"queued, one synchronisation): {launch_overhead():.2f} µs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
