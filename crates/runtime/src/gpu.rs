@@ -273,6 +273,20 @@ impl std::fmt::Debug for CudaLoaded {
     }
 }
 
+/// Device `ordinal`, opened once per process: opening reads the device's properties (a few
+/// dozen driver calls), which a launch on the caller's arrays should not pay each time.
+fn device(ordinal: usize) -> Result<trident_cuda::Device, RunError> {
+    static OPEN: std::sync::Mutex<std::collections::BTreeMap<usize, trident_cuda::Device>> =
+        std::sync::Mutex::new(std::collections::BTreeMap::new());
+    let mut open = OPEN.lock().map_err(|_| RunError::msg("internal: the device table is poisoned"))?;
+    if let Some(d) = open.get(&ordinal) {
+        return Ok(d.clone());
+    }
+    let d = trident_cuda::Device::open(ordinal).map_err(cuda_err)?;
+    open.insert(ordinal, d.clone());
+    Ok(d)
+}
+
 /// A kernel's module on each device it was loaded on (by ordinal).
 #[derive(Default)]
 pub(crate) struct CudaModules(std::sync::Mutex<std::collections::BTreeMap<usize, Result<CudaLoaded, String>>>);
@@ -618,7 +632,7 @@ pub fn run_cuda_code(
 /// device, the array's whole span inside its allocation. `names`: the arguments' names in
 /// the order of `args`, for the errors — each names the argument, and nothing has run.
 pub fn check_device_args(args: &[ArgValue], names: &[&str]) -> Result<usize, RunError> {
-    let dev0 = trident_cuda::Device::open(0).map_err(cuda_err)?;
+    let dev0 = device(0)?;
     let mut ordinal: Option<(usize, &str)> = None;
     for (v, name) in args.iter().zip(names) {
         let d = match v {
