@@ -504,3 +504,49 @@ fn cluster_of_one_cta_registers_and_barrier() {
     let e = run(&bad, "c", [1, 1, 1], [64, 1, 1], &mut args).unwrap_err();
     assert!(e.message.contains("cluster of one"), "{e}");
 }
+
+/// The body of a two-warp kernel: thread 0 fills `data`, then stores it to global memory with a
+/// bulk store, and `after` runs (thread 32 is warp 1's first thread).
+fn store_then(after: &str) -> String {
+    format!(
+        "setp.eq.u32 %p2, %r0, 0;
+  setp.eq.u32 %p3, %r0, 32;
+  mov.u32 %r5, 7;
+  mov.u32 %r6, 9;
+  @%p2 st.shared.u32 [%r2], %r5;
+  fence.proxy.async.shared::cta;
+  bar.sync 0;
+  @%p2 cp.async.bulk.global.shared::cta.bulk_group [%rd0], [%r2], 64;
+  @%p2 cp.async.bulk.commit_group;
+{after}"
+    )
+}
+
+#[test]
+fn overwriting_a_bulk_stores_source_before_its_read_wait_is_a_race() {
+    // Across a barrier, but before the issuing warp waited for the read: warp 1, and the
+    // issuing thread itself.
+    for (who, after) in
+        [("1", "bar.sync 0;\n  @%p3 st.shared.u32 [%r2+8], %r6;"), ("0", "@%p2 st.shared.u32 [%r2+4], %r6;")]
+    {
+        let e = run_misuse(&store_then(after), 64);
+        assert_eq!(e.kind, ErrorKind::Race, "{e}");
+        assert!(e.message.contains(&format!("warp {who} overwrites bytes the bulk store")), "{e}");
+        assert!(e.message.contains("before warp 0 waited"), "{e}");
+    }
+    // Waited for, but nothing orders warp 1's write after the wait.
+    let e = run_misuse(
+        &store_then("bar.sync 0;\n  @%p2 cp.async.bulk.wait_group.read 0;\n  @%p3 st.shared.u32 [%r2+8], %r6;"),
+        64,
+    );
+    assert_eq!(e.kind, ErrorKind::Race, "{e}");
+    assert!(e.message.contains("after warp 0 waited for it, with no barrier between"), "{e}");
+    // The wait, then a barrier: fine, and the store wrote what was there at issue.
+    let ptx = misuse(&store_then(
+        "bar.sync 0;\n  @%p2 cp.async.bulk.wait_group.read 0;\n  bar.sync 0;\n  @%p3 st.shared.u32 [%r2+8], %r6;\n  @%p2 st.shared.u32 [%r2+12], %r6;",
+    ));
+    valid(&ptx);
+    let mut args = vec![KernelArg::Buffer(u32_tensor(&[1; 64]))];
+    run(&ptx, "m", [1, 1, 1], [64, 1, 1], &mut args).unwrap();
+    assert_eq!(&u32s(&args, 0)[..4], &[7, 0, 0, 0]);
+}

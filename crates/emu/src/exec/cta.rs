@@ -65,6 +65,7 @@ impl Cta {
             mbar_events: Vec::new(),
             bulk: Vec::new(),
             landings: Vec::new(),
+            store_reads: Vec::new(),
             maxnreg: Default::default(),
         };
         let warps: Vec<Warp> = (0..l.nwarps)
@@ -98,6 +99,8 @@ impl Cta {
                     lane_instrs: 0,
                     mbar_seen: Default::default(),
                     bulk_open_done: 0,
+                    bulk_committed: 0,
+                    bulk_retired: 0,
                     bulk_done: Default::default(),
                     maxnreg_count: 0,
                 }

@@ -24,6 +24,30 @@ pub use crate::mbarrier::Mbar;
 use crate::mbarrier::MAX_COUNT;
 use crate::memory::{check_align, Place};
 
+/// Shared bytes a bulk store (`cp.async.bulk` or `.tensor`, shared → global) reads. The
+/// emulator copies them when the store issues, but the hardware may read them any time until
+/// the issuing warp's `cp.async.bulk.wait_group.read` retires the store's group — so a write
+/// to them before that is a race, and so is another warp's write after it with no barrier
+/// between (nothing orders it after the wait). `released`: the race epoch the wait ran in.
+pub struct StoreRead {
+    pub off: u64,
+    pub len: u64,
+    pub warp: u32,
+    /// The bulk group the store belongs to (the warp's commit sequence number).
+    pub group: u64,
+    pub line: u32,
+    pub released: Option<u32>,
+}
+
+/// Records that a bulk store issued at `line` by the running warp reads `[off, off + len)`
+/// of shared memory (race checks only).
+pub(crate) fn store_reads(ex: &mut Ex, off: u64, len: u64, line: u32) {
+    if ex.m.race.is_some() {
+        let (warp, group) = (ex.w.id, ex.w.bulk_committed);
+        ex.m.store_reads.push(StoreRead { off, len, warp, group, line, released: None });
+    }
+}
+
 /// A bulk load in flight.
 pub struct BulkCopy {
     pub dst: u32,
@@ -371,6 +395,7 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                 // The async proxy reads shared memory as the issuing warp would.
                 let mut data = vec![0u8; size as usize];
                 ex.read_mem_aligned(Space::Shared, src as u64, &mut data, lane, ins.line, 16)?;
+                store_reads(ex, src as u64, size, ins.line);
                 ex.l.global.write(dst, &data).map_err(|f| {
                     let mut e = EmuError::new(ErrorKind::Memory, f.message);
                     e.access = f.access.map(Box::new);
@@ -383,14 +408,24 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
         Kind::BulkCommit => {
             let d = std::mem::take(&mut ex.w.bulk_open_done);
             ex.w.bulk_done.push_back(d);
+            ex.w.bulk_committed += 1;
             Ok(())
         }
         Kind::BulkWait => {
-            // The data was read and written at issue: waiting only takes time.
+            // The data was read and written at issue: waiting takes time, and releases the
+            // sources of the stores it retires (`StoreRead`).
             let n = ex.src1(&o[0], 0)? as usize;
             while ex.w.bulk_done.len() > n {
                 let d = ex.w.bulk_done.pop_front().unwrap_or(0);
                 ex.w.stall_until = ex.w.stall_until.max(d);
+                ex.w.bulk_retired += 1;
+            }
+            if let Some(epoch) = ex.m.race.as_ref().map(|r| r.epoch()) {
+                let (warp, retired) = (ex.w.id, ex.w.bulk_retired);
+                ex.m.store_reads.retain(|s| s.released.is_none_or(|e| e == epoch));
+                for s in ex.m.store_reads.iter_mut().filter(|s| s.warp == warp && s.group < retired) {
+                    s.released.get_or_insert(epoch);
+                }
             }
             Ok(())
         }

@@ -61,6 +61,33 @@ impl Ex<'_, '_> {
             let seen = |tag: u32| {
                 landings.get(tag as usize).is_some_and(|&(id, phase)| seen_map.get(&id).is_some_and(|&s| s > phase))
             };
+            if let Some(bytes) = new {
+                let old = &self.m.shared[off as usize..off as usize + len];
+                let changed = (0..len).filter(|&i| old[i] != bytes[i]);
+                let (epoch, reads) = (r.epoch(), &self.m.store_reads);
+                for i in changed {
+                    let at = off + i as u64;
+                    let Some(s) = reads.iter().find(|s| {
+                        (s.off..s.off + s.len).contains(&at) && s.released.is_none_or(|e| e == epoch && s.warp != warp)
+                    }) else {
+                        continue;
+                    };
+                    let why = match s.released {
+                        None => format!(
+                            "before warp {} waited for it to read them (`cp.async.bulk.wait_group.read`)",
+                            s.warp
+                        ),
+                        Some(_) => format!("after warp {} waited for it, with no barrier between", s.warp),
+                    };
+                    return Err(EmuError::new(
+                        ErrorKind::Race,
+                        format!(
+                            "shared-memory data race at byte offset {at}: warp {warp} overwrites bytes the bulk store at line {} reads, {why}",
+                            s.line
+                        ),
+                    ));
+                }
+            }
             let conflict = match new {
                 None => r.access(off as usize, len, warp, false, line, seen),
                 Some(bytes) => {

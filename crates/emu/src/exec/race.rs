@@ -40,6 +40,11 @@ impl RaceShadow {
         self.epoch += 1;
     }
 
+    /// The current epoch (barriers since the CTA started, plus one).
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
     /// Records that a bulk copy (landing `tag`, issued at `line`) wrote these bytes. It is
     /// not checked against earlier accesses: ordering a copy after the reads of the bytes it
     /// overwrites needs happens-before through arrive/wait, which is not tracked.

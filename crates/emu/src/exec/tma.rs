@@ -171,10 +171,15 @@ pub fn exec(ex: &mut Ex, ins: &Instr, mask: u32) -> R<()> {
                 let mut data = vec![0u8; bytes as usize];
                 if chunks.is_empty() {
                     ex.read_mem_aligned(Space::Shared, src as u64, &mut data, lane, ins.line, 16)?;
+                    super::mbarrier::store_reads(ex, src as u64, bytes, ins.line);
                 } else {
                     for (k, &c) in chunks.iter().enumerate() {
                         ex.read_mem(Space::Shared, c as u64, &mut data[16 * k..16 * k + 16], lane, ins.line)?;
                     }
+                    // A swizzled box's chunks are a permutation within its span.
+                    let lo = chunks.iter().min().copied().unwrap_or(0) as u64;
+                    let hi = chunks.iter().max().copied().unwrap_or(0) as u64 + 16;
+                    super::mbarrier::store_reads(ex, lo, hi - lo, ins.line);
                 }
                 for r in m.box_runs(&coords)? {
                     let (at, len) = (r.at as usize, r.len as usize);

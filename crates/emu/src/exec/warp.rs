@@ -98,6 +98,10 @@ pub struct Warp {
     /// Completion cycles of the open and committed bulk groups (`cp.async.bulk` stores).
     pub bulk_open_done: u64,
     pub bulk_done: VecDeque<u64>,
+    /// Bulk groups this warp committed, and how many of them a wait has retired (the
+    /// sequence numbers [`super::mbarrier::StoreRead`] keys on).
+    pub bulk_committed: u64,
+    pub bulk_retired: u64,
     /// `setmaxnreg` instructions this warp ran (warpgroup uniformity is checked in order).
     pub maxnreg_count: u32,
 }
@@ -123,6 +127,8 @@ pub struct CtaMem {
     pub bulk: Vec<super::mbarrier::BulkCopy>,
     /// Each landed bulk copy (race tag → barrier id and the phase it completed in).
     pub landings: Vec<(u32, u64)>,
+    /// Shared bytes bulk stores may still be reading (with race checks on).
+    pub store_reads: Vec<super::mbarrier::StoreRead>,
     /// `setmaxnreg` per warpgroup, in order: (count, inc, line, warp).
     pub maxnreg: rustc_hash::FxHashMap<u32, Vec<(u32, bool, u32, u32)>>,
 }
