@@ -467,8 +467,15 @@ pub enum OpKind {
     /// Synchronous for the CTA as far as the buffer goes: its lowering publishes every
     /// thread's writes of `buffer` to the copy (proxy fence and CTA barrier) and returns once
     /// the copy has read the buffer, so a later write of it only needs the usual barrier.
-    /// The global writes complete asynchronously, before the kernel ends.
+    /// The global writes complete asynchronously, before the kernel ends. Marked
+    /// `store_read_deferred`, it returns without waiting for the read: the buffer may be
+    /// written again only after a `tma_store_wait` on it.
     TmaStore,
+    /// `[buffer]` → nothing: the thread that issued the `tma_store`s of `buffer` waits until
+    /// they have read it, then a CTA barrier — after it every thread may write the buffer.
+    /// What a `store_read_deferred` store leaves to a later point (the next write of its box,
+    /// the end of the loop holding it), so the store's read overlaps the work in between.
+    TmaStoreWait,
     /// `[barriers]` → nothing: initialises every mbarrier of a `local_alloc`ed i64 buffer
     /// (`tensor<Nx1xi64>`, or `tensor<1xi64>` for one) to expect `count` arrivals. Once,
     /// before any use; every thread sees the initialised barriers after it. `primed`: the
@@ -524,6 +531,9 @@ pub mod discardable {
     /// older ones (`wgmma.wait_group N` instead of 0) — the MMA of this iteration overlaps
     /// the refill of the slot the previous one read. Integer, non-negative.
     pub const WGMMA_IN_FLIGHT: &str = "wgmma_in_flight";
+    /// On a `tma_store`: it does not wait for the copy to read its box; a `tma_store_wait`
+    /// on the box comes before the box is written again and before the kernel ends. `true`.
+    pub const STORE_READ_DEFERRED: &str = "store_read_deferred";
     /// On a `for` (tile IR, from `tl.range(..., warp_specialize=True)`): the author asks for
     /// warp specialization of the loop — on Hopper a producer warp feeds the loop's tensor
     /// cores through an mbarrier ring (`gpu-pipeline`); elsewhere, or where the loop does not
@@ -533,7 +543,8 @@ pub mod discardable {
     /// is launched with (every `smem_offset + smem_size` fits). Integer, non-negative.
     pub const SMEM_TOTAL: &str = "smem_total";
     /// Names allowed on ops.
-    pub const OP_ATTRS: &[&str] = &[SMEM_OFFSET, SMEM_SIZE, SMEM_OPERAND, WGMMA_IN_FLIGHT, WARP_SPECIALIZE];
+    pub const OP_ATTRS: &[&str] =
+        &[SMEM_OFFSET, SMEM_SIZE, SMEM_OPERAND, WGMMA_IN_FLIGHT, WARP_SPECIALIZE, STORE_READ_DEFERRED];
     /// Names allowed on functions.
     pub const FUNCTION_ATTRS: &[&str] = &[SMEM_TOTAL];
 }
@@ -677,6 +688,7 @@ impl OpKind {
             TmaMap { .. } => "tma_map",
             TmaCopy => "tma_copy",
             TmaStore => "tma_store",
+            TmaStoreWait => "tma_store_wait",
             MbarrierInit { .. } => "mbarrier_init",
             MbarrierWait => "mbarrier_wait",
             MbarrierArrive => "mbarrier_arrive",
@@ -784,7 +796,7 @@ impl OpKind {
             }
             WarpSpecialize { producer_warps } => vec![("producer_warps", Attr::Int(*producer_warps as i64))],
             ConvertLayout | LocalAlloc | LocalLoad | LocalStore | MemDescIndex | AsyncCopy | AsyncCommitGroup
-            | Barrier | TmaCopy | TmaStore | MbarrierWait | MbarrierArrive => vec![],
+            | Barrier | TmaCopy | TmaStore | TmaStoreWait | MbarrierWait | MbarrierArrive => vec![],
         }
     }
 
@@ -903,6 +915,7 @@ impl OpKind {
             }
             "tma_copy" => TmaCopy,
             "tma_store" => TmaStore,
+            "tma_store_wait" => TmaStoreWait,
             "mbarrier_init" => {
                 let count = a.int("count")?;
                 if !(1..=1 << 20).contains(&count) {
@@ -956,7 +969,9 @@ impl OpKind {
             // Shared-memory buffers have identity (two allocs are never one) and ordering.
             LocalAlloc | LocalStore | AsyncCopy | AsyncCommitGroup | AsyncWait { .. } | Barrier => Effect::Write,
             // The copy writes shared memory and arrives on a barrier; the wait orders what follows.
-            TmaCopy | TmaStore | MbarrierInit { .. } | MbarrierWait | MbarrierArrive => Effect::Write,
+            TmaCopy | TmaStore | TmaStoreWait | MbarrierInit { .. } | MbarrierWait | MbarrierArrive => {
+                Effect::Write
+            }
             LocalLoad => Effect::Read,
             // Structured control flow is as effectful as what its regions hold; passes look inside.
             For | If | While | WarpSpecialize { .. } => Effect::Write,
@@ -1013,6 +1028,7 @@ mod tests {
         round_trip(OpKind::TmaCopy);
         round_trip(OpKind::DescStore { rank: 3 });
         round_trip(OpKind::TmaStore);
+        round_trip(OpKind::TmaStoreWait);
         round_trip(OpKind::MbarrierInit { count: 1, primed: false });
         round_trip(OpKind::MbarrierInit { count: 4, primed: true });
         round_trip(OpKind::MbarrierWait);

@@ -191,6 +191,13 @@ impl<'a> Verifier<'a> {
                 if !matches!(d.kind, OpKind::Barrier | OpKind::MbarrierArrive) {
                     self.err(op, format!("`{k}` is only for `barrier` and `mbarrier_arrive`"));
                 }
+            } else if k == discardable::STORE_READ_DEFERRED {
+                if a.as_bool() != Some(true) {
+                    self.err(op, format!("`{k}` must be `true`, not `{a}`"));
+                }
+                if !matches!(d.kind, OpKind::TmaStore) {
+                    self.err(op, format!("`{k}` is only for `tma_store`"));
+                }
             } else if k == discardable::WARP_SPECIALIZE {
                 if a.as_bool().is_none() {
                     self.err(op, format!("`{k}` must be a boolean, not `{a}`"));
@@ -1205,6 +1212,20 @@ impl<'a> Verifier<'a> {
                 }
                 if ot[2..].iter().any(|t| !t.is_scalar() || t.elem() != Elem::Num(DType::I32)) {
                     self.err(op, format!("the box offsets must be `i32` scalars, not {}", list(&ot[2..])));
+                }
+                let f = self.f;
+                if d.attrs.get(discardable::STORE_READ_DEFERRED).is_some()
+                    && !f
+                        .ops
+                        .iter()
+                        .any(|(_, o)| matches!(o.kind, TmaStoreWait) && o.operands.first() == Some(&d.operands[1]))
+                {
+                    self.err(op, "a `store_read_deferred` store needs a `tma_store_wait` on its box");
+                }
+            }
+            TmaStoreWait => {
+                if self.counts(op, 1..=1, 0) && ot[0].is_scalar() {
+                    self.err(op, format!("the operand is a shared buffer, not `{}`", ot[0]));
                 }
             }
             MbarrierInit { .. } | MbarrierWait => {

@@ -643,3 +643,22 @@ fn warp_specialization_splits_the_kernel_end_between_consumers_and_a_producer() 
     );
     assert_error(&format!("{head}  %w = add %i, %i {{warp_specialize = true}} : i32"), "only for `for`");
 }
+
+#[test]
+fn a_deferred_tma_store_needs_a_wait_on_its_box() {
+    let head = "  #L0 = shared [vec = 1, per_phase = 1, max_phase = 1, order = [1, 0]]
+  %buf = local_alloc : tensor<64x32xf16, #L0>
+  %n = cast %i [kind = convert] : i64
+  %map = tma_map %p, %n, %n, %n, %n [block = [64, 32], swizzle = 0] : i64
+";
+    let store = "  tma_store %map, %buf, %i, %i {store_read_deferred = true}";
+    let ok = format!("{head}{store}\n  tma_store_wait %buf");
+    assert_eq!(errors_of(&module_with(&ok)), Vec::<String>::new());
+    assert_error(&format!("{head}{store}"), "needs a `tma_store_wait` on its box");
+    assert_error(&format!("{head}  tma_store_wait %i"), "a shared buffer");
+    assert_error(
+        &format!("{head}  tma_store %map, %buf, %i, %i {{store_read_deferred = false}}\n  tma_store_wait %buf"),
+        "must be `true`",
+    );
+    assert_error(&format!("{head}  barrier {{store_read_deferred = true}}"), "only for `tma_store`");
+}

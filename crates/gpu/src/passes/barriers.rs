@@ -28,7 +28,29 @@ pub fn insert_barriers(f: &mut Function) -> usize {
     let body = f.body;
     let mut n = 0;
     walk(f, body, State::default(), &mut n);
+    drop_barriers_before_store_waits(f);
     n
+}
+
+/// A `tma_store_wait` ends in a CTA barrier of its own, so a plain `barrier` before it with
+/// only register work between (a persistent loop's end-of-main-loop barrier, then the
+/// epilogue's conversions) orders nothing the later one does not: it is removed.
+fn drop_barriers_before_store_waits(f: &mut Function) {
+    let waits: Vec<Op> = f.all_ops().into_iter().filter(|&o| matches!(f.ops[o].kind, OpKind::TmaStoreWait)).collect();
+    for wait in waits {
+        let Some(parent) = f.ops[wait].parent else { continue };
+        let ops = &f.blocks[parent].ops;
+        let Some(at) = ops.iter().position(|&o| o == wait) else { continue };
+        let before = ops[..at].iter().rev().copied().find(|&o| {
+            let d = &f.ops[o];
+            !(d.kind.effect() == trident_ir::Effect::Pure
+                && d.regions.is_empty()
+                && scratch_bytes(f, o).unwrap_or(0) == 0)
+        });
+        if let Some(b) = before.filter(|&b| matches!(f.ops[b].kind, OpKind::Barrier) && f.ops[b].attrs.is_empty()) {
+            f.detach_op(b);
+        }
+    }
 }
 
 #[derive(Clone, Default, PartialEq)]
@@ -143,7 +165,7 @@ fn walk(f: &mut Function, b: Block, mut st: State, n: &mut usize) -> State {
                 }
             }
             // Ends in a CTA barrier of its own.
-            OpKind::MbarrierInit { .. } => st = State::default(),
+            OpKind::MbarrierInit { .. } | OpKind::TmaStoreWait => st = State::default(),
             // Starts with a CTA barrier of its own (publishing the box to the copy), then reads
             // the box until the copy has read it.
             OpKind::TmaStore => {
@@ -208,7 +230,7 @@ fn dry_walk(f: &Function, b: Block, mut st: State) -> State {
                     }
                 }
             }
-            OpKind::MbarrierInit { .. } => st = State::default(),
+            OpKind::MbarrierInit { .. } | OpKind::TmaStoreWait => st = State::default(),
             OpKind::TmaStore => {
                 st = State::default();
                 if let Some(buf) = root(f, f.ops[op].operands[1]) {

@@ -55,6 +55,7 @@ impl Emitter<'_> {
             OpKind::TmaMap { .. }
             | OpKind::TmaCopy
             | OpKind::TmaStore
+            | OpKind::TmaStoreWait
             | OpKind::MbarrierInit { .. }
             | OpKind::MbarrierWait
             | OpKind::MbarrierArrive => self.emit_tma_op(op),

@@ -23,7 +23,9 @@
 //! (`fence.proxy.async.shared::cta`), a CTA barrier, then thread 0 issues
 //! `cp.async.bulk.tensor` from shared to global in a bulk group, commits it and waits until
 //! the group has *read* the box (`wait_group.read 0`), so the box can be rewritten after the
-//! next barrier; the global writes complete asynchronously (before the grid completes).
+//! next barrier; the global writes complete asynchronously (before the grid completes). A
+//! store marked `store_read_deferred` leaves that wait to `tma_store_wait` (the wait, then a
+//! CTA barrier), which `gpu-descriptors` puts before the box's next write and after the loop.
 
 use super::emitter::{Emitter, Res};
 use super::regs::{Reg, RegClass};
@@ -215,8 +217,17 @@ impl Emitter<'_> {
                 ));
                 self.ins(format!("@{leader} cp.async.bulk.commit_group"));
                 // The box may be written again once the copy has read it (the global writes
-                // finish on their own, before the grid completes).
+                // finish on their own, before the grid completes) — here, or at the
+                // `tma_store_wait` a deferred store leaves it to.
+                if d.attrs.get(trident_ir::discardable::STORE_READ_DEFERRED).is_none() {
+                    self.ins(format!("@{leader} cp.async.bulk.wait_group.read 0"));
+                }
+            }
+            OpKind::TmaStoreWait => {
+                let leader = self.leader()?;
                 self.ins(format!("@{leader} cp.async.bulk.wait_group.read 0"));
+                // Nobody writes the box before the issuing thread knows it was read.
+                self.cta_barrier();
             }
             OpKind::MbarrierWait => {
                 let bar = self.reg1(d.operands[0])?;
