@@ -193,3 +193,48 @@ fn bad_profiling_options_are_clear_errors() {
     let o = trident(&[&["run"], &strs(&words)[..]].concat());
     assert!(text(&o).1.contains("`--regions`: unknown option"), "{}", text(&o).1);
 }
+
+/// A profiled kernel keeps one warp role, so a kernel asking for warp specialization is
+/// profiled unspecialized on sm_90a: the profile says so (a warning), and only then.
+#[test]
+fn a_warp_specialized_kernel_is_profiled_with_a_warning_that_it_is_not() {
+    let run = |ws: &str| {
+        let cache = dir().join("cache-ws");
+        let o = Command::new(env!("CARGO_BIN_EXE_trident"))
+            .args([
+                "profile",
+                "kernels/matmul_persistent.py::matmul_persistent_kernel",
+                "--backend",
+                "emu",
+                "--grid",
+                "2",
+                "--regions",
+                "kernel",
+                "a=randn:f16:128x64",
+                "b=randn:f16:128x64",
+                "c=empty:f16:128x128",
+                "M=128",
+                "N=128",
+                "K=64",
+                "BLOCK_M=64",
+                "BLOCK_N=64",
+                "BLOCK_K=32",
+                "GROUP_M=2",
+                "NUM_SMS=2",
+                &format!("WARP_SPECIALIZE={ws}"),
+            ])
+            .current_dir(root())
+            .env("TRIDENT_CACHE_DIR", &cache)
+            .env("TRIDENT_EMU_TARGET", "sm_90a")
+            .output()
+            .expect("runs");
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{out}{err}");
+        format!("{out}{err}")
+    };
+    let said = run("True");
+    assert!(said.contains("asks for warp specialization"), "{said}");
+    assert!(said.contains("1 warnings"), "{said}");
+    let plain = run("False");
+    assert!(!plain.contains("warp specialization"), "{plain}");
+}

@@ -164,6 +164,12 @@ impl Profile {
         })
     }
 
+    /// Adds an issue found outside the buffer (about the launch); kept by later replays.
+    pub fn add_issue(&mut self, issue: Issue) {
+        self.decode_issues.push(issue.clone());
+        self.issues.push(issue);
+    }
+
     /// The same launch replayed with another per-record cost (see
     /// `trident_runtime::profile::in_kernel_cost` for one measured in the kernel itself).
     pub fn with_cost(&self, cost: f64) -> Result<Profile, DecodeError> {
