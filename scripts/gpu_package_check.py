@@ -18,21 +18,12 @@ Then the host cost of a launch from Python: 2000 back-to-back launches of a tiny
 Prints a markdown table (and the overhead line) on stdout for gpu_check.py to record.
 """
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-
-
-def load(path):
-    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], os.path.join(ROOT, path))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def device_time(fn, warmup=10, reps=50):
@@ -52,24 +43,6 @@ def device_time(fn, warmup=10, reps=50):
     return statistics.median(times)
 
 
-def launch_overhead(n_launches=2000):
-    """µs of host time per launch of a tiny kernel from Python (launches queue asynchronously)."""
-    import torch
-    mod = load("kernels/vector_add.py")
-    x, y = torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")
-    out = torch.empty_like(x)
-    k = mod.add_kernel[(1,)]
-    k(x, y, out, 1024, BLOCK=1024)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n_launches):
-        k(x, y, out, 1024, BLOCK=1024)
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    assert torch.equal(out, x + y)
-    return (t1 - t0) / n_launches * 1e6
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -85,7 +58,7 @@ def main():
     print("|---|---:|---|---:|---:|")
     for b in gpu_check.benches(a.quick):
         try:
-            mod = load(b["file"])
+            mod = gpu_check.load(b["file"])
             kern = getattr(mod, b["kernel"])
             t = gpu_check.make_tensors(b)
             for name, kind, _, _ in b["tensors"]:
@@ -108,7 +81,7 @@ def main():
                   flush=True)
     print()
     print(f"Host time per launch from Python (2000 launches of a 1024-element vector add on CUDA tensors, "
-          f"queued, one synchronisation): {launch_overhead():.2f} µs")
+          f"queued, one synchronisation): {gpu_check.launch_overhead():.2f} µs")
     return 0
 
 
