@@ -27,9 +27,9 @@
 use std::sync::LazyLock;
 
 use trident_emu::{EmuError, ErrorKind, MachineModel};
+use trident_sass::banks::{conflict_cycles, Slots};
 use trident_sass::latency::{self, Queue};
 use trident_sass::operands::{Operands, Reg};
-use trident_sass::banks::{conflict_cycles, Slots};
 use trident_sass::Control;
 
 use crate::decode::Op;

@@ -26,6 +26,7 @@
 //! the caller brings the cubin, the launch and the disassembler.
 
 pub mod check;
+pub mod control;
 pub mod env;
 pub mod mask;
 pub mod ppo;
@@ -33,7 +34,10 @@ pub mod reward;
 mod rng;
 pub mod search;
 
-pub use env::{is_memory, nvdisasm, Action, Disassembler, Env, Move, Problem, State, Stats, MEMORY_OPCODES};
+pub use control::{Edit, Family};
+pub use env::{
+    is_memory, nvdisasm, Action, Disassembler, Env, Move, Problem, State, Stats, DEFAULT_FAMILY, MEMORY_OPCODES,
+};
 pub use mask::Mask;
 pub use reward::{Candidate, Emulated, Measurement, Noise, Reward};
 pub use search::{search, Algo, Budget, CurvePoint, Options, Outcome, Progress, Remeasured};
