@@ -27,12 +27,16 @@
 //! warpgroup MMA or variable-latency instruction; `j + 1` is in `j`'s block; `j` is more than
 //! [`WINDOW`] stall cycles into its block (results from other blocks are not followed), or in
 //! the entry block when no branch returns to it; and for every fixed-latency result of an
-//! instruction `p` of the block at or before `j`, within [`WINDOW`] cycles: its first reader
-//! after `j` in the block still gets at least `latency::needed` cycles, its first overwriter
+//! instruction `p` of the block at or before `j`, within [`WINDOW`] cycles: each reader after
+//! `j` in the block still gets at least `latency::needed` cycles, its overwriter
 //! at least the producer's table latency and one more (a late write landing after a newer
 //! one), an unknown or `tight: false` table entry forbids the edit (the repairs trust loose
 //! entries no further than `ptxas`'s own distance either), and a result not consumed in the
-//! block before [`WINDOW`] cycles forbids it too (its reader may be in the next block).
+//! block before [`WINDOW`] cycles forbids it too (its reader may be in the next block), unless
+//! the block ends the kernel (an unconditional `EXIT`).
+//! Every reader counts, not only the first: an `ISETP`'s predicate read by a `SEL` 5 cycles on
+//! (4 needed) and by a guarded store 13 cycles on (13 needed) forbids lowering a stall between
+//! the two.
 
 use std::sync::Arc;
 
@@ -197,6 +201,13 @@ impl<'a> View<'a> {
         }
     }
 
+    /// Whether the block ending before `end` ends with an unconditional `EXIT` (no block
+    /// after it reads anything).
+    fn ends_kernel(&self, end: usize) -> bool {
+        let Some(t) = end.checked_sub(1).and_then(|i| self.text.get(i)) else { return false };
+        root(&t.opcode) == "EXIT" && (t.predicate.is_empty() || t.predicate == "@PT")
+    }
+
     fn stall_ok(&self, j: usize) -> bool {
         let n = self.text.len();
         let c = self.instrs[j].control();
@@ -228,22 +239,25 @@ impl<'a> View<'a> {
             let entry = latency::entry(self.sm, &tp.opcode);
             for r in &self.ops[p].defs {
                 // Overwritten before the edited stall: this result no longer crosses it.
-                if (p + 1..=j).any(|k| self.ops[k].defs.contains(r)) {
+                if (p + 1..=j).any(|k| self.ops[k].defs.contains(r) && !self.ops[k].kept.contains(r)) {
                     continue;
                 }
-                let mut met = false;
+                // Every read of it after `j` (not just the first: a predicated store may need
+                // 13 cycles where an ALU reader before it needed 4), until an unconditional
+                // overwrite ends it or it is older than any requirement.
+                let mut ended = false;
                 for k in j + 1..b1 {
                     if dist(p, k) > WINDOW + 1 {
-                        met = true; // read (if ever) long after any latency
+                        ended = true;
                         break;
                     }
                     let o = &self.ops[k];
                     let reads = o.uses.contains(r) && !o.kept.contains(r);
-                    let writes = o.defs.contains(r) || o.kept.contains(r);
+                    let kept = o.kept.contains(r);
+                    let writes = o.defs.contains(r) || kept;
                     if !reads && !writes {
                         continue;
                     }
-                    met = true;
                     let Some(e) = entry.filter(|e| e.tight) else { return false };
                     let got = dist(p, k) - 1;
                     let predicate = matches!(r, Reg::P(_) | Reg::Up(_));
@@ -256,10 +270,14 @@ impl<'a> View<'a> {
                     if writes && got < e.cycles as u32 + 1 {
                         return false;
                     }
-                    break;
+                    // A predicated write keeps the old value in some lanes: keep following it.
+                    if writes && !kept {
+                        ended = true;
+                        break;
+                    }
                 }
-                if !met && dist(p, b1) <= WINDOW + 1 {
-                    return false; // its reader may be in a block after this one
+                if !ended && !self.ends_kernel(b1) && dist(p, b1) <= WINDOW + 1 {
+                    return false; // it may be read in a block after this one
                 }
             }
         }
@@ -320,3 +338,95 @@ pub fn make(instrs: &mut [Instr], text: &mut [Text], at: usize, edit: Edit) {
 
 /// A state's edit mask, computed when first asked for.
 pub(crate) type Lazy = std::sync::OnceLock<Arc<Vec<Action>>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trident_sass::verify::timing;
+    use trident_sass::Control;
+
+    fn prog(lines: &[(&str, &str, &str, u8)]) -> (Vec<Instr>, Vec<Text>) {
+        let instrs = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let c = Control { stall: l.3, yield_bit: true, write_sb: None, read_sb: None, wait: 0, reuse: 0 };
+                Instr { offset: 16 * i as u32, lo: 0, hi: c.encode(0) }
+            })
+            .collect();
+        let text =
+            lines.iter().map(|l| Text { predicate: l.0.into(), opcode: l.1.into(), operands: l.2.into() }).collect();
+        (instrs, text)
+    }
+
+    fn stall_edits(sm: u32, instrs: &[Instr], text: &[Text]) -> Vec<usize> {
+        edits(sm, instrs, text)
+            .into_iter()
+            .filter_map(|a| match a {
+                Action::Edit { at, edit: Edit::LowerStall } => Some(at),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// An `ISETP`'s predicate read by a `SEL` with a cycle to spare and by a guarded store
+    /// exactly 13 cycles on: no stall between the producer and the store may go, although the
+    /// first reader after it would allow it; with two cycles more before the store, one may.
+    #[test]
+    fn every_reader_of_a_crossing_result_counts() {
+        let tight = [
+            ("", "ISETP.GE.AND", "P0,PT,R1,R2,PT", 2),
+            ("", "IADD3", "R6,R7,R8,RZ", 3),
+            ("", "SEL", "R3,R4,R5,P0", 4),
+            ("", "FADD", "R9,R10,R11", 4),
+            ("@P0", "STG.E", "[R12.64],R3", 1),
+            ("", "EXIT", "", 5),
+        ];
+        let (instrs, text) = prog(&tight);
+        assert!(timing(80, &instrs, &text).is_empty());
+        assert_eq!(stall_edits(80, &instrs, &text), Vec::<usize>::new());
+        // The verifier agrees that lowering the IADD3's stall breaks the store's predicate.
+        let (mut ins, mut t) = (instrs.clone(), text.clone());
+        make(&mut ins, &mut t, 1, Edit::LowerStall);
+        assert!(!timing(80, &ins, &t).is_empty());
+
+        let mut loose = tight;
+        loose[3].3 = 6;
+        let (instrs, text) = prog(&loose);
+        assert!(timing(80, &instrs, &text).is_empty());
+        let offered = stall_edits(80, &instrs, &text);
+        assert!(offered.contains(&1), "{offered:?}");
+        for at in offered {
+            let (mut ins, mut t) = (instrs.clone(), text.clone());
+            make(&mut ins, &mut t, at, Edit::LowerStall);
+            assert!(timing(80, &ins, &t).is_empty(), "offered {at}");
+        }
+    }
+
+    #[test]
+    fn a_reuse_flag_needs_the_same_register_in_the_same_slot_next() {
+        let (instrs, text) = prog(&[
+            ("", "FFMA", "R1,R2,R4,R6", 2),
+            ("", "FFMA", "R3,R2,R4,R8", 2),
+            ("", "FFMA", "R5,R4,R2,R8", 2),
+            ("", "FFMA", "R4,R4,R2,R8", 2),
+            ("", "FFMA", "R7,R4,R2,R9", 2),
+            ("", "EXIT", "", 5),
+        ]);
+        let reuse: Vec<(usize, u8)> = edits(80, &instrs, &text)
+            .into_iter()
+            .filter_map(|a| match a {
+                Action::Edit { at, edit: Edit::SetReuse(s) } => Some((at, s)),
+                _ => None,
+            })
+            .collect();
+        // 0 → 1: R2 and R4 in slots 0 and 1. 1 → 2: R8 in slot 2 (R2 and R4 swapped slots). 2 → 3: all three.
+        // 3 → 4: R4 is written by 3 (its cached value would be stale), only R2 in slot 1.
+        assert_eq!(reuse, vec![(0, 0), (0, 1), (1, 2), (2, 0), (2, 1), (2, 2), (3, 1)]);
+        let (mut ins, mut t) = (instrs.clone(), text.clone());
+        make(&mut ins, &mut t, 2, Edit::SetReuse(1));
+        assert_eq!(t[2].operands, "R5,R4,R2.reuse,R8");
+        assert_eq!(ins[2].control().reuse, 0b10);
+        assert!(!legal(80, &ins, &t, 2, Edit::SetReuse(1)), "already set");
+    }
+}
