@@ -4,8 +4,9 @@
 //!
 //! * **set a reuse flag** — on source slot *i* of an instruction when the next instruction
 //!   (same block) reads the same general register in slot *i* (`trident_sass::banks`: the
-//!   slots and the forms the corpus established), the instruction does not write it, is not
-//!   guarded, and its encoded yield bit is set (a cleared one keeps nothing cached, as
+//!   slots and the forms the corpus established; only a (form, slot) pair `ptxas` was seen to
+//!   flag, `banks::reuse_seen`), the instruction does not write it, is not guarded, and its
+//!   encoded yield bit is set (a cleared one keeps nothing cached, as
 //!   DeepGEMM's FFMA interleaving has it). The verifier does not look at reuse flags, so this
 //!   rule is the only thing between a wrong flag and the hardware; it is the condition under
 //!   which `ptxas` itself sets them. Clearing a flag is always safe but never lowers the SASS
@@ -22,7 +23,10 @@
 //! (`verify::timing`), so it never offers an edit the verifier would reject (the tests walk
 //! randomly and check that). Lowering instruction `j`'s stall shortens by one cycle the
 //! distance from every instruction at or before `j` to every instruction after it. It is
-//! offered only when: `j`'s stall is at least 2; `j` is no control flow, barrier, fence,
+//! offered only when: `j`'s stall is at least 2 (the yield bit is left as it is: `ptxas` clears
+//! it on many short stalls too, `S03`–`S07`, so a lowered stall keeps a combination `nvdisasm`
+//! reads — the tests disassemble every offered edit at once, on several states); `j` is no
+//! control flow, barrier, fence,
 //! scoreboard producer (its stall may cover when a scoreboard is set, which nothing models),
 //! warpgroup MMA or variable-latency instruction; `j + 1` is in `j`'s block; `j` is more than
 //! [`WINDOW`] stall cycles into its block (results from other blocks are not followed), or in
@@ -40,7 +44,7 @@
 
 use std::sync::Arc;
 
-use trident_sass::banks::{slot_operand, source_slots};
+use trident_sass::banks::{reuse_seen, slot_operand, source_slots};
 use trident_sass::deps::blocks;
 use trident_sass::disasm::Text;
 use trident_sass::latency;
@@ -196,7 +200,12 @@ impl<'a> View<'a> {
         }
         let (Some(a), Some(b)) = (source_slots(t), source_slots(&self.text[j + 1])) else { return false };
         match a[s] {
-            Some(r) => b[s] == Some(r) && !self.ops[j].defs.contains(&Reg::R(r)) && slot_operand(t, s).is_some(),
+            Some(r) => {
+                b[s] == Some(r)
+                    && !self.ops[j].defs.contains(&Reg::R(r))
+                    && slot_operand(t, s).is_some()
+                    && reuse_seen(t, s)
+            }
             None => false,
         }
     }

@@ -76,7 +76,23 @@ fn xorshift(s: &mut u64) -> u64 {
     *s
 }
 
-/// Random walks mixing control-bit edits and moves on four kernels, both targets: at every
+/// Every edit offered on a schedule applied at once (not a legal schedule together, but each
+/// word must be one `nvdisasm` can read): one disassembly checks all their encodings.
+fn offered_edits_encode(cubin: &Cubin, k: usize, text: &[trident_sass::disasm::Text], what: &str) {
+    let offered = edits(cubin.sm(), &cubin.kernels[k].instrs, text);
+    let (mut all, mut t) = (cubin.clone(), text.to_vec());
+    for a in &offered {
+        let Action::Edit { at, edit } = *a else { unreachable!() };
+        make(&mut all.kernels[k].instrs, &mut t, at, edit);
+    }
+    let bytes = all.write().unwrap();
+    let back = common::disassembler()(&bytes).unwrap_or_else(|e| panic!("{what}: nvdisasm on all edits: {e}"));
+    let again = Cubin::parse(&bytes).unwrap();
+    assert_eq!(section_text(&again, &back, again.kernels[k].text_section).len(), t.len());
+}
+
+/// Random walks mixing control-bit edits and moves on four kernels, both targets: every fifth
+/// state, every edit offered encodes to a word `nvdisasm` reads (all applied at once); at every
 /// state every offered edit (up to 40, sampled) passes the verifier, a reuse edit only where
 /// the next instruction reads the register in that slot; the stalls the mask keeps are not all
 /// safe (the verifier rejects some), so it is not vacuous; the end state, written and read back
@@ -91,9 +107,27 @@ fn random_walks_of_offered_edits_always_verify() {
         for arch in ["sm_80", "sm_90a"] {
             let (mut cubin, k, mut text) = common::compiled(which, arch);
             let sm = cubin.sm();
+            // What a move's repair makes of a stall it grows to 12 or more: the yield bit
+            // cleared. The edits offered there (lowering those stalls to 11 among them) encode.
+            {
+                let mut raised = cubin.clone();
+                for a in edits(sm, &cubin.kernels[k].instrs, &text) {
+                    if let Action::Edit { at, edit: Edit::LowerStall } = a {
+                        let mut c = raised.kernels[k].instrs[at].control();
+                        c.stall = 12;
+                        c.yield_bit = false;
+                        raised.kernels[k].instrs[at].set_control(c);
+                    }
+                }
+                assert!(timing(sm, &raised.kernels[k].instrs, &text).is_empty());
+                offered_edits_encode(&raised, k, &text, &format!("{which} {arch} with raised stalls"));
+            }
             let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ (which.len() as u64 * 977 + arch.len() as u64);
             let (mut made, mut checked, mut withheld_unsafe) = (0, 0, 0);
             for step in 0..30 {
+                if step % 5 == 0 {
+                    offered_edits_encode(&cubin, k, &text, &format!("{which} {arch} step {step}"));
+                }
                 let offered = edits(sm, &cubin.kernels[k].instrs, &text);
                 for a in &offered {
                     let Action::Edit { at, edit } = *a else { panic!("an edit mask offered {a:?}") };

@@ -47,11 +47,35 @@ pub const BANKS: u16 = 2;
 pub const READS_PER_BANK: u32 = 2;
 
 /// ALU instructions whose sources are single 32-bit registers, immediates or constants,
-/// with the destinations first: the forms whose slots the corpus established.
-const MODELLED: &[&str] = &[
-    "FFMA", "FADD", "FMUL", "FMNMX", "FSEL", "FSETP", "IADD3", "IMAD", "LOP3", "SHF", "ISETP", "LEA", "SEL", "IMNMX",
-    "VIADD", "PRMT", "IABS", "HFMA2", "HADD2", "HMUL2",
+/// with the destinations first, and whose slots the corpus established (`ptxas` set flags on
+/// them at the operands `nvdisasm` printed `.reuse` on). Not every form numbers its sources
+/// in order: `FADD Rd, Ra, Rb` encodes `Rb` in the third slot (an edit that set `FADD`'s
+/// second flag made a word `nvdisasm` rejects: "undefined value 0xd1 for table
+/// TABLES_opex_3"), so a form stays out until its slots are seen.
+const MODELLED: &[&str] = &["FFMA", "FMUL", "FSETP", "IADD3", "IMAD", "LOP3", "SHF", "ISETP", "LEA", "VIADD"];
+
+/// The (form, slot) pairs on which `ptxas` was seen to set a reuse flag in the corpus, where
+/// `nvdisasm` printed `.reuse` on the operand this module names: the only flags a search may
+/// set. A flag on a slot never seen could name another operand than intended and still encode
+/// — the hardware would then serve a stale value, which no emulator run would show.
+const SEEN: &[(&str, &[usize])] = &[
+    ("FFMA", &[0, 1, 2]),
+    ("FMUL", &[0, 1]),
+    ("FSETP", &[0]),
+    ("IADD3", &[0]),
+    ("IMAD", &[0]),
+    ("ISETP", &[0, 1]),
+    ("LEA", &[0]),
+    ("LOP3", &[0, 2]),
+    ("SHF", &[0, 2]),
+    ("VIADD", &[0]),
 ];
+
+/// Whether `ptxas` was seen to flag source slot `slot` of `t`'s form (see [`SEEN`]).
+pub fn reuse_seen(t: &Text, slot: usize) -> bool {
+    let r = root(&t.opcode);
+    source_slots(t).is_some() && SEEN.iter().any(|(op, slots)| *op == r && slots.contains(&slot))
+}
 
 fn root(op: &str) -> &str {
     op.split('.').next().unwrap_or(op)
@@ -165,12 +189,14 @@ mod tests {
             source_slots(&t("IADD3.X", "R7,R88.reuse,c[0x0][0x174],R3,P1,P0")),
             Some([Some(88), None, Some(3), None])
         );
-        assert_eq!(source_slots(&t("HFMA2", "R4,R5.H0_H0,R6,-R7.H1")), Some([Some(5), Some(6), Some(7), None]));
+        assert_eq!(source_slots(&t("FADD", "R88,R37,-R53.reuse")), None, "its second source is the third slot");
         assert_eq!(source_slots(&t("IMAD.WIDE", "R68,R61,R66,c[0x0][0x168]")), None, "a pair through one slot");
         assert_eq!(source_slots(&t("LDG.E", "R2,[R2.64]")), None);
         assert_eq!(source_slots(&t("LOP3.LUT", "P0,RZ,R2,0x30,RZ,0xc0,!PT")), None);
         assert_eq!(slot_operand(&t("ISETP.GE.AND", "P1,PT,R0,R3,PT"), 1), Some(3));
-        assert_eq!(slot_operand(&t("FADD", "R1,R2,R3"), 2), None);
+        assert!(reuse_seen(&t("FFMA", "R1,R2,R3,R4"), 2) && !reuse_seen(&t("LEA", "R1,P0,R2,R3,0x2"), 1));
+        assert!(!reuse_seen(&t("IMAD.WIDE", "R4,R2,R3,R4"), 0), "not a modelled form");
+        assert_eq!(slot_operand(&t("FMUL", "R1,R2,R3"), 2), None);
     }
 
     #[test]
