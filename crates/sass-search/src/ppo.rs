@@ -234,7 +234,7 @@ impl Features {
         let mut onehot = [0.0; 6];
         onehot[class(&text[i])] = 1.0;
         out.extend_from_slice(&onehot);
-        out.push(a.by() as f64 * -1.0);
+        out.push(-(a.by() as f64));
         out.push(up_slots / w);
         out.push((up_stalls / w).min(1.0));
         out.push(down_slots / w);

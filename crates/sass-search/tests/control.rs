@@ -159,7 +159,7 @@ fn random_walks_of_offered_edits_always_verify() {
                 }
                 // Step: an edit two times in three, else a legal move (whose repairs change
                 // stalls and clear reuse flags the edits then meet).
-                if xorshift(&mut seed) % 3 != 0 && !offered.is_empty() {
+                if !xorshift(&mut seed).is_multiple_of(3) && !offered.is_empty() {
                     let a = offered[(xorshift(&mut seed) % offered.len() as u64) as usize];
                     let Action::Edit { at, edit } = a else { unreachable!() };
                     make(&mut cubin.kernels[k].instrs, &mut text, at, edit);
