@@ -1,6 +1,7 @@
 //! The game: a kernel's schedule as the state, "move one memory instruction one slot up or
-//! down" as the actions (only those the toolkit's mask allows), and a [`Reward`] — the SASS
-//! emulator's cycle estimate unless the caller brings another (a GPU timer).
+//! down" and control-bit edits ([`crate::control`]) as the actions (only those the masks
+//! allow), and a [`Reward`] — the SASS emulator's cycle estimate unless the caller brings
+//! another (a GPU timer).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -139,15 +140,15 @@ pub struct Stats {
     pub evaluations: usize,
     /// Scores answered from the cache (the same instruction words seen before).
     pub cache_hits: usize,
-    /// Moves made (applied, repaired and verified).
+    /// Steps made: moves (applied, repaired and verified) and control-bit edits (verified).
     pub moves: usize,
     /// Control-bit edits made (verified), counted in `moves` too.
     pub edits: usize,
     /// Moves `move_instr` refused (no repair makes them safe), and edits the edit mask
     /// refused.
     pub refused: usize,
-    /// Moved schedules the verifier rejected after the repair (should stay 0: the repair
-    /// runs against the same verifier).
+    /// Moved or edited schedules the verifier rejected (should stay 0: the repair runs
+    /// against the same verifier, and the edit mask is a stricter version of its rule).
     pub verifier_rejected: usize,
     /// Schedules the reward could not score (the SASS emulator stopped them: a hazard or
     /// another error; a GPU launch failed): never kept.
