@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The schedule-search baselines on the SASS emulator's model (bench/SASS.md, "Schedule
-# search"): each kernel × target × algorithm with the same wall-time budget and seed.
-# Usage: bench/sass-search/run.sh [BUDGET] [OUTDIR]   (needs a release build and the tools:
-# source .tools/env or set TRIDENT_PTXAS/TRIDENT_NVDISASM).
+# search"): each kernel × target × algorithm × action family with the same wall-time budget
+# and seed. Usage: bench/sass-search/run.sh [BUDGET] [OUTDIR]   (needs a release build and the
+# tools: source .tools/env or set TRIDENT_PTXAS/TRIDENT_NVDISASM). KERNELS, TARGETS, ALGOS and
+# ACTIONS (moves control all; default: moves only, the runs before the edits) narrow it.
 set -u
 BUDGET=${1:-60s}
 OUT=${2:-bench/sass-search/out}
@@ -16,11 +17,14 @@ K[attention]="kernels/flash_attention.py::attn_fwd q=randn:f16:2x128x64 k=randn:
 for k in ${KERNELS:-softmax layernorm matmul attention}; do
   for t in ${TARGETS:-sm_80 sm_90a}; do
     for a in ${ALGOS:-greedy anneal beam}; do
-      name="$k.$t.$a"
-      # shellcheck disable=SC2086
-      $T sass search ${K[$k]} --target "$t" --algo "$a" --budget "$BUDGET" --seed 1 \
-        -o "$OUT/$name.cubin" --moves "$OUT/$name.json" --curve "$OUT/$name.csv" >"$OUT/$name.txt" 2>&1
-      echo "$name: exit $? $(grep -E '^best' "$OUT/$name.txt")"
+      for f in ${ACTIONS:-moves}; do
+        name="$k.$t.$a"
+        [ "$f" = moves ] || name="$name.$f"
+        # shellcheck disable=SC2086
+        $T sass search ${K[$k]} --target "$t" --algo "$a" --actions "$f" --budget "$BUDGET" --seed 1 \
+          -o "$OUT/$name.cubin" --moves "$OUT/$name.json" --curve "$OUT/$name.csv" >"$OUT/$name.txt" 2>&1
+        echo "$name: exit $? $(grep -E '^best' "$OUT/$name.txt")"
+      done
     done
   done
 done

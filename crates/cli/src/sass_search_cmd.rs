@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! trident sass search FILE.py::KERNEL ARGS... --grid G [--backend sass-emu|cuda] [--target sm_80|sm_90a]
-//!     [--algo greedy|greedy-first|anneal|beam[:W]|ppo] [--budget 60s|2m|N] [--seed S] [--repeats N]
+//!     [--algo greedy|greedy-first|anneal|beam[:W]|ppo] [--actions moves|control|all] [--budget 60s|2m|N]
+//!     [--seed S] [--repeats N]
 //!     [-o OUT.cubin] [--moves OUT.json] [--curve OUT.csv] [--plot OUT.png] [--plot-size WxH]
 //! ```
 
@@ -21,6 +22,7 @@ use trident_runtime::RunCommand;
 /// The search's own options, taken out of the line before the run parser sees it.
 struct SearchOptions {
     algo: search::Algo,
+    actions: search::Family,
     budget: search::Budget,
     seed: u64,
     target: Option<String>,
@@ -33,7 +35,8 @@ struct SearchOptions {
 }
 
 const USAGE: &str = "usage: trident sass search FILE.py::KERNEL ARGS... --grid G [--backend sass-emu|cuda] \
-[--target sm_80|sm_90|sm_90a] [--algo greedy|greedy-first|anneal|beam[:W]|ppo] [--budget 60s|2m|N] [--seed S] \
+[--target sm_80|sm_90|sm_90a] [--algo greedy|greedy-first|anneal|beam[:W]|ppo] [--actions moves|control|all] \
+[--budget 60s|2m|N] [--seed S] \
 [--repeats N] [-o OUT.cubin] [--moves OUT.json] [--curve OUT.csv] [--plot OUT.png] [--plot-size WxH]";
 
 fn parse_size(v: &str) -> Option<(u32, u32)> {
@@ -44,6 +47,7 @@ fn parse_size(v: &str) -> Option<(u32, u32)> {
 fn split_options(words: &[String]) -> Result<(SearchOptions, Vec<String>), String> {
     let mut o = SearchOptions {
         algo: search::Algo::Greedy,
+        actions: search::DEFAULT_FAMILY,
         budget: search::Budget::Time(Duration::from_secs(60)),
         seed: 1,
         target: None,
@@ -64,6 +68,7 @@ fn split_options(words: &[String]) -> Result<(SearchOptions, Vec<String>), Strin
         };
         let known = [
             "--algo",
+            "--actions",
             "--budget",
             "--seed",
             "--target",
@@ -90,6 +95,7 @@ fn split_options(words: &[String]) -> Result<(SearchOptions, Vec<String>), Strin
         i += 1;
         match flag {
             "--algo" => o.algo = search::Algo::parse(&value).map_err(|e| format!("error: --algo: {e}"))?,
+            "--actions" => o.actions = search::Family::parse(&value).map_err(|e| format!("error: --actions: {e}"))?,
             "--budget" => o.budget = search::Budget::parse(&value).map_err(|e| format!("error: --budget: {e}"))?,
             "--seed" => {
                 o.seed = value.parse().map_err(|_| format!("error: --seed: `{value}` is not a whole number"))?
@@ -141,16 +147,20 @@ pub fn search(words: &[String]) -> Result<(), String> {
         search::Env::new(setup.problem.clone(), disasm)
     }
     .map_err(|e| format!("error: {e}"))?;
+    env.family = o.actions;
     let (reward, unit) = env.reward();
-    let actions = env.actions(env.original()).len();
+    let actions = env.actions(env.original());
+    let edits = actions.iter().filter(|a| matches!(a, search::Action::Edit { .. })).count();
     eprintln!(
-        "searching {kernel} ({}, grid {:?}, {} threads): {} instructions, {} memory, {actions} legal moves at the start; \
-         {} on {reward}",
+        "searching {kernel} ({}, grid {:?}, {} threads): {} instructions, {} memory, {} legal moves and {edits} \
+         control-bit edits at the start (--actions {}); {} on {reward}",
         setup.arch,
         setup.grid,
         setup.threads,
         env.original().text.len(),
         env.original().text.iter().filter(|t| search::is_memory(t)).count(),
+        actions.len() - edits,
+        o.actions.name(),
         o.algo.name()
     );
 
@@ -178,7 +188,13 @@ pub fn search(words: &[String]) -> Result<(), String> {
     bar.finish_and_clear();
 
     let s = &out.stats;
-    println!("kernel        {kernel} ({}), {} search, seed {}", setup.arch, out.algo.name(), out.seed);
+    println!(
+        "kernel        {kernel} ({}), {} search over {}, seed {}",
+        setup.arch,
+        out.algo.name(),
+        o.actions.name(),
+        out.seed
+    );
     if env.exact() {
         println!("original      {} estimated cycles", out.original_cycles);
         println!(
@@ -213,12 +229,17 @@ pub fn search(words: &[String]) -> Result<(), String> {
             );
         }
     }
-    println!("moves         {} (of the best schedule)", out.best.moves.len());
+    let best_edits = out.best.moves.iter().filter(|m| m.edit.is_some()).count();
+    println!(
+        "moves         {} (of the best schedule: {} moves, {best_edits} control-bit edits)",
+        out.best.moves.len(),
+        out.best.moves.len() - best_edits
+    );
     if env.exact() {
         println!(
-            "evaluations   {} emulator runs, {} cache hits, {} moves made, {} refused, {} rejected by the verifier, \
-             {} stopped by the emulator",
-            s.evaluations, s.cache_hits, s.moves, s.refused, s.verifier_rejected, s.emulator_errors
+            "evaluations   {} emulator runs, {} cache hits, {} steps made ({} of them edits), {} refused, {} rejected \
+             by the verifier, {} stopped by the emulator",
+            s.evaluations, s.cache_hits, s.moves, s.edits, s.refused, s.verifier_rejected, s.emulator_errors
         );
         println!(
             "checks        {} kept schedules checked (verifier + equal outputs on fresh inputs), {} failed",
@@ -226,13 +247,14 @@ pub fn search(words: &[String]) -> Result<(), String> {
         );
     } else {
         println!(
-            "evaluations   {} schedules timed, {} cache hits, {} measured again ({} gains not confirmed), {} moves \
-             made, {} refused, {} rejected by the verifier, {} failed to run",
+            "evaluations   {} schedules timed, {} cache hits, {} measured again ({} gains not confirmed), {} steps \
+             made ({} of them edits), {} refused, {} rejected by the verifier, {} failed to run",
             s.evaluations,
             s.cache_hits,
             s.remeasures,
             s.unconfirmed,
             s.moves,
+            s.edits,
             s.refused,
             s.verifier_rejected,
             s.emulator_errors

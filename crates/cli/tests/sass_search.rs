@@ -1,5 +1,6 @@
-//! `trident sass search`: a short search on a bundled kernel writes a cubin that the
-//! verifier accepts as a legal reordering of the one `trident compile --emit cubin` makes,
+//! `trident sass search`: a short search (moves and control-bit edits) on a bundled kernel
+//! writes a cubin that the verifier accepts as a legal reordering of the one `trident compile
+//! --emit cubin` makes,
 //! the moves, the curve and its plot; bad options are errors, never panics; `--backend cuda`
 //! without a driver is an error that says so, and with a GPU a short timed search (run where
 //! a GPU is: skipped here otherwise).
@@ -45,6 +46,8 @@ fn search_writes_a_verified_cubin_moves_and_curve() {
     args.extend([
         "--algo",
         "anneal",
+        "--actions",
+        "all",
         "--budget",
         "20",
         "--seed",
@@ -63,11 +66,12 @@ fn search_writes_a_verified_cubin_moves_and_curve() {
     let o = trident(&args);
     let out = text(&o);
     assert!(o.status.success(), "{out}");
-    for want in ["original ", "estimated cycles", "uncalibrated", "evaluations", "0 failed", "curve "] {
+    for want in ["original ", "estimated cycles", "uncalibrated", "evaluations", "0 failed", "curve ", "over all"] {
         assert!(out.contains(want), "`{want}` missing from:\n{out}");
     }
     let json = std::fs::read_to_string(&moves).unwrap();
     assert!(json.contains("\"kernel\": \"softmax_kernel\"") && json.contains("\"moves\": ["), "{json}");
+    assert!(json.contains("\"edit\": "), "{json}");
     let csv = std::fs::read_to_string(&curve).unwrap();
     assert!(csv.starts_with("seconds,evaluations,best_cycles,speedup\n") && csv.lines().count() >= 3, "{csv}");
     assert_eq!(png_size(&std::fs::read(&plot).unwrap()), (500, 300));
@@ -143,6 +147,7 @@ fn bad_options_are_errors() {
     };
     for (extra, want) in [
         (&["--algo", "genetic"][..], "unknown search `genetic`"),
+        (&["--actions", "yield"][..], "unknown action family `yield`"),
         (&["--budget", "0"][..], "bad budget `0`"),
         (&["--budget", "soon"][..], "bad budget"),
         (&["--seed", "x"][..], "--seed"),

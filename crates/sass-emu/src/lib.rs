@@ -44,6 +44,8 @@ use timing::{op_text, WarpTiming};
 pub struct Program {
     pub kernel: SassKernel,
     regs: Vec<Operands>,
+    /// Each instruction's source slots, where the bank model knows its form.
+    slots: Vec<Option<trident_sass::banks::Slots>>,
 }
 
 impl Program {
@@ -62,7 +64,8 @@ impl Program {
                 }
             }
         }
-        Ok(Program { kernel, regs: text.iter().map(operands).collect() })
+        let slots = text.iter().map(trident_sass::banks::source_slots).collect();
+        Ok(Program { kernel, regs: text.iter().map(operands).collect(), slots })
     }
 }
 
@@ -323,13 +326,15 @@ fn run_cta(
                         format!("ran past the kernel's last instruction ({pc})"),
                     )));
                 };
+                let slots = p.slots.get(pc).and_then(Option::as_ref);
                 if cfg.check_hazards {
-                    t.issue(k.sm, pc, active, op, &p.regs[pc], k.controls[pc], &name_of).map_err(|e| {
+                    t.issue(k.sm, pc, active, op, &p.regs[pc], slots, k.controls[pc], &name_of).map_err(|e| {
                         let mut e = e;
                         e.thread = None;
                         e.at_thread(ctaid, thread_of(w.first_thread + lane0, cfg.block))
                     })?;
                 } else {
+                    t.operand_reads(slots, k.controls[pc]);
                     t.clock += k.controls[pc].stall.max(1) as u64;
                 }
                 issued += 1;

@@ -16,7 +16,9 @@
 //!   their own paths (`ptxas` relies on it), so a pending result conflicts only with an
 //!   instruction run by some of the same lanes. Uniform registers belong to the whole warp.
 //!
-//! The cycle estimate is the warp's clock: stalls plus the waits for results in flight. The
+//! The cycle estimate is the warp's clock: stalls, the waits for results in flight, and the
+//! cycles register-bank conflicts add before an issue ([`WarpTiming::operand_reads`]: two
+//! banks, the operand reuse cache; `trident_sass::banks` has the model and its sources). The
 //! latencies of variable-latency results are the PTX emulator's machine model's
 //! (`trident_emu::MachineModel`: A100 for sm_80, H100 for sm_90), which was calibrated
 //! against H100 measurements (bench/EMU_MODEL.md); a global load is taken as an L2 hit. Not
@@ -25,6 +27,7 @@
 use std::sync::LazyLock;
 
 use trident_emu::{EmuError, ErrorKind, MachineModel};
+use trident_sass::banks::{conflict_cycles, Slots};
 use trident_sass::latency::{self, Queue};
 use trident_sass::operands::{Operands, Reg};
 use trident_sass::Control;
@@ -82,11 +85,18 @@ fn overlaps(r: &Reg, lanes: u32, active: u32) -> bool {
 pub struct WarpTiming {
     pub clock: u64,
     seq: u64,
-    /// Fixed-latency results: register → (producer, issue cycle, lanes).
-    fixed: Vec<(Reg, usize, u64, u32)>,
+    /// Fixed-latency results: register → (producer, issue cycle, lanes, [`Self::bank_cycles`]
+    /// at its issue).
+    fixed: Vec<(Reg, usize, u64, u32, u64)>,
     flight: Vec<InFlight>,
     /// Instructions issued.
     pub issued: u64,
+    /// Cycles lost to register-bank conflicts so far ([`WarpTiming::operand_reads`]). The
+    /// hazard checks leave them out of a fixed-latency distance, so they check exactly the
+    /// stall (and wait) cycles the verifier's rules are about.
+    pub bank_cycles: u64,
+    /// The reuse cache: the registers the last issued instruction left in each slot.
+    reuse: Slots,
 }
 
 fn hazard(msg: String) -> EmuError {
@@ -94,6 +104,28 @@ fn hazard(msg: String) -> EmuError {
 }
 
 impl WarpTiming {
+    /// Reads the operands of the instruction about to issue (after its waits) (`slots`: its source slots, when
+    /// its form is modelled; `c`: its control bits) through the register banks and the reuse
+    /// cache (`trident_sass::banks`), and delays the issue by the bank-conflict cycles, which
+    /// it returns. Then the cache holds what this instruction flagged `.reuse`, unless its
+    /// yield bit is clear (a warp that may yield keeps nothing cached).
+    pub fn operand_reads(&mut self, slots: Option<&Slots>, c: Control) -> u64 {
+        let cached = std::mem::take(&mut self.reuse);
+        let Some(slots) = slots else { return 0 };
+        let served = std::array::from_fn(|i| slots[i].is_some() && slots[i] == cached[i]);
+        let extra = conflict_cycles(slots, served) as u64;
+        self.clock += extra;
+        self.bank_cycles += extra;
+        if c.yield_bit {
+            for (i, r) in slots.iter().enumerate() {
+                if c.reuse >> i & 1 == 1 {
+                    self.reuse[i] = *r;
+                }
+            }
+        }
+        extra
+    }
+
     fn drain(&mut self, sb: u8, keep: usize) {
         let mut on: Vec<u64> = self.flight.iter().filter(|f| f.sb == Some(sb)).map(|f| f.seq).collect();
         on.sort_unstable();
@@ -127,8 +159,8 @@ impl WarpTiming {
         self.clock = arrived;
     }
 
-    /// Issues instruction `at` for the lanes `active` (its decoded form, registers, control
-    /// bits, and the producers' opcodes looked up through `opcode_of`); an error names a
+    /// Issues instruction `at` for the lanes `active` (its decoded form, registers, source
+    /// slots for the bank model, control bits, and the producers' opcodes looked up through `opcode_of`); an error names a
     /// hazard.
     #[allow(clippy::too_many_arguments)]
     pub fn issue(
@@ -138,6 +170,7 @@ impl WarpTiming {
         active: u32,
         op: &Op,
         regs: &Operands,
+        slots: Option<&Slots>,
         c: Control,
         name_of: &dyn Fn(usize) -> String,
     ) -> Result<(), EmuError> {
@@ -158,6 +191,8 @@ impl WarpTiming {
                 }
             }
         }
+        // Operands are read once the waits are over: a bank conflict delays the issue.
+        self.operand_reads(slots, c);
         let opcode = op_text(op);
         // sm_90a's `IMAD.WIDE` reads its 64-bit addend's high register late (the SASS
         // toolkit's evidence).
@@ -167,11 +202,12 @@ impl WarpTiming {
             _ => None,
         };
         for r in regs.uses.iter().filter(|r| !regs.kept.contains(r)) {
-            if let Some(&(_, p, t, _)) = self.fixed.iter().find(|(x, _, _, m)| x == r && overlaps(r, *m, active)) {
+            if let Some(&(_, p, t, _, b)) = self.fixed.iter().find(|(x, _, _, m, _)| x == r && overlaps(r, *m, active))
+            {
                 let pred = matches!(r, Reg::P(_) | Reg::Up(_));
                 if let Some(need) = latency::needed(sm, &name_of(p), &opcode, pred) {
                     let need = if late_reg == Some(*r) { need.saturating_sub(late) } else { need };
-                    let got = self.clock - t;
+                    let got = (self.clock - t).saturating_sub(self.bank_cycles - b);
                     if got < need as u64 {
                         return Err(hazard(format!(
                             "hazard: {:#06x} `{}` reads {r} {got} cycles after {:#06x} `{}` issued (needs {need})",
@@ -221,7 +257,7 @@ impl WarpTiming {
             }
         }
         // A result rewritten by these lanes is theirs now; other lanes' pending one stays.
-        self.fixed.retain_mut(|(r, _, _, m)| {
+        self.fixed.retain_mut(|(r, _, _, m, _)| {
             if regs.defs.contains(r) && !matches!(r, Reg::Ur(_) | Reg::Up(_)) {
                 *m &= !active;
                 *m != 0
@@ -245,7 +281,7 @@ impl WarpTiming {
                 });
             } else {
                 for r in &regs.defs {
-                    self.fixed.push((*r, at, self.clock, active));
+                    self.fixed.push((*r, at, self.clock, active, self.bank_cycles));
                 }
             }
         }
@@ -265,7 +301,7 @@ impl WarpTiming {
         }
         // Forget what is long ready, so the lists stay short.
         let now = self.clock;
-        self.fixed.retain(|(_, _, t, _)| now - t < 64);
+        self.fixed.retain(|(_, _, t, _, _)| now - t < 64);
         self.clock += c.stall.max(1) as u64;
         self.issued += 1;
         Ok(())
@@ -280,4 +316,79 @@ pub fn op_text(op: &Op) -> String {
         s.push_str(m);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trident_sass::banks::source_slots;
+    use trident_sass::disasm::Text;
+    use trident_sass::operands::operands;
+
+    /// Runs `prog` (opcode, operands, stall, reuse flags, yield bit) on one warp with hazard
+    /// checks; returns the clock after the last issue and the bank-conflict cycles.
+    fn run(prog: &[(&str, &str, u8, u8, bool)]) -> (u64, u64) {
+        let mut w = WarpTiming::default();
+        let texts: Vec<Text> = prog
+            .iter()
+            .map(|(op, ops, ..)| Text { predicate: String::new(), opcode: (*op).into(), operands: (*ops).into() })
+            .collect();
+        for (i, (t, &(_, _, stall, reuse, yield_bit))) in texts.iter().zip(prog).enumerate() {
+            let c = Control { stall, yield_bit, write_sb: None, read_sb: None, wait: 0, reuse };
+            let slots = source_slots(t);
+            let name_of = |p: usize| texts[p].opcode.clone();
+            w.issue(80, i, u32::MAX, &crate::decode::decode(t), &operands(t), slots.as_ref(), c, &name_of).unwrap();
+        }
+        (w.clock, w.bank_cycles)
+    }
+
+    #[test]
+    fn three_sources_in_one_bank_cost_a_cycle_and_a_reuse_flag_removes_it() {
+        // R2, R4, R6: all even, one bank, three distinct reads: one cycle more per FFMA.
+        let conflict = [("FFMA", "R10,R2,R4,R6", 2, 0, true), ("FFMA", "R11,R2,R4,R8", 2, 0, true)];
+        assert_eq!(run(&conflict), (6, 2));
+        // Spread over both banks: no conflict.
+        assert_eq!(run(&[("FFMA", "R10,R2,R5,R6", 2, 0, true), ("FFMA", "R11,R2,R5,R8", 2, 0, true)]), (4, 0));
+        // The first keeps R2 (slot 0) for the second, which reads only R4 and R8 from the
+        // bank: the second's conflict is gone, the first still pays its own.
+        let reused = [("FFMA", "R10,R2.reuse,R4,R6", 2, 0b0001, true), ("FFMA", "R11,R2,R4,R8", 2, 0, true)];
+        assert_eq!(run(&reused), (5, 1));
+        // The same register in another slot is not served.
+        let other_slot = [("FFMA", "R10,R2.reuse,R4,R6", 2, 0b0001, true), ("FFMA", "R11,R4,R2,R8", 2, 0, true)];
+        assert_eq!(run(&other_slot), (6, 2));
+        // A cleared yield bit (the warp may yield) keeps nothing in the cache.
+        let yielded = [("FFMA", "R10,R2.reuse,R4,R6", 2, 0b0001, false), ("FFMA", "R11,R2,R4,R8", 2, 0, true)];
+        assert_eq!(run(&yielded), (6, 2));
+        // The cache serves the next instruction only.
+        let later = [
+            ("FFMA", "R10,R2.reuse,R4,R6", 2, 0b0001, true),
+            ("FADD", "R12,R3,R5", 2, 0, true),
+            ("FFMA", "R11,R2,R4,R8", 2, 0, true),
+        ];
+        assert_eq!(run(&later), (8, 2));
+        // Forms the model does not know pay nothing.
+        assert_eq!(run(&[("IMAD.WIDE", "R10,R2,R4,R6", 2, 0, true)]), (2, 0));
+    }
+
+    #[test]
+    fn bank_cycles_do_not_hide_a_too_short_stall() {
+        // FFMA → reader 3 stall cycles later (the table needs 4): a hazard, even though the
+        // reader's own bank conflict puts it 4 cycles after the producer.
+        let texts = [
+            Text { predicate: String::new(), opcode: "FFMA".into(), operands: "R2,R3,R4,R7".into() },
+            Text { predicate: String::new(), opcode: "FFMA".into(), operands: "R10,R2,R4,R6".into() },
+        ];
+        let mut w = WarpTiming::default();
+        let name_of = |p: usize| texts[p].opcode.clone();
+        let c = |stall| Control { stall, yield_bit: true, write_sb: None, read_sb: None, wait: 0, reuse: 0 };
+        let issue = |w: &mut WarpTiming, i: usize, stall| {
+            let t = &texts[i];
+            let slots = source_slots(t);
+            w.issue(80, i, u32::MAX, &crate::decode::decode(t), &operands(t), slots.as_ref(), c(stall), &name_of)
+        };
+        issue(&mut w, 0, 3).unwrap();
+        let e = issue(&mut w, 1, 1).unwrap_err();
+        assert!(e.to_string().contains("3 cycles after"), "{e}");
+        assert_eq!(w.bank_cycles, 1);
+    }
 }

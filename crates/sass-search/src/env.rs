@@ -1,6 +1,7 @@
 //! The game: a kernel's schedule as the state, "move one memory instruction one slot up or
-//! down" as the actions (only those the toolkit's mask allows), and a [`Reward`] — the SASS
-//! emulator's cycle estimate unless the caller brings another (a GPU timer).
+//! down" and control-bit edits ([`crate::control`]) as the actions (only those the masks
+//! allow), and a [`Reward`] — the SASS emulator's cycle estimate unless the caller brings
+//! another (a GPU timer).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use trident_sass::verify::{reordering, timing};
 use trident_sass::Cubin;
 use trident_sass_emu::{launch, LaunchConfig, Program};
 
+use crate::control::{Edit, Family, Lazy};
 use crate::mask::Mask;
 use crate::reward::{emu_error, Candidate, Emulated, Measurement, Noise, Reward, NOISE_ROUNDS};
 use crate::SearchError;
@@ -44,6 +46,13 @@ pub struct Problem {
     pub config: LaunchConfig,
 }
 
+/// The actions `trident sass search` offers unless `--actions` says otherwise: moves and
+/// control-bit edits, the family with the best geometric mean of predicted speed-ups over the
+/// eight kernel × target pairs of `bench/SASS.md` (2026-11-29: 1.038× against 1.035× for
+/// edits alone and 1.009× for moves alone). A new [`Env`] itself offers moves, CuAsmRL's
+/// action space, until its `family` is set.
+pub const DEFAULT_FAMILY: Family = Family::All;
+
 /// The instructions whose moves are the actions (CuAsmRL's choice: the memory instructions,
 /// whose placement decides how much latency the rest of the schedule hides).
 pub const MEMORY_OPCODES: &[&str] =
@@ -65,33 +74,61 @@ pub struct State {
     /// The legal one-slot moves of this order ([`Mask`]: kept up to date move by move, so
     /// asking for the actions costs no dependence analysis).
     pub mask: Mask,
+    /// The legal control-bit edits of this schedule ([`crate::control::edits`]), computed
+    /// the first time a search with edits asks.
+    pub(crate) edits: Lazy,
 }
 
-/// One move made: the instruction at `from` now at `to` (adjacent), and how many repairs
-/// (stalls, waits, reuse flags) it needed.
+/// One step made: the instruction at `from` now at `to` (adjacent), and how many repairs
+/// (stalls, waits, reuse flags) it needed; or, for a control-bit edit (`edit`), the
+/// instruction edited (`from == to`, no repairs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Move {
     pub from: usize,
     pub to: usize,
     pub line: String,
     pub repairs: usize,
+    pub edit: Option<Edit>,
 }
 
-/// Move the memory instruction at position `at` one slot earlier (`up`) or later.
+impl Move {
+    /// The action that made this step (from the state before it).
+    pub fn action(&self) -> Action {
+        match self.edit {
+            Some(edit) => Action::Edit { at: self.from, edit },
+            None => Action::Move { at: self.from, up: self.to < self.from },
+        }
+    }
+}
+
+/// An action: move the memory instruction at position `at` one slot earlier (`up`) or later,
+/// or edit the control bits of instruction `at` ([`Edit`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Action {
-    pub at: usize,
-    pub up: bool,
+pub enum Action {
+    Move { at: usize, up: bool },
+    Edit { at: usize, edit: Edit },
 }
 
 impl Action {
-    /// The signed distance: -1 up, +1 down.
-    pub fn by(self) -> isize {
-        if self.up {
-            -1
-        } else {
-            1
+    /// The instruction it acts on.
+    pub fn at(self) -> usize {
+        match self {
+            Action::Move { at, .. } | Action::Edit { at, .. } => at,
         }
+    }
+
+    /// The signed distance of a move: -1 up, +1 down; 0 for an edit.
+    pub fn by(self) -> isize {
+        match self {
+            Action::Move { up: true, .. } => -1,
+            Action::Move { up: false, .. } => 1,
+            Action::Edit { .. } => 0,
+        }
+    }
+
+    /// Whether it moves an instruction up (false for down and for edits).
+    pub fn up(self) -> bool {
+        matches!(self, Action::Move { up: true, .. })
     }
 }
 
@@ -103,12 +140,15 @@ pub struct Stats {
     pub evaluations: usize,
     /// Scores answered from the cache (the same instruction words seen before).
     pub cache_hits: usize,
-    /// Moves made (applied, repaired and verified).
+    /// Steps made: moves (applied, repaired and verified) and control-bit edits (verified).
     pub moves: usize,
-    /// Moves `move_instr` refused (no repair makes them safe).
+    /// Control-bit edits made (verified), counted in `moves` too.
+    pub edits: usize,
+    /// Moves `move_instr` refused (no repair makes them safe), and edits the edit mask
+    /// refused.
     pub refused: usize,
-    /// Moved schedules the verifier rejected after the repair (should stay 0: the repair
-    /// runs against the same verifier).
+    /// Moved or edited schedules the verifier rejected (should stay 0: the repair runs
+    /// against the same verifier, and the edit mask is a stricter version of its rule).
     pub verifier_rejected: usize,
     /// Schedules the reward could not score (the SASS emulator stopped them: a hazard or
     /// another error; a GPU launch failed): never kept.
@@ -139,6 +179,9 @@ pub struct Env {
     /// What a gain must exceed to count ([`Noise::exact`] for an exact reward).
     pub noise: Noise,
     pub(crate) reward: Box<dyn Reward>,
+    /// Which actions [`Env::actions`] offers (moves unless set; the CLI sets
+    /// [`DEFAULT_FAMILY`] or what `--actions` asks).
+    pub family: Family,
     /// The kernel's instruction words (control bits included) → its score or why it has none.
     cache: HashMap<Vec<(u64, u64)>, Result<u64, String>>,
     pub stats: Stats,
@@ -200,7 +243,7 @@ impl Env {
         let report = launch(&original_program, &problem.config, &mut args)
             .map_err(|e| SearchError(format!("the original kernel on the SASS emulator: {}", emu_error(e))))?;
         let mask = Mask::new(&text);
-        let original = State { cubin, text, moves: vec![], mask };
+        let original = State { cubin, text, moves: vec![], mask, edits: Lazy::new() };
         let mut env = Env {
             kernel,
             name,
@@ -212,6 +255,7 @@ impl Env {
             original_cycles: report.cycles,
             noise: Noise::exact(),
             reward,
+            family: Family::Moves,
             cache: HashMap::new(),
             stats: Stats::default(),
         };
@@ -285,14 +329,26 @@ impl Env {
         s.cubin.kernels[self.kernel].instrs.iter().map(|i| (i.lo, i.hi)).collect()
     }
 
-    /// The legal actions in `s`: each memory instruction, one slot up or down, where the
-    /// dependence mask allows it — read from `s.mask` (the same set as
-    /// [`Env::actions_by_legal_range`], without its per-instruction dependence graphs).
+    /// The legal actions in `s` for [`Env::family`]: each memory instruction one slot up or
+    /// down where the dependence mask allows it — read from `s.mask` (the same set as
+    /// [`Env::actions_by_legal_range`], without its per-instruction dependence graphs) — and
+    /// the control-bit edits the edit mask allows ([`crate::control`]), moves first.
     pub fn actions(&self, s: &State) -> Vec<Action> {
-        s.mask.actions(&s.text)
+        let mut out = if self.family.moves() { s.mask.actions(&s.text) } else { vec![] };
+        if self.family.edits() {
+            out.extend(self.edits(s).iter().copied());
+        }
+        out
     }
 
-    /// The legal actions as `rewrite::legal_range` gives them, asked per memory instruction
+    /// The legal control-bit edits of `s` (whatever the family), from its lazy mask.
+    pub fn edits(&self, s: &State) -> Arc<Vec<Action>> {
+        s.edits
+            .get_or_init(|| Arc::new(crate::control::edits(self.sm, &s.cubin.kernels[self.kernel].instrs, &s.text)))
+            .clone()
+    }
+
+    /// The legal moves as `rewrite::legal_range` gives them, asked per memory instruction
     /// (each call builds its block's dependence graph): the reference the mask is tested
     /// against, and what [`Env::actions`] did before.
     pub fn actions_by_legal_range(&self, s: &State) -> Vec<Action> {
@@ -303,21 +359,26 @@ impl Env {
             }
             let Ok((lo, hi)) = trident_sass::rewrite::legal_range(&s.text, i) else { continue };
             if lo < i {
-                out.push(Action { at: i, up: true });
+                out.push(Action::Move { at: i, up: true });
             }
             if hi > i {
-                out.push(Action { at: i, up: false });
+                out.push(Action::Move { at: i, up: false });
             }
         }
         out
     }
 
-    /// `s` after action `a`: the move with its repairs (`rewrite::move_instr`), then the
-    /// verifier — timing, and a legal reordering of the original. An error says why the
-    /// move was refused; `s` is never changed.
+    /// `s` after action `a`: a move with its repairs (`rewrite::move_instr`), or a control-bit
+    /// edit the edit mask allows; then the verifier — timing, and a legal reordering of the
+    /// original. An error says why the action was refused; `s` is never changed.
     pub fn apply(&mut self, s: &State, a: Action) -> Result<State, String> {
+        let (at, up) = match a {
+            Action::Move { at, up } => (at, up),
+            Action::Edit { at, edit } => return self.edit(s, at, edit),
+        };
+        let by = if up { -1 } else { 1 };
         let mut cubin = s.cubin.clone();
-        let moved = match trident_sass::rewrite::move_instr(&mut cubin, self.kernel, &s.text, a.at, a.by()) {
+        let moved = match trident_sass::rewrite::move_instr(&mut cubin, self.kernel, &s.text, at, by) {
             Ok(m) => m,
             Err(e) => {
                 self.stats.refused += 1;
@@ -325,22 +386,62 @@ impl Env {
             }
         };
         let k = &cubin.kernels[self.kernel];
-        let orig = &self.original;
-        let mut v = timing(self.sm, &k.instrs, &moved.text);
-        v.extend(reordering((&orig.cubin.kernels[self.kernel].instrs, &orig.text), (&k.instrs, &moved.text)));
-        if let Some(x) = v.first() {
-            self.stats.verifier_rejected += 1;
-            return Err(format!("the moved schedule fails the verifier: {}", x.describe(&moved.text)));
+        if let Err(e) = self.verified(&k.instrs, &moved.text) {
+            return Err(format!("the moved schedule fails the verifier: {e}"));
         }
         self.stats.moves += 1;
         let mut moves = s.moves.clone();
-        moves.push(Move { from: moved.from, to: moved.to, line: s.text[a.at].line(), repairs: moved.repairs.len() });
+        moves.push(Move {
+            from: moved.from,
+            to: moved.to,
+            line: s.text[at].line(),
+            repairs: moved.repairs.len(),
+            edit: None,
+        });
         let mask = if moved.from.abs_diff(moved.to) == 1 {
             s.mask.after_swap(&moved.text, moved.from.min(moved.to))
         } else {
             Mask::new(&moved.text)
         };
-        Ok(State { cubin, text: moved.text, moves, mask })
+        Ok(State { cubin, text: moved.text, moves, mask, edits: Lazy::new() })
+    }
+
+    /// The verifier on a candidate kernel: timing, and a legal reordering of the original.
+    /// Counted in `verifier_rejected` when it fails.
+    fn verified(&mut self, instrs: &[trident_sass::Instr], text: &[Text]) -> Result<(), String> {
+        let orig = &self.original;
+        let mut v = timing(self.sm, instrs, text);
+        v.extend(reordering((&orig.cubin.kernels[self.kernel].instrs, &orig.text), (instrs, text)));
+        match v.first() {
+            Some(x) => {
+                self.stats.verifier_rejected += 1;
+                Err(x.describe(text))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// `s` after control-bit edit `edit` of instruction `at`, if the edit mask allows it and
+    /// the verifier passes the result.
+    fn edit(&mut self, s: &State, at: usize, edit: Edit) -> Result<State, String> {
+        let k = self.kernel;
+        if !crate::control::legal(self.sm, &s.cubin.kernels[k].instrs, &s.text, at, edit) {
+            self.stats.refused += 1;
+            let what = s.text.get(at).map_or_else(|| format!("no instruction {at}"), |t| format!("`{}`", t.line()));
+            return Err(format!("{} of {what}: not allowed by the edit mask", edit.name()));
+        }
+        let mut cubin = s.cubin.clone();
+        let mut text = s.text.clone();
+        crate::control::make(&mut cubin.kernels[k].instrs, &mut text, at, edit);
+        if let Err(e) = self.verified(&cubin.kernels[k].instrs, &text) {
+            return Err(format!("the edited schedule fails the verifier: {e}"));
+        }
+        self.stats.moves += 1;
+        self.stats.edits += 1;
+        let mut moves = s.moves.clone();
+        moves.push(Move { from: at, to: at, line: s.text[at].line(), repairs: 0, edit: Some(edit) });
+        // The order is unchanged, and so are the registers: the move mask still holds.
+        Ok(State { cubin, text, moves, mask: s.mask.clone(), edits: Lazy::new() })
     }
 
     /// The reward's score of `s` (by default the estimated cycles, `Report::cycles`: the

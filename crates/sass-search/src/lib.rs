@@ -2,7 +2,8 @@
 //!
 //! After CuAsmRL (CGO'25): a kernel's schedule is the state, moving one memory instruction
 //! one slot up or down is an action (only where the SASS toolkit's dependence mask,
-//! `rewrite::legal_range`, allows it), and the reward is the SASS emulator's estimated
+//! `rewrite::legal_range`, allows it) — and so, beyond CuAsmRL, is a control-bit edit (a reuse
+//! flag, a stall; [`control`]) — and the reward is the SASS emulator's estimated
 //! cycles for a given launch — or, through the [`Reward`] trait, a measured time that the
 //! caller brings (the CUDA-event timer of `trident_runtime::sass_search`), whose noise the
 //! search estimates and respects ([`reward`]).
@@ -14,6 +15,8 @@
 //! * [`reward`]: [`Reward`] — the SASS emulator's estimate ([`Emulated`], exact) or a timer's
 //!   samples ([`Measurement`]: median and spread); [`Noise`]: the threshold a measured gain
 //!   must exceed.
+//! * [`control`]: the control-bit edits (a reuse flag set, a stall lowered) and their mask;
+//!   [`Family`]: moves, edits or both ([`Env::family`]).
 //! * [`check`]: [`Env::check`] — never a wrong kernel: a schedule is kept only when its
 //!   written cubin, read back, passes the verifier and gives the original's outputs bit for
 //!   bit on fresh random inputs.
@@ -26,6 +29,7 @@
 //! the caller brings the cubin, the launch and the disassembler.
 
 pub mod check;
+pub mod control;
 pub mod env;
 pub mod mask;
 pub mod ppo;
@@ -33,7 +37,10 @@ pub mod reward;
 mod rng;
 pub mod search;
 
-pub use env::{is_memory, nvdisasm, Action, Disassembler, Env, Move, Problem, State, Stats, MEMORY_OPCODES};
+pub use control::{Edit, Family};
+pub use env::{
+    is_memory, nvdisasm, Action, Disassembler, Env, Move, Problem, State, Stats, DEFAULT_FAMILY, MEMORY_OPCODES,
+};
 pub use mask::Mask;
 pub use reward::{Candidate, Emulated, Measurement, Noise, Reward};
 pub use search::{search, Algo, Budget, CurvePoint, Options, Outcome, Progress, Remeasured};

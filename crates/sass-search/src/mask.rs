@@ -92,7 +92,7 @@ impl Mask {
             }
             for up in [true, false] {
                 if self.allows(i, up) {
-                    out.push(Action { at: i, up });
+                    out.push(Action::Move { at: i, up });
                 }
             }
         }

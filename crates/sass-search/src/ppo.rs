@@ -32,6 +32,7 @@ use trident_sass::deps::blocks;
 use trident_sass::disasm::Text;
 use trident_sass::operands::{operands, Operands};
 
+use crate::control::Edit;
 use crate::env::{Action, State};
 use crate::rng::Rng;
 use crate::search::{Offer, Run, SPENT};
@@ -57,7 +58,7 @@ const REFUSED: f64 = -0.05;
 const UNUSABLE: f64 = -1.0;
 
 /// Per-action features (see [`Features::action`]).
-pub const FEATURES: usize = 19;
+pub const FEATURES: usize = 22;
 /// Value-network inputs: the mean action features and three of the state's own.
 const GLOBAL: usize = FEATURES + 3;
 /// How far (slots) the producer/consumer search looks; distances are scaled by it.
@@ -187,12 +188,15 @@ impl Features {
     /// nearest consumer below (reads its result), likewise; 11 its own stall count, 12 that of
     /// the instruction it swaps with, 13 the stall before it; 14 it waits on a scoreboard; 15
     /// it sets one; 16 the instruction it swaps with waits on one; 17 that instruction is a
-    /// memory instruction; 18 its position in its block.
+    /// memory instruction; 18 its position in its block; 19–21 the action's kind (a move, a
+    /// reuse flag set, a stall lowered). For a control-bit edit, "the instruction it swaps
+    /// with" is the next one (the reader of a reused operand, or the one the stall delays)
+    /// and the direction is 0.
     fn action(&mut self, s: &State, k: usize, a: Action, out: &mut Vec<f64>) {
-        let (i, text) = (a.at, &s.text);
+        let (i, text) = (a.at(), &s.text);
         let instrs = &s.cubin.kernels[k].instrs;
         let (bs, be) = self.block.get(i).copied().unwrap_or((0, text.len()));
-        let other = if a.up { i.saturating_sub(1) } else { (i + 1).min(text.len() - 1) };
+        let other = if a.up() { i.saturating_sub(1) } else { (i + 1).min(text.len() - 1) };
         let stall = |j: usize| instrs.get(j).map_or(0, |x| x.control().stall) as f64;
         let me = self.ops(&text[i]);
         let meets = |x: &[trident_sass::operands::Reg], y: &[trident_sass::operands::Reg]| {
@@ -230,7 +234,7 @@ impl Features {
         let mut onehot = [0.0; 6];
         onehot[class(&text[i])] = 1.0;
         out.extend_from_slice(&onehot);
-        out.push(if a.up { 1.0 } else { -1.0 });
+        out.push(-(a.by() as f64));
         out.push(up_slots / w);
         out.push((up_stalls / w).min(1.0));
         out.push(down_slots / w);
@@ -243,6 +247,14 @@ impl Features {
         out.push((co.wait != 0) as u8 as f64);
         out.push(crate::env::is_memory(&text[other]) as u8 as f64);
         out.push((i - bs) as f64 / (be - bs).max(1) as f64);
+        let kind = match a {
+            Action::Move { .. } => 0,
+            Action::Edit { edit: Edit::SetReuse(_), .. } => 1,
+            Action::Edit { edit: Edit::LowerStall, .. } => 2,
+        };
+        for x in 0..3 {
+            out.push((x == kind) as u8 as f64);
+        }
     }
 }
 

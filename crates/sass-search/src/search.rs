@@ -189,16 +189,18 @@ impl Outcome {
         s
     }
 
-    /// The best schedule's moves as JSON: each `{from, to, instruction, repairs}` in order
-    /// (positions are instruction indices, byte offset / 16, at the time of the move).
+    /// The best schedule's steps as JSON: each `{from, to, instruction, repairs, edit}` in
+    /// order (positions are instruction indices, byte offset / 16, at the time of the step;
+    /// `edit`: null for a move, else the control-bit edit, `from == to`).
     pub fn moves_json(&self, kernel: &str) -> String {
         let moves: Vec<String> = self
             .best
             .moves
             .iter()
             .map(|m| {
+                let edit = m.edit.map_or("null".to_string(), |e| json_string(&e.name()));
                 format!(
-                    "    {{\"from\": {}, \"to\": {}, \"instruction\": {}, \"repairs\": {}}}",
+                    "    {{\"from\": {}, \"to\": {}, \"instruction\": {}, \"repairs\": {}, \"edit\": {edit}}}",
                     m.from,
                     m.to,
                     json_string(&m.line),
@@ -408,6 +410,7 @@ pub fn search(env: &mut Env, opts: &Options, progress: &mut dyn FnMut(&Progress)
         evaluations: s.evaluations - stats0.evaluations,
         cache_hits: s.cache_hits - stats0.cache_hits,
         moves: s.moves - stats0.moves,
+        edits: s.edits - stats0.edits,
         refused: s.refused - stats0.refused,
         verifier_rejected: s.verifier_rejected - stats0.verifier_rejected,
         emulator_errors: s.emulator_errors - stats0.emulator_errors,

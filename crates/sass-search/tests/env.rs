@@ -30,19 +30,19 @@ fn actions_are_legal_memory_moves_and_every_move_verifies() {
             assert!(!actions.is_empty(), "{which} {arch}: no legal move at step {step}");
             for a in &actions {
                 assert!(
-                    is_memory(&s.text[a.at]),
+                    is_memory(&s.text[a.at()]),
                     "{which} {arch}: {} is not a memory instruction",
-                    s.text[a.at].line()
+                    s.text[a.at()].line()
                 );
-                let (lo, hi) = legal_range(&s.text, a.at).unwrap();
-                let to = a.at as isize + a.by();
+                let (lo, hi) = legal_range(&s.text, a.at()).unwrap();
+                let to = a.at() as isize + a.by();
                 assert!(lo as isize <= to && to <= hi as isize, "{which} {arch}: {a:?} outside [{lo}, {hi}]");
             }
             // Moves the mask forbids are never offered: a memory instruction whose range is
             // just itself has no action.
             for (i, t) in s.text.iter().enumerate() {
                 if is_memory(t) && legal_range(&s.text, i).is_ok_and(|(lo, hi)| lo == i && hi == i) {
-                    assert!(actions.iter().all(|a| a.at != i));
+                    assert!(actions.iter().all(|a| a.at() != i));
                 }
             }
             let a = actions[(step * 7) % actions.len()];
@@ -80,8 +80,8 @@ fn a_move_and_its_inverse_give_the_original_order_back() {
     assert!(!actions.is_empty());
     for a in actions {
         let there = e.apply(&orig, a).unwrap();
-        let to = (a.at as isize + a.by()) as usize;
-        let back = e.apply(&there, Action { at: to, up: !a.up }).unwrap();
+        let to = (a.at() as isize + a.by()) as usize;
+        let back = e.apply(&there, Action::Move { at: to, up: !a.up() }).unwrap();
         assert_eq!(back.text, orig.text, "{a:?}: the order after the inverse move");
         // The words are the original's up to control bits: repairs may have grown stalls.
         for (x, y) in back.cubin.kernels[k].instrs.iter().zip(&orig.cubin.kernels[k].instrs) {
@@ -102,9 +102,9 @@ fn illegal_actions_are_refused_and_scores_are_cached() {
     let mut e = env("vadd", "sm_80");
     let orig = e.original().clone();
     let exit = orig.text.iter().position(|t| t.opcode == "EXIT").unwrap();
-    assert!(e.apply(&orig, Action { at: exit, up: true }).is_err(), "EXIT never moves");
-    assert!(e.apply(&orig, Action { at: 0, up: true }).is_err(), "nothing moves above the first instruction");
-    assert!(e.apply(&orig, Action { at: orig.text.len() + 5, up: false }).is_err(), "out of range");
+    assert!(e.apply(&orig, Action::Move { at: exit, up: true }).is_err(), "EXIT never moves");
+    assert!(e.apply(&orig, Action::Move { at: 0, up: true }).is_err(), "nothing moves above the first instruction");
+    assert!(e.apply(&orig, Action::Move { at: orig.text.len() + 5, up: false }).is_err(), "out of range");
     let a = e.actions(&orig)[0];
     let s = e.apply(&orig, a).unwrap();
     let runs = e.stats.evaluations;

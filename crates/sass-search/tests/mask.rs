@@ -17,10 +17,10 @@ fn reference(text: &[Text]) -> Vec<Action> {
         }
         let Ok((lo, hi)) = legal_range(text, i) else { continue };
         if lo < i {
-            out.push(Action { at: i, up: true });
+            out.push(Action::Move { at: i, up: true });
         }
         if hi > i {
-            out.push(Action { at: i, up: false });
+            out.push(Action::Move { at: i, up: false });
         }
     }
     out
@@ -64,7 +64,7 @@ fn the_mask_gives_legal_ranges_actions_on_real_kernels_and_random_walks() {
             seed ^= seed >> 7;
             seed ^= seed << 17;
             let a = actions[(seed % actions.len() as u64) as usize];
-            let Ok(m) = move_instr(&mut cubin, k, &text, a.at, a.by()) else { continue };
+            let Ok(m) = move_instr(&mut cubin, k, &text, a.at(), a.by()) else { continue };
             text = m.text;
             mask = mask.after_swap(&text, m.from.min(m.to));
             moved += 1;

@@ -131,7 +131,7 @@ fn setup() -> (trident_sass_search::Problem, usize, usize, usize) {
     let problem = common::problem("matmul", "sm_80");
     let mut env = Env::new(problem.clone(), common::disassembler()).unwrap();
     let orig = env.original().clone();
-    let ups: Vec<usize> = env.actions(&orig).iter().filter(|a| a.up).map(|a| a.at).collect();
+    let ups: Vec<usize> = env.actions(&orig).iter().filter(|a| a.up()).map(|a| a.at()).collect();
     // The target: the first memory instruction that walks up three slots; else the one that
     // walks furthest.
     let mut best: Option<(usize, usize)> = None;
@@ -139,7 +139,7 @@ fn setup() -> (trident_sass_search::Problem, usize, usize, usize) {
         let mut s = orig.clone();
         let mut p = at;
         while at - p < 3 {
-            let Ok(next) = env.apply(&s, Action { at: p, up: true }) else { break };
+            let Ok(next) = env.apply(&s, Action::Move { at: p, up: true }) else { break };
             s = next;
             p -= 1;
         }
@@ -213,7 +213,7 @@ fn plumbing_reports_what_the_timer_returned() {
 
     // A move scored: the median of exactly what the timer returned for it; cached after.
     let orig = env.original().clone();
-    let a = Action { at: target, up: true };
+    let a = Action::Move { at: target, up: true };
     let child = env.apply(&orig, a).unwrap();
     let v = env.evaluate(&child).unwrap();
     let (truth, samples) = log.borrow().calls.last().cloned().unwrap();

@@ -6,38 +6,7 @@
 
 mod common;
 
-use trident_emu::KernelArg;
-use trident_sass::disasm::section_text;
-use trident_sass::verify::{reordering, timing};
-use trident_sass::Cubin;
-use trident_sass_emu::{launch, Program};
-use trident_sass_search::check::{first_difference, fresh_inputs};
 use trident_sass_search::{search, Algo, Budget, Env, Options, Outcome};
-
-/// The independent check of `bytes` against the problem's original.
-fn recheck(e: &Env, bytes: &[u8], seed: u64) {
-    let p = e.problem();
-    let orig = Cubin::parse(&p.cubin).unwrap();
-    let new = Cubin::parse(bytes).unwrap();
-    let dis = common::disassembler();
-    let ot = section_text(&orig, &dis(&p.cubin).unwrap(), orig.kernels[e.kernel].text_section);
-    let nt = section_text(&new, &dis(bytes).unwrap(), new.kernels[e.kernel].text_section);
-    let (oi, ni) = (&orig.kernels[e.kernel].instrs, &new.kernels[e.kernel].instrs);
-    assert!(timing(e.sm, ni, &nt).is_empty(), "a kept schedule has a timing violation");
-    assert!(reordering((oi, &ot), (ni, &nt)).is_empty(), "a kept schedule is not a legal reordering");
-    let inputs = fresh_inputs(&p.args, seed);
-    let run = |c: &Cubin, t: &[trident_sass::disasm::Text]| -> Vec<KernelArg> {
-        let prog = Program::new(c, &p.kernel, t).unwrap();
-        let mut args = inputs.clone();
-        while args.len() < prog.kernel.params.len() {
-            args.push(KernelArg::Null);
-        }
-        launch(&prog, &p.config, &mut args).unwrap();
-        args
-    };
-    let (want, got) = (run(&orig, &ot), run(&new, &nt));
-    assert_eq!(first_difference(&want, &got), None, "a kept schedule computes something else");
-}
 
 fn run(which: &str, arch: &str, algo: Algo, evals: usize, seed: u64) -> (Env, Outcome) {
     let mut e = Env::new(common::problem(which, arch), common::disassembler()).unwrap();
@@ -65,7 +34,7 @@ fn sane(which: &str, arch: &str, e: &Env, out: &Outcome, evals: usize) {
     assert!(out.curve_csv().lines().count() == out.curve.len() + 1);
     assert!(out.moves_json(&e.name).contains(&format!("\"best_cycles\": {}", out.best_cycles)));
     // The best's moves are adjacent steps.
-    assert!(out.best.moves.iter().all(|m| m.from.abs_diff(m.to) == 1));
+    assert!(out.best.moves.iter().all(|m| m.from.abs_diff(m.to) == 1 || m.edit.is_some() && m.from == m.to));
 }
 
 #[test]
@@ -84,8 +53,8 @@ fn every_kept_schedule_verifies_and_computes_the_same() {
         let evals = 24;
         let (e, out) = run(which, arch, algo, evals, 3);
         sane(which, arch, &e, &out, evals);
-        recheck(&e, &out.bytes, 11);
-        recheck(&e, &out.bytes, 12);
+        common::recheck(&e, &out.bytes, 11);
+        common::recheck(&e, &out.bytes, 12);
         improved += (out.best_cycles < out.original_cycles) as usize;
         eprintln!(
             "{which} {arch} {}: {} → {} cycles in {} evaluations, {} moves",
@@ -124,11 +93,11 @@ fn ppo_takes_legal_actions_keeps_checked_schedules_and_replays_from_a_seed() {
     let evals = 40;
     let (mut e, a) = run("matmul", "sm_80", Algo::Ppo, evals, 3);
     sane("matmul", "sm_80", &e, &a, evals);
-    recheck(&e, &a.bytes, 21);
+    common::recheck(&e, &a.bytes, 21);
     let k = e.kernel;
     let mut s = e.original().clone();
     for m in &a.best.moves {
-        let act = trident_sass_search::Action { at: m.from, up: m.to < m.from };
+        let act = m.action();
         assert!(e.actions_by_legal_range(&s).contains(&act), "PPO's move {m:?} is not a legal action");
         s = e.apply(&s, act).unwrap();
     }

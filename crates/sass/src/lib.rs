@@ -9,6 +9,7 @@
 //! Depends on no other Trident crate (serde_json reads `nvdisasm -json`); the tools are
 //! found by the caller.
 
+pub mod banks;
 pub mod control;
 pub mod cubin;
 pub mod deps;

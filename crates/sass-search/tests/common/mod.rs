@@ -6,7 +6,12 @@
 use trident_core::{DType, HostTensor};
 use trident_emu::KernelArg;
 use trident_gpu::tools::{find, ptxas, Tool};
+use trident_sass::disasm::section_text;
+use trident_sass::verify::{reordering, timing};
+use trident_sass::Cubin;
 use trident_sass_emu::LaunchConfig;
+use trident_sass_emu::{launch, Program};
+use trident_sass_search::check::{first_difference, fresh_inputs};
 use trident_sass_search::{nvdisasm, Disassembler, Problem};
 
 /// Whether ptxas and nvdisasm are there (scripts/install-tools); says so when not.
@@ -96,4 +101,29 @@ pub fn compiled(which: &str, arch: &str) -> (trident_sass::Cubin, usize, Vec<tri
     let text = trident_sass::disasm::section_text(&cubin, &listings, k.text_section);
     assert_eq!(text.len(), k.instrs.len(), "{which} {arch}: text and instructions");
     (cubin, kernel, text)
+}
+
+/// The independent check of `bytes` against the problem's original.
+pub fn recheck(e: &trident_sass_search::Env, bytes: &[u8], seed: u64) {
+    let p = e.problem();
+    let orig = Cubin::parse(&p.cubin).unwrap();
+    let new = Cubin::parse(bytes).unwrap();
+    let dis = disassembler();
+    let ot = section_text(&orig, &dis(&p.cubin).unwrap(), orig.kernels[e.kernel].text_section);
+    let nt = section_text(&new, &dis(bytes).unwrap(), new.kernels[e.kernel].text_section);
+    let (oi, ni) = (&orig.kernels[e.kernel].instrs, &new.kernels[e.kernel].instrs);
+    assert!(timing(e.sm, ni, &nt).is_empty(), "a kept schedule has a timing violation");
+    assert!(reordering((oi, &ot), (ni, &nt)).is_empty(), "a kept schedule is not a legal reordering");
+    let inputs = fresh_inputs(&p.args, seed);
+    let run = |c: &Cubin, t: &[trident_sass::disasm::Text]| -> Vec<KernelArg> {
+        let prog = Program::new(c, &p.kernel, t).unwrap();
+        let mut args = inputs.clone();
+        while args.len() < prog.kernel.params.len() {
+            args.push(KernelArg::Null);
+        }
+        launch(&prog, &p.config, &mut args).unwrap();
+        args
+    };
+    let (want, got) = (run(&orig, &ot), run(&new, &nt));
+    assert_eq!(first_difference(&want, &got), None, "a kept schedule computes something else");
 }
