@@ -25,7 +25,10 @@
 //! uniform over a program, so every thread counts alike), then the lowest element index in
 //! the op's value. That order is a 64-bit key, kept as `!key` by `atom.max` (the buffer
 //! starts zeroed); the thread that lowered the key writes the rest, tagged with a hash of
-//! its key, so that the host can tell when two violating threads' writes interleaved.
+//! its key, so that the host can tell when two violating threads' writes interleaved — each
+//! word by a compare-and-swap that gives up once a better key is in the record, so a slower
+//! earlier winner's write cannot land over the final winner's (several CTAs violating at once
+//! on the emulator lost the details in 3 of 60 runs of `runtime/tests/sanitize.rs` before).
 //!
 //! # Cost
 //!
@@ -420,12 +423,45 @@ impl Emitter<'_> {
         // w2 = tag | offset (40 bits)
         self.ins(format!("and.b64 {w2}, {off}, 1099511627775"));
         self.ins(format!("or.b64 {w2}, {w2}, {tag}"));
-        self.ins(format!("@{won} st.global.u64 [{record}+8], {w1}"));
-        self.ins(format!("@{won} st.global.u64 [{record}+16], {w2}"));
+        // The payload words: written by the thread whose key is the record's at the time of
+        // writing, never by one a better key has since replaced (see `write_if_still_first`).
+        let done = self.new_label("san_recorded");
+        self.ins(format!("@!{won} bra {done}"));
+        for (at, word) in [(8, w1), (16, w2)] {
+            self.write_if_still_first(record, inv, at, word);
+        }
+        self.label(&done);
         let n = self.new_reg(RegClass::B64);
         self.ins(format!("atom.global.add.u64 {n}, [{record}+24], 1"));
         self.label(&skip);
         Ok(acc)
+    }
+}
+
+impl Emitter<'_> {
+    /// Writes `word` at `record + at` unless a better violation's key (`!key` larger than
+    /// `inv`) has reached `record` by then. A plain store could land after the better
+    /// violation's own payload (this thread's `atom.max` came first, its store last: several
+    /// CTAs violating at once), leaving the record's words from two violations — which the
+    /// host can tell by their tags, but not undo. So: read the word, then the key; stop if the
+    /// key is no longer this thread's; else swap the word in only if it is still what was read
+    /// (`atom.cas`), and try again if not. A better violation's `atom.max` after the key check
+    /// writes after the read, so it either fails this swap or overwrites it.
+    fn write_if_still_first(&mut self, record: Reg, inv: Reg, at: u32, word: Reg) {
+        let (seen, key, got) = (self.new_reg(RegClass::B64), self.new_reg(RegClass::B64), self.new_reg(RegClass::B64));
+        let (beaten, lost) = (self.new_reg(RegClass::Pred), self.new_reg(RegClass::Pred));
+        let retry = self.new_label("san_write");
+        let out = self.new_label("san_written");
+        self.label(&retry);
+        self.ins(format!("ld.volatile.global.u64 {seen}, [{record}+{at}]"));
+        self.ins("membar.gl");
+        self.ins(format!("ld.volatile.global.u64 {key}, [{record}]"));
+        self.ins(format!("setp.ne.u64 {beaten}, {key}, {inv}"));
+        self.ins(format!("@{beaten} bra {out}"));
+        self.ins(format!("atom.global.cas.b64 {got}, [{record}+{at}], {seen}, {word}"));
+        self.ins(format!("setp.ne.u64 {lost}, {got}, {seen}"));
+        self.ins(format!("@{lost} bra {retry}"));
+        self.label(&out);
     }
 }
 
