@@ -304,7 +304,7 @@ fn cuda_load(code: &GpuCode, ordinal: usize) -> Result<CudaLoaded, RunError> {
     loaded
         .entry(ordinal)
         .or_insert_with(|| {
-            let dev = trident_cuda::Device::open(ordinal).map_err(|e| format!("cuda: {e}"))?;
+            let dev = device(ordinal).map_err(|e| e.text)?;
             if let Some((seed, moves)) = crate::env::sass_shuffle()? {
                 // The schedule prong's check: this cubin after random legal moves, or an error.
                 let cubin = code.cubin.as_deref().ok_or("TRIDENT_SASS_SHUFFLE: no cubin (ptxas not found)")?;
