@@ -194,35 +194,41 @@ fn bad_profiling_options_are_clear_errors() {
     assert!(text(&o).1.contains("`--regions`: unknown option"), "{}", text(&o).1);
 }
 
-/// A profiled kernel keeps one warp role, so a kernel asking for warp specialization is
-/// profiled unspecialized on sm_90a: the profile says so (a warning), and only then.
+/// A warp-specialized kernel is profiled as it runs unprofiled, split between its consumer
+/// warps and its producer warp (sm_90a): the producer gets a group of its own, and its
+/// regions are named apart; the trace has a track for it; its outputs are the unprofiled
+/// launch's; the zero-cost markers' timeline (the truth) has the same regions and groups.
 #[test]
-fn a_warp_specialized_kernel_is_profiled_with_a_warning_that_it_is_not() {
-    let run = |ws: &str| {
-        let cache = dir().join("cache-ws");
+fn a_warp_specialized_kernel_is_profiled_per_role() {
+    let d = dir();
+    let run = |cmd: &str, ws: &str, extra: &[&str]| {
+        let cache = d.join("cache-ws");
+        let mut args = vec![
+            cmd,
+            "kernels/matmul_persistent.py::matmul_persistent_kernel",
+            "--backend",
+            "emu",
+            "--grid",
+            "2",
+            "a=randn:f16:128x64",
+            "b=randn:f16:128x64",
+            "c=empty:f16:128x128",
+            "M=128",
+            "N=128",
+            "K=64",
+            "BLOCK_M=64",
+            "BLOCK_N=64",
+            "BLOCK_K=32",
+            "GROUP_M=2",
+            "NUM_SMS=2",
+            "--seed",
+            "5",
+        ];
+        let w = format!("WARP_SPECIALIZE={ws}");
+        args.push(&w);
+        args.extend_from_slice(extra);
         let o = Command::new(env!("CARGO_BIN_EXE_trident"))
-            .args([
-                "profile",
-                "kernels/matmul_persistent.py::matmul_persistent_kernel",
-                "--backend",
-                "emu",
-                "--grid",
-                "2",
-                "--regions",
-                "kernel",
-                "a=randn:f16:128x64",
-                "b=randn:f16:128x64",
-                "c=empty:f16:128x128",
-                "M=128",
-                "N=128",
-                "K=64",
-                "BLOCK_M=64",
-                "BLOCK_N=64",
-                "BLOCK_K=32",
-                "GROUP_M=2",
-                "NUM_SMS=2",
-                &format!("WARP_SPECIALIZE={ws}"),
-            ])
+            .args(&args)
             .current_dir(root())
             .env("TRIDENT_CACHE_DIR", &cache)
             .env("TRIDENT_EMU_TARGET", "sm_90a")
@@ -232,9 +238,38 @@ fn a_warp_specialized_kernel_is_profiled_with_a_warning_that_it_is_not() {
         assert!(o.status.success(), "{out}{err}");
         format!("{out}{err}")
     };
-    let said = run("True");
-    assert!(said.contains("asks for warp specialization"), "{said}");
-    assert!(said.contains("1 warnings"), "{said}");
-    let plain = run("False");
-    assert!(!plain.contains("warp specialization"), "{plain}");
+    let (trace, c_prof, c_run) = (d.join("ws.json"), d.join("c-ws-prof.npy"), d.join("c-ws-run.npy"));
+    let (t, sp, sr) =
+        (format!("--trace={}", trace.display()), format!("c={}", c_prof.display()), format!("c={}", c_run.display()));
+    let regions = ["--regions", "kernel,loops,loads"];
+    let said = run("profile", "True", &[&regions[..], &[&t, "--save", &sp]].concat());
+    assert!(said.contains("2 CTAs x 4 warps + 1 producer warp (10 of 10 slots decoded)"), "{said}");
+    for region in [
+        "loop@matmul_persistent.py:22 (producer)",
+        "load@matmul_persistent.py:29 (producer)",
+        "load@matmul_persistent.py:29 ",
+    ] {
+        assert!(said.contains(region), "{region}: {said}");
+    }
+    assert!(said.contains("issues: 0 errors, 0 warnings"), "{said}");
+    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert_eq!(trace_check::violations(&trace), Vec::<String>::new());
+    let tracks: Vec<&str> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tracks.iter().filter(|t| **t == "warp 4 (producer)").count(), 2, "{tracks:?}");
+    run("run", "True", &["--save", &sr]);
+    assert_eq!(npy::read(&c_prof).unwrap().data, npy::read(&c_run).unwrap().data);
+    // The truth: the same groups and regions, at no probe cost.
+    let truth = run("profile", "True", &[&regions[..], &["--markers"]].concat());
+    assert!(truth.contains("2 CTAs x 4 warps + 1 producer warp (10 of 10 slots decoded)"), "{truth}");
+    assert!(truth.contains("load@matmul_persistent.py:29 (producer)"), "{truth}");
+    // Unspecialized, one role.
+    let plain = run("profile", "False", &regions);
+    assert!(plain.contains("2 CTAs x 4 warps (8 of 8 slots decoded)"), "{plain}");
+    assert!(!plain.contains("producer"), "{plain}");
 }

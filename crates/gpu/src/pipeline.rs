@@ -252,14 +252,16 @@ impl GpuPipeline {
         let f = gpu_ir.func(kernel).ok_or_else(|| Diagnostic::error(format!("no kernel named `{kernel}`")))?;
         let regions = regions_of(f, &gpu_ir.files)?.regions;
         let target = self.opts.target;
+        let producer_warps = crate::machine::probe::producer_warps(f);
         let meta = ProfileMeta {
             format_version: FORMAT_VERSION,
             kernel: f.name.clone(),
             target: target.arch().to_string(),
             grid: [1, 1, 1],
             warps_per_cta: self.opts.num_warps,
+            producer_warps,
             granularity: p.granularity,
-            groups_per_cta: p.granularity.groups_per_cta(self.opts.num_warps),
+            groups_per_cta: p.granularity.groups_with_producers(self.opts.num_warps, producer_warps),
             capacity: p.capacity,
             record_cost_cycles: if p.mode == ProbeMode::Markers { 0.0 } else { NOMINAL_RECORD_COST_CYCLES },
             nominal_clock_ghz: target.nominal_clock_ghz(),

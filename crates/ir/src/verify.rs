@@ -500,11 +500,12 @@ impl<'a> Verifier<'a> {
         }
         // Only control flow the lowering keeps as control flow may hold a probe: a reduction's
         // combine region runs per element pair, in an order the backend chooses — and so
-        // does every loop or `if` nested in one. (The structural phase ruled out cycles.)
+        // does every loop or `if` nested in one. (The structural phase ruled out cycles.) A
+        // `warp_specialize`'s regions are code of their warps, each run once.
         let mut host = None;
         let mut blk = b;
         while let Some(p) = f.blocks[blk].parent {
-            if !matches!(f.ops[p].kind, OpKind::For | OpKind::If | OpKind::While) {
+            if !matches!(f.ops[p].kind, OpKind::For | OpKind::If | OpKind::While | OpKind::WarpSpecialize { .. }) {
                 host = Some(p);
                 break;
             }
@@ -1364,12 +1365,18 @@ impl<'a> Verifier<'a> {
                 self.err(op, format!("region {ri} must take no arguments and yield nothing"));
             }
         }
+        // Only records (the end of a profiled kernel's region, which every warp reaches) may
+        // come between it and the `return`.
         let next = d.parent.and_then(|b| {
             let ops = &f.blocks[b].ops;
-            ops.iter().position(|&o| o == op).and_then(|i| ops.get(i + 1).copied())
+            let at = ops.iter().position(|&o| o == op)?;
+            ops[at + 1..].iter().copied().find(|&o| !matches!(f.ops[o].kind, OpKind::Record { .. }))
         });
         if d.parent != Some(f.body) || !next.is_some_and(|n| matches!(f.ops[n].kind, OpKind::Return)) {
-            self.err(op, "`warp_specialize` must be the last op of the function's body before `return`");
+            self.err(
+                op,
+                "`warp_specialize` must be the last op of the function's body before `return` (but for records)",
+            );
         }
         let mut bad = vec![];
         f.walk_block(d.regions[1], &mut |o| {

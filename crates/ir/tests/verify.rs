@@ -623,6 +623,24 @@ fn warp_specialization_splits_the_kernel_end_between_consumers_and_a_producer() 
     assert_eq!(errors_of(&module_with(&ok)), Vec::<String>::new());
     // Only right before the kernel's `return`.
     assert_error(&format!("{ok}\n  %after = add %i, %i : i32"), "last op of the function's body");
+    // Records may sit in both regions (each role's probes), and between it and the `return`
+    // (a profiled kernel region's end, which every warp reaches).
+    let profiled = format!(
+        "{head}  record [name = \"kernel\", end = false, kind = kernel]
+  warp_specialize [producer_warps = 1] {{
+    record [name = \"c\", end = false, kind = scope]
+    record [name = \"c\", end = true, kind = scope]
+    yield
+  }} {{
+    record [name = \"p\", end = false, kind = loop]
+    mbarrier_wait %bar
+    record [name = \"p\", end = true, kind = loop]
+    yield
+  }}
+  record [name = \"kernel\", end = true, kind = kernel]"
+    );
+    assert_eq!(errors_of(&module_with(&profiled)), Vec::<String>::new());
+    assert_error(&format!("{profiled}\n  %after = add %i, %i : i32"), "last op of the function's body");
     // The producer's warps take part in no barrier and hold no register tensor.
     let producer = |ops: &str| {
         format!("{head}  warp_specialize [producer_warps = 1] {{\n    yield\n  }} {{\n{ops}\n    yield\n  }}")

@@ -83,9 +83,6 @@ pub enum IssueKind {
     ClockSkew { by_clock_ns: f64, by_timer_ns: f64 },
     /// The clock rate comes from the meta, not from the globaltimer.
     NominalClock { ghz: f64, reason: String },
-    /// The kernel asks for warp specialization, which a profiled kernel does not get (its
-    /// warps keep one role): where it would apply, the profile is of another schedule.
-    UnspecializedSchedule,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -118,8 +115,7 @@ impl IssueKind {
             | OpenAtEnd { .. }
             | ReplayClamped { .. }
             | SmMismatch { .. }
-            | ClockSkew { .. }
-            | UnspecializedSchedule => Severity::Warning,
+            | ClockSkew { .. } => Severity::Warning,
         }
     }
 }
@@ -175,11 +171,6 @@ impl fmt::Display for IssueKind {
                 "starts {by_clock_ns:.0} ns after its CTA's first group by the clock but {by_timer_ns:.0} ns by the globaltimer: placed by the globaltimer"
             ),
             NominalClock { ghz, reason } => write!(f, "clock rate {ghz} GHz from the meta: {reason}"),
-            UnspecializedSchedule => f.write_str(
-                "the kernel asks for warp specialization (`warp_specialize=True`), which profiled kernels do not \
-                 get (their warps keep one role): on sm_90a, where it applies, this profile is of the unspecialized \
-                 schedule, not of the kernel's unprofiled one",
-            ),
         }
     }
 }

@@ -63,6 +63,10 @@ pub struct Region {
     pub loc: Option<SourceLoc>,
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 fn default_globaltimer_resolution_ns() -> u64 {
     // `%globaltimer` ticks every microsecond on current NVIDIA GPUs unless a profiler
     // asks for more; assume that unless the target says better (the emulator: 1).
@@ -79,10 +83,17 @@ pub struct ProfileMeta {
     pub target: String,
     /// CTAs in x, y, z.
     pub grid: [u32; 3],
+    /// The warps the kernel's layouts describe (`num_warps`); in a warp-specialized kernel,
+    /// its consumer warps.
     pub warps_per_cta: u32,
+    /// A warp-specialized kernel's producer warps, numbered after the `warps_per_cta`
+    /// others and grouped apart from them (see `format`); 0 (and absent from the JSON)
+    /// for every other kernel.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub producer_warps: u32,
     pub granularity: Granularity,
-    /// Must equal `granularity.groups_per_cta(warps_per_cta)`; stated so the runtime
-    /// and tools need not recompute it.
+    /// Must equal `granularity.groups_with_producers(warps_per_cta, producer_warps)`;
+    /// stated so the runtime and tools need not recompute it.
     pub groups_per_cta: u32,
     /// Ring capacity in records per group (a power of two).
     pub capacity: u32,
@@ -156,10 +167,11 @@ impl ProfileMeta {
         if self.grid.contains(&0) || self.num_ctas().is_none() {
             return Err(MetaError::Grid(self.grid));
         }
-        if !(1..=MAX_WARPS_PER_CTA).contains(&self.warps_per_cta) {
-            return Err(MetaError::Warps(self.warps_per_cta));
+        let all_warps = self.warps_per_cta.saturating_add(self.producer_warps);
+        if self.warps_per_cta == 0 || all_warps > MAX_WARPS_PER_CTA {
+            return Err(MetaError::Warps(all_warps));
         }
-        let expected = self.granularity.groups_per_cta(self.warps_per_cta);
+        let expected = self.granularity.groups_with_producers(self.warps_per_cta, self.producer_warps);
         if expected != self.groups_per_cta {
             return Err(MetaError::Groups {
                 granularity: self.granularity,
@@ -188,6 +200,56 @@ impl ProfileMeta {
             }
         }
         Ok(())
+    }
+
+    /// Groups of the warps the layouts describe (the consumers of a warp-specialized
+    /// kernel): groups `0..consumer_groups()`; the producer warps' follow.
+    pub fn consumer_groups(&self) -> u32 {
+        self.granularity.groups_per_cta(self.warps_per_cta)
+    }
+
+    /// Whether `group` is made of a warp-specialized kernel's producer warps.
+    pub fn is_producer_group(&self, group: u32) -> bool {
+        self.producer_warps > 0 && group >= self.consumer_groups()
+    }
+
+    /// The group warp `warp` of a CTA belongs to, or `None` past the CTA's warps.
+    pub fn group_of_warp(&self, warp: u32) -> Option<u32> {
+        let of = |w: u32| match self.granularity {
+            Granularity::Warp => w,
+            Granularity::Warpgroup => w / format::WARPS_PER_WARPGROUP,
+            Granularity::Cta => 0,
+        };
+        if warp < self.warps_per_cta {
+            Some(of(warp))
+        } else if warp - self.warps_per_cta < self.producer_warps {
+            Some(self.consumer_groups() + of(warp - self.warps_per_cta))
+        } else {
+            None
+        }
+    }
+
+    /// The first warp of `group` (its leader is that warp's lane 0).
+    pub fn leader_warp(&self, group: u32) -> u32 {
+        if self.is_producer_group(group) {
+            self.warps_per_cta + self.granularity.leader_warp(group - self.consumer_groups())
+        } else {
+            self.granularity.leader_warp(group)
+        }
+    }
+
+    /// What to call `group` in traces and tables: `warp 3`, or `warp 8 (producer)`; at CTA
+    /// granularity with producer warps, `cta (consumers)` and `producer warps`.
+    pub fn group_name(&self, group: u32) -> String {
+        let noun = self.granularity.group_noun();
+        if self.producer_warps > 0 && self.granularity == Granularity::Cta {
+            return if self.is_producer_group(group) { "producer warps".into() } else { "cta (consumers)".into() };
+        }
+        if self.is_producer_group(group) {
+            format!("{noun} {group} (producer)")
+        } else {
+            format!("{noun} {group}")
+        }
     }
 
     /// The region with id `id`, if the meta lists it.
@@ -222,6 +284,7 @@ pub(crate) mod tests {
             target: "sm_90a".into(),
             grid: [2, 1, 1],
             warps_per_cta: 4,
+            producer_warps: 0,
             granularity: Granularity::Warp,
             groups_per_cta: 4,
             capacity: 8,
@@ -291,6 +354,37 @@ pub(crate) mod tests {
         }
         assert!(matches!(ProfileMeta::from_json("{\"kernel\": 3}"), Err(MetaError::Json(_))));
         assert!(matches!(ProfileMeta::from_json(""), Err(MetaError::Json(_))));
+    }
+
+    #[test]
+    fn producer_warps_get_groups_of_their_own() {
+        let mut m = sample();
+        assert!(!m.to_json_pretty().contains("producer_warps"), "absent when zero");
+        m.producer_warps = 1;
+        assert!(m.validate().unwrap_err().to_string().contains("gives 5 groups per CTA, not 4"));
+        m.groups_per_cta = 5;
+        assert_eq!(ProfileMeta::from_json(&m.to_json_pretty()), Ok(m.clone()));
+        assert_eq!((m.group_of_warp(3), m.group_of_warp(4), m.group_of_warp(5)), (Some(3), Some(4), None));
+        assert_eq!(
+            (m.leader_warp(4), m.group_name(4), m.group_name(0)),
+            (4, "warp 4 (producer)".into(), "warp 0".into())
+        );
+        m.granularity = Granularity::Cta;
+        m.groups_per_cta = 2;
+        m.validate().unwrap();
+        assert_eq!((m.group_of_warp(3), m.group_of_warp(4), m.leader_warp(1)), (Some(0), Some(1), 4));
+        assert_eq!((m.group_name(0), m.group_name(1)), ("cta (consumers)".into(), "producer warps".into()));
+        m.granularity = Granularity::Warpgroup;
+        m.warps_per_cta = 8;
+        m.producer_warps = 4;
+        m.groups_per_cta = 3;
+        m.validate().unwrap();
+        assert_eq!(
+            (m.group_of_warp(7), m.group_of_warp(8), m.group_of_warp(11), m.leader_warp(2)),
+            (Some(1), Some(2), Some(2), 8)
+        );
+        m.producer_warps = 25;
+        assert!(m.validate().unwrap_err().to_string().contains("33 warps"));
     }
 
     #[test]

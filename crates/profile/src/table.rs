@@ -50,12 +50,25 @@ pub fn summary_line(p: &Profile) -> String {
         Some(_) => format!("per site, mean {:.2}", p.record_cost),
         None => p.record_cost.to_string(),
     };
+    let noun = m.granularity.group_noun();
+    let groups = if m.producer_warps == 0 {
+        plural(m.groups_per_cta as u64, noun)
+    } else {
+        // A warp-specialized kernel: its producer warps' groups apart.
+        let consumers = m.consumer_groups() as u64;
+        let producer = if m.granularity == crate::format::Granularity::Cta { "group" } else { noun };
+        format!(
+            "{} + {}",
+            plural(consumers, noun),
+            plural(m.groups_per_cta as u64 - consumers, &format!("producer {producer}"))
+        )
+    };
     format!(
         "kernel {} on {}: {} x {} ({} of {} slots decoded), clock {:.3} GHz ({clock}), replay cost {cost} cycles/record",
         m.kernel,
         m.target,
         plural(ctas as u64, "CTA"),
-        plural(m.groups_per_cta as u64, m.granularity.group_noun()),
+        groups,
         p.slots.len(),
         ctas as u64 * m.groups_per_cta as u64,
         p.clock.ghz,

@@ -32,7 +32,7 @@ pub fn chrome_trace(p: &Profile) -> Value {
             events.push(json!({"name": "process_sort_index", "ph": "M", "ts": 0, "pid": t.cta, "tid": 0,
                 "args": {"sort_index": t.cta}}));
         }
-        let mut name = format!("{noun} {}", t.group);
+        let mut name = meta.group_name(t.group);
         if t.dropped > 0 {
             name.push_str(&format!(" ({} records dropped)", t.dropped));
         }

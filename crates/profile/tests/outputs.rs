@@ -21,6 +21,7 @@ fn meta() -> ProfileMeta {
         target: "emu".into(),
         grid: [1, 1, 1],
         warps_per_cta: 2,
+        producer_warps: 0,
         granularity: Granularity::Warp,
         groups_per_cta: 2,
         capacity: 16,

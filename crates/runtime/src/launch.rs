@@ -453,15 +453,6 @@ pub fn doubled_launch(
     profile.ok_or_else(|| RunError::msg("internal: the doubled launch left no profile"))
 }
 
-/// Whether a loop of the kernel carries the author's `warp_specialize` request.
-fn asks_warp_specialization(ck: &CompiledKernel) -> bool {
-    let Some(f) = ck.module.func(&ck.kernel) else { return false };
-    f.all_ops().into_iter().any(|o| {
-        matches!(f.ops[o].kind, trident_ir::OpKind::For)
-            && f.ops[o].attrs.get(trident_ir::discardable::WARP_SPECIALIZE).is_some_and(|a| a.as_bool() == Some(true))
-    })
-}
-
 /// Runs an already compiled kernel once.
 pub fn run_compiled(ck: &CompiledKernel, args: &mut [Arg], opts: &LaunchOptions) -> Result<LaunchOutcome, RunError> {
     run_compiled_reps(ck, args, opts, 0, 1)
@@ -486,11 +477,7 @@ pub fn run_compiled_reps(
     // Decoded before the results are written back: a failure leaves `args` as they were.
     let profile = match (&raw.profile, &ck.gpu) {
         (Some(collected), Some(code)) => {
-            let mut p = crate::profile::decode_launch(code, collected, raw.grid, backend, raw.clock_ghz)?;
-            if code.ptx.target == trident_gpu::Target::Sm90a && asks_warp_specialization(ck) {
-                p.add_issue(trident_profile::Issue::new(None, trident_profile::IssueKind::UnspecializedSchedule));
-            }
-            Some(p)
+            Some(crate::profile::decode_launch(code, collected, raw.grid, backend, raw.clock_ghz)?)
         }
         _ => None,
     };

@@ -269,7 +269,9 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, PlanEr
     let records: Vec<Op> =
         f.all_ops().into_iter().filter(|&o| matches!(f.ops[o].kind, OpKind::Record { .. })).collect();
     let mut rings = 0u64;
-    if let (Some(g), Some(&first)) = (ProbeGeometry::of(opts), records.first()) {
+    if let (Some(g), Some(&first)) =
+        (ProbeGeometry::of(opts, crate::machine::probe::producer_warps(f)), records.first())
+    {
         rings = align(g.shared_bytes_per_cta(), 128);
         items.push((first, rings, 0, u32::MAX, true, 128));
     }
@@ -317,7 +319,7 @@ pub fn plan_shared(f: &Function, opts: &GpuOptions) -> Result<SharedPlan, PlanEr
         // Rings live through the whole kernel, so they add to everything else: when the
         // kernel fits without them, they are the whole story.
         let rings_alone = rings > 0 && total - rings <= limit;
-        if let (Some(g), true) = (ProbeGeometry::of(opts), rings > 0) {
+        if let (Some(g), true) = (ProbeGeometry::of(opts, crate::machine::probe::producer_warps(f)), rings > 0) {
             diag = diag.note(format!(
                 "{rings} bytes are the profile rings ({} {}s x {} records x 8 bytes): profile with fewer records \
                  per ring (--buffer-records) or a coarser granularity",

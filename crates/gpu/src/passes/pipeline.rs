@@ -339,10 +339,8 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             Some("the target has no warpgroup MMA (sm_90a)")
         } else if !use_tma {
             Some("not every pipelined load is a TMA copy")
-        } else if in_order {
-            Some("the body holds profiling scopes")
-        } else if opts.profile.is_some() || opts.sanitize {
-            Some("profiled or sanitized kernels keep one warp role")
+        } else if opts.sanitize {
+            Some("sanitized kernels keep one warp role")
         } else {
             super::warp_specialize::blocker(f, for_op, host, &ring_reads, &stage0, &carried)
         };
@@ -428,6 +426,7 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             recompute: &recompute,
             carried: &carried,
             dead: &tma_dead,
+            in_order,
         };
         let host = ws_host.expect("warp-specialized loops have a host");
         super::warp_specialize::rewrite(f, for_op, host, &plan, opts.num_warps);

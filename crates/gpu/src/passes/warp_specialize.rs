@@ -36,8 +36,15 @@
 //! kernel), its copies' offsets must come from scalars (the producer computes no register
 //! tensor: the layouts describe the consumer warps only), only unconditional dots of the
 //! body may read the rings (a slot is released by an MMA wait), and the kernel is not
-//! profiled (the probes' per-warp buffers know `num_warps` warps) — otherwise the loop is
-//! pipelined as usual and `TRIDENT_DEBUG_PIPELINE` says why.
+//! sanitized — otherwise the loop is pipelined as usual and `TRIDENT_DEBUG_PIPELINE` says
+//! why.
+//!
+//! **Profiling.** A profiled kernel is split the same way: the probes give the producer
+//! warps groups (rings, buffer slots) of their own (`machine::probe`). The user's scopes in
+//! the body stay with the consumers, which then wait for and read their slot at the first
+//! load's place among them (as `gpu-pipeline` does for a scoped body), so a scope around a
+//! load measures the wait for its tile; the automatic regions (`profile-instrument`, after
+//! this pass) mark both roles' code.
 
 use super::descriptors::new_barriers_primed;
 use std::collections::{HashMap, HashSet};
@@ -73,6 +80,9 @@ pub(super) struct RingPlan<'a> {
     pub carried: &'a HashSet<usize>,
     /// Ops that only feed the TMA loads' dead pointer/mask operands: cloned nowhere.
     pub dead: &'a HashSet<Op>,
+    /// The body holds records (the user's scopes): the consumers wait for and read their
+    /// slot at the first load's place among them, not at the top of the body.
+    pub in_order: bool,
 }
 
 /// The loop a warp specialization splits for pipelined loop `for_op`: the loop itself when
@@ -312,19 +322,30 @@ pub(super) fn rewrite(f: &mut Function, for_op: Op, host: Op, plan: &RingPlan<'_
     {
         let (iv, rs, ps) = (nargs[0], nargs[nargs.len() - 2], nargs[nargs.len() - 1]);
         let mut map1: HashMap<Value, Value> = args.iter().zip(&nargs).map(|(&a, &n)| (a, n)).collect();
-        let bar = app(f, nb, OpKind::MemDescIndex, &[plan.full, rs], Some(plan.bar_slot_ty.clone()), loc);
-        app(f, nb, OpKind::MbarrierWait, &[bar], None, loc);
-        for l in &plan.loads {
-            let mut view = app(f, nb, OpKind::MemDescIndex, &[l.buf, rs], Some(l.slot_ty.clone()), loc);
-            if let (Some(tr), Some(tt)) = (l.trans, l.trans_ty.clone()) {
-                let OpKind::Trans { perm } = f.ops[tr].kind.clone() else { unreachable!("a trans candidate") };
-                view = app(f, nb, OpKind::MemDescTrans { perm }, &[view], Some(tt), loc);
+        // The wait for slot r and its reads: at the top of the body, or where the first load
+        // was among the user's scopes (so a scope around it measures the wait).
+        let wait_and_read = |f: &mut Function, map1: &mut HashMap<Value, Value>| {
+            let bar = app(f, nb, OpKind::MemDescIndex, &[plan.full, rs], Some(plan.bar_slot_ty.clone()), loc);
+            app(f, nb, OpKind::MbarrierWait, &[bar], None, loc);
+            for l in &plan.loads {
+                let mut view = app(f, nb, OpKind::MemDescIndex, &[l.buf, rs], Some(l.slot_ty.clone()), loc);
+                if let (Some(tr), Some(tt)) = (l.trans, l.trans_ty.clone()) {
+                    let OpKind::Trans { perm } = f.ops[tr].kind.clone() else { unreachable!("a trans candidate") };
+                    view = app(f, nb, OpKind::MemDescTrans { perm }, &[view], Some(tt), loc);
+                }
+                let ct = f.ty(f.ops[l.convert].results[0]).clone();
+                let v = app(f, nb, OpKind::LocalLoad, &[view], Some(ct), loc);
+                map1.insert(f.ops[l.convert].results[0], v);
             }
-            let ct = f.ty(f.ops[l.convert].results[0]).clone();
-            let v = app(f, nb, OpKind::LocalLoad, &[view], Some(ct), loc);
-            map1.insert(f.ops[l.convert].results[0], v);
+        };
+        let first_load = body_ops.iter().copied().find(|&o| plan.loads.iter().any(|l| l.load == o));
+        if !plan.in_order {
+            wait_and_read(f, &mut map1);
         }
         for &op in &body_ops {
+            if plan.in_order && Some(op) == first_load {
+                wait_and_read(f, &mut map1);
+            }
             if plan.loads.iter().any(|l| l.load == op || l.convert == op || l.trans == Some(op)) {
                 continue;
             }
@@ -389,11 +410,12 @@ pub(super) fn rewrite(f: &mut Function, for_op: Op, host: Op, plan: &RingPlan<'_
         let hiv = f.blocks[hd.regions[0]].args[0];
         let ob = f.new_block(&[f.ty(hiv).clone(), i32t.clone()]);
         let oargs = f.blocks[ob].args.clone();
+        // The tile loop's own location: a profile names the producer's copy after it.
         let po = f.new_op(
             OpKind::For,
             &[hd.operands[0], hd.operands[1], hd.operands[2], w0],
             std::slice::from_ref(&i32t),
-            loc,
+            hd.loc,
         );
         f.add_region(po, ob);
         f.append_op(pb, po);

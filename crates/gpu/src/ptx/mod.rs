@@ -194,7 +194,7 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
         params.push(AbiParam { name: p.name.clone(), ty: abi });
     }
     e.records = profile::RecordLowering::new(f, &m.files, opts.profile.map(|p| p.mode))?;
-    let probes = ProbeGeometry::of(opts);
+    let probes = ProbeGeometry::of(opts, crate::machine::probe::producer_warps(f));
     if let Some(geom) = probes {
         let pname = format!("{entry}_param_{}", f.params.len());
         let _ = write!(param_text, "{}\t.param .u64 {pname}", if f.params.is_empty() { "" } else { ",\n" });
@@ -225,14 +225,7 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
     let entry_reads = e.probes_entry();
     let (pro, body) = e.take_text();
     // A warp-specialized kernel's producer warps come after the `num_warps` the layouts describe.
-    let producer_warps: u32 = f
-        .all_ops()
-        .into_iter()
-        .map(|o| match f.ops[o].kind {
-            trident_ir::OpKind::WarpSpecialize { producer_warps } => producer_warps,
-            _ => 0,
-        })
-        .sum();
+    let producer_warps = crate::machine::probe::producer_warps(f);
     let threads = 32 * (opts.num_warps + producer_warps);
     let mut out = String::new();
     let _ =

@@ -6,7 +6,9 @@
 //! rings (`smem_offset` on the records); only the group's *leader* (lane 0 of its first
 //! warp) stores.
 //!
-//! * prologue: the group (`tid >> shift`), the leader and leader-warp predicates, the
+//! * prologue: the group (`tid >> shift`; in a warp-specialized kernel the producer warps'
+//!   threads count from the first of them, in the groups after the consumers'), the leader
+//!   and leader-warp predicates, the
 //!   group's ring address, the record count `n = 0`; right before the body, `%globaltimer`
 //!   and `%clock64` (header words 6–7 and 4–5, kept in registers until the exit);
 //! * each record, always the same six instructions, so every probe costs the same (the
@@ -124,8 +126,27 @@ impl Emitter<'_> {
         );
         let tid = self.tid;
         let shift = geom.group_shift;
-        self.pro_ins(format!("shr.u32 {group}, {tid}, {shift}"));
-        self.pro_ins(format!("and.b32 {t}, {tid}, {}", (1u32 << shift) - 1));
+        if geom.producer_warps == 0 {
+            self.pro_ins(format!("shr.u32 {group}, {tid}, {shift}"));
+            self.pro_ins(format!("and.b32 {t}, {tid}, {}", (1u32 << shift) - 1));
+        } else {
+            // A warp-specialized kernel: the producer warps (threads from `consumer_threads`
+            // on) are grouped on their own, in the groups after the consumers'.
+            let (producer, base, rel, more) = (
+                self.new_reg(RegClass::Pred),
+                self.new_reg(RegClass::B32),
+                self.new_reg(RegClass::B32),
+                self.new_reg(RegClass::B32),
+            );
+            let (threads, groups) = (geom.consumer_threads, geom.consumer_groups);
+            self.pro_ins(format!("setp.ge.u32 {producer}, {tid}, {threads}"));
+            self.pro_ins(format!("selp.u32 {base}, {threads}, 0, {producer}"));
+            self.pro_ins(format!("sub.u32 {rel}, {tid}, {base}"));
+            self.pro_ins(format!("shr.u32 {group}, {rel}, {shift}"));
+            self.pro_ins(format!("selp.u32 {more}, {groups}, 0, {producer}"));
+            self.pro_ins(format!("add.u32 {group}, {group}, {more}"));
+            self.pro_ins(format!("and.b32 {t}, {rel}, {}", (1u32 << shift) - 1));
+        }
         self.pro_ins(format!("setp.eq.u32 {leader}, {t}, 0"));
         self.pro_ins(format!("setp.lt.u32 {leader_warp}, {t}, 32"));
         let ring = match ring_offset {

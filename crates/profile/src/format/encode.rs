@@ -76,12 +76,8 @@ pub fn slots_from_marks(meta: &crate::ProfileMeta, marks: &[Mark]) -> Vec<SlotDa
     let ctas = meta.num_ctas().unwrap_or(0);
     let mut groups: BTreeMap<(u32, u32), Vec<RecordData>> = BTreeMap::new();
     for m in marks {
-        let group = match meta.granularity {
-            super::Granularity::Warp => m.warp,
-            super::Granularity::Warpgroup => m.warp / super::WARPS_PER_WARPGROUP,
-            super::Granularity::Cta => 0,
-        };
-        if m.cta >= ctas || m.warp >= meta.warps_per_cta || meta.granularity.leader_warp(group) != m.warp {
+        let Some(group) = meta.group_of_warp(m.warp) else { continue };
+        if m.cta >= ctas || meta.leader_warp(group) != m.warp {
             continue;
         }
         let (region, is_end) = super::decode_tag(m.tag);

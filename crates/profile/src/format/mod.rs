@@ -11,8 +11,12 @@
 //! **Groups and slots.** The threads of a CTA are split into groups by the
 //! [`Granularity`]: a warp, a warpgroup (4 consecutive warps; the last one may be
 //! partial), or the whole CTA. Only the group's *leader* records — lane 0 of the group's
-//! first warp — so a group's events are the timeline of its first warp. The buffer is an
-//! array of `num_ctas * groups_per_cta` slots, with
+//! first warp — so a group's events are the timeline of its first warp. A warp-specialized
+//! kernel's producer warps (the meta's `producer_warps`, numbered after its `warps_per_cta`)
+//! are grouped apart, by the same granularity, into the groups after the others' (at CTA
+//! granularity: group 1), so that each group runs one role's code
+//! ([`Granularity::groups_with_producers`]). The buffer is an array of
+//! `num_ctas * groups_per_cta` slots, with
 //!
 //! ```text
 //! slot index      = cta_linear_id * groups_per_cta + group
@@ -172,6 +176,14 @@ impl Granularity {
             Granularity::Warpgroup => "warpgroup",
             Granularity::Cta => "cta",
         }
+    }
+
+    /// Groups in a CTA of `warps_per_cta` warps plus `producer_warps` of a warp-specialized
+    /// kernel: the producer warps form groups of their own, after the others' (one more
+    /// group at CTA granularity, so a producer's timeline is never merged into the others').
+    pub fn groups_with_producers(self, warps_per_cta: u32, producer_warps: u32) -> u32 {
+        let producers = if producer_warps == 0 { 0 } else { self.groups_per_cta(producer_warps) };
+        self.groups_per_cta(warps_per_cta) + producers
     }
 
     /// The first warp of `group`: the warp whose lane 0 is the group's leader.
@@ -414,6 +426,12 @@ mod tests {
         assert_eq!(Granularity::Warpgroup.groups_per_cta(6), 2);
         assert_eq!(Granularity::Warpgroup.groups_per_cta(1), 1);
         assert_eq!(Granularity::Cta.groups_per_cta(8), 1);
+        assert_eq!(Granularity::Warp.groups_with_producers(8, 1), 9);
+        assert_eq!(Granularity::Warpgroup.groups_with_producers(8, 1), 3);
+        assert_eq!(Granularity::Warpgroup.groups_with_producers(8, 4), 3);
+        assert_eq!(Granularity::Warpgroup.groups_with_producers(6, 0), 2);
+        assert_eq!(Granularity::Cta.groups_with_producers(8, 1), 2);
+        assert_eq!(Granularity::Cta.groups_with_producers(8, 0), 1);
         assert_eq!(Granularity::Warpgroup.leader_warp(1), 4);
     }
 

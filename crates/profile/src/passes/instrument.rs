@@ -16,6 +16,10 @@
 //!   waits on — is wrapped as one region, named after the wait's location (which the
 //!   pipeliner gives the loop's line).
 //!
+//! In a warp-specialized kernel both roles' code is marked: the producer's regions are
+//! named with ` (producer)` after the site (`loop@matmul.py:43 (producer)`), and its
+//! `loads` region is its wait for a free slot and the copies it then issues.
+//!
 //! `FILE` is the file name without its directory. Names are unique per function and
 //! kind: a second region on the same line gets `#2`, and so on, numbered in program
 //! order (the order the printer shows), so they are stable from one compilation to the
@@ -141,14 +145,14 @@ pub fn instrument(f: &mut Function, files: &[SourceFile], regions: Regions) -> b
             let (kind, last) = match &f.ops[op].kind {
                 OpKind::Dot { .. } if dots => (RegionKind::Dot, op),
                 OpKind::Load { .. } if loads && loads_global(f, op) => (RegionKind::Load, op),
-                OpKind::AsyncWait { .. } if loads => match pipelined_wait_end(f, op) {
+                OpKind::AsyncWait { .. } | OpKind::MbarrierWait if loads => match pipelined_wait_end(f, op) {
                     Some(last) => (RegionKind::Load, last),
                     None => continue,
                 },
                 _ => continue,
             };
             if may_hold_records(f, f.ops[op].parent) {
-                let name = names.name(kind, f.ops[op].loc);
+                let name = names.name(kind, f.ops[op].loc, in_producer(f, op));
                 targets.push(Target { first: op, last, name, kind });
             }
         }
@@ -164,7 +168,7 @@ pub fn instrument(f: &mut Function, files: &[SourceFile], regions: Regions) -> b
             };
             let Some(body) = body.filter(|&b| may_hold_records(f, Some(b))) else { continue };
             let loc = f.ops[op].loc;
-            let name = names.name(RegionKind::Loop, loc);
+            let name = names.name(RegionKind::Loop, loc, in_producer(f, op));
             wrap_block(f, body, &name, RegionKind::Loop, loc);
             changed = true;
         }
@@ -177,13 +181,25 @@ pub fn instrument(f: &mut Function, files: &[SourceFile], regions: Regions) -> b
     changed
 }
 
-/// The last op of a pipelined loop's wait for its tiles: `wait` is an `async_wait` followed
-/// in its block by `barrier`s, `memdesc_index`es and at least one `local_load` (the
-/// pipeliner's protocol); the drain after the loop (no `local_load`) is not one.
+/// The last op of a pipelined loop's wait for its tiles: `wait` is an `async_wait` or an
+/// `mbarrier_wait` (a TMA ring's slot) followed in its block by `barrier`s,
+/// `memdesc_index`es and at least one `local_load` (the pipeliner's protocol); the drain
+/// after the loop (no `local_load`) is not one. In a warp-specialized kernel's producer, an
+/// `mbarrier_wait` is the wait for a free slot, and the region runs from it to the slot's
+/// last `tma_copy`: how long the producer waited for the consumers, and issued.
 fn pipelined_wait_end(f: &Function, wait: Op) -> Option<Op> {
     let block = f.ops[wait].parent?;
     let ops = &f.blocks[block].ops;
     let at = ops.iter().position(|&o| o == wait)?;
+    if matches!(f.ops[wait].kind, OpKind::MbarrierWait) && in_producer(f, wait) {
+        return ops[at + 1..].iter().copied().take_while(|&o| !f.ops[o].kind.is_terminator()).fold(None, |last, o| {
+            if matches!(f.ops[o].kind, OpKind::TmaCopy) {
+                Some(o)
+            } else {
+                last
+            }
+        });
+    }
     let mut last = None;
     for &o in &ops[at + 1..] {
         match f.ops[o].kind {
@@ -201,15 +217,37 @@ fn loads_global(f: &Function, op: Op) -> bool {
 }
 
 /// Whether records may sit in `block`: it and every block around it are a function body
-/// or a region of `for`/`if`/`while` (the verifier's rule).
+/// or a region of `for`/`if`/`while`/`warp_specialize` (the verifier's rule).
 pub(crate) fn may_hold_records(f: &Function, block: Option<Block>) -> bool {
     let mut b = block;
     while let Some(blk) = b {
         match f.blocks[blk].parent {
             None => return true,
-            Some(p) if matches!(f.ops[p].kind, OpKind::For | OpKind::If | OpKind::While) => b = f.ops[p].parent,
+            Some(p)
+                if matches!(
+                    f.ops[p].kind,
+                    OpKind::For | OpKind::If | OpKind::While | OpKind::WarpSpecialize { .. }
+                ) =>
+            {
+                b = f.ops[p].parent
+            }
             Some(_) => return false,
         }
+    }
+    false
+}
+
+/// Whether `op` is code of a warp-specialized kernel's producer warps (the second region
+/// of a `warp_specialize`): its regions are named apart from the consumers' (the same
+/// source line runs in both roles).
+fn in_producer(f: &Function, op: Op) -> bool {
+    let mut b = f.ops[op].parent;
+    while let Some(blk) = b {
+        let Some(p) = f.blocks[blk].parent else { return false };
+        if matches!(f.ops[p].kind, OpKind::WarpSpecialize { .. }) {
+            return f.ops[p].regions.get(1) == Some(&blk);
+        }
+        b = f.ops[p].parent;
     }
     false
 }
@@ -281,7 +319,7 @@ struct Names<'a> {
 }
 
 impl Names<'_> {
-    fn name(&mut self, kind: RegionKind, loc: Loc) -> String {
+    fn name(&mut self, kind: RegionKind, loc: Loc, producer: bool) -> String {
         let site = if loc.is_unknown() {
             "?".to_string()
         } else {
@@ -296,7 +334,8 @@ impl Names<'_> {
                 None => format!("{}", loc.line),
             }
         };
-        let base = format!("{}@{site}", kind.name());
+        let role = if producer { " (producer)" } else { "" };
+        let base = format!("{}@{site}{role}", kind.name());
         let n = self.used.entry(base.clone()).or_insert(0);
         *n += 1;
         if *n == 1 {

@@ -61,6 +61,7 @@ pub fn meta(
         target: "emu".into(),
         grid,
         warps_per_cta: warps,
+        producer_warps: 0,
         granularity,
         groups_per_cta: granularity.groups_per_cta(warps),
         capacity,
