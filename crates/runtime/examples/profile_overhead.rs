@@ -89,7 +89,34 @@ fn kernels() -> Vec<(&'static str, String, Vec<&'static str>)> {
             attention("bench/profile/attn_fwd_scoped.py::attn_fwd_scoped", false),
             vec!["scopes,kernel", "scopes,kernel,loops"],
         ),
+        // Warp-specialized on sm_90a (a producer warp and its own regions; unspecialized on
+        // sm_80, where the request changes nothing).
+        (
+            "matmul persistent WS 512^3",
+            "kernels/matmul_persistent.py::matmul_persistent_kernel --grid 4 --num-warps 8 --num-stages 3 \
+             a=randn:f16:512x512 b=randn:f16:512x512 c=empty:f16:512x512 M=512 N=512 K=512 BLOCK_M=128 \
+             BLOCK_N=128 BLOCK_K=64 GROUP_M=4 NUM_SMS=4 WARP_SPECIALIZE=True"
+                .into(),
+            vec!["kernel", "kernel,loops", "kernel,loops,dots,loads"],
+        ),
+        (
+            "attention desc WS, 5 scopes",
+            attention_desc("bench/profile/attn_fwd_desc_scoped.py::attn_fwd_desc_scoped"),
+            vec!["kernel,loops,loads", "scopes,kernel", "scopes,kernel,loops,loads"],
+        ),
     ]
+}
+
+/// The descriptor attention's arguments: Z=1, H=8, N_CTX=1024, HEAD_DIM=64, BLOCK 128×64,
+/// 8 warps, 3 stages, warp-specialized.
+fn attention_desc(file: &str) -> String {
+    let (h, n, d) = (8, 1024, 64);
+    format!(
+        "{file} --grid {},{h} --num-warps 8 --num-stages 3 q=randn:f16:1x{h}x{n}x{d} k=randn:f16:1x{h}x{n}x{d} \
+         v=randn:f16:1x{h}x{n}x{d} o=empty:f16:1x{h}x{n}x{d} sm_scale=0.125 Z=1 H={h} N_CTX={n} BLOCK_M=128 \
+         BLOCK_N=64 HEAD_DIM={d} IS_CAUSAL=False WARP_SPECIALIZE=True",
+        n / 128
+    )
 }
 
 /// Errors of a replayed profile against the truth: over regions of at least `long` true
