@@ -457,6 +457,35 @@ const CASES: &[Case] = &[
         tol: 1e-2,
         ws: true,
     },
+    // Two consumer warpgroups (8 warps, BLOCK_M = 128) and a 3-slot ring: FA3's ping-pong
+    // turns between the warpgroups (`gpu-pingpong`), causal and ragged (a turn's pairing
+    // must hold for every trip count, 1 to 5 key blocks here).
+    Case {
+        kernel: "kernels/flash_attention_desc.py::attn_fwd_desc",
+        grid: "3,2",
+        args: &[
+            "q=@INTS:f16:1x2x300x64",
+            "k=@INTS:f16:1x2x300x64",
+            "v=@INTS:f16:1x2x300x64",
+            "o=randn:f16:1x2x300x64",
+            "sm_scale=0.125",
+            "Z=1",
+            "H=2",
+            "N_CTX=300",
+            "BLOCK_M=128",
+            "BLOCK_N=64",
+            "HEAD_DIM=64",
+            "IS_CAUSAL=True",
+            "WARP_SPECIALIZE=True",
+        ],
+        out: "o",
+        tma: true,
+        copies: 3,
+        opts: &["--num-warps", "8", "--num-stages", "3"],
+        sass: true,
+        tol: 1e-2,
+        ws: true,
+    },
     // A K offset the loop carries (`off_k += BLOCK_K`), feeding both the boxes and the dead
     // masks: pipelined with TMA (2 prologue stages + the loop's, 2 copies each), and
     // warp-specialized (the producer carries the counter).
@@ -740,6 +769,9 @@ fn descriptor_loads_copy_with_tma_on_sm90_and_agree_with_the_interpreter() {
             case.kernel,
             case.args
         );
+        // Ping-pong turns where two consumer warpgroups run an attention loop's two dots.
+        let pingpong = case.ws && warps == 8 && case.kernel.contains("attn");
+        assert_eq!(ptx.contains("bar.arrive"), pingpong, "{} ({:?}): ping-pong turns", case.kernel, case.args);
         // A TMA ring leaves no element-wise copies (`cp.async.ca/cg`).
         if case.tma {
             assert!(!ptx.contains("cp.async.c"), "{} ({:?}): cp.async beside TMA", case.kernel, case.args);

@@ -23,6 +23,10 @@ pub struct GpuOptions {
     /// the buffer its pointer came from; a violation is suppressed and recorded (hidden
     /// parameters: see `ptx::sanitize`).
     pub sanitize: bool,
+    /// FA3's ping-pong turns between the two consumer warpgroups of a warp-specialized
+    /// attention loop, where they apply (`passes::pingpong`); `TRIDENT_PINGPONG=0` turns
+    /// them off, to compare.
+    pub pingpong: bool,
 }
 
 impl Default for GpuOptions {
@@ -35,6 +39,7 @@ impl Default for GpuOptions {
             line_info: true,
             profile: None,
             sanitize: false,
+            pingpong: true,
         }
     }
 }

@@ -30,8 +30,8 @@ use trident_profile::{regions_of, ProfileMeta};
 
 use crate::options::{GpuOptions, ProbeMode};
 use crate::passes::{
-    AllocShared, AssignLayouts, Descriptors, InsertBarriers, OverflowReport, Pipeline, RebasePointers, RemoveConverts,
-    SinkRanges,
+    AllocShared, AssignLayouts, Descriptors, InsertBarriers, OverflowReport, Pingpong, Pipeline, RebasePointers,
+    RemoveConverts, SinkRanges,
 };
 use crate::ptx::{emit_gpu_ir, PtxKernel};
 
@@ -163,6 +163,8 @@ impl GpuPipeline {
         }
         passes.push(Box::new(AllocShared { opts: o.clone(), overflow: overflow.clone() }));
         passes.push(Box::new(InsertBarriers));
+        // Turns between warpgroups go where every CTA barrier is known.
+        passes.push(Box::new(Pingpong(o.clone())));
         passes
     }
 

@@ -501,6 +501,16 @@ pub enum OpKind {
     /// barriers in region 0 and after the op synchronise the consumers alone (a named
     /// barrier), and those before it the whole CTA.
     WarpSpecialize { producer_warps: u32 },
+    /// `[]` → nothing: ping-pong between the two consumer warpgroups of a warp-specialized
+    /// kernel (8 consumer warps). The calling warpgroup waits for its turn: until the other
+    /// warpgroup has passed it one (`pingpong_pass`) since its previous wait. With `only`,
+    /// executed by warpgroup `only` alone (the others skip it). Turns order the two
+    /// warpgroups' warpgroup MMAs, FA3's schedule: one warpgroup's softmax runs while the
+    /// other's MMAs hold the tensor cores.
+    PingpongWait { only: Option<u32> },
+    /// `[]` → nothing: the calling warpgroup passes the turn to the other one (it does not
+    /// wait). With `only`, executed by warpgroup `only` alone.
+    PingpongPass { only: Option<u32> },
 }
 
 /// The discardable attributes the IR knows (see [`crate::AttrMap`]), where they may appear,
@@ -693,6 +703,8 @@ impl OpKind {
             MbarrierWait => "mbarrier_wait",
             MbarrierArrive => "mbarrier_arrive",
             WarpSpecialize { .. } => "warp_specialize",
+            PingpongWait { .. } => "pingpong_wait",
+            PingpongPass { .. } => "pingpong_pass",
             AsyncCopy => "async_copy",
             AsyncCommitGroup => "async_commit_group",
             AsyncWait { .. } => "async_wait",
@@ -795,6 +807,9 @@ impl OpKind {
                 v
             }
             WarpSpecialize { producer_warps } => vec![("producer_warps", Attr::Int(*producer_warps as i64))],
+            PingpongWait { only } | PingpongPass { only } => {
+                only.iter().map(|&w| ("only", Attr::Int(w as i64))).collect()
+            }
             ConvertLayout | LocalAlloc | LocalLoad | LocalStore | MemDescIndex | AsyncCopy | AsyncCommitGroup
             | Barrier | TmaCopy | TmaStore | TmaStoreWait | MbarrierWait | MbarrierArrive => vec![],
         }
@@ -932,6 +947,17 @@ impl OpKind {
                 }
                 WarpSpecialize { producer_warps: n as u32 }
             }
+            "pingpong_wait" | "pingpong_pass" => {
+                let only = match a.list.iter().any(|(k, _)| k == "only") {
+                    true => Some(a.small("only", 1)? as u32),
+                    false => None,
+                };
+                if name == "pingpong_wait" {
+                    PingpongWait { only }
+                } else {
+                    PingpongPass { only }
+                }
+            }
             "async_copy" => AsyncCopy,
             "async_commit_group" => AsyncCommitGroup,
             "async_wait" => AsyncWait { pending: a.small("pending", u32::MAX as i64)? as u32 },
@@ -972,6 +998,8 @@ impl OpKind {
             TmaCopy | TmaStore | TmaStoreWait | MbarrierInit { .. } | MbarrierWait | MbarrierArrive => {
                 Effect::Write
             }
+            // Warps wait: ordered with everything else.
+            PingpongWait { .. } | PingpongPass { .. } => Effect::Write,
             LocalLoad => Effect::Read,
             // Structured control flow is as effectful as what its regions hold; passes look inside.
             For | If | While | WarpSpecialize { .. } => Effect::Write,
@@ -1034,6 +1062,10 @@ mod tests {
         round_trip(OpKind::MbarrierWait);
         round_trip(OpKind::MbarrierArrive);
         round_trip(OpKind::WarpSpecialize { producer_warps: 1 });
+        round_trip(OpKind::PingpongWait { only: None });
+        round_trip(OpKind::PingpongWait { only: Some(0) });
+        round_trip(OpKind::PingpongPass { only: Some(1) });
+        round_trip(OpKind::PingpongPass { only: None });
         round_trip(OpKind::AtomicRmw { op: RmwOp::Xchg, sem: MemSem::Relaxed, scope: MemScope::Cta });
         round_trip(OpKind::Dot { precision: InputPrecision::Ieee, max_num_imprecise_acc: 32 });
         round_trip(OpKind::Trans { perm: vec![1, 0, 2] });

@@ -640,6 +640,26 @@ fn warp_specialization_splits_the_kernel_end_between_consumers_and_a_producer() 
   record [name = \"kernel\", end = true, kind = kernel]"
     );
     assert_eq!(errors_of(&module_with(&profiled)), Vec::<String>::new());
+    // Ping-pong turns: the consumers' (region 0, at any depth), never the producer's or outside.
+    let turns = format!(
+        "{head}  warp_specialize [producer_warps = 1] {{
+    pingpong_pass [only = 1]
+    pingpong_wait
+    %r = for %z, %i, %i, %z {{
+    ^(%j: i32, %acc: i32):
+      pingpong_pass
+      pingpong_wait
+      yield %acc
+    }} : i32
+    pingpong_wait [only = 0]
+    yield
+  }} {{
+    yield
+  }}"
+    );
+    assert_eq!(errors_of(&module_with(&turns)), Vec::<String>::new());
+    assert_error(&format!("{head}  pingpong_wait"), "only in region 0");
+
     assert_error(&format!("{profiled}\n  %after = add %i, %i : i32"), "last op of the function's body");
     // The producer's warps take part in no barrier and hold no register tensor.
     let producer = |ops: &str| {
@@ -647,6 +667,7 @@ fn warp_specialization_splits_the_kernel_end_between_consumers_and_a_producer() 
     };
     assert_error(&producer("    barrier"), "in the producer region");
     assert_error(&producer("    %x = add %tf, %tf : tensor<4xf32>"), "in the producer region");
+    assert_error(&producer("    pingpong_pass"), "only in region 0");
     // Regions carry nothing; an arrival's guard is an i1 and its barrier one slot.
     assert_error(
         &format!("{head}  warp_specialize [producer_warps = 1] {{\n    yield %i\n  }} {{\n    yield\n  }}"),

@@ -18,6 +18,7 @@
 //! | `TRIDENT_SASS_SHUFFLE` | `SEED:MOVES` (e.g. `7:50`): on a CUDA device, load each kernel's cubin after that many random legal SASS moves (`trident sass shuffle`, repaired and verified) — the schedule prong's check that moved code computes the same; an error if there is no cubin or the shuffle fails | — (applied at load, after the cache) |
 //! | `TRIDENT_SASS_SEARCH` | a budget (`30s`, `500`): every launch on the SASS emulator or CUDA runs the schedule a search of its SASS found (as `--sass-search`; searched once, kept in the cache directory's `schedules/`) | the cubin's hash |
 //! | `TRIDENT_SANITIZE` | `1`: sanitize mode for every launch on the emulator or CUDA (as `--sanitize`, `sanitize=True`): bounds checks of every global access in the kernel | `sanitize=true` |
+//! | `TRIDENT_PINGPONG` | `0`: no ping-pong turns between the two consumer warpgroups of a warp-specialized attention loop on sm_90a (`trident_gpu::passes::pingpong`; on by default), to compare | `pingpong=false` |
 //! | `TRIDENT_TIMEOUT` | seconds a launch on the interpreter or the emulator may run before it is stopped with an error (as `--timeout`; default none) | — |
 //!
 //! Switches read `1`, `true`, `on` or `yes` as on and `0`, `false`, `off` or `no` as off
@@ -105,6 +106,11 @@ pub fn dump_ir() -> bool {
 /// The value of a variable a kernel file reads at module level, as its cache key records it.
 pub fn source_variable(name: &str) -> String {
     value(name).unwrap_or_else(|| "<unset>".into())
+}
+
+/// `TRIDENT_PINGPONG`: ping-pong turns where they apply (unset: on).
+pub fn pingpong() -> bool {
+    !off("TRIDENT_PINGPONG")
 }
 
 /// Whether the compile cache is used (`TRIDENT_CACHE` is not off).

@@ -112,6 +112,8 @@ pub enum Flow {
     Exit(u32),
     /// Active lanes wait at CTA barrier `id` for `count` threads (0: the whole CTA).
     Bar(u32, u32),
+    /// Active lanes arrive at named barrier `id` (of `count` threads) and go on.
+    Arrive(u32, u32),
     /// Active lanes wait at convergence barrier `n`.
     Bsync(u8),
     /// Lanes in the mask jump each to its own target (`RET` through a register).
@@ -736,16 +738,27 @@ impl Ctx<'_> {
             "UTMACCTL" if op.has("PF") => {}
             "BAR" => {
                 // `BAR.SYNC id` (the whole CTA) or `BAR.SYNC id, count` (named barriers: a
-                // warp-specialized kernel's consumers), both immediates.
-                let imm = |x: Option<&Opnd>| match x {
+                // warp-specialized kernel's consumers), and `BAR.ARV id, count` (arrives, does
+                // not wait: ping-pong turns); the id an immediate or a register (the same in
+                // every lane: the warp's first active lane's). A predicated-off barrier is
+                // skipped by the whole warp.
+                if mask == 0 {
+                    return Ok(Flow::Next);
+                }
+                let lane = mask.trailing_zeros() as usize;
+                let val = |x: Option<&Opnd>| match x {
                     Some(Opnd::Imm(b)) => Some(*b as u32),
+                    Some(r @ Opnd::R { .. }) => self.u(w, lane, r, op).ok(),
                     _ => None,
                 };
-                let id = if o.is_empty() { Some(0) } else { imm(o.first()) };
-                let count = if o.len() > 1 { imm(o.get(1)) } else { Some(0) };
-                match (op.has("SYNC"), id, count, o.len()) {
-                    (true, Some(id), Some(count), ..=2) if id < 16 && count % 32 == 0 => {
+                let id = if o.is_empty() { Some(0) } else { val(o.first()) };
+                let count = if o.len() > 1 { val(o.get(1)) } else { Some(0) };
+                match (op.has("SYNC"), op.has("ARV"), id, count, o.len()) {
+                    (true, false, Some(id), Some(count), ..=2) if id < 16 && count % 32 == 0 => {
                         return Ok(Flow::Bar(id, count))
+                    }
+                    (false, true, Some(id), Some(count), 2) if id < 16 && count > 0 && count % 32 == 0 => {
+                        return Ok(Flow::Arrive(id, count))
                     }
                     _ => return Err(unsupported(op, "this barrier form")),
                 }

@@ -229,23 +229,42 @@ fn run_on(p: &Program, cfg: &LaunchConfig, params: &[u8], mem: &GlobalMem) -> Re
 /// Releases every CTA barrier whose warps have all arrived: barrier `n` with a thread count
 /// once that many threads' warps wait at it, a barrier without one once every warp that has
 /// not exited does. Says whether one was released.
-fn release_barriers(warps: &mut [exec::Warp], clocks: &mut [timing::WarpTiming], states: &[State]) -> bool {
+fn release_barriers(
+    warps: &mut [exec::Warp],
+    clocks: &mut [timing::WarpTiming],
+    states: &[State],
+    arrivals: &mut [(u32, u64); 16],
+) -> bool {
     let at = |i: usize| matches!(states[i], State::AtBar);
     let mut released = false;
     let ids: std::collections::BTreeSet<u32> = (0..warps.len()).filter(|&i| at(i)).map(|i| warps[i].bar_id).collect();
     for id in ids {
         let members: Vec<usize> = (0..warps.len()).filter(|&i| at(i) && warps[i].bar_id == id).collect();
         let count = warps[members[0]].bar_count;
+        let waiting = 32 * members.len() as u32;
+        let arrived = arrivals.get(id as usize).copied().unwrap_or_default();
         let complete = if count == 0 {
             (0..warps.len()).all(|i| matches!(states[i], State::Done) || members.contains(&i))
         } else {
-            32 * members.len() as u32 >= count
+            waiting + arrived.0 >= count
         };
         if !complete {
             continue;
         }
-        let t = members.iter().map(|&i| clocks[i].clock).max().unwrap_or(0)
-            + trident_sass::latency::BARRIER_MIN_CYCLES as u64;
+        // The phase completes with its last thread, waiting or only arriving.
+        let mut t = members.iter().map(|&i| clocks[i].clock).max().unwrap_or(0);
+        if count > 0 {
+            if let Some(a) = arrivals.get_mut(id as usize) {
+                if a.0 > 0 {
+                    t = t.max(a.1);
+                }
+                a.0 -= count.saturating_sub(waiting).min(a.0);
+                if a.0 == 0 {
+                    a.1 = 0;
+                }
+            }
+        }
+        let t = t + trident_sass::latency::BARRIER_MIN_CYCLES as u64;
         for &i in &members {
             let w = &mut warps[i];
             for l in 0..32 {
@@ -282,6 +301,9 @@ fn run_cta(
     let mut clocks: Vec<WarpTiming> = vec![WarpTiming::default(); nwarps as usize];
     let mut shared = vec![0u8; (k.shared_reserved() + k.shared_bytes + cfg.dynamic_shared_bytes) as usize];
     let mut bars = tma::Barriers::default();
+    // Threads that arrived (`BAR.ARV`) at each named barrier without waiting, and the
+    // latest clock of those arrivals: they count towards the barrier's next completion.
+    let mut arrivals = [(0u32, 0u64); 16];
     // The barriers' epoch at which parked lanes were last let go without a barrier moving.
     let mut forced_at: Option<u64> = None;
     let mut issued = 0u64;
@@ -392,6 +414,12 @@ fn run_cta(
                         w.bar_id = id;
                         w.bar_count = count;
                     }
+                    Flow::Arrive(id, _) => {
+                        let a = &mut arrivals[id as usize];
+                        a.0 += active.count_ones();
+                        a.1 = a.1.max(t.clock);
+                        step(w, active);
+                    }
                     Flow::Bsync(n) => w.at_bsync[n as usize] |= active,
                     Flow::JumpEach(m, to) => {
                         for (l, (pc, t)) in w.pc.iter_mut().zip(to.iter()).enumerate() {
@@ -421,7 +449,7 @@ fn run_cta(
         if states.iter().all(|s| matches!(s, State::Done)) {
             break;
         }
-        if release_barriers(&mut warps, &mut clocks, &states) {
+        if release_barriers(&mut warps, &mut clocks, &states, &mut arrivals) {
             continue;
         }
         // Some lanes are parked at mbarrier waits and nothing else can run: the copies in

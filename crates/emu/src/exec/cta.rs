@@ -18,6 +18,9 @@ struct BarState {
     /// `bar.red`: the operation, the running result, and each waiting warp's destination.
     red: Option<(RedOp, u32)>,
     red_dst: Vec<(usize, Operand, u32)>,
+    /// The latest clock at which a thread arrived: a `bar.arrive` does not wait, so the
+    /// phase completes no earlier than its last arrival, whoever waits.
+    last_arrival: u64,
 }
 
 pub struct Cta {
@@ -251,6 +254,7 @@ impl Cta {
         }
         b.count = b.count.or(count);
         b.arrived_threads += (self.warps[wi].lanes & !self.warps[wi].exited).count_ones().max(1);
+        b.last_arrival = b.last_arrival.max(self.warps[wi].clock);
         if wait {
             b.waiting.push(wi);
             self.waiting[wi] = true;
@@ -416,7 +420,7 @@ impl Cta {
             if b.arrived_threads == 0 || b.arrived_threads < expected(b, warps) {
                 continue;
             }
-            let t = b.waiting.iter().map(|&w| warps[w].clock).max().unwrap_or(0) + latency;
+            let t = b.waiting.iter().map(|&w| warps[w].clock).max().unwrap_or(0).max(b.last_arrival) + latency;
             for &w in &b.waiting {
                 warps[w].clock = t;
                 waiting[w] = false;

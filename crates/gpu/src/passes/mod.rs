@@ -10,7 +10,8 @@
 //! carried scalar base and the loop-invariant offsets), `gpu-sink-ranges` (recomputes `arange`s inside the loops that
 //! use them, to shorten their registers' lives), `gpu-alloc-shared` (marks the wgmma
 //! operands read from shared memory, plans shared memory and records the plan in the IR),
-//! `gpu-insert-barriers`.
+//! `gpu-insert-barriers`, `gpu-pingpong` (turns between two consumer warpgroups of a
+//! warp-specialized loop).
 //!
 //! Passes decide; facts they share with emission live in [`crate::machine`]. No pass
 //! names `crate::ptx` (`tests/module_rules.rs`).
@@ -20,6 +21,7 @@ pub mod assign_layouts;
 pub mod barriers;
 pub mod coalesce;
 pub mod descriptors;
+pub mod pingpong;
 pub mod pipeline;
 pub mod rebase_pointers;
 pub mod registry;
@@ -77,6 +79,29 @@ impl OverflowReport {
 }
 /// Inserts barriers between shared-memory users (see `barriers`).
 pub struct InsertBarriers;
+/// FA3's ping-pong between two consumer warpgroups (see `pingpong`).
+pub struct Pingpong(pub GpuOptions);
+
+impl Pass for Pingpong {
+    fn name(&self) -> &'static str {
+        "gpu-pingpong"
+    }
+
+    fn run_on_function(&self, f: &mut Function) -> Result<bool, Diagnostic> {
+        if !f.kernel {
+            return Ok(false);
+        }
+        match pingpong::pingpong(f, &self.0) {
+            Ok(done) => Ok(done),
+            Err(why) => {
+                if std::env::var_os("TRIDENT_DEBUG_PIPELINE").is_some() {
+                    eprintln!("gpu-pingpong: `{}`: not applied: {why}", f.name);
+                }
+                Ok(false)
+            }
+        }
+    }
+}
 /// Recomputes `arange`s inside the loops that use them (see `sink_ranges`).
 pub struct SinkRanges;
 /// Carries loop-carried pointer tensors as one scalar base (see `rebase_pointers`).

@@ -6,7 +6,8 @@
 //! tile passes of `trident-opt`.
 
 use super::{
-    AllocShared, AssignLayouts, Descriptors, InsertBarriers, Pipeline, RebasePointers, RemoveConverts, SinkRanges,
+    AllocShared, AssignLayouts, Descriptors, InsertBarriers, Pingpong, Pipeline, RebasePointers, RemoveConverts,
+    SinkRanges,
 };
 use crate::options::GpuOptions;
 use trident_opt::{Pass, PassManager};
@@ -21,6 +22,7 @@ pub const PASS_NAMES: &[&str] = &[
     "gpu-sink-ranges",
     "gpu-alloc-shared",
     "gpu-insert-barriers",
+    "gpu-pingpong",
 ];
 
 /// The GPU pass named `name`, compiling for `opts`.
@@ -34,6 +36,7 @@ pub fn create_pass(name: &str, opts: &GpuOptions) -> Option<Box<dyn Pass>> {
         "gpu-sink-ranges" => Box::new(SinkRanges),
         "gpu-alloc-shared" => Box::new(AllocShared::new(opts.clone())),
         "gpu-insert-barriers" => Box::new(InsertBarriers),
+        "gpu-pingpong" => Box::new(Pingpong(opts.clone())),
         _ => return None,
     })
 }

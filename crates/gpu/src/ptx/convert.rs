@@ -60,6 +60,8 @@ impl Emitter<'_> {
             | OpKind::MbarrierWait
             | OpKind::MbarrierArrive => self.emit_tma_op(op),
             OpKind::WarpSpecialize { producer_warps } => self.emit_warp_specialize(op, *producer_warps),
+            OpKind::PingpongWait { only } => self.emit_pingpong(false, *only),
+            OpKind::PingpongPass { only } => self.emit_pingpong(true, *only),
             other => Err(self.err(format!("internal: `{}` cannot be emitted", other.name()))),
         }
     }

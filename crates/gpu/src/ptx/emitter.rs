@@ -82,6 +82,12 @@ pub(crate) struct Emitter<'a> {
     /// Inside and after the consumer region of a `warp_specialize`: the consumer threads,
     /// which CTA barriers then synchronise alone (named barrier 1; see `warp_specialize`).
     pub(crate) consumer_threads: Option<u32>,
+    /// Ping-pong turns (`pingpong_wait`/`pingpong_pass`): this warpgroup's named barrier,
+    /// the other's, and "warpgroup 0" / "warpgroup 1" predicates, set up in the prologue.
+    pub(crate) pingpong: Option<[Reg; 4]>,
+    /// A turn's `bar.sync` waiting for the next warpgroup MMA's first instruction (see
+    /// `emit_pingpong`).
+    pub(crate) turn_after_fence: Option<String>,
     /// Emitting the producer region of a `warp_specialize`.
     pub(crate) in_producer: bool,
     /// `tid == first producer thread` (the producer's TMA leader).
@@ -131,6 +137,8 @@ impl<'a> Emitter<'a> {
             mbar_phases: HashMap::new(),
             tma_leader: None,
             consumer_threads: None,
+            pingpong: None,
+            turn_after_fence: None,
             in_producer: false,
             producer_leader: None,
             lane0: None,
@@ -482,6 +490,15 @@ impl<'a> Emitter<'a> {
             self.loc(self.f.ops[op].loc);
         }
         let r = self.dispatch(op);
+        if let Some(turn) = self.turn_after_fence.take() {
+            // The op the turn waited for was no warpgroup MMA: the turn goes after it
+            // (the barrier's pairing is unchanged).
+            if !matches!(self.f.ops[op].kind, OpKind::PingpongWait { .. }) {
+                self.ins(turn);
+            } else {
+                self.turn_after_fence = Some(turn);
+            }
+        }
         self.cur_op = saved;
         r
     }
@@ -575,7 +592,10 @@ impl<'a> Emitter<'a> {
             OpKind::TmaCopy | OpKind::MbarrierWait => false,
             // Releases a slot: waits for the MMAs that read it (all but the marked last ones).
             OpKind::MbarrierArrive => true,
-            OpKind::Dot { .. } | OpKind::Record { .. } => false,
+            // Turns order MMA issue between warpgroups; they touch no operand.
+            OpKind::Dot { .. } | OpKind::Record { .. } | OpKind::PingpongWait { .. } | OpKind::PingpongPass { .. } => {
+                false
+            }
             _ => d.attrs.int(SMEM_SIZE).is_some_and(|n| n > 0) || d.kind.effect() == trident_ir::Effect::Write,
         }
     }

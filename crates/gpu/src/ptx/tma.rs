@@ -35,6 +35,10 @@ use trident_ir::{Function, Op, OpKind, Value, ValueDef};
 
 pub use crate::machine::tma::{map_field, MapField};
 
+/// The first of the two named barriers of ping-pong turns (0 is the CTA's, 1 the
+/// consumers' of a warp-specialized kernel).
+const PINGPONG_BARRIER: u32 = 2;
+
 /// What the launch needs to build one hidden tensor map (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TensorMapSpec {
@@ -312,6 +316,70 @@ impl Emitter<'_> {
         self.in_producer = false;
         self.label(&end);
         Ok(())
+    }
+
+    /// A ping-pong turn between the two consumer warpgroups (`gpu-pingpong`): warpgroup w
+    /// waits for its turn on named barrier `PINGPONG_BARRIER + w` (`bar.sync`, counting both
+    /// warpgroups' threads) and passes the turn with `bar.arrive` on the other's, which
+    /// does not wait. With `only`, one warpgroup alone executes it (a predicated immediate
+    /// form). Barrier 0 is the CTA's and 1 the consumers' (`cta_barrier`).
+    pub(crate) fn emit_pingpong(&mut self, pass: bool, only: Option<u32>) -> Res<()> {
+        let Some(consumers) = self.consumer_threads else {
+            return Err(self.err("internal: a ping-pong turn outside the consumers of a `warp_specialize`"));
+        };
+        if consumers != 2 * 128 {
+            return Err(self
+                .err(format!("internal: ping-pong needs two consumer warpgroups, not {consumers} consumer threads")));
+        }
+        let [me, other, wg0, wg1] = match self.pingpong {
+            Some(r) => r,
+            None => {
+                let (wg, me, other) =
+                    (self.new_reg(RegClass::B32), self.new_reg(RegClass::B32), self.new_reg(RegClass::B32));
+                let (wg0, wg1) = (self.new_reg(RegClass::Pred), self.new_reg(RegClass::Pred));
+                let tid = self.tid;
+                self.pro_ins(format!("shr.u32 {wg}, {tid}, 7"));
+                self.pro_ins(format!("add.u32 {me}, {wg}, {PINGPONG_BARRIER}"));
+                self.pro_ins(format!("sub.u32 {other}, {}, {wg}", PINGPONG_BARRIER + 1));
+                self.pro_ins(format!("setp.eq.u32 {wg0}, {wg}, 0"));
+                self.pro_ins(format!("setp.eq.u32 {wg1}, {wg}, 1"));
+                let r = [me, other, wg0, wg1];
+                self.pingpong = Some(r);
+                r
+            }
+        };
+        let verb = if pass { "bar.arrive" } else { "bar.sync" };
+        match only {
+            // A wait right before a warpgroup MMA goes after the MMA's first instruction:
+            // ptxas moves a `bar.sync` above register-only work (here the softmax that
+            // computes the MMA's operand; above the `wgmma.fence` too), which would put
+            // that work inside the turn and serialise the warpgroups. It keeps the barrier
+            // below an MMA, which reads the operands (and shared memory).
+            None if !pass && self.next_is_dot() => {
+                self.turn_after_fence = Some(format!("{verb} {me}, {consumers}"));
+            }
+            None => self.ins(format!("{verb} {}, {consumers}", if pass { other } else { me })),
+            Some(w) => {
+                let id = if pass { PINGPONG_BARRIER + 1 - w } else { PINGPONG_BARRIER + w };
+                self.ins(format!("@{} {verb} {id}, {consumers}", if w == 0 { wg0 } else { wg1 }));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the op after the current one (records aside) in its block is a dot on
+    /// warpgroup MMA.
+    fn next_is_dot(&self) -> bool {
+        let f = self.f;
+        let Some(op) = self.cur_op else { return false };
+        let Some(b) = f.ops[op].parent else { return false };
+        let ops = &f.blocks[b].ops;
+        let at = ops.iter().position(|&o| o == op).unwrap_or(ops.len());
+        self.opts.target.has_wgmma()
+            && ops[at + 1..]
+                .iter()
+                .find(|&&o| !matches!(f.ops[o].kind, OpKind::Record { .. }))
+                .is_some_and(|&o| matches!(f.ops[o].kind, OpKind::Dot { .. }))
     }
 
     /// A predicate true in thread 0 only (the thread that initialises barriers and issues

@@ -353,6 +353,12 @@ impl Emitter<'_> {
                         ds.join(", "),
                         bd.major_mn as u32
                     ));
+                    // A ping-pong turn waited for before this MMA: after its first
+                    // instruction, which reads the operands the work before it computed, so
+                    // ptxas cannot hoist the barrier above that work (see `emit_pingpong`).
+                    if let Some(turn) = self.turn_after_fence.take() {
+                        self.ins(turn);
+                    }
                 }
             }
             k0 += 16;

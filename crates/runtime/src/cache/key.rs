@@ -250,7 +250,8 @@ pub fn version() -> &'static str {
 //   in the tile IR), and for GPU targets `num_warps`, `num_stages` and, when profiling,
 //   `profile` (regions, granularity, ring capacity, probe mode; tile IR does not depend on
 //   them, so a tile-IR entry serves every choice of them), and `sanitize` when set (the
-//   bounds checks and hidden parameters of sanitize mode). Options only written when set
+//   bounds checks and hidden parameters of sanitize mode), and `pingpong=false` when
+//   `TRIDENT_PINGPONG` turns ping-pong turns off. Options only written when set
 //   keep the keys of unprofiled compilations what they were;
 // * the value of every environment variable the kernel's files read at module level
 //   (`env:NAME` options; [`env_names_read`]);
@@ -321,6 +322,9 @@ pub(crate) fn describe(
         }
         if gpu.sanitize {
             opts.push(("sanitize".to_string(), "true".to_string()));
+        }
+        if !crate::env::pingpong() {
+            opts.push(("pingpong".to_string(), "false".to_string()));
         }
     }
     Described { target: target.name(), signature, constexprs, options: opts }

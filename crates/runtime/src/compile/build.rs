@@ -69,6 +69,7 @@ pub(super) fn build(req: &Request, infos: &[(String, ArgInfo)]) -> Result<Compil
                 num_stages: req.num_stages,
                 profile: req.profile,
                 sanitize: req.sanitize,
+                pingpong: crate::env::pingpong(),
                 ..GpuOptions::default()
             };
             let module = &compiled.module;
