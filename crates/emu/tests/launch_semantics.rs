@@ -782,3 +782,48 @@ DONE:
     let e = run(&kernel("barrier.sync.aligned"), "k", [1, 1, 1], [32, 1, 1], &mut []).unwrap_err();
     assert!(e.to_string().contains("divergent barrier"), "{e}");
 }
+
+/// `bar.arrive` does not wait, but the phase it completes cannot end before it: a warp
+/// waiting at `bar.sync` for a later arrival resumes after that arrival, not at its own
+/// clock (ping-pong turns between warpgroups hand over this way).
+#[test]
+fn a_phase_completed_by_a_late_arrive_releases_its_waiter_after_it() {
+    let ptx = format!(
+        "{HEADER}
+.visible .entry k(.param .u64 out)
+{{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  .reg .pred %p<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r0, %tid.x;
+  shr.u32 %r1, %r0, 5;
+  mul.wide.u32 %rd2, %r1, 8;
+  add.s64 %rd3, %rd1, %rd2;
+  setp.eq.u32 %p1, %r1, 1;
+  @%p1 bra LATE;
+  bar.sync 2, 64;
+  mov.u64 %rd4, %clock64;
+  st.global.u64 [%rd3], %rd4;
+  ret;
+LATE:
+  mov.u32 %r2, 0;
+SPIN:
+  mad.lo.u32 %r3, %r2, %r2, %r3;
+  add.u32 %r2, %r2, 1;
+  setp.lt.u32 %p2, %r2, 200;
+  @%p2 bra SPIN;
+  mov.u64 %rd4, %clock64;
+  bar.arrive 2, 64;
+  st.global.u64 [%rd3], %rd4;
+  ret;
+}}"
+    );
+    let m = Module::parse(&ptx).unwrap();
+    let mut args = vec![KernelArg::Buffer(poisoned(DType::U64, &[2]))];
+    let cfg = LaunchConfig { block: [64, 1, 1], ..LaunchConfig::default() };
+    launch(&m, "k", &cfg, &mut args).unwrap();
+    let (released, arrived) = (buf(&args, 0).get_bits(0), buf(&args, 0).get_bits(1));
+    assert!(arrived > 200, "the spin takes time: arrived at {arrived}");
+    assert!(released > arrived, "warp 0 resumed at {released}, before warp 1 arrived at {arrived}");
+}

@@ -187,10 +187,11 @@ impl GpuOptions {
                     o.line_info = v.parse().map_err(|_| format!("`line_info` is true or false, not `{v}`"))?
                 }
                 "sanitize" => o.sanitize = v.parse().map_err(|_| format!("`sanitize` is true or false, not `{v}`"))?,
+                "pingpong" => o.pingpong = v.parse().map_err(|_| format!("`pingpong` is true or false, not `{v}`"))?,
                 _ => {
                     return Err(format!(
                         "unknown option `{k}` (known: target, num_warps, num_stages, max_shared_bytes, line_info, \
-                         sanitize, profile, granularity, buffer_records, profile_mode)"
+                         sanitize, pingpong, profile, granularity, buffer_records, profile_mode)"
                     ))
                 }
             }
