@@ -131,6 +131,25 @@ def benches(quick):
             bytes=None, flops=4 * Z * H * S * S * D * (0.5 if causal else 1.0),
             torch=(lambda c: lambda t: F.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=c))(causal)))
 
+    # FA3's ping-pong (gpu-pingpong): warp-specialized, 3 slots (2 give the producer no lead:
+    # bench/PROFILE.md), with the turns and without (TRIDENT_PINGPONG=0).
+    for D, causal in ((64, False), (128, True)):
+        for pingpong in (True, False):
+            Z, H = 4, 16
+            S = 1024 if quick else 4096
+            shape = (Z, H, S, D)
+            out.append(dict(
+                name=f"attention fwd f16 Z{Z} H{H} S{S} D{D}{' causal' if causal else ''} descriptors "
+                     f"warp-specialized 3 stages{' ping-pong' if pingpong else ' no ping-pong'}",
+                file="kernels/flash_attention_desc.py", kernel="attn_fwd_desc", grid=(cdiv(S, 128), Z * H), warps=8,
+                stages=3, tensors=[(n, "randn", f16, shape) for n in "qkv"] + [("o", "empty", f16, shape)],
+                scalars=[("sm_scale", D ** -0.5), ("Z", Z), ("H", H), ("N_CTX", S)],
+                consts=[("BLOCK_M", 128), ("BLOCK_N", 64), ("HEAD_DIM", D), ("IS_CAUSAL", causal),
+                        ("WARP_SPECIALIZE", True)],
+                env={} if pingpong else {"TRIDENT_PINGPONG": "0"},
+                bytes=None, flops=4 * Z * H * S * S * D * (0.5 if causal else 1.0),
+                torch=(lambda c: lambda t: F.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=c))(causal)))
+
     Z, H, D = 4, 16, 64
     for causal in (False, True):
         S = 1024 if quick else 4096
@@ -166,7 +185,8 @@ def trident_bench(trident, b):
         words += ["--flops", str(int(b["flops"]))]
     if b["bytes"]:
         words += ["--bytes", str(int(b["bytes"]))]
-    p = subprocess.run(words, cwd=ROOT, capture_output=True, text=True, timeout=150)
+    env = dict(os.environ, **b.get("env", {}))
+    p = subprocess.run(words, cwd=ROOT, capture_output=True, text=True, timeout=150, env=env)
     if p.returncode != 0:
         return None, (p.stderr.strip().splitlines() or ["failed"])[0][:120]
     return json.loads(p.stdout.strip().splitlines()[-1])["median_us"], None
