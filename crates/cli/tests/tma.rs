@@ -868,3 +868,94 @@ fn a_descriptor_the_launch_cannot_encode_is_an_error_naming_its_argument() {
     assert!(!o.status.success());
     assert!(err.contains("a dimension of -64") && err.contains("the product `Z` * `H` * `N_CTX`"), "{err}");
 }
+
+/// `TRIDENT_SETMAXNREG=1`: a warp-specialized kernel with two consumer warpgroups gets a
+/// producer warpgroup that gives its registers to the consumers. D128 attention with
+/// 128-key blocks, which spills at the 168 registers ptxas otherwise allows 8 consumer warps
+/// and a producer warp, then needs no spill; the outputs are the same bytes on both
+/// emulators, with and without the move.
+#[test]
+fn a_producer_warpgroup_gives_its_registers_to_the_consumers() {
+    if !ptxas_present() {
+        eprintln!("skipped: no ptxas (scripts/install-tools; TRIDENT_PTXAS)");
+        return;
+    }
+    let case = Case {
+        kernel: "kernels/flash_attention_desc.py::attn_fwd_desc",
+        grid: "2,2",
+        args: &[
+            "q=@INTS:f16:1x2x200x128",
+            "k=@INTS:f16:1x2x200x128",
+            "v=@INTS:f16:1x2x200x128",
+            "o=randn:f16:1x2x200x128",
+            "sm_scale=0.125",
+            "Z=1",
+            "H=2",
+            "N_CTX=200",
+            "BLOCK_M=128",
+            "BLOCK_N=128",
+            "HEAD_DIM=128",
+            "IS_CAUSAL=False",
+            "WARP_SPECIALIZE=True",
+        ],
+        out: "o",
+        tma: true,
+        copies: 3,
+        opts: &["--num-warps", "8", "--num-stages", "2"],
+        sass: true,
+        tol: 1e-2,
+        ws: true,
+    };
+    let seed = 7;
+    let dir = std::env::temp_dir().join(format!("trident_tma_smr_{}", std::process::id()));
+    let compile = |smr: &str| {
+        let mut words: Vec<String> =
+            ["compile", &kernel_path(&case), "--emit", "cubin", "--target", "sm_90a", "--output"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        words.push(dir.join(format!("a{smr}.cubin")).display().to_string());
+        words.extend(case.opts.iter().map(|s| s.to_string()));
+        words.extend(materialize(&case, seed));
+        let cache = dir.join(format!("cache{smr}")).display().to_string();
+        let o = trident(&words, &[("TRIDENT_SETMAXNREG", smr), ("TRIDENT_CACHE_DIR", &cache)]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+    };
+    let (with, without) = (compile("1"), compile("0"));
+    assert!(with.contains("spill_stores: 0"), "{with}");
+    assert!(!without.contains("spill_stores: 0"), "the plain split spills at this size: {without}");
+    let mut words: Vec<String> =
+        ["compile", &kernel_path(&case), "--emit", "ptx", "--target", "sm_90a"].iter().map(|s| s.to_string()).collect();
+    words.extend(case.opts.iter().map(|s| s.to_string()));
+    words.extend(materialize(&case, seed));
+    let o = trident(&words, &[("TRIDENT_SETMAXNREG", "1"), ("TRIDENT_CACHE", "0")]);
+    let ptx = String::from_utf8_lossy(&o.stdout);
+    for line in
+        [".reqntid 384", ".maxnreg 168", "setmaxnreg.inc.sync.aligned.u32 232", "setmaxnreg.dec.sync.aligned.u32 40"]
+    {
+        assert!(ptx.contains(line), "{line} in the PTX");
+    }
+    let run_on = |backend: &str, smr: &str| {
+        let out = dir.join(format!("o_{backend}_{smr}.npy"));
+        let mut words: Vec<String> = ["run", &kernel_path(&case), "--backend", backend, "--grid", case.grid]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        words.extend(case.opts.iter().map(|s| s.to_string()));
+        words.extend(["--seed".to_string(), seed.to_string()]);
+        words.extend(materialize(&case, seed));
+        words.extend(["--save".to_string(), format!("o={}", out.display())]);
+        let cache = dir.join(format!("cache{smr}")).display().to_string();
+        let o = trident(
+            &words,
+            &[("TRIDENT_SETMAXNREG", smr), ("TRIDENT_EMU_TARGET", "sm_90a"), ("TRIDENT_CACHE_DIR", &cache)],
+        );
+        assert!(o.status.success(), "{backend}: {}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read(&out).unwrap()
+    };
+    for backend in ["emu", "sass-emu"] {
+        assert!(run_on(backend, "1") == run_on(backend, "0"), "{backend}: outputs differ with the register move");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

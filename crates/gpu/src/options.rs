@@ -27,6 +27,10 @@ pub struct GpuOptions {
     /// attention loop, where they apply (`passes::pingpong`); `TRIDENT_PINGPONG=0` turns
     /// them off, to compare.
     pub pingpong: bool,
+    /// A warp-specialized kernel with two consumer warpgroups gets a producer warpgroup that
+    /// gives its registers to the consumers (`setmaxnreg`, FA3's split; `TRIDENT_SETMAXNREG=1`).
+    /// Off by default until a GPU has judged it (`passes::warp_specialize::register_split`).
+    pub setmaxnreg: bool,
 }
 
 impl Default for GpuOptions {
@@ -40,6 +44,7 @@ impl Default for GpuOptions {
             profile: None,
             sanitize: false,
             pingpong: true,
+            setmaxnreg: false,
         }
     }
 }
@@ -188,10 +193,13 @@ impl GpuOptions {
                 }
                 "sanitize" => o.sanitize = v.parse().map_err(|_| format!("`sanitize` is true or false, not `{v}`"))?,
                 "pingpong" => o.pingpong = v.parse().map_err(|_| format!("`pingpong` is true or false, not `{v}`"))?,
+                "setmaxnreg" => {
+                    o.setmaxnreg = v.parse().map_err(|_| format!("`setmaxnreg` is true or false, not `{v}`"))?
+                }
                 _ => {
                     return Err(format!(
                         "unknown option `{k}` (known: target, num_warps, num_stages, max_shared_bytes, line_info, \
-                         sanitize, pingpong, profile, granularity, buffer_records, profile_mode)"
+                         sanitize, pingpong, setmaxnreg, profile, granularity, buffer_records, profile_mode)"
                     ))
                 }
             }

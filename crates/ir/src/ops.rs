@@ -499,8 +499,12 @@ pub enum OpKind {
     /// `tma_copy`, `mbarrier_wait`; no register tensors, no CTA barriers). The two talk
     /// only through mbarriers. Sits in the function's body, followed only by `return`: CTA
     /// barriers in region 0 and after the op synchronise the consumers alone (a named
-    /// barrier), and those before it the whole CTA.
-    WarpSpecialize { producer_warps: u32 },
+    /// barrier), and those before it the whole CTA. With `producer_regs`/`consumer_regs`
+    /// (both or neither; 0: absent), the producer warps give registers to the consumers
+    /// (`setmaxnreg`: the producer's warpgroup keeps `producer_regs` per thread, each
+    /// consumer warpgroup gets `consumer_regs`), and only the first producer warp runs
+    /// region 1 (the others leave).
+    WarpSpecialize { producer_warps: u32, producer_regs: u32, consumer_regs: u32 },
     /// `[]` → nothing: ping-pong between the two consumer warpgroups of a warp-specialized
     /// kernel (8 consumer warps). The calling warpgroup waits for its turn: until the other
     /// warpgroup has passed it one (`pingpong_pass`) since its previous wait. With `only`,
@@ -806,7 +810,14 @@ impl OpKind {
                 }
                 v
             }
-            WarpSpecialize { producer_warps } => vec![("producer_warps", Attr::Int(*producer_warps as i64))],
+            WarpSpecialize { producer_warps, producer_regs, consumer_regs } => {
+                let mut v = vec![("producer_warps", Attr::Int(*producer_warps as i64))];
+                if *producer_regs > 0 {
+                    v.push(("producer_regs", Attr::Int(*producer_regs as i64)));
+                    v.push(("consumer_regs", Attr::Int(*consumer_regs as i64)));
+                }
+                v
+            }
             PingpongWait { only } | PingpongPass { only } => {
                 only.iter().map(|&w| ("only", Attr::Int(w as i64))).collect()
             }
@@ -945,7 +956,23 @@ impl OpKind {
                 if !(1..=28).contains(&n) {
                     return Err(format!("attribute `producer_warps` of `warp_specialize` must be 1 to 28, not {n}"));
                 }
-                WarpSpecialize { producer_warps: n as u32 }
+                let regs = |key: &str| -> Result<u32, String> {
+                    if !a.list.iter().any(|(k, _)| k == key) {
+                        return Ok(0);
+                    }
+                    let r = a.int(key)?;
+                    if !(24..=256).contains(&r) || r % 8 != 0 {
+                        return Err(format!(
+                            "attribute `{key}` of `warp_specialize` must be a multiple of 8 in [24, 256], not {r}"
+                        ));
+                    }
+                    Ok(r as u32)
+                };
+                let (producer_regs, consumer_regs) = (regs("producer_regs")?, regs("consumer_regs")?);
+                if (producer_regs == 0) != (consumer_regs == 0) {
+                    return Err("`warp_specialize` takes both `producer_regs` and `consumer_regs`, or neither".into());
+                }
+                WarpSpecialize { producer_warps: n as u32, producer_regs, consumer_regs }
             }
             "pingpong_wait" | "pingpong_pass" => {
                 let only = match a.list.iter().any(|(k, _)| k == "only") {
@@ -1061,7 +1088,8 @@ mod tests {
         round_trip(OpKind::MbarrierInit { count: 4, primed: true });
         round_trip(OpKind::MbarrierWait);
         round_trip(OpKind::MbarrierArrive);
-        round_trip(OpKind::WarpSpecialize { producer_warps: 1 });
+        round_trip(OpKind::WarpSpecialize { producer_warps: 1, producer_regs: 0, consumer_regs: 0 });
+        round_trip(OpKind::WarpSpecialize { producer_warps: 4, producer_regs: 40, consumer_regs: 232 });
         round_trip(OpKind::PingpongWait { only: None });
         round_trip(OpKind::PingpongWait { only: Some(0) });
         round_trip(OpKind::PingpongPass { only: Some(1) });

@@ -1400,6 +1400,11 @@ impl<'a> Verifier<'a> {
                 "`warp_specialize` must be the last op of the function's body before `return` (but for records)",
             );
         }
+        if let OpKind::WarpSpecialize { producer_warps, producer_regs, .. } = d.kind {
+            if producer_regs > 0 && producer_warps % 4 != 0 {
+                self.err(op, "`producer_regs` moves registers between whole warpgroups: `producer_warps` must be a multiple of 4");
+            }
+        }
         let mut bad = vec![];
         f.walk_block(d.regions[1], &mut |o| {
             let od = &f.ops[o];

@@ -180,8 +180,14 @@ pub fn compile_stage_args(
     let target = Target::parse(&opts.arch)
         .ok_or_else(|| RunError::msg(format!("unknown target `{}` (sm_80 or sm_90)", opts.arch)))?;
     // The request's warps and stages: the tile-IR entry does not depend on them.
-    let gopts =
-        GpuOptions { target, num_warps: prepared.num_warps, num_stages: prepared.num_stages, ..GpuOptions::default() };
+    let gopts = GpuOptions {
+        target,
+        num_warps: prepared.num_warps,
+        num_stages: prepared.num_stages,
+        pingpong: crate::env::pingpong(),
+        setmaxnreg: crate::env::setmaxnreg(),
+        ..GpuOptions::default()
+    };
     let files = &prepared.module.files;
     let kname = &prepared.kernel;
     let pipeline = GpuPipeline::new(&gopts).print_ir_after_all(opts.print_ir_after_all);

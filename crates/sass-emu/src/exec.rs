@@ -733,6 +733,15 @@ impl Ctx<'_> {
             "UBLKCP" => self.ublkcp(w, op, mask)?,
             // The copies completed at issue: a commit has nothing to group, a wait nothing to wait for.
             "UTMACMDFLUSH" => {}
+            // `setmaxnreg`: registers move between the CTA's warpgroups. The emulator gives
+            // every warp its full register file, so a give-back has nothing to do and a
+            // request always succeeds (`TRY_ALLOC` sets its uniform predicate; ptxas loops
+            // on it until the registers are free).
+            "USETMAXREG" if op.has("DEALLOC") => {}
+            "USETMAXREG" if op.has("TRY_ALLOC") => match o.first() {
+                Some(Opnd::Up { n, .. }) => w.set_up(*n, true),
+                _ => return Err(unsupported(op, "this USETMAXREG form")),
+            },
             // Prefetches of a tensor or of a tensor map into the cache: hints.
             "UTMAPF" => {}
             "UTMACCTL" if op.has("PF") => {}

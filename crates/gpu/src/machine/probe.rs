@@ -34,7 +34,7 @@ pub fn producer_warps(f: &Function) -> u32 {
     f.all_ops()
         .into_iter()
         .map(|o| match f.ops[o].kind {
-            OpKind::WarpSpecialize { producer_warps } => producer_warps,
+            OpKind::WarpSpecialize { producer_warps, .. } => producer_warps,
             _ => 0,
         })
         .sum()

@@ -105,3 +105,14 @@ pub fn scratch_elem_bytes(c: RegClass) -> u32 {
         _ => 4,
     }
 }
+
+/// Registers of an SM's register file (every target Trident compiles for).
+pub const REGISTER_FILE: u32 = 65536;
+
+/// The registers per thread a CTA of `threads` threads can start with when it alone fills
+/// the register file (allocation is per 8): what a kernel that moves registers between its
+/// warpgroups with `setmaxnreg` declares as `.maxnreg`, since ptxas ignores `setmaxnreg`
+/// when it cannot tell the count at entry.
+pub fn entry_registers(threads: u32) -> u32 {
+    (REGISTER_FILE / threads.max(1)).min(255) / 8 * 8
+}

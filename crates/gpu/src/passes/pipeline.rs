@@ -429,7 +429,7 @@ fn pipeline_loop(f: &mut Function, for_op: Op, opts: &GpuOptions) -> bool {
             in_order,
         };
         let host = ws_host.expect("warp-specialized loops have a host");
-        super::warp_specialize::rewrite(f, for_op, host, &plan, opts.num_warps);
+        super::warp_specialize::rewrite(f, for_op, host, &plan, opts.num_warps, opts.setmaxnreg);
         return true;
     }
     // The ops that fill slot `slot` for the load `ci` under `map` (stage 0 of an iteration

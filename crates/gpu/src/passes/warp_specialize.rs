@@ -200,6 +200,32 @@ pub(super) fn blocker(
     producer_slice(f, for_op, host, producer_roots(f, for_op, stage0, carried)).err()
 }
 
+/// The producer's warps and the registers each role keeps, for `num_warps` consumer warps:
+/// `(warps, producer_regs, consumer_regs)`, the counts 0 when nobody moves registers.
+///
+/// ptxas budgets registers for whole warpgroups: the 288 threads of 8 consumer warps and one
+/// producer warp get what 384 would (168 per thread; D128 attention then spills), so with two
+/// consumer warpgroups the producer is a whole warpgroup that gives registers back
+/// (`setmaxnreg`, FA3's split): it keeps 40, each consumer thread gets 232
+/// (256 × 232 + 128 × 40 ≤ 65536). With one consumer warpgroup (160 threads budgeted as
+/// 256) every thread can already have 255: one producer warp, no move.
+///
+/// Off unless asked for (`GpuOptions::setmaxnreg`): the SASS emulator times D64 attention
+/// 23% slower with it and D128 (whose spills it removes) 13% faster, code it cannot tell
+/// apart otherwise; a GPU will decide (`bench/STATIC.md`).
+fn register_split(num_warps: u32, setmaxnreg: bool) -> (u32, u32, u32) {
+    if num_warps == 8 && setmaxnreg {
+        (4, PRODUCER_REGS, CONSUMER_REGS)
+    } else {
+        (1, 0, 0)
+    }
+}
+
+/// Registers a producer warpgroup keeps (its loop: scalars, waits, copies).
+const PRODUCER_REGS: u32 = 40;
+/// Registers each of two consumer warpgroups gets from it.
+const CONSUMER_REGS: u32 = 232;
+
 /// Appends an op to `b`, returning its first result (or its first operand).
 fn app(f: &mut Function, b: Block, kind: OpKind, operands: &[Value], ty: Option<Type>, loc: Loc) -> Value {
     let o = f.new_op(kind, operands, ty.as_slice(), loc);
@@ -278,7 +304,7 @@ fn next_slot(f: &mut Function, b: Block, slot: Value, s: u32, loc: Loc) -> Value
 
 /// Rewrites loop `for_op` as part of `host` (see the module docs); `blocker` said it can.
 /// Everything the plan names (buffers, maps, full barriers) is already placed before `host`.
-pub(super) fn rewrite(f: &mut Function, for_op: Op, host: Op, plan: &RingPlan<'_>, num_warps: u32) {
+pub(super) fn rewrite(f: &mut Function, for_op: Op, host: Op, plan: &RingPlan<'_>, num_warps: u32, setmaxnreg: bool) {
     let d = f.ops[for_op].clone();
     let loc = d.loc;
     let body = d.regions[0];
@@ -485,7 +511,8 @@ pub(super) fn rewrite(f: &mut Function, for_op: Op, host: Op, plan: &RingPlan<'_
 
     // 3. The split: what the producer uses stays before it (every warp runs it); the
     // kernel's other ops join the consumers.
-    let wsop = f.new_op(OpKind::WarpSpecialize { producer_warps: 1 }, &[], &[], loc);
+    let (producer_warps, producer_regs, consumer_regs) = register_split(num_warps, setmaxnreg);
+    let wsop = f.new_op(OpKind::WarpSpecialize { producer_warps, producer_regs, consumer_regs }, &[], &[], loc);
     // The consumers' loop where the split is the loop itself (`host` is gone: replaced).
     f.insert_op_before(if nested { host_c } else { cfor }, wsop);
     let mut keep: HashSet<Op> = HashSet::new();

@@ -59,7 +59,9 @@ impl Emitter<'_> {
             | OpKind::MbarrierInit { .. }
             | OpKind::MbarrierWait
             | OpKind::MbarrierArrive => self.emit_tma_op(op),
-            OpKind::WarpSpecialize { producer_warps } => self.emit_warp_specialize(op, *producer_warps),
+            OpKind::WarpSpecialize { producer_warps, producer_regs, consumer_regs } => {
+                self.emit_warp_specialize(op, *producer_warps, *producer_regs, *consumer_regs)
+            }
             OpKind::PingpongWait { only } => self.emit_pingpong(false, *only),
             OpKind::PingpongPass { only } => self.emit_pingpong(true, *only),
             other => Err(self.err(format!("internal: `{}` cannot be emitted", other.name()))),

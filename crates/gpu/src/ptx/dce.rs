@@ -62,6 +62,7 @@ fn has_effect(ins: &str) -> bool {
         || op.starts_with("wgmma.commit_group")
         || op.starts_with("wgmma.wait_group")
         || op.starts_with("mbarrier")
+        || op.starts_with("setmaxnreg")
 }
 
 /// Whether the first operand is a destination (false for stores and other effect-only ops).
@@ -76,7 +77,8 @@ fn writes_first_operand(ins: &str) -> bool {
         || op.starts_with("bar")
         || op.starts_with("bra")
         || op.starts_with("ret")
-        || op.starts_with("trap"))
+        || op.starts_with("trap")
+        || op.starts_with("setmaxnreg"))
 }
 
 struct Line<'a> {

@@ -254,7 +254,29 @@ pub fn emit_gpu_ir(m: &Module, kernel: &str, opts: &GpuOptions) -> Result<PtxKer
         let align = if opts.target.has_wgmma() { 1024 } else { 16 };
         let _ = writeln!(out, ".extern .shared .align {align} .b8 global_smem[];");
     }
-    let _ = writeln!(out, "\n.visible .entry {entry}(\n{param_text}\n)\n.reqntid {threads}\n{{");
+    let _ = writeln!(out, "\n.visible .entry {entry}(\n{param_text}\n)\n.reqntid {threads}");
+    // Warpgroups that move registers (`setmaxnreg`): the count at entry, so that ptxas
+    // honours the moves, and they must fit in it.
+    if let Some((producer_regs, consumer_regs)) = f.all_ops().into_iter().find_map(|o| match f.ops[o].kind {
+        trident_ir::OpKind::WarpSpecialize { producer_regs, consumer_regs, .. } if producer_regs > 0 => {
+            Some((producer_regs, consumer_regs))
+        }
+        _ => None,
+    }) {
+        let entry_regs = crate::machine::regs::entry_registers(threads);
+        let need = 32 * opts.num_warps * consumer_regs + 32 * producer_warps * producer_regs;
+        if need > threads * entry_regs {
+            return Err(Diagnostic::error(format!(
+                "internal: {consumer_regs} registers for {} consumer threads and {producer_regs} for {} producer \
+                 threads need {need}, more than the {} of {threads} threads at {entry_regs}",
+                32 * opts.num_warps,
+                32 * producer_warps,
+                threads * entry_regs
+            )));
+        }
+        let _ = writeln!(out, ".maxnreg {entry_regs}");
+    }
+    out.push_str("{\n");
     out.push_str(&e.reg_decls());
     if e.printf_buffer > 0 {
         let _ = writeln!(out, "\t.local .align 8 .b8 __printf_buf[{}];", e.printf_buffer);

@@ -292,7 +292,20 @@ impl Emitter<'_> {
     /// the others run the consumer region, whose CTA barriers (and those after the op) then
     /// count the consumers alone (`cta_barrier`). The producer's warps leave through the
     /// kernel's end; the branch is uniform in each warp.
-    pub(crate) fn emit_warp_specialize(&mut self, op: Op, _producer_warps: u32) -> Res<()> {
+    ///
+    /// With `producer_regs`/`consumer_regs` (a producer warpgroup), the producer's warps
+    /// first give registers back (`setmaxnreg.dec`) and all but the first leave; the
+    /// consumers take them (`setmaxnreg.inc`, which waits until they are free). ptxas then
+    /// allocates each region within its count: the kernel's own count is what the whole
+    /// CTA's threads can have (ptxas budgets whole warpgroups: a 1-warp producer costs the
+    /// same registers as four).
+    pub(crate) fn emit_warp_specialize(
+        &mut self,
+        op: Op,
+        _producer_warps: u32,
+        producer_regs: u32,
+        consumer_regs: u32,
+    ) -> Res<()> {
         let d = &self.f.ops[op];
         if self.consumer_threads.is_some() || self.in_producer {
             return Err(self.err("internal: nested `warp_specialize`"));
@@ -303,6 +316,9 @@ impl Emitter<'_> {
         let (producer, end) = (self.new_label("producer"), self.new_label("ws_end"));
         self.ins(format!("setp.ge.u32 {p}, {tid}, {consumers}"));
         self.ins(format!("@{p} bra.uni {producer}"));
+        if consumer_regs > 0 {
+            self.ins(format!("setmaxnreg.inc.sync.aligned.u32 {consumer_regs}"));
+        }
         self.consumer_threads = Some(consumers);
         self.block(d.regions[0])?;
         if !self.pending_wgmma.is_empty() {
@@ -311,6 +327,13 @@ impl Emitter<'_> {
         }
         self.ins(format!("bra.uni {end}"));
         self.label(&producer);
+        if producer_regs > 0 {
+            self.ins(format!("setmaxnreg.dec.sync.aligned.u32 {producer_regs}"));
+            // One warp issues the copies; the rest of the warpgroup only gave registers.
+            let rest = self.new_reg(RegClass::Pred);
+            self.ins(format!("setp.ge.u32 {rest}, {tid}, {}", consumers + 32));
+            self.ins(format!("@{rest} bra.uni {end}"));
+        }
         self.in_producer = true;
         self.block(d.regions[1])?;
         self.in_producer = false;

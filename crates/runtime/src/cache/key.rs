@@ -251,7 +251,8 @@ pub fn version() -> &'static str {
 //   `profile` (regions, granularity, ring capacity, probe mode; tile IR does not depend on
 //   them, so a tile-IR entry serves every choice of them), and `sanitize` when set (the
 //   bounds checks and hidden parameters of sanitize mode), and `pingpong=false` when
-//   `TRIDENT_PINGPONG` turns ping-pong turns off. Options only written when set
+//   `TRIDENT_PINGPONG` turns ping-pong turns off, `setmaxnreg=true` with
+//   `TRIDENT_SETMAXNREG`. Options only written when set
 //   keep the keys of unprofiled compilations what they were;
 // * the value of every environment variable the kernel's files read at module level
 //   (`env:NAME` options; [`env_names_read`]);
@@ -325,6 +326,9 @@ pub(crate) fn describe(
         }
         if !crate::env::pingpong() {
             opts.push(("pingpong".to_string(), "false".to_string()));
+        }
+        if crate::env::setmaxnreg() {
+            opts.push(("setmaxnreg".to_string(), "true".to_string()));
         }
     }
     Described { target: target.name(), signature, constexprs, options: opts }

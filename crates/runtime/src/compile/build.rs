@@ -70,6 +70,7 @@ pub(super) fn build(req: &Request, infos: &[(String, ArgInfo)]) -> Result<Compil
                 profile: req.profile,
                 sanitize: req.sanitize,
                 pingpong: crate::env::pingpong(),
+                setmaxnreg: crate::env::setmaxnreg(),
                 ..GpuOptions::default()
             };
             let module = &compiled.module;
