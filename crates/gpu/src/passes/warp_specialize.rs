@@ -211,7 +211,7 @@ pub(super) fn blocker(
 /// 256) every thread can already have 255: one producer warp, no move.
 ///
 /// Off unless asked for (`GpuOptions::setmaxnreg`): the SASS emulator times D64 attention
-/// 23% slower with it and D128 (whose spills it removes) 13% faster, code it cannot tell
+/// 20% slower with it and D128 (whose spills it removes) 13% faster, code it cannot tell
 /// apart otherwise; a GPU will decide (`bench/STATIC.md`).
 fn register_split(num_warps: u32, setmaxnreg: bool) -> (u32, u32, u32) {
     if num_warps == 8 && setmaxnreg {
