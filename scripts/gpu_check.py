@@ -133,6 +133,25 @@ def benches(quick):
 
     # FA3's ping-pong (gpu-pingpong): warp-specialized, 3 slots (2 give the producer no lead:
     # bench/PROFILE.md), with the turns and without (TRIDENT_PINGPONG=0).
+    # And the producer warpgroup that gives its registers to the consumers (TRIDENT_SETMAXNREG=1,
+    # opt-in: the SASS emulator disagrees with itself across shapes, bench/STATIC.md), at D128
+    # with 128-key blocks, which spills without it.
+    for smr in (False, True):
+        Z, H, D = 4, 16, 128
+        S = 1024 if quick else 4096
+        shape = (Z, H, S, D)
+        out.append(dict(
+            name=f"attention fwd f16 Z{Z} H{H} S{S} D{D} descriptors warp-specialized 128-key blocks"
+                 f"{' setmaxnreg' if smr else ''}",
+            file="kernels/flash_attention_desc.py", kernel="attn_fwd_desc", grid=(cdiv(S, 128), Z * H), warps=8,
+            stages=2, tensors=[(n, "randn", f16, shape) for n in "qkv"] + [("o", "empty", f16, shape)],
+            scalars=[("sm_scale", D ** -0.5), ("Z", Z), ("H", H), ("N_CTX", S)],
+            consts=[("BLOCK_M", 128), ("BLOCK_N", 128), ("HEAD_DIM", D), ("IS_CAUSAL", False),
+                    ("WARP_SPECIALIZE", True)],
+            env={"TRIDENT_SETMAXNREG": "1"} if smr else {},
+            bytes=None, flops=4 * Z * H * S * S * D,
+            torch=lambda t: F.scaled_dot_product_attention(t["q"], t["k"], t["v"])))
+
     for D, causal in ((64, False), (128, True)):
         for pingpong in (True, False):
             Z, H = 4, 16
