@@ -29,7 +29,9 @@
 //! Where it applies: sm_90a, a `warp_specialize` with 8 consumer warps whose consumer
 //! region holds, directly, a loop with at least two dots at the top of its body, reading a
 //! ring of at least 3 slots (see `pingpong`: with 2 a turn would wait for a tile whose slot
-//! the other warpgroup cannot free before its own turn), and no CTA barrier anywhere in it (after `gpu-insert-barriers`, so the barriers are all known: a
+//! the other warpgroup cannot free before its own turn), no other wait or copy of its own
+//! (one consumer thread's copy that both warpgroups wait for could be held back by a turn),
+//! and no CTA barrier anywhere in it (after `gpu-insert-barriers`, so the barriers are all known: a
 //! barrier both warpgroups must meet inside a turn would deadlock, and outside one it
 //! would put them back in step). The warpgroups' MMA rows are disjoint (a wgmma layout
 //! splits M over whole warpgroups), so nothing else ties them.
@@ -71,10 +73,20 @@ pub fn pingpong(f: &mut Function, opts: &GpuOptions) -> Result<bool, &'static st
         return Err("the consumers have no loop (or several) with two dots at the top of its body");
     };
     let body = f.ops[lp].regions[0];
-    let mut barrier = false;
-    f.walk_block(body, &mut |o| barrier |= matches!(f.ops[o].kind, OpKind::Barrier));
+    let (mut barrier, mut waits, mut copies) = (false, 0, false);
+    f.walk_block(body, &mut |o| match f.ops[o].kind {
+        OpKind::Barrier => barrier = true,
+        OpKind::MbarrierWait => waits += 1,
+        // A copy one consumer thread issues and both warpgroups wait for (a lone TMA load in
+        // the loop) could be held back by its warpgroup's turn while the other waits for it.
+        OpKind::TmaCopy | OpKind::AsyncCopy | OpKind::AsyncWait { .. } | OpKind::MbarrierInit { .. } => copies = true,
+        _ => {}
+    });
     if barrier {
         return Err("the loop holds a CTA barrier");
+    }
+    if waits != 1 || copies {
+        return Err("the loop waits on more than its ring, or copies itself");
     }
     // A turn spans the wait for the next iteration's tiles: while warpgroup 0 holds it,
     // warpgroup 1 (waiting for its turn before its last MMA of iteration j) has released
