@@ -74,7 +74,9 @@ pub enum IssueKind {
     OpenAtEnd { region: u32, seq: u64 },
     /// Replay made `count` events run backwards (gaps shorter than the per-record cost):
     /// they were clamped, and the record cost is probably set too high.
-    ReplayClamped { count: u32, cost: f64 },
+    /// Replayed events that would have run backwards, moved forward: how many, the largest
+    /// per-record cost replayed (per site: the largest step's), and the largest move in cycles.
+    ReplayClamped { count: u32, cost: f64, worst: f64 },
     /// Groups of one CTA report different SMs.
     SmMismatch { first: u32, other: u32 },
     /// A group's start clock, against its CTA's first group, disagrees with their
@@ -105,6 +107,8 @@ impl IssueKind {
         match self {
             BadMagic { .. } | WrongSlot { .. } | CapacityMismatch { .. } | ClockBackwards { .. } => Severity::Error,
             EndWithoutStart { explained: true, .. } | NominalClock { .. } => Severity::Note,
+            // Within one probe's cost: a short or empty region's own jitter.
+            ReplayClamped { cost, worst, .. } if worst <= cost => Severity::Note,
             NotWritten
             | TimerUnusable { .. }
             | Dropped { .. }
@@ -161,9 +165,15 @@ impl fmt::Display for IssueKind {
             OpenAtEnd { region, seq } => {
                 write!(f, "region {region} started (record {seq}) but still open at the group's end")
             }
-            ReplayClamped { count, cost } => write!(
+            ReplayClamped { count, cost, worst } if worst <= cost => write!(
                 f,
-                "{count} event(s) closer together than the per-record cost {cost} cycles: clamped (cost set too high?)"
+                "{count} event(s) closer together than a record's cost (up to {cost:.2} cycles): clamped by at most \
+                 {worst:.1} cycles (within one probe's cost: a short or empty region)"
+            ),
+            ReplayClamped { count, cost, worst } => write!(
+                f,
+                "{count} event(s) closer together than a record's cost (up to {cost:.2} cycles): clamped by up to \
+                 {worst:.1} cycles (cost set too high?)"
             ),
             SmMismatch { first, other } => write!(f, "groups of one CTA report SM {first} and SM {other}"),
             ClockSkew { by_clock_ns, by_timer_ns } => write!(

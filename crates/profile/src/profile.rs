@@ -124,6 +124,12 @@ impl Profile {
             issues.push(Issue::new(None, IssueKind::NominalClock { ghz: clock.ghz, reason }));
         }
 
+        // The largest cost a record is replayed with: a clamp within it is a short or empty
+        // region's own jitter (see `IssueKind::ReplayClamped`).
+        let largest_cost = match &site_costs {
+            Some(sites) => sites.steps.values().copied().fold(sites.fallback, f64::max) + sites.shift,
+            None => cost,
+        };
         let mut slots = Vec::with_capacity(traces.len());
         let mut instances = Vec::new();
         for trace in traces {
@@ -133,7 +139,8 @@ impl Profile {
                 None => replay_slot(&trace, cost),
             };
             if replayed.clamped > 0 {
-                issues.push(Issue::new(at, IssueKind::ReplayClamped { count: replayed.clamped, cost }));
+                let (count, worst) = (replayed.clamped, replayed.worst_clamp);
+                issues.push(Issue::new(at, IssueKind::ReplayClamped { count, cost: largest_cost, worst }));
             }
             let (spans, pair_issues) = pair_slot(&trace);
             issues.extend(pair_issues.into_iter().map(|k| Issue::new(at, k)));

@@ -33,7 +33,9 @@
 //! cost is a per-target constant the compiler states in the meta (measured on that
 //! target, or exact on the emulator). When two events end up closer than `c`
 //! (`c` too large for that spot), the later one is clamped to the earlier and the
-//! number of clamps is reported: replayed times never run backwards.
+//! number of clamps is reported: replayed times never run backwards. A clamp by less than
+//! one probe's cost is what a short or empty region gives (its two probes' own jitter) and
+//! is a note; a larger one means the cost is wrong for that spot, a warning.
 
 use crate::decode::SlotTrace;
 
@@ -46,6 +48,8 @@ pub struct Replayed {
     pub end: f64,
     /// Events moved forward to keep time from running backwards.
     pub clamped: u32,
+    /// The largest such move, in cycles (0 without clamps).
+    pub worst_clamp: f64,
 }
 
 /// Replays one slot with a per-record cost of `cost` cycles (finite, >= 0).
@@ -59,11 +63,13 @@ pub fn replay_slot(slot: &SlotTrace, cost: f64) -> Replayed {
 pub(crate) fn clamped(times: impl Iterator<Item = f64>, end: f64) -> Replayed {
     let mut previous = 0.0f64;
     let mut clamped = 0u32;
+    let mut worst_clamp = 0.0f64;
     let times: Vec<f64> = times
         .map(|t| {
             // Tolerate rounding: only a real step backwards counts as a clamp.
             if t < previous - 1e-6 * previous.abs().max(1.0) {
                 clamped += 1;
+                worst_clamp = worst_clamp.max(previous - t);
             }
             previous = previous.max(t);
             previous
@@ -72,7 +78,7 @@ pub(crate) fn clamped(times: impl Iterator<Item = f64>, end: f64) -> Replayed {
     // The end reading is not a probe: how much of a probe's cost precedes its clock read
     // does not apply to it, so it may land a fraction of `c` before the last event.
     // Clamping it is expected and not reported.
-    Replayed { times, end: end.max(previous), clamped }
+    Replayed { times, end: end.max(previous), clamped, worst_clamp }
 }
 
 #[cfg(test)]
@@ -123,6 +129,11 @@ mod tests {
         assert_eq!(r.times, [100.0, 100.0, 260.0]);
         assert_eq!(r.end, 260.0);
         assert_eq!(r.clamped, 1, "the end's clamp is not counted");
+        // 105 - 20 = 85 against 100: moved by 15, less than one probe's cost (a note).
+        assert_eq!(r.worst_clamp, 15.0);
+        let kind = |worst| crate::issue::IssueKind::ReplayClamped { count: 1, cost: 20.0, worst };
+        assert_eq!(kind(15.0).severity(), crate::issue::Severity::Note);
+        assert_eq!(kind(25.0).severity(), crate::issue::Severity::Warning);
     }
 
     #[test]
