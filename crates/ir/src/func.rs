@@ -252,6 +252,19 @@ impl Function {
         self.ops[op].parent.and_then(|b| self.blocks[b].parent)
     }
 
+    /// The `warp_specialize` whose region holds `op` (at any depth) and that region's index:
+    /// 0 for the consumers' code, 1 for the producer's.
+    pub fn warp_role(&self, op: Op) -> Option<(Op, usize)> {
+        let mut b = self.ops[op].parent?;
+        loop {
+            let p = self.blocks[b].parent?;
+            if matches!(self.ops[p].kind, OpKind::WarpSpecialize { .. }) {
+                return self.ops[p].regions.iter().position(|&r| r == b).map(|i| (p, i));
+            }
+            b = self.ops[p].parent?;
+        }
+    }
+
     /// Visits every op in `block` and nested regions, parents before children, in order.
     pub fn walk_block(&self, block: Block, f: &mut dyn FnMut(Op)) {
         for &op in &self.blocks[block].ops {

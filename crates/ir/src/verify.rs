@@ -1247,7 +1247,7 @@ impl<'a> Verifier<'a> {
             }
             WarpSpecialize { .. } => self.check_warp_specialize(op),
             PingpongWait { .. } | PingpongPass { .. } => {
-                if self.counts(op, 0..=0, 0) && !self.in_consumer_region(op) {
+                if self.counts(op, 0..=0, 0) && !matches!(self.f.warp_role(op), Some((_, 0))) {
                     self.err(
                         op,
                         "ping-pong turns are taken by consumer warpgroups: only in region 0 of a `warp_specialize`",
@@ -1362,20 +1362,6 @@ impl<'a> Verifier<'a> {
     /// without arguments or yielded values, and a producer that holds no CTA barrier (its
     /// warps take part in none) and computes no register tensor (every layout describes the
     /// consumer warps only).
-    /// Whether `op` sits (at any depth) in the consumer region of a `warp_specialize`.
-    fn in_consumer_region(&self, op: Op) -> bool {
-        let f = self.f;
-        let mut b = f.ops[op].parent;
-        while let Some(blk) = b {
-            let Some(p) = f.blocks[blk].parent else { return false };
-            if matches!(f.ops[p].kind, OpKind::WarpSpecialize { .. }) {
-                return f.ops[p].regions.first() == Some(&blk);
-            }
-            b = f.ops[p].parent;
-        }
-        false
-    }
-
     fn check_warp_specialize(&mut self, op: Op) {
         if !self.counts(op, 0..=0, 0) {
             return;

@@ -143,14 +143,7 @@ fn number(f: &Function) -> Positions {
 
 /// The `warp_specialize` whose producer region holds `op`, if any.
 fn producer_of(f: &Function, op: Op) -> Option<Op> {
-    let mut b = f.ops[op].parent?;
-    loop {
-        let p = f.blocks[b].parent?;
-        if matches!(f.ops[p].kind, OpKind::WarpSpecialize { .. }) && f.ops[p].regions.get(1) == Some(&b) {
-            return Some(p);
-        }
-        b = f.ops[p].parent?;
-    }
+    f.warp_role(op).filter(|&(_, role)| role == 1).map(|(ws, _)| ws)
 }
 
 /// The live interval `[first, last]` of a `local_alloc` buffer: from the alloc to its last

@@ -87,7 +87,7 @@ pub(crate) struct Emitter<'a> {
     pub(crate) pingpong: Option<[Reg; 4]>,
     /// A turn's `bar.sync` waiting for the next warpgroup MMA's first instruction (see
     /// `emit_pingpong`).
-    pub(crate) turn_after_fence: Option<String>,
+    pub(crate) turn_in_mma: Option<String>,
     /// Emitting the producer region of a `warp_specialize`.
     pub(crate) in_producer: bool,
     /// `tid == first producer thread` (the producer's TMA leader).
@@ -138,7 +138,7 @@ impl<'a> Emitter<'a> {
             tma_leader: None,
             consumer_threads: None,
             pingpong: None,
-            turn_after_fence: None,
+            turn_in_mma: None,
             in_producer: false,
             producer_leader: None,
             lane0: None,
@@ -490,13 +490,13 @@ impl<'a> Emitter<'a> {
             self.loc(self.f.ops[op].loc);
         }
         let r = self.dispatch(op);
-        if let Some(turn) = self.turn_after_fence.take() {
+        if let Some(turn) = self.turn_in_mma.take() {
             // The op the turn waited for was no warpgroup MMA: the turn goes after it
             // (the barrier's pairing is unchanged).
             if !matches!(self.f.ops[op].kind, OpKind::PingpongWait { .. }) {
                 self.ins(turn);
             } else {
-                self.turn_after_fence = Some(turn);
+                self.turn_in_mma = Some(turn);
             }
         }
         self.cur_op = saved;

@@ -66,7 +66,7 @@ struct Probes {
     leader_warp: Reg,
     /// Shared address of the group's ring; `None` when the kernel has no record.
     ring: Option<Reg>,
-    /// Records made so far (the same in every thread of the CTA).
+    /// Records made so far (the same in every thread of a group, and of its warp role).
     count: Reg,
     clock_start: Reg,
     timer_start: Reg,

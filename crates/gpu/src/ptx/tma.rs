@@ -379,7 +379,7 @@ impl Emitter<'_> {
             // that work inside the turn and serialise the warpgroups. It keeps the barrier
             // below an MMA, which reads the operands (and shared memory).
             None if !pass && self.next_is_dot() => {
-                self.turn_after_fence = Some(format!("{verb} {me}, {consumers}"));
+                self.turn_in_mma = Some(format!("{verb} {me}, {consumers}"));
             }
             None => self.ins(format!("{verb} {}, {consumers}", if pass { other } else { me })),
             Some(w) => {

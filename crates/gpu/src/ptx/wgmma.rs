@@ -356,7 +356,7 @@ impl Emitter<'_> {
                     // A ping-pong turn waited for before this MMA: after its first
                     // instruction, which reads the operands the work before it computed, so
                     // ptxas cannot hoist the barrier above that work (see `emit_pingpong`).
-                    if let Some(turn) = self.turn_after_fence.take() {
+                    if let Some(turn) = self.turn_in_mma.take() {
                         self.ins(turn);
                     }
                 }

@@ -241,15 +241,7 @@ pub(crate) fn may_hold_records(f: &Function, block: Option<Block>) -> bool {
 /// of a `warp_specialize`): its regions are named apart from the consumers' (the same
 /// source line runs in both roles).
 fn in_producer(f: &Function, op: Op) -> bool {
-    let mut b = f.ops[op].parent;
-    while let Some(blk) = b {
-        let Some(p) = f.blocks[blk].parent else { return false };
-        if matches!(f.ops[p].kind, OpKind::WarpSpecialize { .. }) {
-            return f.ops[p].regions.get(1) == Some(&blk);
-        }
-        b = f.ops[p].parent;
-    }
-    false
+    matches!(f.warp_role(op), Some((_, 1)))
 }
 
 fn record(f: &mut Function, name: &str, end: bool, kind: RegionKind, loc: Loc, block: Block) -> Op {
