@@ -114,60 +114,37 @@ def benches(quick):
                 bytes=None, flops=2 * M * N * K, torch=lambda t: t["a"] @ t["b"].T))
 
     # Attention over descriptors (Triton's Hopper tutorial's shape: K used as k.T).
-    for D, causal, ws in ((64, False, False), (64, True, False), (128, False, False), (128, True, False),
-                          (64, False, True), (128, True, True)):
+    def attn_desc(D, causal, ws, bn, stages, suffix="", env=None):
         Z, H = 4, 16
         S = 1024 if quick else 4096
         shape = (Z, H, S, D)
-        bn = 64 if D == 64 else 128
-        out.append(dict(
+        return dict(
             name=f"attention fwd f16 Z{Z} H{H} S{S} D{D}{' causal' if causal else ''} descriptors"
-                 f"{' warp-specialized' if ws else ''}",
+                 f"{' warp-specialized' if ws else ''}{suffix}",
             file="kernels/flash_attention_desc.py", kernel="attn_fwd_desc", grid=(cdiv(S, 128), Z * H), warps=8,
-            stages=2, tensors=[(n, "randn", f16, shape) for n in "qkv"] + [("o", "empty", f16, shape)],
+            stages=stages, tensors=[(n, "randn", f16, shape) for n in "qkv"] + [("o", "empty", f16, shape)],
             scalars=[("sm_scale", D ** -0.5), ("Z", Z), ("H", H), ("N_CTX", S)],
             consts=[("BLOCK_M", 128), ("BLOCK_N", bn), ("HEAD_DIM", D), ("IS_CAUSAL", causal),
                     ("WARP_SPECIALIZE", ws)],
+            env=env or {},
             bytes=None, flops=4 * Z * H * S * S * D * (0.5 if causal else 1.0),
-            torch=(lambda c: lambda t: F.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=c))(causal)))
+            torch=(lambda c: lambda t: F.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=c))(causal))
 
-    # FA3's ping-pong (gpu-pingpong): warp-specialized, 3 slots (2 give the producer no lead:
-    # bench/PROFILE.md), with the turns and without (TRIDENT_PINGPONG=0).
-    # And the producer warpgroup that gives its registers to the consumers (TRIDENT_SETMAXNREG=1,
+    for D, causal, ws in ((64, False, False), (64, True, False), (128, False, False), (128, True, False),
+                          (64, False, True), (128, True, True)):
+        out.append(attn_desc(D, causal, ws, 64 if D == 64 else 128, 2))
+    # The producer warpgroup that gives its registers to the consumers (TRIDENT_SETMAXNREG=1,
     # opt-in: the SASS emulator disagrees with itself across shapes, bench/STATIC.md), at D128
     # with 128-key blocks, which spills without it.
     for smr in (False, True):
-        Z, H, D = 4, 16, 128
-        S = 1024 if quick else 4096
-        shape = (Z, H, S, D)
-        out.append(dict(
-            name=f"attention fwd f16 Z{Z} H{H} S{S} D{D} descriptors warp-specialized 128-key blocks"
-                 f"{' setmaxnreg' if smr else ''}",
-            file="kernels/flash_attention_desc.py", kernel="attn_fwd_desc", grid=(cdiv(S, 128), Z * H), warps=8,
-            stages=2, tensors=[(n, "randn", f16, shape) for n in "qkv"] + [("o", "empty", f16, shape)],
-            scalars=[("sm_scale", D ** -0.5), ("Z", Z), ("H", H), ("N_CTX", S)],
-            consts=[("BLOCK_M", 128), ("BLOCK_N", 128), ("HEAD_DIM", D), ("IS_CAUSAL", False),
-                    ("WARP_SPECIALIZE", True)],
-            env={"TRIDENT_SETMAXNREG": "1"} if smr else {},
-            bytes=None, flops=4 * Z * H * S * S * D,
-            torch=lambda t: F.scaled_dot_product_attention(t["q"], t["k"], t["v"])))
-
+        out.append(attn_desc(128, False, True, 128, 2, " 128-key blocks" + (" setmaxnreg" if smr else ""),
+                             {"TRIDENT_SETMAXNREG": "1"} if smr else None))
+    # FA3's ping-pong (gpu-pingpong): warp-specialized, 3 slots (2 give the producer no lead:
+    # bench/PROFILE.md), with the turns and without (TRIDENT_PINGPONG=0).
     for D, causal in ((64, False), (128, True)):
         for pingpong in (True, False):
-            Z, H = 4, 16
-            S = 1024 if quick else 4096
-            shape = (Z, H, S, D)
-            out.append(dict(
-                name=f"attention fwd f16 Z{Z} H{H} S{S} D{D}{' causal' if causal else ''} descriptors "
-                     f"warp-specialized 3 stages{' ping-pong' if pingpong else ' no ping-pong'}",
-                file="kernels/flash_attention_desc.py", kernel="attn_fwd_desc", grid=(cdiv(S, 128), Z * H), warps=8,
-                stages=3, tensors=[(n, "randn", f16, shape) for n in "qkv"] + [("o", "empty", f16, shape)],
-                scalars=[("sm_scale", D ** -0.5), ("Z", Z), ("H", H), ("N_CTX", S)],
-                consts=[("BLOCK_M", 128), ("BLOCK_N", 64), ("HEAD_DIM", D), ("IS_CAUSAL", causal),
-                        ("WARP_SPECIALIZE", True)],
-                env={} if pingpong else {"TRIDENT_PINGPONG": "0"},
-                bytes=None, flops=4 * Z * H * S * S * D * (0.5 if causal else 1.0),
-                torch=(lambda c: lambda t: F.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=c))(causal)))
+            out.append(attn_desc(D, causal, True, 64, 3, " 3 stages" + (" ping-pong" if pingpong else " no ping-pong"),
+                                 None if pingpong else {"TRIDENT_PINGPONG": "0"}))
 
     Z, H, D = 4, 16, 64
     for causal in (False, True):
