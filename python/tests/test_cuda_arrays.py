@@ -245,3 +245,112 @@ def test_a_searched_schedule_on_device_arrays_is_refused(drv, rng):
     with pytest.raises(trident.ArgumentError, match="not supported on device arrays"):
         K.add[(1,)](x, x, out, 32, BLOCK=32, sass_search="2s")
     assert np.isnan(out.get()).all()
+
+
+def _entries(kernel):
+    return kernel._dispatcher.cached() if kernel._dispatcher is not None else 0
+
+
+def test_cached_launches_on_device_arrays_take_the_fast_path(drv, rng):
+    @trident.jit
+    def axpy(x, out, n, a, BLOCK: trident.language.constexpr):
+        tl = trident.language
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out + offs, a * tl.load(x + offs, mask=m) + tl.load(out + offs, mask=m), mask=m)
+
+    # The first launch describes the function (the general path), the second keeps its kernel
+    # for the native fast path, the rest take it: each on fresh arrays, results checked.
+    for i in range(4):
+        x, y = rng.standard_normal(500).astype(np.float32), rng.standard_normal(500).astype(np.float32)
+        dx, dout = DeviceArray(drv, x), DeviceArray(drv, y)
+        report = axpy[(2,)](dx, dout, 500, 3.0, BLOCK=256)
+        assert report["backend"] == "cuda"
+        np.testing.assert_array_equal(dout.get(), np.float32(3.0) * x + y)
+        np.testing.assert_array_equal(dx.get(), x)
+        if i >= 1:
+            assert _entries(axpy) == 1 and report["cache"] == "memo"
+    # A pointer that is not 16-byte aligned is another specialization (as in the runtime's
+    # key), never the aligned kernel reused.
+    x = rng.standard_normal(300).astype(np.float32)
+    dout = DeviceArray(drv, np.zeros(300, np.float32), offset=1)
+    axpy[(2,)](DeviceArray(drv, x, offset=3), dout, 300, 1.0, BLOCK=256)
+    np.testing.assert_array_equal(dout.get(), x)
+    assert _entries(axpy) == 2
+    # The stream an array names (interface version 3) is the launch's, on the fast path too:
+    # a stream the driver does not know fails the launch, the output untouched.
+    dout = poisoned(drv, 300)
+    with pytest.raises(trident.LaunchError):
+        axpy[(2,)](DeviceArray(drv, x, stream=123456789), dout, 300, 1.0, BLOCK=256)
+    assert np.isnan(dout.get()).all()
+    s = drv.stream()
+    dout = DeviceArray(drv, np.zeros(300, np.float32))
+    axpy[(2,)](DeviceArray(drv, x, stream=s), dout, 300, 2.0, BLOCK=256)
+    np.testing.assert_array_equal(dout.get(), np.float32(2.0) * x)
+    assert _entries(axpy) == 2
+
+
+def test_device_launches_the_fast_path_leaves_alone_still_get_their_errors(drv, rng):
+    # Each of these falls back to the general path after the kernel is kept: the errors are
+    # the ones that path raises (the tests above check them on first launches).
+    x = rng.standard_normal(64).astype(np.float32)
+    dx, out = DeviceArray(drv, x), poisoned(drv, 64)
+    for _ in range(2):
+        K.add[(1,)](dx, dx, out, 64, BLOCK=64)
+    np.testing.assert_array_equal(out.get(), x + x)
+    assert _entries(K.add) >= 1
+    out = poisoned(drv, 64)
+    with pytest.raises(trident.ArgumentError, match="argument `y` is a host array"):
+        K.add[(1,)](dx, x, out, 64, BLOCK=64)
+    with pytest.raises(trident.ArgumentError, match="argument `x` is in CUDA device memory"):
+        K.add[(1,)](dx, dx, out, 64, BLOCK=64, backend="emu")
+    with pytest.raises(trident.ArgumentError, match="not supported on device arrays"):
+        K.add[(1,)](dx, dx, out, 64, BLOCK=64, sass_search="2s")
+
+    class Masked(DeviceArray):
+        @property
+        def __cuda_array_interface__(self):
+            return dict(DeviceArray.__cuda_array_interface__.fget(self), mask=object())
+
+    with pytest.raises(trident.ArgumentError, match="masked"):
+        K.add[(1,)](Masked(drv, x), dx, out, 64, BLOCK=64)
+    assert np.isnan(out.get()).all()
+
+
+def test_interface_arrays_of_every_dtype_and_stride_on_the_fast_path(drv, rng):
+    @trident.jit
+    def strided_copy(x, out, n, stride, BLOCK: trident.language.constexpr):
+        tl = trident.language
+        offs = tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out + offs, tl.load(x + offs * stride, mask=m), mask=m)
+
+    class Strided(DeviceArray):
+        """Every other element of a device copy of ``host`` (byte strides in the interface)."""
+
+        def __init__(self, drv, host):
+            super().__init__(drv, host)
+            self.shape = (host.size // 2,)
+
+        @property
+        def __cuda_array_interface__(self):
+            return dict(DeviceArray.__cuda_array_interface__.fget(self), strides=(2 * self.dtype.itemsize,))
+
+    for dtype in (np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+                  np.float16, np.float32, np.float64):
+        host = (rng.standard_normal(64) * 50).astype(dtype)
+        before = _entries(strided_copy)
+        for i in range(3):
+            out = DeviceArray(drv, np.zeros(32, dtype))
+            strided_copy[(1,)](Strided(drv, host), out, 32, 2, BLOCK=32)
+            np.testing.assert_array_equal(out.get(), host[::2])
+        # Kept after the first launch of this dtype (its own specialization), then reused.
+        assert _entries(strided_copy) == before + 1, dtype
+    # A big-endian type string is the general path's error, on a kernel the fast path knows.
+    class BigEndian(DeviceArray):
+        @property
+        def __cuda_array_interface__(self):
+            return dict(DeviceArray.__cuda_array_interface__.fget(self), typestr=">f4")
+
+    with pytest.raises(trident.ArgumentError, match="byte order"):
+        strided_copy[(1,)](BigEndian(drv, np.zeros(4, np.float32)), out, 4, 1, BLOCK=32)

@@ -13,6 +13,7 @@ in place (nothing is copied), queued on the caller's stream (see ``launch_stream
 from __future__ import annotations
 
 import numbers
+import sys
 
 from ._errors import ArgumentError
 from .language import _core as _tl
@@ -44,6 +45,22 @@ def _np():
 def _torch_tensor(v):
     t = type(v)
     return t.__module__.split(".")[0] == "torch" and t.__name__ in ("Tensor", "Parameter")
+
+
+def torch_fast_info():
+    """What the native fast path needs of torch (``crates/python/src/arrays.rs``), once torch
+    is imported: ``(Tensor, Parameter, [(torch dtype, Trident dtype name)], raw_stream)``, where
+    ``raw_stream(device_index)`` is the raw handle of torch's current stream on that device (None
+    where this torch has no such function); None before torch is imported."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    try:
+        dtypes = [(getattr(torch, n), t) for n, t in _TORCH_NAMES.items() if hasattr(torch, n)]
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        return torch.Tensor, torch.nn.Parameter, dtypes, raw
+    except AttributeError:  # a partly imported torch
+        return None
 
 
 def host_array(name, v):

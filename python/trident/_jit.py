@@ -125,7 +125,8 @@ class JITFunction(KernelInterface):
             raise TypeError(f"@jit needs a Python function, not {type(fn).__name__}")
         self.fn = fn
         # The native fast path of cached launches (`_native.Dispatcher`), made with the program
-        # for plain signatures; dropped when `debug` or `sanitize` change (it keeps them).
+        # for plain signatures; dropped when `debug`, `sanitize` or `sass_search` change (it
+        # keeps them).
         self._dispatcher = None
         self.do_not_specialize = list(do_not_specialize)
         self.do_not_specialize_on_alignment = list(do_not_specialize_on_alignment)
@@ -171,6 +172,15 @@ class JITFunction(KernelInterface):
         self._sanitize = value
         self._dispatcher = None
 
+    @property
+    def sass_search(self):
+        return self._sass_search
+
+    @sass_search.setter
+    def sass_search(self, value):
+        self._sass_search = value
+        self._dispatcher = None
+
     def __getitem__(self, grid):
         d = self._dispatcher
         if d is not None:
@@ -208,7 +218,7 @@ class JITFunction(KernelInterface):
                 self._program, self.__name__, self.arg_names,
                 [(name in self._defaults, self._defaults.get(name)) for name in self.arg_names],
                 bool(self.debug), bool(self.sanitize), self._run_slow, sys.modules[__name__],
-                _errors.from_native, numpy.ndarray)
+                _errors.from_native, numpy.ndarray, self.sass_search is not None)
         except n.NativeError:
             self._dispatcher = None  # the general path reports whatever is wrong
 

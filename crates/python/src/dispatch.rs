@@ -20,17 +20,18 @@
 //! the caller's arrays untouched, as on the general path (`run_held` is shared).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
 use pyo3::{intern, PyTraverseError, PyVisit};
-use trident_runtime::args::{Arg, ArgValue, Backend, Grid};
+use trident_runtime::args::{Arg, ArgValue, Backend, DeviceArray, Grid};
 use trident_runtime::compiled::CompiledKernel;
 use trident_runtime::launch::LaunchOptions;
 use trident_runtime::{DType, HostTensor};
 
+use crate::arrays::{self, Place, PyStream, Torch};
 use crate::{buffer, run_held, Held, Owner, Program};
 
 /// Launch keywords the package takes out before binding (`_jit._LAUNCH_KEYWORDS`).
@@ -74,7 +75,14 @@ const MAX_ENTRIES: usize = 1024;
 /// One parameter's part of the key: what the compile's memo key holds of its value.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Part {
+    /// A host array (its memory is copied for the interpreter and the emulators).
     Tensor(DType),
+    /// A device array: its dtype and whether its address is 16-byte aligned (as the
+    /// runtime's key specializes pointers).
+    Device {
+        dtype: DType,
+        aligned16: bool,
+    },
     /// A runtime int: i64 (else i32), `== 1`, divisible by 16.
     Int {
         wide: bool,
@@ -104,6 +112,11 @@ struct Head {
     dot_precision: &'static str,
     /// `TRIDENT_EMU_TARGET` (emu only).
     emu_target: Option<String>,
+    /// `TRIDENT_PINGPONG`, `TRIDENT_SETMAXNREG` and `TRIDENT_NO_WGMMA`: options of the GPU
+    /// compile (the emulator's and CUDA's kernels).
+    pingpong: bool,
+    setmaxnreg: bool,
+    no_wgmma: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -132,6 +145,10 @@ pub(crate) struct Dispatcher {
     from_native: Py<PyAny>,
     /// `numpy.ndarray` (exact type only: subclasses take the general path).
     ndarray: Py<PyAny>,
+    /// torch's types and dtypes, read from the package once torch is imported (`arrays`).
+    torch: OnceLock<Torch>,
+    /// The decorator asks for a searched SASS schedule (the general path runs or refuses it).
+    sass_search: bool,
     /// Whether the runtime sees no autotune configs and no heuristics: then the compiled
     /// kernel follows from the key alone.
     keyable: bool,
@@ -169,6 +186,7 @@ impl Dispatcher {
         jit: Py<PyAny>,
         from_native: Py<PyAny>,
         ndarray: Py<PyAny>,
+        sass_search: bool,
     ) -> PyResult<Dispatcher> {
         let prog = &program.get().prog;
         let k = prog.kernel(None).map_err(crate::run_err)?;
@@ -188,6 +206,8 @@ impl Dispatcher {
             jit,
             from_native,
             ndarray,
+            torch: OnceLock::new(),
+            sass_search,
             keyable,
             table: Mutex::new(Table::default()),
         })
@@ -224,6 +244,9 @@ impl Dispatcher {
         visit.call(&self.jit)?;
         visit.call(&self.from_native)?;
         visit.call(&self.ndarray)?;
+        if let Some(t) = self.torch.get() {
+            t.traverse(&visit)?;
+        }
         for d in self.defaults.iter().flatten() {
             visit.call(d)?;
         }
@@ -336,9 +359,105 @@ impl Dispatcher {
         }
         let slots: Vec<Bound<'py, PyAny>> = slots.into_iter().flatten().collect();
 
-        // The backend: `backend=`, else `set_backend`'s, else TRIDENT_BACKEND, else interp.
-        let backend = match kw.backend.as_ref().filter(|b| b.is_truthy().unwrap_or(true)) {
+        let (Ok(num_warps), Ok(num_stages), Ok(debug), Ok(sanitize)) = (
+            opt_u32(&kw.num_warps),
+            opt_u32(&kw.num_stages),
+            flag(&kw.debug, self.debug),
+            flag(&kw.sanitize, self.sanitize),
+        ) else {
+            return Ok(Fast::Fallback);
+        };
+
+        // Classify the values (no side effects: a fallback after this point is still clean).
+        let mut parts = Vec::with_capacity(n);
+        let mut values: Vec<Arg> = Vec::with_capacity(n);
+        let mut hosts: Vec<HostArray<'py>> = Vec::new();
+        let mut on_device = false;
+        // The stream of a launch on device arrays, as `_args.launch_stream` picks it: torch's
+        // current stream on the first CUDA tensor's device, else the first stream an
+        // interface array names.
+        let mut torch_device: Option<i64> = None;
+        let mut stream_hint: Option<u64> = None;
+        for (i, v) in slots.iter().enumerate() {
+            let cx = self.constexpr[i];
+            let (part, value) = if v.is_exact_instance_of::<PyInt>() {
+                let Ok(x) = v.extract::<i64>() else { return Ok(Fast::Fallback) };
+                let part = if cx {
+                    Part::ConstInt(x)
+                } else {
+                    Part::Int { wide: i32::try_from(x).is_err(), one: x == 1, div16: x % 16 == 0 }
+                };
+                (part, ArgValue::Int(x))
+            } else if v.is_exact_instance_of::<PyFloat>() {
+                let x: f64 = v.extract()?;
+                (if cx { Part::ConstFloat(x.to_bits()) } else { Part::Float }, ArgValue::Float(x))
+            } else if v.is_exact_instance_of::<PyBool>() {
+                let x = v.is_truthy()?;
+                (if cx { Part::ConstBool(x) } else { Part::Bool }, ArgValue::Bool(x))
+            } else if v.is_none() {
+                (Part::None, ArgValue::None)
+            } else if v.is_exact_instance_of::<PyString>() && cx {
+                let s = v.cast_exact::<PyString>()?.to_cow()?.into_owned();
+                (Part::ConstStr(s.clone()), ArgValue::Str(s))
+            } else if cx {
+                return Ok(Fast::Fallback);
+            } else if v.get_type().is(self.ndarray.bind(py)) {
+                let Some((view, info)) = buffer::view(v) else { return Ok(Fast::Fallback) };
+                hosts.push(HostArray {
+                    index: i,
+                    dtype: info.dtype,
+                    address: info.address,
+                    nbytes: info.nbytes,
+                    writable: info.writable,
+                    owner: Owner::View(view),
+                });
+                // Filled in below, once every argument is known to be handled.
+                (Part::Tensor(info.dtype), ArgValue::None)
+            } else {
+                let array = match self.torch(py, v) {
+                    Some(torch) => arrays::torch_tensor(py, torch, v),
+                    None => arrays::interface_array(py, v),
+                };
+                let Some(a) = array else { return Ok(Fast::Fallback) };
+                match a.place {
+                    Place::Host => {
+                        hosts.push(HostArray {
+                            index: i,
+                            dtype: a.dtype,
+                            address: a.address,
+                            nbytes: a.nbytes,
+                            writable: true,
+                            owner: Owner::Object(v.clone()),
+                        });
+                        (Part::Tensor(a.dtype), ArgValue::None)
+                    }
+                    Place::Device { torch_device: td, stream } => {
+                        on_device = true;
+                        if torch_device.is_none() {
+                            torch_device = td;
+                        }
+                        if let (None, Some(PyStream::Handle(h))) = (stream_hint, stream) {
+                            stream_hint = Some(h);
+                        }
+                        let part = Part::Device { dtype: a.dtype, aligned16: a.address % 16 == 0 };
+                        let d = DeviceArray { dtype: a.dtype, address: a.address as u64, nbytes: a.nbytes };
+                        (part, ArgValue::Device(d))
+                    }
+                }
+            };
+            parts.push(part);
+            let name = self.name_texts[i].clone();
+            values.push(Arg { text: name.clone(), name, value });
+        }
+
+        // The backend. Device arrays run where they are: on `cuda` (a launch keyword naming
+        // another backend, host arrays beside them and a searched schedule are the general
+        // path's errors). Otherwise `backend=`, else `set_backend`'s, else TRIDENT_BACKEND,
+        // else interp.
+        let explicit = kw.backend.as_ref().filter(|b| b.is_truthy().unwrap_or(true));
+        let backend = match explicit {
             Some(b) => b.clone(),
+            None if on_device => PyString::new(py, "cuda").into_any(),
             None => self.jit.bind(py).getattr(intern!(py, "_default_backend"))?,
         };
         let backend = if backend.is_none() {
@@ -353,20 +472,23 @@ impl Dispatcher {
                 Err(_) => return Ok(Fast::Fallback),
             }
         };
-        // CUDA and the SASS emulator keep the general path (not measured here, not needed
-        // for the goal); an unknown name gets the package's error there.
-        let backend = match backend.as_str() {
-            "interp" => Backend::Interp,
-            "emu" => Backend::Emu,
+        // The SASS emulator keeps the general path (not measured here, not needed for the
+        // goal); an unknown name gets the package's error there.
+        let backend = match (backend.as_str(), on_device) {
+            ("interp", false) => Backend::Interp,
+            ("emu", false) => Backend::Emu,
+            ("cuda", true) if hosts.is_empty() => Backend::Cuda,
             _ => return Ok(Fast::Fallback),
         };
-        let (Ok(num_warps), Ok(num_stages), Ok(debug), Ok(sanitize)) = (
-            opt_u32(&kw.num_warps),
-            opt_u32(&kw.num_stages),
-            flag(&kw.debug, self.debug),
-            flag(&kw.sanitize, self.sanitize),
-        ) else {
+        if on_device && (self.sass_search || trident_runtime::env::sass_search().is_some()) {
             return Ok(Fast::Fallback);
+        }
+        let stream = match torch_device {
+            Some(d) => match self.torch.get().and_then(|t| arrays::torch_stream(py, t, d)) {
+                Some(s) => Some(s),
+                None => return Ok(Fast::Fallback),
+            },
+            None => stream_hint,
         };
         // What the compile reads from the environment, read per launch as the runtime does
         // (a test may change it between launches): part of the key, or no fast path at all.
@@ -389,46 +511,11 @@ impl Dispatcher {
             sanitize: sanitize || trident_runtime::env::sanitize(),
             dot_precision: trident_runtime::env::compile_options(debug, false).default_dot_precision.name(),
             emu_target,
+            pingpong: trident_runtime::env::pingpong(),
+            setmaxnreg: trident_runtime::env::setmaxnreg(),
+            no_wgmma: !trident_runtime::env::wgmma_allowed(),
         };
 
-        // Classify the values (no side effects: a fallback after this point is still clean).
-        let mut parts = Vec::with_capacity(n);
-        let mut values: Vec<Arg> = Vec::with_capacity(n);
-        let mut views: Vec<(usize, buffer::View<'py>, buffer::ArrayInfo)> = Vec::new();
-        for (i, v) in slots.iter().enumerate() {
-            let cx = self.constexpr[i];
-            let (part, value) = if v.is_exact_instance_of::<PyInt>() {
-                let Ok(x) = v.extract::<i64>() else { return Ok(Fast::Fallback) };
-                let part = if cx {
-                    Part::ConstInt(x)
-                } else {
-                    Part::Int { wide: i32::try_from(x).is_err(), one: x == 1, div16: x % 16 == 0 }
-                };
-                (part, ArgValue::Int(x))
-            } else if v.is_exact_instance_of::<PyFloat>() {
-                let x: f64 = v.extract()?;
-                (if cx { Part::ConstFloat(x.to_bits()) } else { Part::Float }, ArgValue::Float(x))
-            } else if v.is_exact_instance_of::<PyBool>() {
-                let x = v.is_truthy()?;
-                (if cx { Part::ConstBool(x) } else { Part::Bool }, ArgValue::Bool(x))
-            } else if v.is_none() {
-                (Part::None, ArgValue::None)
-            } else if v.is_exact_instance_of::<PyString>() && cx {
-                let s = v.cast_exact::<PyString>()?.to_cow()?.into_owned();
-                (Part::ConstStr(s.clone()), ArgValue::Str(s))
-            } else if !cx && v.get_type().is(self.ndarray.bind(py)) {
-                let Some((view, info)) = buffer::view(v) else { return Ok(Fast::Fallback) };
-                let part = Part::Tensor(info.dtype);
-                views.push((i, view, info));
-                // Filled in below, once every argument is known to be handled.
-                (part, ArgValue::None)
-            } else {
-                return Ok(Fast::Fallback);
-            };
-            parts.push(part);
-            let name = self.name_texts[i].clone();
-            values.push(Arg { text: name.clone(), name, value });
-        }
         // The grid: a tuple of positive ints here; anything else through the package's
         // `grid3` (callables get the bound arguments, as on the general path).
         let g = match simple_grid(grid) {
@@ -450,47 +537,19 @@ impl Dispatcher {
         if gx == 0 || gy == 0 || gz == 0 {
             return Ok(Fast::Done(py.None())); // an empty grid launches nothing
         }
-        // Alias groups: clusters of overlapping spans, as `_args.convert` makes them.
-        let mut groups = vec![-1i64; views.len()];
-        if views.len() > 1 {
-            let mut spans: Vec<(usize, usize, usize)> =
-                views.iter().enumerate().map(|(j, (_, _, a))| (a.address, a.address + a.nbytes, j)).collect();
-            spans.sort_unstable();
-            let mut clusters: Vec<Vec<usize>> = Vec::new();
-            let mut end = 0usize;
-            for (lo, hi, j) in spans {
-                if hi == lo {
-                    continue;
-                }
-                match clusters.last_mut() {
-                    Some(c) if lo < end => {
-                        c.push(j);
-                        end = end.max(hi);
-                    }
-                    _ => {
-                        clusters.push(vec![j]);
-                        end = hi;
-                    }
-                }
-            }
-            for (gi, c) in clusters.iter().filter(|c| c.len() > 1).enumerate() {
-                for &j in c {
-                    groups[j] = gi as i64;
-                }
-            }
-        }
-        let mut held: Vec<Held<'py>> = Vec::with_capacity(views.len());
-        for ((i, view, a), group) in views.into_iter().zip(groups) {
+        let groups = alias_groups(&hosts);
+        let mut held: Vec<Held<'py>> = Vec::with_capacity(hosts.len());
+        for (a, group) in hosts.into_iter().zip(groups) {
             let h = Held {
-                index: i,
+                index: a.index,
                 address: a.address,
                 nbytes: a.nbytes,
                 group,
                 writable: a.writable,
-                _owner: Owner::View(view),
+                _owner: a.owner,
             };
             let size = a.dtype.size_bytes().max(1);
-            values[i].value =
+            values[a.index].value =
                 ArgValue::Tensor(HostTensor { dtype: a.dtype, shape: vec![a.nbytes / size], data: h.read() });
             held.push(h);
         }
@@ -501,6 +560,7 @@ impl Dispatcher {
         opts.num_stages = head.num_stages;
         opts.debug = head.debug;
         opts.sanitize = sanitize;
+        opts.stream = stream;
         let key = Key { head, parts };
         let start = Instant::now();
         let compiled = self.table.lock().ok().and_then(|t| t.get(&key).cloned());
@@ -569,6 +629,24 @@ impl Dispatcher {
         }
     }
 
+    /// torch's facts when `v` is exactly a torch tensor; they are read from the package the
+    /// first time a value from torch arrives (torch need not be imported before the kernel
+    /// is made, nor at all).
+    fn torch<'a>(&'a self, py: Python<'_>, v: &Bound<'_, PyAny>) -> Option<&'a Torch> {
+        if let Some(t) = self.torch.get() {
+            return t.is_tensor(py, v).then_some(t);
+        }
+        let module = v.get_type().module().ok()?;
+        if !module.to_cow().ok()?.starts_with("torch") {
+            return None;
+        }
+        let info = self.jit.bind(py).getattr(intern!(py, "_args")).ok()?;
+        let info = info.call_method0(intern!(py, "torch_fast_info")).ok()?;
+        let t = Torch::from_info(&info)?;
+        let t = self.torch.get_or_init(|| t);
+        t.is_tensor(py, v).then_some(t)
+    }
+
     /// The package's exception for a native error (`_errors.from_native`).
     fn package_error(&self, py: Python<'_>, e: PyErr) -> PyErr {
         if !e.is_instance_of::<crate::NativeError>(py) {
@@ -579,6 +657,51 @@ impl Dispatcher {
             Err(other) => other,
         }
     }
+}
+
+/// A host array the launch copies in (and back, if the kernel changed it).
+struct HostArray<'py> {
+    index: usize,
+    dtype: DType,
+    address: usize,
+    nbytes: usize,
+    writable: bool,
+    owner: Owner<'py>,
+}
+
+/// Alias groups of host arrays (-1: none): clusters of overlapping spans, as
+/// `_args.convert` makes them.
+fn alias_groups(hosts: &[HostArray<'_>]) -> Vec<i64> {
+    let mut groups = vec![-1i64; hosts.len()];
+    if hosts.len() < 2 {
+        return groups;
+    }
+    let mut spans: Vec<(usize, usize, usize)> =
+        hosts.iter().enumerate().map(|(j, a)| (a.address, a.address + a.nbytes, j)).collect();
+    spans.sort_unstable();
+    let mut clusters: Vec<Vec<usize>> = Vec::new();
+    let mut end = 0usize;
+    for (lo, hi, j) in spans {
+        if hi == lo {
+            continue;
+        }
+        match clusters.last_mut() {
+            Some(c) if lo < end => {
+                c.push(j);
+                end = end.max(hi);
+            }
+            _ => {
+                clusters.push(vec![j]);
+                end = hi;
+            }
+        }
+    }
+    for (gi, c) in clusters.iter().filter(|c| c.len() > 1).enumerate() {
+        for &j in c {
+            groups[j] = gi as i64;
+        }
+    }
+    groups
 }
 
 /// A grid given as a tuple of one to three ints, each in `0..2^31` (0: an empty grid).

@@ -29,6 +29,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
+mod arrays;
 mod buffer;
 mod dispatch;
 
