@@ -4,18 +4,23 @@
 //! A [`Dispatcher`] belongs to one `JITFunction` (a plain signature: positional-or-keyword
 //! parameters). `kernel[grid]` is a [`Launcher`]; calling it binds the arguments to the
 //! parameters, classifies each value by its exact type (int, float, bool, str, None, a numpy
-//! array through the buffer protocol) and builds the specialization key: for each parameter
-//! what the compile cache's memo key holds of it (`cache::key::signature_text`: a tensor's
-//! dtype; an int's width, `== 1` and divisibility by 16; a constexpr's exact value), plus the
-//! backend, warps, stages, debug, sanitize and every environment value the compile reads. A
-//! hit goes straight to the compiled kernel's run; a miss prepares it (config, compile cache)
-//! as `Program.launch` does and keeps it for the key.
+//! array through the buffer protocol, a torch tensor or a `__cuda_array_interface__` array
+//! through `arrays`) and builds the specialization key: for each parameter what the compile
+//! cache's memo key holds of it (`cache::key::signature_text`: a tensor's dtype, and a device
+//! array's 16-byte alignment; an int's width, `== 1` and divisibility by 16; a constexpr's
+//! exact value), plus the backend, warps, stages, debug, sanitize and every environment value
+//! the compile reads. A hit goes straight to the compiled kernel's run; a miss prepares it
+//! (config, compile cache) as `Program.launch` does and keeps it for the key.
 //!
-//! Anything else — a torch tensor, a dtype or `tl.constexpr` object, a launch keyword not
-//! handled here, a missing or unknown argument, a negative stride, a backend other than
-//! `interp`/`emu`, an autotuned kernel or one with heuristics in the runtime's view, caching
-//! off or IR dumps on — returns to the package's Python path before anything happened
-//! (nothing run, nothing written), so every error is raised by the code that always raised it.
+//! Host arrays (numpy, CPU torch tensors) run on `interp` or `emu`; device arrays (CUDA torch
+//! tensors, interface arrays) on `cuda`, in place, queued on the stream the general path
+//! would pick (`_args.launch_stream`: torch's current stream, else the array's own).
+//! Anything else — a dtype or `tl.constexpr` object, a tensor subclass, a launch keyword not
+//! handled here (`stream=`, `sass_search=`), a missing or unknown argument, a negative
+//! stride, host and device arrays together, the SASS emulator, a searched schedule, an
+//! autotuned kernel or one with heuristics in the runtime's view, caching off or IR dumps on —
+//! returns to the package's Python path before anything happened (nothing run, nothing
+//! written), so every error is raised by the code that always raised it.
 //! Errors of the run itself are raised here as the package's exceptions (`from_native`), with
 //! the caller's arrays untouched, as on the general path (`run_held` is shared).
 
