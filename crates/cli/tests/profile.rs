@@ -273,3 +273,54 @@ fn a_warp_specialized_kernel_is_profiled_per_role() {
     assert!(plain.contains("2 CTAs x 4 warps (8 of 8 slots decoded)"), "{plain}");
     assert!(!plain.contains("producer"), "{plain}");
 }
+
+/// Mean cycles of each region of `trident profile`'s table (its fifth column).
+fn table_means(out: &str) -> std::collections::BTreeMap<String, f64> {
+    out.lines()
+        .filter(|l| l.starts_with("chain_") || l.starts_with("kernel "))
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            Some((cells[0].to_string(), cells.get(4)?.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn regions_of_known_length_are_replayed_to_their_length() {
+    // bench/profile/fma_chain.py: three scopes of 32, 128 and 512 dependent multiply-adds and
+    // nothing else; the emulator times each step the same, so the replayed lengths must be in
+    // the ratio 1 : 4 : 16 and equal to the zero-cost markers' (the GPU session checks the
+    // same scopes against the FFMA latency, where there are no markers).
+    let words = |extra: &[&'static str]| {
+        let mut w = vec![
+            "profile",
+            "bench/profile/fma_chain.py::fma_chain",
+            "--backend",
+            "emu",
+            "--grid",
+            "8",
+            "--num-warps",
+            "1",
+            "--regions",
+            "scopes,kernel",
+            "x=randn:f32:256",
+            "y=empty:f32:256",
+            "CHAIN=32",
+            "BLOCK=32",
+        ];
+        w.extend_from_slice(extra);
+        w
+    };
+    let probed = trident(&words(&[]));
+    let marked = trident(&words(&["--markers"]));
+    let (out, err) = text(&probed);
+    assert!(probed.status.success(), "{err}");
+    assert!(marked.status.success(), "{}", text(&marked).1);
+    let (got, truth) = (table_means(&out), table_means(&text(&marked).0));
+    let per_step = truth["chain_1x"] / 32.0;
+    for (name, steps) in [("chain_1x", 32.0), ("chain_4x", 128.0), ("chain_16x", 512.0)] {
+        let (g, t) = (got[name], truth[name]);
+        assert!((g - t).abs() <= 0.02 * t, "{name}: replayed {g}, true {t}\n{out}");
+        assert!((t / steps - per_step).abs() <= 0.02 * per_step, "{name}: {t} cycles for {steps} steps\n{out}");
+    }
+}

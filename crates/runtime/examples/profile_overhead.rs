@@ -17,13 +17,20 @@
 //! (`ProbeCost::InKernel`) instead of the calibration kernel's; `COST=persite`: with the
 //! per-site costs of a second launch with doubled records (`ProbeCost::PerSite`).
 //!
+//! `BACKEND=cuda` (a GPU; the binary built here runs there, from the repository root): the
+//! overhead with CUDA events instead of the model — plain and probed launches timed as
+//! `trident bench` times them (median of 50 after 10 warm-up, L2 flushed before each) — and
+//! each region's replayed mean cycles (`DETAIL=1`); no markers there, so no error column,
+//! except for `fma chain`, whose scopes have known lengths (chains of dependent FFMAs, 4
+//! cycles each on Ampere and Hopper): its rows print the replayed cycles per FFMA of each.
+//!
 //! "Long" regions (relative error) are those of at least 180 true cycles (`LONG=N`: N
 //! cycles): ten probes of the seven-instruction lowering (17.95 cycles each), kept fixed
 //! so that tables before and after the six-instruction one (9 cycles) compare.
 
 use std::collections::BTreeMap;
 use trident_runtime::args::RunCommand;
-use trident_runtime::launch::{launch, LaunchOptions, LaunchOutcome};
+use trident_runtime::launch::{launch, prepare, run_compiled_reps, LaunchOptions, LaunchOutcome};
 use trident_runtime::profile::{self as profile, trace, ProbeCost, ProbeMode, Profile, ProfileOptions, Regions, Site};
 use trident_runtime::KernelProgram;
 
@@ -59,6 +66,13 @@ fn attention(file: &str, causal: bool) -> String {
 fn kernels() -> Vec<(&'static str, String, Vec<&'static str>)> {
     let auto = vec!["kernel", "kernel,loops", "kernel,loops,dots,loads"];
     vec![
+        (
+            "fma chain",
+            "bench/profile/fma_chain.py::fma_chain --grid 264 --num-warps 1 x=randn:f32:8448 y=empty:f32:8448 \
+             CHAIN=32 BLOCK=32"
+                .into(),
+            vec!["scopes", "scopes,kernel"],
+        ),
         (
             "softmax 256x1024 f32",
             "kernels/softmax.py::softmax_kernel --grid 256 x=randn:f32:256x1024 y=empty:f32:256x1024 \
@@ -119,6 +133,42 @@ fn attention_desc(file: &str) -> String {
     )
 }
 
+/// A launch's time on the GPU as `trident bench --backend cuda` measures it: the median of
+/// 50 CUDA-event timings after 10 warm-up launches, L2 flushed before each; None (and the
+/// reason on stderr) if it fails.
+fn gpu_us(prog: &KernelProgram, cmd: &RunCommand, profile: Option<ProfileOptions>) -> Option<f64> {
+    let kernel = prog.kernel(cmd.kernel.as_deref()).ok()?;
+    let mut args = cmd.materialize().ok()?;
+    let mut opts = LaunchOptions::from_command(cmd);
+    opts.profile = profile;
+    opts.flush_l2 = true;
+    let timed = prepare(prog, kernel, &args, &opts).and_then(|p| run_compiled_reps(&p, &mut args, &opts, 10, 50));
+    match timed {
+        Ok(out) => {
+            let mut s: Vec<f64> = out.samples.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+            s.sort_by(f64::total_cmp);
+            s.get(s.len() / 2).copied()
+        }
+        Err(e) => {
+            eprintln!("timing failed: {e}");
+            None
+        }
+    }
+}
+
+/// For the `fma chain` kernel: replayed cycles per FFMA of each `chain_Nx` scope (N × 32
+/// dependent FFMAs), e.g. `chain_1x 4.02, chain_4x 4.00, chain_16x 4.00`.
+fn per_fma(got: &BTreeMap<String, f64>) -> String {
+    let mut cells = vec![];
+    for n in [1.0, 4.0, 16.0] {
+        let name = format!("chain_{n}x");
+        if let Some(c) = got.get(&name) {
+            cells.push(format!("{name} {:.2}", c / (32.0 * n)));
+        }
+    }
+    cells.join(", ")
+}
+
 /// Errors of a replayed profile against the truth: over regions of at least `long` true
 /// cycles the mean and the worst relative error, over shorter ones the worst absolute one.
 fn errors(got: &BTreeMap<String, f64>, want: &BTreeMap<String, f64>, long: f64) -> (f64, f64, f64) {
@@ -138,11 +188,19 @@ fn errors(got: &BTreeMap<String, f64>, want: &BTreeMap<String, f64>, long: f64) 
 
 fn main() {
     let sets: Vec<String> = std::env::args().skip(1).collect();
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    std::env::set_current_dir(root).expect("the repository root");
+    // Kernel paths are relative to the repository root: run from it (the binary carried to
+    // a GPU machine is), or from anywhere in the tree it was built in.
+    if !std::path::Path::new("kernels").is_dir() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+        std::env::set_current_dir(root).expect("the repository root");
+    }
     let only = std::env::var("ONLY").ok();
     let all = std::env::var("COST").is_ok_and(|c| c == "all");
-    if all {
+    let gpu = std::env::var("BACKEND").is_ok_and(|b| b == "cuda");
+    if gpu {
+        println!("| kernel | regions | n | rec/warp | plain µs | probed µs | overhead | outputs | cycles per FFMA (fma chain) |");
+        println!("|---|---|---:|---:|---:|---:|---:|---|---|");
+    } else if all {
         println!(
             "| kernel | regions | n | rec/warp | plain µs | probed µs | overhead | marked/plain | calibrated: mean / max, abs | in-kernel: mean / max, abs | per-site: mean / max, abs | traces identical |"
         );
@@ -160,8 +218,12 @@ fn main() {
         }
         let words: Vec<&str> = line.split_whitespace().collect();
         let mut cmd = RunCommand::parse(&words).unwrap_or_else(|e| panic!("{name}: {e}"));
-        cmd.backend = trident_runtime::Backend::Emu;
+        cmd.backend = if gpu { trident_runtime::Backend::Cuda } else { trident_runtime::Backend::Emu };
         let prog = KernelProgram::load(&cmd.file).unwrap_or_else(|e| panic!("{e}"));
+        if gpu {
+            gpu_rows(name, &cmd, &prog, if sets.is_empty() { &default_sets } else { &[] }, &sets);
+            continue;
+        }
         let kernel = prog.kernel(cmd.kernel.as_deref()).unwrap_or_else(|e| panic!("{e}"));
         let mut plain_args = cmd.materialize().unwrap();
         let plain = launch(&prog, kernel, &mut plain_args, &LaunchOptions::from_command(&cmd))
@@ -278,6 +340,59 @@ fn main() {
                         println!("      {:<32} -> {:<32} {:>8.2}", name(*a), name(*b), c + shift);
                     }
                 }
+            }
+        }
+    }
+}
+
+/// The GPU rows of one kernel (`BACKEND=cuda`): overhead with CUDA events, the replayed
+/// profile's regions (per site, as `trident profile` replays), outputs against the plain
+/// launch's (reported, not asserted: one failed row must not end a GPU session's run).
+fn gpu_rows(name: &str, cmd: &RunCommand, prog: &KernelProgram, defaults: &[&str], given: &[String]) {
+    let kernel = prog.kernel(cmd.kernel.as_deref()).unwrap_or_else(|e| panic!("{e}"));
+    let mut plain_args = cmd.materialize().unwrap();
+    if let Err(e) = launch(prog, kernel, &mut plain_args, &LaunchOptions::from_command(cmd)) {
+        println!("| {name} | - | - | - | - | - | - | plain launch failed: {e} | |");
+        return;
+    }
+    let plain = gpu_us(prog, cmd, None);
+    let sets: Vec<String> =
+        if given.is_empty() { defaults.iter().map(|s| s.to_string()).collect() } else { given.to_vec() };
+    let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+    for set in &sets {
+        let regions = Regions::parse(set).unwrap_or_else(|e| panic!("{e}"));
+        let po = ProfileOptions { regions, ..Default::default() };
+        let mut args = cmd.materialize().unwrap();
+        let mut opts = LaunchOptions::from_command(cmd);
+        opts.profile = Some(po);
+        opts.profile_cost = ProbeCost::PerSite;
+        let out = match launch(prog, kernel, &mut args, &opts) {
+            Ok(o) => o,
+            Err(e) => {
+                println!("| {name} | {set} | - | - | {} | - | - | profiled launch failed: {e} | |", f(plain));
+                continue;
+            }
+        };
+        let same = args.iter().zip(&plain_args).all(|(a, b)| a.value == b.value);
+        let probed = gpu_us(prog, cmd, Some(po));
+        let Some(p) = out.profile.as_ref() else { continue };
+        let records = p.slots.iter().map(|s| s.trace.total as f64).sum::<f64>() / p.slots.len().max(1) as f64;
+        let got = means(p);
+        let overhead = match (plain, probed) {
+            (Some(a), Some(b)) => format!("{:+.1}%", (b / a - 1.0) * 100.0),
+            _ => "-".into(),
+        };
+        println!(
+            "| {name} | {set} | {} | {records:.0} | {} | {} | {overhead} | {} | {} |",
+            got.len(),
+            f(plain),
+            f(probed),
+            if same { "equal" } else { "DIFFER" },
+            per_fma(&got)
+        );
+        if std::env::var_os("DETAIL").is_some() {
+            for (k, c) in &got {
+                println!("    {k:<40} replayed {c:>10.1}");
             }
         }
     }
