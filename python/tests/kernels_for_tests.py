@@ -60,3 +60,11 @@ def axpy(a, x, y, n, ACT: tl.constexpr, BLOCK: tl.constexpr):
     if ACT == "relu":
         v = tl.maximum(v, 0.0)
     tl.store(y + offs, v, mask=mask)
+
+
+@trident.jit
+def add_scaled(x, out, n, a, BLOCK: tl.constexpr):
+    """out += a * x, in place."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out + offs, a * tl.load(x + offs, mask=m) + tl.load(out + offs, mask=m), mask=m)

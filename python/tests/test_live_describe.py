@@ -382,9 +382,14 @@ def test_exec_of_a_string_with_its_source_given_or_registered():
     assert d["file_text"] == src
     assert d["globals"]["WIDTH"] == {"kind": "int", "value": "64"}
 
-    # Not registered: the source must be given.
+    # Not registered: the source must be given. (Triton itself refuses to decorate such a
+    # function, so this part runs on the stand-in only.)
     g = {}
-    exec(src.replace("generated", "generated2"), g)
+    try:
+        exec(src.replace("generated", "generated2"), g)
+    except ValueError as e:
+        assert "defined in a Python file" in str(e)
+        return
     with pytest.raises(DescribeError, match="__trident_source__"):
         describe(g["generated2"])
     g["generated2"].fn.__trident_source__ = src.replace("generated", "generated2")
@@ -399,7 +404,11 @@ def test_text_patched_source_is_compiled_as_patched():
         tl.store(x_ptr, 1)
 
     real, first = lines_of(patched.fn)
-    patched.src = patched.src.replace("1)", "2)")
+    new_src = patched.src.replace("1)", "2)")
+    if hasattr(patched, "_unsafe_update_src"):
+        patched._unsafe_update_src(new_src)  # Triton 3.4+: `src` is read-only
+    else:
+        patched.src = new_src
     d = describe(patched)
     assert d["source"] == patched.src and d["file_text"] is None
     # Placed where the original `def` line was.
@@ -425,7 +434,11 @@ def test_closures_over_constants_resolve_their_cells():
 
 def test_jit_options_and_python_evaluated_defaults():
     d = describe(with_options)
-    assert d["options"] == {"do_not_specialize": [1], "debug": True, "noinline": False}
+    o = d["options"]
+    # The stand-in keeps positions, Triton 3.9 the names as given (the front end reads both),
+    # and has no `noinline` attribute.
+    assert o["do_not_specialize"] in ([1], ["n"]) and o["debug"] is True
+    assert o.get("noinline", False) is False and o.get("do_not_specialize_on_alignment", []) == []
     assert d["defaults"] == {"BLOCK": {"kind": "int", "value": "256"}}
     # Names only the signature uses (annotations, defaults) are described too.
     assert "BLOCK_DEFAULT" in d["globals"]

@@ -52,46 +52,38 @@ def _entries(kernel):
     return kernel._dispatcher.cached() if kernel._dispatcher is not None else 0
 
 
-@trident.jit
-def _axpy(x, out, n, a, BLOCK: trident.language.constexpr):
-    tl = trident.language
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    tl.store(out + offs, a * tl.load(x + offs, mask=m) + tl.load(out + offs, mask=m), mask=m)
-
-
 def test_cached_launches_on_cpu_tensors_take_the_fast_path(backend):
     if backend not in ("interp", "emu"):
         pytest.skip("the fast path runs interp and emu")
     g = torch.Generator().manual_seed(int.from_bytes(__import__("os").urandom(4), "little"))
-    before = _entries(_axpy)
+    before = _entries(K.add_scaled)
     for i in range(4):
         x, y = torch.randn(700, generator=g), torch.randn(700, generator=g)
         out = y.clone()
-        r = _axpy[(3,)](x, out, 700, 0.5, BLOCK=256, backend=backend)
+        r = K.add_scaled[(3,)](x, out, 700, 0.5, BLOCK=256, backend=backend)
         assert torch.equal(out, 0.5 * x + y)
-    assert r["cache"] == "memo" and _entries(_axpy) == before + 1
+    assert r["cache"] == "memo" and _entries(K.add_scaled) == before + 1
     # A Parameter (exact type too), a tensor that requires grad, strided views: the same
     # kernel, each written in place where the kernel wrote.
     w = torch.nn.Parameter(torch.randn(700, generator=g))
     out = torch.zeros(700)
-    _axpy[(3,)](w, out, 700, 1.0, BLOCK=256, backend=backend)
+    K.add_scaled[(3,)](w, out, 700, 1.0, BLOCK=256, backend=backend)
     assert torch.equal(out, w.detach())
     # (The kernel indexes from the first element with its own strides, as in Triton: through
     # `base[::2]` it reads `base[:700]`, which lies in the view's span.)
     base = torch.randn(1400, generator=g)
     out = torch.zeros(2, 700)
-    _axpy[(3,)](base[::2], out[1], 700, 2.0, BLOCK=256, backend=backend)
+    K.add_scaled[(3,)](base[::2], out[1], 700, 2.0, BLOCK=256, backend=backend)
     assert torch.equal(out[1], 2.0 * base[:700]) and torch.equal(out[0], torch.zeros(700))
-    assert _entries(_axpy) == before + 1
+    assert _entries(K.add_scaled) == before + 1
     # Other dtypes are other kernels.
     h = torch.randn(700, generator=g).to(torch.bfloat16)
     out = torch.zeros(700, dtype=torch.bfloat16)
     for _ in range(2):
         out.zero_()
-        _axpy[(3,)](h, out, 700, 1.0, BLOCK=256, backend=backend)
+        K.add_scaled[(3,)](h, out, 700, 1.0, BLOCK=256, backend=backend)
         assert torch.equal(out, h)
-    assert _entries(_axpy) == before + 2
+    assert _entries(K.add_scaled) == before + 2
 
 
 def test_cpu_tensor_errors_on_the_fast_path_are_the_general_paths():
