@@ -249,6 +249,33 @@ const CASES: &[Case] = &[
         tol: 0.0,
         ws: false,
     },
+    // Rows of 256 and 512 bytes: the store box as 2 (f16) and 4 (f32) 128B-swizzled boxes
+    // side by side, one copy each; ragged at the right and bottom edges (the boxes past N or
+    // M must write nothing).
+    Case {
+        kernel: "store_2d",
+        grid: "2,2",
+        args: &["src=randn:f16:70x200", "dst=randn:f16:100x208", "M=70", "N=200", "LD=208", "BM=64", "BN=128"],
+        out: "dst",
+        tma: true,
+        copies: 2,
+        opts: &[],
+        sass: true,
+        tol: 0.0,
+        ws: false,
+    },
+    Case {
+        kernel: "store_2d",
+        grid: "3,1",
+        args: &["src=randn:f32:40x100", "dst=randn:f32:48x112", "M=40", "N=100", "LD=112", "BM=16", "BN=128"],
+        out: "dst",
+        tma: true,
+        copies: 4,
+        opts: &[],
+        sass: true,
+        tol: 0.0,
+        ws: false,
+    },
     Case {
         kernel: "store_3d_loop",
         grid: "2",
@@ -298,7 +325,8 @@ const CASES: &[Case] = &[
         tol: 0.0,
         ws: true,
     },
-    // 128-byte rows: both rings 128B-swizzled, B's read K-major through the transpose.
+    // 128-byte rows: both rings 128B-swizzled, B's read K-major through the transpose; the
+    // 256-byte rows of C's store box as two 128B-swizzled boxes (8 copies: 3 stages x 2 + 2).
     Case {
         kernel: "kernels/matmul_persistent.py::matmul_persistent_kernel",
         grid: "3",
@@ -318,7 +346,7 @@ const CASES: &[Case] = &[
         ],
         out: "c",
         tma: true,
-        copies: 7,
+        copies: 8,
         opts: &[],
         sass: true,
         tol: 0.0,

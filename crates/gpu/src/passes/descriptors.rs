@@ -321,7 +321,34 @@ fn first_of_register_run(f: &Function, op: Op, dead: &[Op]) -> Op {
     ops[at]
 }
 
-/// A `desc_store` as a TMA copy out of a row-major box: every thread writes its part of the
+/// The shared layout of a store's box and how TMA reads it: the widest TMA swizzle the tile
+/// takes (rows cut into swizzle-span-wide boxes side by side), else plain rows. Plain rows of
+/// 128 bytes or more put a register tile's rows in the same banks: an mma accumulator written
+/// row-major (a warp's lanes on 8 rows, 16 bytes each) conflicts 8 ways in every store; through
+/// the 128-byte swizzle the 8 rows' chunks fall on distinct banks.
+fn store_box(t: &Type) -> (Layout, TmaFill) {
+    let shape = t.shape();
+    let rank = shape.len();
+    let order: Vec<u32> = (0..rank as u32).rev().collect();
+    let eb = t.elem().num().map_or(0, |d| d.size_bytes() as u32);
+    // (span bytes, rows per phase, phases): TMA's 128-, 64- and 32-byte swizzles on rows one
+    // span wide (its 16-byte chunks XORed with the 128-byte line's index).
+    for (w, per_phase, max_phase) in [(128u32, 1u32, 8u32), (64, 2, 4), (32, 4, 2)] {
+        if rank < 2 || eb == 0 || 16 % eb != 0 {
+            break;
+        }
+        let vec = 16 / eb;
+        let Ok(sl) = crate::layout::build::shared(shape, vec, per_phase, max_phase, &order) else { continue };
+        if let Some(fill) = swizzle_for(&sl, eb).filter(|fill| fill.swizzle == w) {
+            return (Layout::Shared { vec, per_phase, max_phase, order: order.into() }, fill);
+        }
+    }
+    let cols = shape.last().copied().unwrap_or(1);
+    let plain = Layout::Shared { vec: 1, per_phase: 1, max_phase: 1, order: order.into() };
+    (plain, TmaFill { swizzle: 0, box_cols: cols, boxes: 1 })
+}
+
+/// A `desc_store` as a TMA copy out of a (swizzled) box: every thread writes its part of the
 /// value into the box, then one thread copies the box to global memory (`tma_store`, which
 /// publishes the writes to the copy itself and returns once the box has been read).
 ///
@@ -343,10 +370,10 @@ fn lower_store_to_tma(f: &mut Function, op: Op, rank: usize) {
     }
     let t = f.ty(value).clone();
     let offsets = od.operands[4 + 2 * rank..].to_vec();
-    let map = new_map(f, op, 0, 0);
-    let order: Vec<u32> = (0..rank as u32).rev().collect();
-    let row_major = f.intern_layout(Layout::Shared { vec: 1, per_phase: 1, max_phase: 1, order: order.into() });
-    let buf = f.new_op(OpKind::LocalAlloc, &[], &[t.with_layout(Some(row_major))], loc);
+    let (box_layout, fill) = store_box(&t);
+    let map = new_map(f, op, fill.swizzle, if fill.boxes > 1 { fill.box_cols } else { 0 });
+    let box_layout = f.intern_layout(box_layout);
+    let buf = f.new_op(OpKind::LocalAlloc, &[], &[t.with_layout(Some(box_layout))], loc);
     let write = f.new_op(OpKind::LocalStore, &[f.result(buf, 0), value], &[], loc);
     let mut copy_operands = vec![f.result(map, 0), f.result(buf, 0)];
     copy_operands.extend_from_slice(&offsets);

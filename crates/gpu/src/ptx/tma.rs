@@ -114,6 +114,25 @@ impl Emitter<'_> {
         Ok(specs)
     }
 
+    /// How a `tma_copy`'s or `tma_store`'s buffer `bt` is cut into the boxes of `map`: one box,
+    /// or (rows wider than the swizzle span) a row of boxes along the innermost dimension
+    /// (`machine::tma`); `(boxes, columns per box, bytes per box)`.
+    fn tma_boxes(&self, map: Value, bt: &trident_ir::Type) -> Res<(u32, u32, u64)> {
+        let f = self.f;
+        let rank = bt.shape().len();
+        let cols = bt.shape()[rank - 1];
+        let box_cols = match f.def_op(map).map(|o| &f.ops[o].kind) {
+            Some(OpKind::TmaMap { block, .. }) if block.len() == rank => block[rank - 1],
+            _ => return Err(self.err("internal: a TMA copy whose map is not a tma_map of its rank")),
+        };
+        if box_cols == 0 || !cols.is_multiple_of(box_cols) {
+            return Err(self.err(format!("internal: boxes of {box_cols} columns do not tile {cols}")));
+        }
+        let boxes = cols / box_cols;
+        let bytes = bt.numel() * super::regs::mem_bytes(bt.elem()) as u64;
+        Ok((boxes, box_cols, bytes / boxes as u64))
+    }
+
     pub(crate) fn emit_tma_op(&mut self, op: Op) -> Res<()> {
         let f = self.f;
         let d = &f.ops[op];
@@ -154,16 +173,7 @@ impl Emitter<'_> {
                 // The buffer is one box of the map, or (rows wider than the swizzle span) a
                 // row of boxes along the innermost dimension, box j `j * box_bytes` into the
                 // buffer at innermost coordinate `offset + j * cols` (`machine::tma`).
-                let cols = bt.shape()[rank - 1];
-                let box_cols = match f.def_op(d.operands[0]).map(|o| &f.ops[o].kind) {
-                    Some(OpKind::TmaMap { block, .. }) if block.len() == rank => block[rank - 1],
-                    _ => return Err(self.err("internal: a tma_copy whose map is not a tma_map of its rank")),
-                };
-                if box_cols == 0 || !cols.is_multiple_of(box_cols) {
-                    return Err(self.err(format!("internal: boxes of {box_cols} columns do not tile {cols}")));
-                }
-                let boxes = cols / box_cols;
-                let box_bytes = bytes / boxes as u64;
+                let (boxes, box_cols, box_bytes) = self.tma_boxes(d.operands[0], bt)?;
                 let mut coords = vec![];
                 for &o in d.operands[3..3 + rank].iter().rev() {
                     coords.push(self.reg1(o)?.to_string());
@@ -204,7 +214,9 @@ impl Emitter<'_> {
             OpKind::TmaStore => {
                 let map = self.reg1(d.operands[0])?;
                 let buf = self.reg1(d.operands[1])?;
-                let rank = f.ty(d.operands[1]).shape().len();
+                let bt = f.ty(d.operands[1]);
+                let rank = bt.shape().len();
+                let (boxes, box_cols, box_bytes) = self.tma_boxes(d.operands[0], bt)?;
                 let mut coords = vec![];
                 for &o in d.operands[2..2 + rank].iter().rev() {
                     coords.push(self.reg1(o)?.to_string());
@@ -214,11 +226,24 @@ impl Emitter<'_> {
                 // (async proxy): a proxy fence by each writer, then the CTA barrier.
                 self.ins("fence.proxy.async.shared::cta");
                 self.cta_barrier();
-                self.ins(format!(
-                    "@{leader} cp.async.bulk.tensor.{}d.global.shared::cta.tile.bulk_group [{map}, {{{}}}], [{buf}]",
-                    coords.len(),
-                    coords.join(", ")
-                ));
+                // One copy per box (a swizzled tile's rows are cut into span-wide boxes side
+                // by side, box j `j * box_bytes` into the buffer), all in one bulk group.
+                for j in 0..boxes {
+                    let (src, inner) = if j == 0 {
+                        (buf.to_string(), coords[0].clone())
+                    } else {
+                        let c = self.new_reg(RegClass::B32);
+                        self.ins(format!("add.s32 {c}, {}, {}", coords[0], j * box_cols));
+                        (format!("{buf}+{}", j as u64 * box_bytes), c.to_string())
+                    };
+                    let mut cs = coords.clone();
+                    cs[0] = inner;
+                    self.ins(format!(
+                        "@{leader} cp.async.bulk.tensor.{}d.global.shared::cta.tile.bulk_group [{map}, {{{}}}], [{src}]",
+                        cs.len(),
+                        cs.join(", ")
+                    ));
+                }
                 self.ins(format!("@{leader} cp.async.bulk.commit_group"));
                 // The box may be written again once the copy has read it (the global writes
                 // finish on their own, before the grid completes) — here, or at the
