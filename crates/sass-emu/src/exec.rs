@@ -144,6 +144,9 @@ pub struct Ctx<'a> {
     /// Set by an mbarrier wait that passed: the clock its phase completed at (the warp
     /// resumes no earlier).
     pub waited_until: u64,
+    /// The lanes' shared-memory accesses of a load or store instruction (`LDS`, `STS`,
+    /// `LDSM`, `STSM`): (address, bytes), for the timing's bank-conflict count.
+    pub shared_access: Vec<(u64, u32)>,
 }
 
 fn sel16(v: u32, sel: Sel) -> u32 {
@@ -1937,6 +1940,7 @@ impl Ctx<'_> {
                 } else {
                     let r = self.shared_slice(a, n, op)?;
                     buf[..n].copy_from_slice(&self.shared[r]);
+                    self.shared_access.push((a, n as u32));
                 }
                 let words = (n / 4).max(1);
                 for k in 0..words {
@@ -1968,6 +1972,7 @@ impl Ctx<'_> {
                 } else {
                     let r = self.shared_slice(a, n, op)?;
                     self.shared[r].copy_from_slice(&buf[..n]);
+                    self.shared_access.push((a, n as u32));
                 }
             }
         }

@@ -356,8 +356,7 @@ fn run_cta(
                         e.at_thread(ctaid, thread_of(w.first_thread + lane0, cfg.block))
                     })?;
                 } else {
-                    t.operand_reads(slots, k.controls[pc]);
-                    t.clock += k.controls[pc].stall.max(1) as u64;
+                    t.issue_unchecked(slots, k.controls[pc]);
                 }
                 issued += 1;
                 if issued > cfg.max_warp_instructions_per_cta {
@@ -379,6 +378,7 @@ fn run_cta(
                     pc,
                     bars: &mut bars,
                     waited_until: 0,
+                    shared_access: Vec::new(),
                 };
                 let flow = ctx.exec(w, op, active).map_err(|e| {
                     if e.thread.is_some() {
@@ -389,6 +389,16 @@ fn run_cta(
                 })?;
                 let waited = ctx.waited_until;
                 t.clock = t.clock.max(waited);
+                if !ctx.shared_access.is_empty() {
+                    let mut words = vec![];
+                    let mut bytes = 0u64;
+                    for &(a, n) in &ctx.shared_access {
+                        bytes += n as u64;
+                        words.extend((a / 4..=(a + n.max(1) as u64 - 1) / 4).map(|w| w as u32));
+                    }
+                    let waves = trident_emu::timing::access::wavefronts(&mut words, bytes) as u64;
+                    t.shared_pipe(k.sm, pc, waves, matches!(op.root.as_str(), "LDS" | "LDSM"));
+                }
                 let step = |w: &mut Warp, m: u32| {
                     for l in 0..32 {
                         if m >> l & 1 == 1 {

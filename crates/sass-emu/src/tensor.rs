@@ -51,6 +51,7 @@ impl Ctx<'_> {
                 let lane = 8 * i + r;
                 let a = self.address_of(w, lane, &op.ops[1], op)?;
                 let bytes = self.shared_read(a, 16, op)?;
+                self.shared_access.push((a, 16));
                 for (k, x) in row.iter_mut().enumerate() {
                     *x = u16::from_le_bytes([bytes[2 * k], bytes[2 * k + 1]]);
                 }
@@ -92,6 +93,7 @@ impl Ctx<'_> {
                 let a = self.address_of(w, 8 * i + r, &op.ops[0], op)?;
                 let bytes: Vec<u8> = row.iter().flat_map(|x| x.to_le_bytes()).collect();
                 self.shared_write(a, &bytes, op)?;
+                self.shared_access.push((a, 16));
             }
         }
         Ok(())

@@ -22,7 +22,9 @@
 //! latencies of variable-latency results are the PTX emulator's machine model's
 //! (`trident_emu::MachineModel`: A100 for sm_80, H100 for sm_90), which was calibrated
 //! against H100 measurements (bench/EMU_MODEL.md); a global load is taken as an L2 hit. Not
-//! yet calibrated on a GPU at the SASS level (no bandwidth, no sharing of an SM between warps).
+//! yet calibrated on a GPU at the SASS level (no global bandwidth, no sharing of an SM between
+//! warps). Shared-memory accesses pass the warp's own pipe as wavefronts (bank conflicts:
+//! [`WarpTiming::shared_pipe`]).
 
 use std::sync::LazyLock;
 
@@ -97,6 +99,10 @@ pub struct WarpTiming {
     pub bank_cycles: u64,
     /// The reuse cache: the registers the last issued instruction left in each slot.
     reuse: Slots,
+    /// When the issue of the last instruction began (before its stall count).
+    issued_at: u64,
+    /// When the warp's shared-memory pipe has passed its last queued wavefront.
+    mio_free: u64,
 }
 
 fn hazard(msg: String) -> EmuError {
@@ -302,11 +308,46 @@ impl WarpTiming {
         // Forget what is long ready, so the lists stay short.
         let now = self.clock;
         self.fixed.retain(|(_, _, t, _, _)| now - t < 64);
+        self.issued_at = now;
         self.clock += c.stall.max(1) as u64;
         self.issued += 1;
         Ok(())
     }
+
+    /// Issues an instruction without the hazard checks and waits (the emulator's fast mode):
+    /// its operand reads, then its stall count.
+    pub fn issue_unchecked(&mut self, slots: Option<&Slots>, c: Control) {
+        self.operand_reads(slots, c);
+        self.issued_at = self.clock;
+        self.clock += c.stall.max(1) as u64;
+    }
+
+    /// The last issued instruction (`at`, on `sm`) passed the shared-memory pipe as `waves`
+    /// wavefronts (one per cycle; a bank conflict makes more than one): after the warp's
+    /// earlier ones, the warp held while more than [`MIO_QUEUE`] cycles of them are queued
+    /// (the PTX emulator's queue), and a load's result (`load`) arriving after its last
+    /// wavefront. One conflict-free access on an idle pipe changes nothing. The pipe is the
+    /// warp's own: warps do not share it here (the PTX emulator's is the SM's).
+    pub fn shared_pipe(&mut self, sm: u32, at: usize, waves: u64, load: bool) {
+        let start = self.issued_at.max(self.mio_free);
+        self.mio_free = start + waves.max(1);
+        let accepted = start.saturating_sub(MIO_QUEUE);
+        if accepted > self.clock {
+            self.clock = accepted;
+        }
+        if load {
+            let m: &MachineModel = if sm >= 90 { &H100 } else { &A100 };
+            let ready = start + waves.max(1) - 1 + m.lat_shared as u64;
+            if let Some(f) = self.flight.iter_mut().rev().find(|f| f.producer == at && !f.reading) {
+                f.arrives = f.arrives.max(ready);
+            }
+        }
+    }
 }
+
+/// Cycles of shared-memory work a warp's pipe queues before its next one waits (the PTX
+/// emulator's `MIO_QUEUE`).
+const MIO_QUEUE: u64 = trident_emu::timing::sm::MIO_QUEUE;
 
 /// `IMAD.WIDE.U32`: the opcode as `nvdisasm` prints it.
 pub fn op_text(op: &Op) -> String {
