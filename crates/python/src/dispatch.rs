@@ -374,86 +374,11 @@ impl Dispatcher {
         };
 
         // Classify the values (no side effects: a fallback after this point is still clean).
-        let mut parts = Vec::with_capacity(n);
-        let mut values: Vec<Arg> = Vec::with_capacity(n);
-        let mut hosts: Vec<HostArray<'py>> = Vec::new();
-        let mut on_device = false;
-        // The stream of a launch on device arrays, as `_args.launch_stream` picks it: torch's
-        // current stream on the first CUDA tensor's device, else the first stream an
-        // interface array names.
-        let mut torch_device: Option<i64> = None;
-        let mut stream_hint: Option<u64> = None;
-        for (i, v) in slots.iter().enumerate() {
-            let cx = self.constexpr[i];
-            let (part, value) = if v.is_exact_instance_of::<PyInt>() {
-                let Ok(x) = v.extract::<i64>() else { return Ok(Fast::Fallback) };
-                let part = if cx {
-                    Part::ConstInt(x)
-                } else {
-                    Part::Int { wide: i32::try_from(x).is_err(), one: x == 1, div16: x % 16 == 0 }
-                };
-                (part, ArgValue::Int(x))
-            } else if v.is_exact_instance_of::<PyFloat>() {
-                let x: f64 = v.extract()?;
-                (if cx { Part::ConstFloat(x.to_bits()) } else { Part::Float }, ArgValue::Float(x))
-            } else if v.is_exact_instance_of::<PyBool>() {
-                let x = v.is_truthy()?;
-                (if cx { Part::ConstBool(x) } else { Part::Bool }, ArgValue::Bool(x))
-            } else if v.is_none() {
-                (Part::None, ArgValue::None)
-            } else if v.is_exact_instance_of::<PyString>() && cx {
-                let s = v.cast_exact::<PyString>()?.to_cow()?.into_owned();
-                (Part::ConstStr(s.clone()), ArgValue::Str(s))
-            } else if cx {
-                return Ok(Fast::Fallback);
-            } else if v.get_type().is(self.ndarray.bind(py)) {
-                let Some((view, info)) = buffer::view(v) else { return Ok(Fast::Fallback) };
-                hosts.push(HostArray {
-                    index: i,
-                    dtype: info.dtype,
-                    address: info.address,
-                    nbytes: info.nbytes,
-                    writable: info.writable,
-                    owner: Owner::View(view),
-                });
-                // Filled in below, once every argument is known to be handled.
-                (Part::Tensor(info.dtype), ArgValue::None)
-            } else {
-                let array = match self.torch(py, v) {
-                    Some(torch) => arrays::torch_tensor(py, torch, v),
-                    None => arrays::interface_array(py, v),
-                };
-                let Some(a) = array else { return Ok(Fast::Fallback) };
-                match a.place {
-                    Place::Host => {
-                        hosts.push(HostArray {
-                            index: i,
-                            dtype: a.dtype,
-                            address: a.address,
-                            nbytes: a.nbytes,
-                            writable: true,
-                            owner: Owner::Object(v.clone()),
-                        });
-                        (Part::Tensor(a.dtype), ArgValue::None)
-                    }
-                    Place::Device { torch_device: td, stream } => {
-                        on_device = true;
-                        if torch_device.is_none() {
-                            torch_device = td;
-                        }
-                        if let (None, Some(PyStream::Handle(h))) = (stream_hint, stream) {
-                            stream_hint = Some(h);
-                        }
-                        let part = Part::Device { dtype: a.dtype, aligned16: a.address % 16 == 0 };
-                        let d = DeviceArray { dtype: a.dtype, address: a.address as u64, nbytes: a.nbytes };
-                        (part, ArgValue::Device(d))
-                    }
-                }
-            };
-            parts.push(part);
-            let name = self.name_texts[i].clone();
-            values.push(Arg { text: name.clone(), name, value });
-        }
+        let Some(Classified { parts, mut values, hosts, on_device, torch_device, stream_hint }) =
+            self.classify(py, &slots)?
+        else {
+            return Ok(Fast::Fallback);
+        };
 
         // The backend. Device arrays run where they are: on `cuda` (a launch keyword naming
         // another backend, host arrays beside them and a searched schedule are the general
@@ -634,6 +559,94 @@ impl Dispatcher {
         }
     }
 
+    /// Each bound value's part of the key and its launch value (host arrays' values are filled
+    /// in once every argument is known to be handled), the host arrays to copy in, and what
+    /// picks a device launch's stream; None for a value the fast path leaves to the package.
+    fn classify<'py>(&self, py: Python<'py>, slots: &[Bound<'py, PyAny>]) -> PyResult<Option<Classified<'py>>> {
+        let mut parts = Vec::with_capacity(slots.len());
+        let mut values: Vec<Arg> = Vec::with_capacity(slots.len());
+        let mut hosts: Vec<HostArray<'py>> = Vec::new();
+        let mut on_device = false;
+        // The stream of a launch on device arrays, as `_args.launch_stream` picks it: torch's
+        // current stream on the first CUDA tensor's device, else the first stream an
+        // interface array names.
+        let mut torch_device: Option<i64> = None;
+        let mut stream_hint: Option<u64> = None;
+        for (i, v) in slots.iter().enumerate() {
+            let cx = self.constexpr[i];
+            let (part, value) = if v.is_exact_instance_of::<PyInt>() {
+                let Ok(x) = v.extract::<i64>() else { return Ok(None) };
+                let part = if cx {
+                    Part::ConstInt(x)
+                } else {
+                    Part::Int { wide: i32::try_from(x).is_err(), one: x == 1, div16: x % 16 == 0 }
+                };
+                (part, ArgValue::Int(x))
+            } else if v.is_exact_instance_of::<PyFloat>() {
+                let x: f64 = v.extract()?;
+                (if cx { Part::ConstFloat(x.to_bits()) } else { Part::Float }, ArgValue::Float(x))
+            } else if v.is_exact_instance_of::<PyBool>() {
+                let x = v.is_truthy()?;
+                (if cx { Part::ConstBool(x) } else { Part::Bool }, ArgValue::Bool(x))
+            } else if v.is_none() {
+                (Part::None, ArgValue::None)
+            } else if v.is_exact_instance_of::<PyString>() && cx {
+                let s = v.cast_exact::<PyString>()?.to_cow()?.into_owned();
+                (Part::ConstStr(s.clone()), ArgValue::Str(s))
+            } else if cx {
+                return Ok(None);
+            } else if v.get_type().is(self.ndarray.bind(py)) {
+                let Some((view, info)) = buffer::view(v) else { return Ok(None) };
+                hosts.push(HostArray {
+                    index: i,
+                    dtype: info.dtype,
+                    address: info.address,
+                    nbytes: info.nbytes,
+                    writable: info.writable,
+                    owner: Owner::View(view),
+                });
+                // Filled in below, once every argument is known to be handled.
+                (Part::Tensor(info.dtype), ArgValue::None)
+            } else {
+                let array = match self.torch(py, v) {
+                    Some(torch) => arrays::torch_tensor(py, torch, v),
+                    None => arrays::interface_array(py, v),
+                };
+                let Some(a) = array else { return Ok(None) };
+                match a.place {
+                    Place::Host => {
+                        hosts.push(HostArray {
+                            index: i,
+                            dtype: a.dtype,
+                            address: a.address,
+                            nbytes: a.nbytes,
+                            writable: true,
+                            owner: Owner::Object(v.clone()),
+                        });
+                        (Part::Tensor(a.dtype), ArgValue::None)
+                    }
+                    Place::Device { torch_device: td, stream } => {
+                        on_device = true;
+                        if torch_device.is_none() {
+                            torch_device = td;
+                        }
+                        if let (None, Some(PyStream::Handle(h))) = (stream_hint, stream) {
+                            stream_hint = Some(h);
+                        }
+                        let part = Part::Device { dtype: a.dtype, aligned16: a.address % 16 == 0 };
+                        let d = DeviceArray { dtype: a.dtype, address: a.address as u64, nbytes: a.nbytes };
+                        (part, ArgValue::Device(d))
+                    }
+                }
+            };
+            parts.push(part);
+            let name = self.name_texts[i].clone();
+            values.push(Arg { text: name.clone(), name, value });
+        }
+
+        Ok(Some(Classified { parts, values, hosts, on_device, torch_device, stream_hint }))
+    }
+
     /// torch's facts when `v` is exactly a torch tensor; they are read from the package the
     /// first time a value from torch arrives (torch need not be imported before the kernel
     /// is made, nor at all).
@@ -662,6 +675,19 @@ impl Dispatcher {
             Err(other) => other,
         }
     }
+}
+
+/// The bound values as the fast path takes them ([`Dispatcher::classify`]).
+struct Classified<'py> {
+    parts: Vec<Part>,
+    values: Vec<Arg>,
+    hosts: Vec<HostArray<'py>>,
+    /// Whether any value is a device array.
+    on_device: bool,
+    /// The first CUDA torch tensor's device: the launch goes on torch's current stream there.
+    torch_device: Option<i64>,
+    /// Else the first stream an interface array names (`_args.launch_stream`).
+    stream_hint: Option<u64>,
 }
 
 /// A host array the launch copies in (and back, if the kernel changed it).
