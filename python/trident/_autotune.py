@@ -43,6 +43,24 @@ class Config:
         return ", ".join(parts)
 
 
+# Values that are never arrays: a tuning key's usual sizes and flags, and what the backend
+# choice need not probe for device memory (numpy arrays are host memory).
+_PLAIN = frozenset({int, float, bool, str, type(None)})
+
+
+_HOST = None
+
+
+def _host_types():
+    """``_PLAIN`` and numpy arrays (numpy imported when a tuned kernel first launches, as
+    ``_args`` imports it: ``import trident`` stays cheap)."""
+    global _HOST
+    if _HOST is None:
+        import numpy
+        _HOST = _PLAIN | {numpy.ndarray}
+    return _HOST
+
+
 def _base(fn):
     """The JITFunction under decorators."""
     while not hasattr(fn, "arg_names") or not hasattr(fn, "program"):
@@ -95,6 +113,9 @@ class Autotuner(KernelInterface):
         out = []
         for k in self.keys:
             v = named.get(k)
+            if type(v) in _PLAIN:  # the common key (a size), without the array probes below
+                out.append(v)
+                continue
             arr = None
             try:
                 arr = _args.host_array(k, v)
@@ -162,7 +183,8 @@ class Autotuner(KernelInterface):
         key = self._key(named)
         launch_backend = kwargs.pop("backend", None)
         if launch_backend is None:
-            on_device = any(_args.device_array(k, v) is not None for k, v in named.items())
+            host = _host_types()
+            on_device = any(type(v) not in host and _args.device_array(k, v) is not None for k, v in named.items())
             launch_backend = "cuda" if on_device else backend()
         if key not in self.cache:
             configs = self.prune(named, kwargs)
@@ -174,12 +196,14 @@ class Autotuner(KernelInterface):
             else:
                 self.cache[key] = configs[0]
         config = self.best_config = self.cache[key]
-        full = dict(named, **config.all_kwargs())
-        if config.pre_hook:
-            config.pre_hook(full)
-        if self.pre_hook:
-            self.pre_hook(full)
-        ret = self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs(), backend=launch_backend)
+        meta = config.all_kwargs()
+        if config.pre_hook or self.pre_hook or self.post_hook:
+            full = dict(named, **meta)
+            if config.pre_hook:
+                config.pre_hook(full)
+            if self.pre_hook:
+                self.pre_hook(full)
+        ret = self.fn.run(*args, grid=grid, **kwargs, **meta, backend=launch_backend)
         if self.post_hook:
             self.post_hook(full, None)
         return ret
