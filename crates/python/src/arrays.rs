@@ -19,6 +19,8 @@ use pyo3::types::{PyDict, PyInt, PyString, PyTuple};
 use pyo3::{intern, PyTraverseError, PyVisit};
 use trident_runtime::DType;
 
+use crate::buffer::span_bytes;
+
 /// What the fast path needs of torch, read once from the package (`_args.torch_fast_info`)
 /// after torch was imported: its tensor types (exact types only: subclasses take the general
 /// path), its dtype objects, and its raw-stream query.
@@ -90,21 +92,6 @@ pub(crate) struct Array {
     pub place: Place,
 }
 
-/// `_args._strided_nbytes` on element strides: None for a negative stride or an overflow.
-fn span_bytes(shape: &[i64], strides: &[i64], itemsize: usize) -> Option<usize> {
-    if shape.len() != strides.len() || shape.iter().any(|&n| n < 0) || strides.iter().any(|&s| s < 0) {
-        return None;
-    }
-    if shape.contains(&0) {
-        return Some(0);
-    }
-    let mut last = 0usize;
-    for (&n, &s) in shape.iter().zip(strides) {
-        last = last.checked_add((n as usize - 1).checked_mul(s as usize)?)?;
-    }
-    last.checked_add(1)?.checked_mul(itemsize)
-}
-
 fn ints(v: &Bound<'_, PyAny>) -> Option<Vec<i64>> {
     // torch.Size is a tuple subclass; the interface's shape and strides are tuples.
     let t = v.cast::<PyTuple>().ok()?;
@@ -125,8 +112,12 @@ pub(crate) fn torch_tensor(py: Python<'_>, torch: &Torch, v: &Bound<'_, PyAny>) 
         return None; // another device: the general path names it
     };
     let shape = ints(&v.getattr(intern!(py, "shape")).ok()?)?;
-    let strides = ints(&v.call_method0(intern!(py, "stride")).ok()?)?;
-    let nbytes = span_bytes(&shape, &strides, dtype.size_bytes().max(1))?;
+    let itemsize = dtype.size_bytes().max(1);
+    let strides: Vec<i64> = ints(&v.call_method0(intern!(py, "stride")).ok()?)?
+        .iter()
+        .map(|&s| s.checked_mul(itemsize as i64))
+        .collect::<Option<_>>()?;
+    let nbytes = span_bytes(&shape, &strides, itemsize)?;
     let address: usize = v.call_method0(intern!(py, "data_ptr")).ok()?.extract().ok()?;
     if address == 0 && (nbytes > 0 || matches!(place, Place::Device { .. })) {
         return None; // the general path's "a null device pointer"
@@ -192,15 +183,7 @@ pub(crate) fn interface_array<'py>(py: Python<'py>, v: &Bound<'py, PyAny>) -> Op
             let n = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(usize::try_from(d).ok()?))?;
             n.checked_mul(itemsize)?
         }
-        Some(strides) => {
-            // Byte strides: each a whole number of elements here (else the general path).
-            let strides = ints(&strides)?;
-            if strides.iter().any(|&s| s < 0 || !(s as usize).is_multiple_of(itemsize)) {
-                return None;
-            }
-            let elems: Vec<i64> = strides.iter().map(|&s| s / itemsize as i64).collect();
-            span_bytes(&shape, &elems, itemsize)?
-        }
+        Some(strides) => span_bytes(&shape, &ints(&strides)?, itemsize)?,
     };
     if address == 0 {
         return None;

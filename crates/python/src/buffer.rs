@@ -137,21 +137,29 @@ pub(crate) fn view<'py>(obj: &Bound<'py, PyAny>) -> Option<(View<'py>, ArrayInfo
     } else {
         unsafe { (std::slice::from_raw_parts(r.shape, ndim), std::slice::from_raw_parts(r.strides, ndim)) }
     };
-    let nbytes = if shape.contains(&0) {
-        0
-    } else {
-        let mut end = itemsize;
-        for (&n, &s) in shape.iter().zip(strides) {
-            if s < 0 {
-                return None;
-            }
-            end = end.checked_add(((n - 1) as usize).checked_mul(s as usize)?)?;
-        }
-        end
-    };
+    let shape: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
+    let strides: Vec<i64> = strides.iter().map(|&s| s as i64).collect();
+    let nbytes = span_bytes(&shape, &strides, itemsize)?;
     let info = ArrayInfo { dtype, address: r.buf as usize, nbytes, writable: r.readonly == 0 };
     if info.address == 0 && nbytes > 0 {
         return None;
     }
     Some((v, info))
+}
+
+/// Bytes from an array's first element to the end of the last one it can reach (`_args`'s
+/// `_strided_nbytes`): 0 for an empty array; None for a negative stride, mismatched ranks or
+/// an overflow (the general path then decides). `byte_strides` in bytes.
+pub(crate) fn span_bytes(shape: &[i64], byte_strides: &[i64], itemsize: usize) -> Option<usize> {
+    if shape.len() != byte_strides.len() || shape.iter().any(|&n| n < 0) || byte_strides.iter().any(|&s| s < 0) {
+        return None;
+    }
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    let mut end = itemsize;
+    for (&n, &s) in shape.iter().zip(byte_strides) {
+        end = end.checked_add((n as usize - 1).checked_mul(s as usize)?)?;
+    }
+    Some(end)
 }
