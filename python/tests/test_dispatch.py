@@ -57,8 +57,6 @@ def _poisoned(n, dtype=np.float32):
 
 
 def test_cached_launches_take_the_fast_path(backend):
-    if backend not in ("interp", "emu"):
-        pytest.skip("the fast path runs interp and emu")
 
     @trident.jit
     def k(x, out, n, BLOCK: tl.constexpr):
@@ -179,8 +177,6 @@ def _same(errors, cls, match):
 
 
 def test_errors_on_the_fast_path_are_the_general_paths(backend):
-    if backend not in ("interp", "emu"):
-        pytest.skip("the fast path runs interp and emu")
     x = np.arange(8, dtype=np.float32)
     out = _poisoned(64)
     unmasked[(1,)](np.arange(64, dtype=np.float32), out, BLOCK=64, backend=backend)  # cached now

@@ -12,12 +12,12 @@
 //! the compile reads. A hit goes straight to the compiled kernel's run; a miss prepares it
 //! (config, compile cache) as `Program.launch` does and keeps it for the key.
 //!
-//! Host arrays (numpy, CPU torch tensors) run on `interp` or `emu`; device arrays (CUDA torch
+//! Host arrays (numpy, CPU torch tensors) run on `interp`, `emu` or `sass-emu`; device arrays (CUDA torch
 //! tensors, interface arrays) on `cuda`, in place, queued on the stream the general path
 //! would pick (`_args.launch_stream`: torch's current stream, else the array's own).
 //! Anything else — a dtype or `tl.constexpr` object, a tensor subclass, a launch keyword not
 //! handled here (`stream=`, `sass_search=`), a missing or unknown argument, a negative
-//! stride, host and device arrays together, the SASS emulator, a searched schedule, an
+//! stride, host and device arrays together, a searched schedule, an
 //! autotuned kernel or one with heuristics in the runtime's view, caching off or IR dumps on —
 //! returns to the package's Python path before anything happened (nothing run, nothing
 //! written), so every error is raised by the code that always raised it.
@@ -402,15 +402,19 @@ impl Dispatcher {
                 Err(_) => return Ok(Fast::Fallback),
             }
         };
-        // The SASS emulator keeps the general path (not measured here, not needed for the
-        // goal); an unknown name gets the package's error there.
+        // An unknown name gets the package's error on the general path.
         let backend = match (backend.as_str(), on_device) {
             ("interp", false) => Backend::Interp,
             ("emu", false) => Backend::Emu,
+            ("sass-emu", false) => Backend::SassEmu,
             ("cuda", true) if hosts.is_empty() => Backend::Cuda,
             _ => return Ok(Fast::Fallback),
         };
-        if on_device && (self.sass_search || trident_runtime::env::sass_search().is_some()) {
+        // A searched schedule (sass-emu, cuda) is the general path's: it searches, or refuses
+        // device arrays.
+        if matches!(backend, Backend::Cuda | Backend::SassEmu)
+            && (self.sass_search || trident_runtime::env::sass_search().is_some())
+        {
             return Ok(Fast::Fallback);
         }
         let stream = match torch_device {
@@ -426,7 +430,7 @@ impl Dispatcher {
             return Ok(Fast::Fallback);
         }
         let emu_target = match backend {
-            Backend::Emu => match std::env::var("TRIDENT_EMU_TARGET") {
+            Backend::Emu | Backend::SassEmu => match std::env::var("TRIDENT_EMU_TARGET") {
                 Ok(v) => Some(v),
                 Err(std::env::VarError::NotPresent) => None,
                 Err(_) => return Ok(Fast::Fallback),
