@@ -553,12 +553,15 @@ pub mod discardable {
     /// cores through an mbarrier ring (`gpu-pipeline`); elsewhere, or where the loop does not
     /// fit, a hint without effect. `true`.
     pub const WARP_SPECIALIZE: &str = "warp_specialize";
+    /// On a `for` (tile IR) that `split-loops` made or cut short: split already, not again.
+    /// `true`.
+    pub const LOOP_SPLIT: &str = "loop_split";
     /// On a kernel whose shared memory was planned: the bytes of dynamic shared memory it
     /// is launched with (every `smem_offset + smem_size` fits). Integer, non-negative.
     pub const SMEM_TOTAL: &str = "smem_total";
     /// Names allowed on ops.
     pub const OP_ATTRS: &[&str] =
-        &[SMEM_OFFSET, SMEM_SIZE, SMEM_OPERAND, WGMMA_IN_FLIGHT, WARP_SPECIALIZE, STORE_READ_DEFERRED];
+        &[SMEM_OFFSET, SMEM_SIZE, SMEM_OPERAND, WGMMA_IN_FLIGHT, WARP_SPECIALIZE, STORE_READ_DEFERRED, LOOP_SPLIT];
     /// Names allowed on functions.
     pub const FUNCTION_ATTRS: &[&str] = &[SMEM_TOTAL];
 }

@@ -276,6 +276,17 @@ fn simplify(f: &mut Function, rw: &mut Rewriter, op: Op) -> bool {
             }
             false
         }
+        // A mask that is true everywhere masks nothing (a load's `other` then never shows).
+        OpKind::Load { .. } if operands.len() >= 2 && const_of(f, operands[1]) == Some(Const::Bool(true)) => {
+            while f.ops[op].operands.len() > 1 {
+                f.remove_operand(op, 1);
+            }
+            true
+        }
+        OpKind::Store { .. } if operands.len() == 3 && const_of(f, operands[2]) == Some(Const::Bool(true)) => {
+            f.remove_operand(op, 2);
+            true
+        }
         OpKind::Select => {
             let (c, a, b) = (operands[0], operands[1], operands[2]);
             if let Some(Const::Bool(k)) = const_of(f, c) {

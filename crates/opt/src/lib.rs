@@ -21,6 +21,7 @@ pub mod inline;
 pub mod licm;
 pub mod pass;
 pub mod registry;
+pub mod split_loops;
 
 pub use canonicalize::Canonicalize;
 pub use cse::Cse;
@@ -29,3 +30,4 @@ pub use inline::Inline;
 pub use licm::Licm;
 pub use pass::{Pass, PassManager, PassTiming};
 pub use registry::{create_pass, default_tile_pipeline, DEFAULT_TILE_PIPELINE, PASS_NAMES};
+pub use split_loops::SplitLoops;

@@ -1,17 +1,18 @@
 //! Passes by name, and the default pipeline.
 
 use crate::pass::{Pass, PassManager};
-use crate::{Canonicalize, Cse, Dce, Inline, Licm};
+use crate::{Canonicalize, Cse, Dce, Inline, Licm, SplitLoops};
 
 /// Every registered pass name.
-pub const PASS_NAMES: &[&str] = &["inline", "canonicalize", "cse", "licm", "dce"];
+pub const PASS_NAMES: &[&str] = &["inline", "canonicalize", "cse", "licm", "split-loops", "dce"];
 
 /// The default tile-IR pipeline. Inlining first exposes everything to the rest;
 /// canonicalize folds constants and control flow; CSE merges what folding made equal;
 /// LICM then hoists invariant (often just-merged) ops; a second canonicalize + CSE
 /// round catches what hoisting lined up (ops now next to their twins outside the loop);
-/// DCE finally removes dead ops and dead loop-carried values.
-pub const DEFAULT_TILE_PIPELINE: &str = "inline, canonicalize, cse, licm, canonicalize, cse, dce";
+/// `split-loops` then runs the iterations where a mask is all-true in a copy of the loop
+/// without it; DCE finally removes dead ops and dead loop-carried values.
+pub const DEFAULT_TILE_PIPELINE: &str = "inline, canonicalize, cse, licm, split-loops, canonicalize, cse, dce";
 
 /// A pass by its name.
 pub fn create_pass(name: &str) -> Option<Box<dyn Pass>> {
@@ -20,6 +21,7 @@ pub fn create_pass(name: &str) -> Option<Box<dyn Pass>> {
         "canonicalize" => Box::new(Canonicalize),
         "cse" => Box::new(Cse),
         "licm" => Box::new(Licm),
+        "split-loops" => Box::new(SplitLoops),
         "dce" => Box::new(Dce),
         _ => return None,
     })
