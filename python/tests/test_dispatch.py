@@ -297,17 +297,18 @@ def test_threads_launch_the_same_kernel_on_their_own_arrays():
 
 
 def test_gpu_compile_options_from_the_environment_are_part_of_the_key(monkeypatch):
-    # TRIDENT_PINGPONG, TRIDENT_SETMAXNREG and TRIDENT_NO_WGMMA change what the emulator's and
-    # CUDA's compile makes: a launch after a change must not reuse the kernel made before it.
+    # TRIDENT_PINGPONG, TRIDENT_SETMAXNREG, TRIDENT_NO_WGMMA and TRIDENT_SPLIT_LOOPS change
+    # what the compile makes: a launch after a change must not reuse the kernel made before it.
     x = np.arange(8, dtype=np.float32)
     out = _poisoned(8)
     for _ in range(2):
         by_mode[(1,)](x, out, 8, "neg", BLOCK=8, backend="emu")
     before = _entries(by_mode)
     assert before >= 1
-    for name, value in (("TRIDENT_PINGPONG", "0"), ("TRIDENT_SETMAXNREG", "1"), ("TRIDENT_NO_WGMMA", "1")):
+    for name, value in (("TRIDENT_PINGPONG", "0"), ("TRIDENT_SETMAXNREG", "1"), ("TRIDENT_NO_WGMMA", "1"),
+                        ("TRIDENT_SPLIT_LOOPS", "1")):
         monkeypatch.setenv(name, value)
         out[:] = np.nan
         by_mode[(1,)](x, out, 8, "neg", BLOCK=8, backend="emu")
         np.testing.assert_array_equal(out, -x)
-    assert _entries(by_mode) == before + 3
+    assert _entries(by_mode) == before + 4

@@ -29,5 +29,7 @@ pub use dce::Dce;
 pub use inline::Inline;
 pub use licm::Licm;
 pub use pass::{Pass, PassManager, PassTiming};
-pub use registry::{create_pass, default_tile_pipeline, DEFAULT_TILE_PIPELINE, PASS_NAMES};
+pub use registry::{
+    create_pass, default_tile_pipeline, tile_pipeline, DEFAULT_TILE_PIPELINE, PASS_NAMES, SPLIT_LOOPS_TILE_PIPELINE,
+};
 pub use split_loops::SplitLoops;

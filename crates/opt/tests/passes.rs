@@ -115,7 +115,7 @@ fn registry() {
     assert!(e.contains("unknown pass `unroll`"), "{e}");
     assert_eq!(
         default_tile_pipeline().pass_names(),
-        vec!["inline", "canonicalize", "cse", "licm", "split-loops", "canonicalize", "cse", "dce"]
+        vec!["inline", "canonicalize", "cse", "licm", "canonicalize", "cse", "dce"]
     );
 }
 

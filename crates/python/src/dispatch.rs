@@ -122,6 +122,8 @@ struct Head {
     pingpong: bool,
     setmaxnreg: bool,
     no_wgmma: bool,
+    /// `TRIDENT_SPLIT_LOOPS`: a tile pass, so every backend's kernel.
+    split_loops: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -448,6 +450,7 @@ impl Dispatcher {
             pingpong: trident_runtime::env::pingpong(),
             setmaxnreg: trident_runtime::env::setmaxnreg(),
             no_wgmma: !trident_runtime::env::wgmma_allowed(),
+            split_loops: trident_runtime::env::split_loops(),
         };
 
         // The grid: a tuple of positive ints here; anything else through the package's

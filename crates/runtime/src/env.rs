@@ -20,6 +20,7 @@
 //! | `TRIDENT_SANITIZE` | `1`: sanitize mode for every launch on the emulator or CUDA (as `--sanitize`, `sanitize=True`): bounds checks of every global access in the kernel | `sanitize=true` |
 //! | `TRIDENT_PINGPONG` | `0`: no ping-pong turns between the two consumer warpgroups of a warp-specialized attention loop on sm_90a (`trident_gpu::passes::pingpong`; on by default), to compare | `pingpong=false` |
 //! | `TRIDENT_SETMAXNREG` | `1`: a warp-specialized kernel with two consumer warpgroups on sm_90a gets a producer warpgroup that gives its registers to the consumers (`setmaxnreg`; off by default) | `setmaxnreg=true` |
+//! | `TRIDENT_SPLIT_LOOPS` | `1`: the tile pass `split-loops` (`trident_opt::split_loops`: a loop's iterations where a bounds or causal mask is all-true run in a copy without it; off by default until a GPU has measured it) | `split_loops=true` |
 //! | `TRIDENT_TIMEOUT` | seconds a launch on the interpreter or the emulator may run before it is stopped with an error (as `--timeout`; default none) | — |
 //!
 //! Switches read `1`, `true`, `on` or `yes` as on and `0`, `false`, `off` or `no` as off
@@ -112,6 +113,11 @@ pub fn source_variable(name: &str) -> String {
 /// `TRIDENT_PINGPONG`: ping-pong turns where they apply (unset: on).
 pub fn pingpong() -> bool {
     !off("TRIDENT_PINGPONG")
+}
+
+/// `TRIDENT_SPLIT_LOOPS`: the tile pass `split-loops` (unset: off).
+pub fn split_loops() -> bool {
+    on("TRIDENT_SPLIT_LOOPS")
 }
 
 /// `TRIDENT_SETMAXNREG`: producer warpgroups that give registers to the consumers (unset: off).

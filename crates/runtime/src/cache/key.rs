@@ -252,7 +252,8 @@ pub fn version() -> &'static str {
 //   them, so a tile-IR entry serves every choice of them), and `sanitize` when set (the
 //   bounds checks and hidden parameters of sanitize mode), and `pingpong=false` when
 //   `TRIDENT_PINGPONG` turns ping-pong turns off, `setmaxnreg=true` with
-//   `TRIDENT_SETMAXNREG`. Options only written when set
+//   `TRIDENT_SETMAXNREG`; `split_loops=true` with `TRIDENT_SPLIT_LOOPS` (every target: it
+//   is a tile pass). Options only written when set
 //   keep the keys of unprofiled compilations what they were;
 // * the value of every environment variable the kernel's files read at module level
 //   (`env:NAME` options; [`env_names_read`]);
@@ -314,6 +315,9 @@ pub(crate) fn describe(
     ];
     if options.profile_scopes {
         opts.push(("profile_scopes".to_string(), "true".to_string()));
+    }
+    if crate::env::split_loops() {
+        opts.push(("split_loops".to_string(), "true".to_string()));
     }
     if target != CodeTarget::Tile {
         opts.push(("num_warps".to_string(), num_warps.to_string()));

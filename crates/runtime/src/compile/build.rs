@@ -27,7 +27,7 @@ pub(super) fn build(req: &Request, infos: &[(String, ArgInfo)]) -> Result<Compil
     let files = req.prog.source_files();
     let mut compiled = trident_front::compile(&req.prog.file, &req.kernel.name, infos, &req.options)
         .map_err(|ds| RunError::from_diags(&ds, &files))?;
-    let mut pm = trident_opt::default_tile_pipeline();
+    let mut pm = trident_opt::tile_pipeline(crate::env::split_loops());
     if req.print_ir_after_all {
         pm.print_ir_after_all = true;
     }
