@@ -133,6 +133,19 @@ impl Emitter<'_> {
         Ok((boxes, box_cols, bytes / boxes as u64))
     }
 
+    /// Box `j` of a row of boxes: its shared address (`buf` plus `j` boxes) and its
+    /// coordinates (innermost first: `coords` with the innermost moved `j * box_cols` on).
+    fn box_at(&mut self, j: u32, buf: &str, coords: &[String], box_cols: u32, box_bytes: u64) -> (String, Vec<String>) {
+        let mut cs = coords.to_vec();
+        if j == 0 {
+            return (buf.to_string(), cs);
+        }
+        let c = self.new_reg(RegClass::B32);
+        self.ins(format!("add.s32 {c}, {}, {}", coords[0], j * box_cols));
+        cs[0] = c.to_string();
+        (format!("{buf}+{}", j as u64 * box_bytes), cs)
+    }
+
     pub(crate) fn emit_tma_op(&mut self, op: Op) -> Res<()> {
         let f = self.f;
         let d = &f.ops[op];
@@ -194,15 +207,7 @@ impl Emitter<'_> {
                 self.ins(format!("@!{leader} bra {skip}"));
                 self.ins(format!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{bar}], {bytes}"));
                 for j in 0..boxes {
-                    let (dst, inner) = if j == 0 {
-                        (buf.to_string(), coords[0].clone())
-                    } else {
-                        let c = self.new_reg(RegClass::B32);
-                        self.ins(format!("add.s32 {c}, {}, {}", coords[0], j * box_cols));
-                        (format!("{buf}+{}", j as u64 * box_bytes), c.to_string())
-                    };
-                    let mut cs = coords.clone();
-                    cs[0] = inner;
+                    let (dst, cs) = self.box_at(j, &buf.to_string(), &coords, box_cols, box_bytes);
                     self.ins(format!(
                         "cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{dst}], [{map}, {{{}}}], [{bar}]",
                         cs.len(),
@@ -229,15 +234,7 @@ impl Emitter<'_> {
                 // One copy per box (a swizzled tile's rows are cut into span-wide boxes side
                 // by side, box j `j * box_bytes` into the buffer), all in one bulk group.
                 for j in 0..boxes {
-                    let (src, inner) = if j == 0 {
-                        (buf.to_string(), coords[0].clone())
-                    } else {
-                        let c = self.new_reg(RegClass::B32);
-                        self.ins(format!("add.s32 {c}, {}, {}", coords[0], j * box_cols));
-                        (format!("{buf}+{}", j as u64 * box_bytes), c.to_string())
-                    };
-                    let mut cs = coords.clone();
-                    cs[0] = inner;
+                    let (src, cs) = self.box_at(j, &buf.to_string(), &coords, box_cols, box_bytes);
                     self.ins(format!(
                         "@{leader} cp.async.bulk.tensor.{}d.global.shared::cta.tile.bulk_group [{map}, {{{}}}], [{src}]",
                         cs.len(),
