@@ -38,8 +38,10 @@
 //! 4 warps): the unmasked loop has 10–11% fewer SASS instructions (the 34 `SEL` and most
 //! `ISETP` of the masks gone), and the PTX emulator models the launch 3–8% faster (causal
 //! sm_90a 23.16 → 21.27 µs); but the SASS emulator has sm_80 9–16% slower and sm_90a 8–9%
-//! faster, and on sm_90a `ptxas` allocates 144 registers instead of 124 (the second loop
-//! body, unexplained), which lowers the CTAs an SM can hold. A GPU decides.
+//! faster, and on sm_90a `ptxas` allocates 144 registers instead of 124 — the unmasked loop
+//! itself reaches R141 (the single masked loop R120, the split's masked one R133): without
+//! the masks `ptxas` schedules it with more in flight — which lowers the CTAs an SM can
+//! hold. A GPU decides.
 
 use crate::canonicalize::const_of;
 use crate::pass::Pass;
