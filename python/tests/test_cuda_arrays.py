@@ -349,3 +349,46 @@ def test_interface_arrays_of_every_dtype_and_stride_on_the_fast_path(drv, rng):
 
     with pytest.raises(trident.ArgumentError, match="byte order"):
         strided_copy[(1,)](BigEndian(drv, np.zeros(4, np.float32)), out, 4, 1, BLOCK=32)
+
+
+def test_malformed_interfaces_never_crash_the_fast_path(drv, rng):
+    # Fuzz what the fast path parses: `__cuda_array_interface__` dicts with fields of the
+    # wrong type, missing, negative, huge or inconsistent, on a kernel whose fast path is warm.
+    # Each launch either runs (a well-formed interface) or raises the package's error (never a
+    # Rust panic, never anything but `trident.TridentError` subclasses), and the output array
+    # is written only by a launch that succeeded.
+    x = rng.standard_normal(64).astype(np.float32)
+    dx = DeviceArray(drv, x)
+    for _ in range(2):
+        K.add[(1,)](dx, dx, poisoned(drv, 64), 64, BLOCK=64)
+    good = dx.__cuda_array_interface__
+    choices = {
+        "shape": [(64,), (), (0,), (-1,), (2 ** 62,), (64, 1), ("64",), None, 64, (1.5,)],
+        "typestr": ["<f4", ">f4", "|b1", "<c8", "f4", "", 4, None, "<f44", "<V4"],
+        "data": [good["data"], (0, False), (dx.ptr, True), (-5, False), ("x", False), None, (), (2 ** 70, False)],
+        "version": [3, 2, 0, "3", None, -1],
+        "strides": [None, (4,), (-4,), (0,), (3,), (2 ** 62,), ("4",), 4],
+        "stream": [None, 1, 2, "s", -1, 2 ** 70],
+        "mask": [None, object()],
+    }
+    errors = trident.TridentError
+    for i in range(150):
+        cai = dict(good)
+        for field, values in choices.items():
+            if rng.random() < 0.3:
+                v = values[rng.integers(len(values))]
+                if v is None and rng.random() < 0.5:
+                    cai.pop(field, None)
+                else:
+                    cai[field] = v
+
+        class Odd:
+            __cuda_array_interface__ = cai
+
+        out = poisoned(drv, 64)
+        try:
+            K.add[(1,)](Odd(), dx, out, 64, BLOCK=64)
+        except errors:
+            assert np.isnan(out.get()).all(), f"case {i}: {cai}: output written by a failed launch"
+        except (TypeError, ValueError, OverflowError) as e:  # Python's own, from the general path
+            assert np.isnan(out.get()).all(), f"case {i}: {cai}: {e}"
