@@ -37,10 +37,10 @@
 //! the emulators (2026-11-29, `kernels/flash_attention.py`, Z1 H8 N1024 D64, 64×64 blocks,
 //! 4 warps): the unmasked loop has 10–11% fewer SASS instructions (the 34 `SEL` and most
 //! `ISETP` of the masks gone), and the PTX emulator models the launch 3–8% faster (causal
-//! sm_90a 23.16 → 21.27 µs); but the SASS emulator has sm_80 9–16% slower — occupancy: 168 → 178
-//! registers fits 2 CTAs of 128 threads per A100 SM instead of 3, and the 128-CTA launch
-//! takes a second round (with one head, 16 CTAs, the split ties: 9.82 vs 9.77 µs at N1024)
-//! — and sm_90a 8–9% faster, and on sm_90a `ptxas` allocates 144 registers instead of 124 — the unmasked loop
+//! sm_90a 23.16 → 21.27 µs); but the SASS emulator has sm_80 9–16% slower (per CTA — it models no
+//! occupancy; not understood: with `H` specialized to 1, a slightly different kernel, the
+//! split ties, 9.82 vs 9.77 µs) and sm_90a 8–9% faster, and on sm_90a `ptxas` allocates 144
+//! registers instead of 124 — the unmasked loop
 //! itself reaches R141 (the single masked loop R120, the split's masked one R133): without
 //! the masks `ptxas` schedules it with more in flight — which lowers the CTAs an SM can
 //! hold. A GPU decides.
