@@ -19,7 +19,7 @@ dtype objects, numpy scalars, tensor subclasses...): ``general`` is
 ``kernel._run_slow(...)``'s dispatch, ``bind+convert`` its Python binding and conversion.
 
 Rows: numpy arrays on the interpreter and the emulator; a CPU torch tensor on the interpreter
-(where torch is installed); device arrays (``__cuda_array_interface__``) on ``cuda`` where
+(where torch is installed); an autotuned kernel (`tuned`: total, run and dispatch only); device arrays (``__cuda_array_interface__``) on ``cuda`` where
 ``TRIDENT_CUDA_DRIVER`` names a driver library — front only (``_device_row``).
 """
 
@@ -79,6 +79,28 @@ def _host_row(label, x, backend, reps):
     return (label, backend, total, run, getitem, empty - getitem, total - run - empty, general, bind)
 
 
+@trident.autotune(configs=[trident.Config({"BLOCK": 16}), trident.Config({"BLOCK": 32})], key=["n"])
+@trident.jit
+def touch_tuned(x, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x + offs, tl.load(x + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+
+def _tuned_row(reps):
+    """A cached launch of an autotuned kernel (numpy, interpreter): total and run only."""
+    x = np.zeros(16, np.float32)
+    for _ in range(3):
+        touch_tuned[(1,)](x, 16)
+    totals, runs = [], []
+    for _ in range(reps):
+        t0 = time.perf_counter_ns()
+        r = touch_tuned[(1,)](x, 16)
+        totals.append(time.perf_counter_ns() - t0)
+        runs.append(r["run_s"] * 1e9)
+    total, run = statistics.median(totals) / 1e3, statistics.median(runs) / 1e3
+    return ("tuned", "interp", total, run, None, None, None, None, None)
+
+
 def _device_row(reps):
     """Device arrays (``__cuda_array_interface__``) on the ``cuda`` backend, where a CUDA driver
     library is at hand (``TRIDENT_CUDA_DRIVER``: a GPU's, or Trident's emulated one). Only the
@@ -127,6 +149,7 @@ def main(reps=3000):
         torch = None
     if torch is not None:
         rows.append(_host_row("torch", torch.zeros(16), "interp", reps))
+    rows.append(_tuned_row(reps))
     device = _device_row(reps)
     if device is not None:
         rows.append(device)
@@ -134,7 +157,9 @@ def main(reps=3000):
           f" {'back':>6} {'general':>8} {'bind+convert':>13}   (us)")
     dash = "-"
     for a, b, t, r, g, f, k, gen, p in rows:
-        if b == "interp":
+        if a == "tuned":
+            print(f"{a:<7} {b:<8} {t:7.1f} {r:6.1f} {t - r:9.1f} {dash:>8} {dash:>6} {dash:>6} {dash:>8} {dash:>13}")
+        elif b == "interp":
             print(f"{a:<7} {b:<8} {t:7.1f} {r:6.1f} {t - r:9.1f} {g:8.2f} {f:6.2f} {k:6.2f} {gen:8.1f} {p:13.1f}")
         elif b == "emu":
             print(f"{a:<7} {b:<8} {t:7.1f} {dash:>6} {dash:>9} {g:8.2f} {f:6.2f} {dash:>6} {dash:>8} {p:13.1f}")

@@ -312,3 +312,59 @@ def test_gpu_compile_options_from_the_environment_are_part_of_the_key(monkeypatc
         by_mode[(1,)](x, out, 8, "neg", BLOCK=8, backend="emu")
         np.testing.assert_array_equal(out, -x)
     assert _entries(by_mode) == before + 4
+
+
+def test_cached_launches_of_an_autotuned_kernel_take_the_native_path(monkeypatch):
+    @trident.autotune(configs=[trident.Config({"BLOCK": 16}), trident.Config({"BLOCK": 32}, num_warps=2)],
+                      key=["n"])
+    @trident.jit
+    def tuned(x, out, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out + offs, tl.load(x + offs, mask=offs < n) * 3.0, mask=offs < n)
+
+    calls = []
+    run = type(tuned).run
+
+    def counting(self, *args, **kwargs):
+        calls.append(kwargs.get("grid"))
+        return run(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(tuned), "run", counting)
+    grid = lambda meta: (trident.cdiv(40, meta["BLOCK"]),)  # noqa: E731
+    for i in range(4):
+        x = np.random.default_rng(i).standard_normal(40).astype(np.float32)
+        out = _poisoned(40)
+        tuned[grid](x, out, 40, backend="emu")
+        np.testing.assert_array_equal(out, x * np.float32(3.0))
+    # The first launch of the key tunes (and the second makes the kernel's fast path); the
+    # rest go native, and keep `best_config` current.
+    assert len(calls) <= 2, calls
+    assert tuned.best_config is not None and tuned.best_config.kwargs["BLOCK"] in (16, 32)
+    # A new key value is tuned by the package once, then native too.
+    before = len(calls)
+    for _ in range(3):
+        x = np.arange(24, dtype=np.float32)
+        out = _poisoned(24)
+        tuned[lambda meta: (trident.cdiv(24, meta["BLOCK"]),)](x, out, 24, backend="emu")
+        np.testing.assert_array_equal(out, x * 3)
+    assert len(calls) - before <= 2, calls
+    # A meta-parameter given at the call as well as by the config is the package's TypeError.
+    with pytest.raises(TypeError):
+        tuned[grid](x, out, 24, BLOCK=16, backend="emu")
+
+
+def test_autotuned_kernels_with_hooks_keep_the_package_path():
+    seen = []
+
+    @trident.autotune(configs=[trident.Config({"BLOCK": 16})], key=["n"], pre_hook=lambda args: seen.append(args["n"]))
+    @trident.jit
+    def hooked(x, out, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out + offs, tl.load(x + offs, mask=offs < n), mask=offs < n)
+
+    x = np.arange(16, dtype=np.float32)
+    for _ in range(3):
+        out = _poisoned(16)
+        hooked[(1,)](x, out, 16)
+        np.testing.assert_array_equal(out, x)
+    assert seen == [16, 16, 16]

@@ -13,11 +13,12 @@ time), otherwise the interpreter takes the first config — what the CLI does to
 
 from __future__ import annotations
 
+import functools
 import os
 
 from . import _args
 from ._errors import ArgumentError
-from ._jit import KernelInterface, backend
+from ._jit import JITFunction, KernelInterface, _native, backend
 
 
 class Config:
@@ -106,8 +107,29 @@ class Autotuner(KernelInterface):
         self.pre_hook = pre_hook
         self.post_hook = post_hook
         self.cache = {}
+        # The native fast path of cached launches (`_native.Tuned`): plain key → (config, its
+        # kwargs), filled by `run` when no hook has to run; the launcher made for the kernel's
+        # current dispatcher.
+        self._fast = {}
+        self._tuned = None
         self.best_config = None
         self.__name__ = getattr(fn, "__name__", "kernel")
+
+    def _hooked(self):
+        return bool(self.pre_hook or self.post_hook or any(c.pre_hook for c in self.configs))
+
+    def __getitem__(self, grid):
+        fn = self.fn
+        d = getattr(fn, "_dispatcher", None) if isinstance(fn, JITFunction) else None
+        if d is None or self._hooked():
+            return functools.partial(self.run, grid=grid)
+        if self._tuned is None or self._tuned[0] is not d:
+            names = fn.arg_names
+            if not all(k in names for k in self.keys):
+                return functools.partial(self.run, grid=grid)
+            keys = [(names.index(k), k) for k in self.keys]
+            self._tuned = (d, _native().Tuned(d, self, keys, self._fast))
+        return self._tuned[1][grid]
 
     def _key(self, named):
         out = []
@@ -197,6 +219,8 @@ class Autotuner(KernelInterface):
                 self.cache[key] = configs[0]
         config = self.best_config = self.cache[key]
         meta = config.all_kwargs()
+        if all(type(v) in _PLAIN for v in key) and not self._hooked():
+            self._fast[key] = (config, meta)
         if config.pre_hook or self.pre_hook or self.post_hook:
             full = dict(named, **meta)
             if config.pre_hook:

@@ -294,6 +294,142 @@ impl Launcher {
     }
 }
 
+/// An autotuned kernel's fast path (`Autotuner.__getitem__`): the config its Python
+/// autotuner chose for a key is looked up natively, and the launch goes to the kernel's
+/// [`Dispatcher`] with the config's meta-parameters and launch options, as `Autotuner.run`
+/// passes them. Only keys of plain values (ints, floats, bools, strings, None — the sizes a
+/// tuning key usually names) and autotuners without hooks are handled; anything else, a key
+/// not tuned yet, and every fallback of the dispatcher go to `Autotuner.run`, which tunes,
+/// runs the hooks and raises the errors.
+#[pyclass(frozen, module = "trident._native")]
+pub(crate) struct Tuned {
+    dispatcher: Py<Dispatcher>,
+    /// The `Autotuner` (its `run` is the general path; `best_config` is kept up to date).
+    autotuner: Py<PyAny>,
+    /// Each key's parameter index and name.
+    keys: Vec<(usize, Py<PyString>)>,
+    /// `Autotuner._fast`: key tuple → `(config, config.all_kwargs())`, filled by `run`.
+    table: Py<PyDict>,
+}
+
+/// `autotuned_kernel[grid]`.
+#[pyclass(frozen, module = "trident._native")]
+pub(crate) struct TunedLauncher {
+    tuned: Py<Tuned>,
+    grid: Py<PyAny>,
+}
+
+#[pymethods]
+impl Tuned {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        dispatcher: Py<Dispatcher>,
+        autotuner: Py<PyAny>,
+        keys: Vec<(usize, String)>,
+        table: Py<PyDict>,
+    ) -> Tuned {
+        let keys = keys.into_iter().map(|(i, n)| (i, PyString::intern(py, &n).unbind())).collect();
+        Tuned { dispatcher, autotuner, keys, table }
+    }
+
+    fn __getitem__(slf: Py<Self>, grid: Py<PyAny>) -> TunedLauncher {
+        TunedLauncher { tuned: slf, grid }
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.dispatcher)?;
+        visit.call(&self.autotuner)?;
+        visit.call(&self.table)?;
+        for (_, n) in &self.keys {
+            visit.call(n)?;
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl TunedLauncher {
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let t = self.tuned.get();
+        let grid = self.grid.bind(py);
+        if let Some(r) = t.try_fast(py, grid, args, kwargs)? {
+            return Ok(r);
+        }
+        let kw = match kwargs {
+            Some(k) => k.copy()?,
+            None => PyDict::new(py),
+        };
+        if !kw.contains(intern!(py, "grid"))? {
+            kw.set_item(intern!(py, "grid"), grid)?;
+        }
+        Ok(t.autotuner.bind(py).call_method(intern!(py, "run"), args, Some(&kw))?.unbind())
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.tuned)?;
+        visit.call(&self.grid)
+    }
+}
+
+impl Tuned {
+    /// The launch, if the fast path takes it (see the type's docs).
+    fn try_fast<'py>(
+        &self,
+        py: Python<'py>,
+        grid: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let mut key = Vec::with_capacity(self.keys.len());
+        for (i, name) in &self.keys {
+            let v = if *i < args.len() {
+                args.get_item(*i)?
+            } else {
+                match kwargs.map(|k| k.get_item(name.bind(py))).transpose()?.flatten() {
+                    Some(v) => v,
+                    None => return Ok(None), // a default: the package binds it
+                }
+            };
+            let plain = v.is_exact_instance_of::<PyInt>()
+                || v.is_exact_instance_of::<PyFloat>()
+                || v.is_exact_instance_of::<PyBool>()
+                || v.is_exact_instance_of::<PyString>()
+                || v.is_none();
+            if !plain {
+                return Ok(None);
+            }
+            key.push(v);
+        }
+        let key = PyTuple::new(py, key)?;
+        let Some(entry) = self.table.bind(py).get_item(&key)? else { return Ok(None) };
+        let (config, meta): (Bound<'py, PyAny>, Bound<'py, PyDict>) = entry.extract()?;
+        let kw = match kwargs {
+            Some(k) => k.copy()?,
+            None => PyDict::new(py),
+        };
+        for (k, v) in meta.iter() {
+            if kw.contains(&k)? {
+                return Ok(None); // given twice: the package's TypeError
+            }
+            kw.set_item(k, v)?;
+        }
+        match self.dispatcher.get().fast(py, grid, args, Some(&kw))? {
+            Fast::Done(r) => {
+                self.autotuner.bind(py).setattr(intern!(py, "best_config"), config)?;
+                Ok(Some(r))
+            }
+            Fast::Fallback => Ok(None),
+        }
+    }
+}
+
 /// The launch keywords the fast path takes.
 #[derive(Default)]
 struct LaunchKw<'py> {

@@ -485,6 +485,8 @@ fn trident_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Report>()?;
     m.add_class::<dispatch::Dispatcher>()?;
     m.add_class::<dispatch::Launcher>()?;
+    m.add_class::<dispatch::Tuned>()?;
+    m.add_class::<dispatch::TunedLauncher>()?;
     m.add("NativeError", m.py().get_type::<NativeError>())?;
     m.add_function(wrap_pyfunction!(dtype_size, m)?)?;
     Ok(())
