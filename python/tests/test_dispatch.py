@@ -368,3 +368,22 @@ def test_autotuned_kernels_with_hooks_keep_the_package_path():
         hooked[(1,)](x, out, 16)
         np.testing.assert_array_equal(out, x)
     assert seen == [16, 16, 16]
+
+
+def test_a_hook_set_after_native_launches_still_runs():
+    @trident.autotune(configs=[trident.Config({"BLOCK": 16})], key=["n"])
+    @trident.jit
+    def later(x, out, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out + offs, tl.load(x + offs, mask=offs < n), mask=offs < n)
+
+    x = np.arange(16, dtype=np.float32)
+    out = _poisoned(16)
+    for _ in range(3):
+        later[(1,)](x, out, 16)  # tuned, then native
+    seen = []
+    later.pre_hook = lambda args: seen.append(args["n"])
+    out[:] = np.nan
+    later[(1,)](x, out, 16)
+    np.testing.assert_array_equal(out, x)
+    assert seen == [16]

@@ -118,18 +118,39 @@ class Autotuner(KernelInterface):
     def _hooked(self):
         return bool(self.pre_hook or self.post_hook or any(c.pre_hook for c in self.configs))
 
+    # Hooks set after construction clear the native table (`run` fills it only for autotuners
+    # without hooks), so a hook is never skipped.
+    @property
+    def pre_hook(self):
+        return self._pre_hook
+
+    @pre_hook.setter
+    def pre_hook(self, value):
+        self._pre_hook = value
+        self._fast = {}
+
+    @property
+    def post_hook(self):
+        return self._post_hook
+
+    @post_hook.setter
+    def post_hook(self, value):
+        self._post_hook = value
+        self._fast = {}
+
     def __getitem__(self, grid):
         fn = self.fn
         d = getattr(fn, "_dispatcher", None) if isinstance(fn, JITFunction) else None
-        if d is None or self._hooked():
+        if d is None:
             return functools.partial(self.run, grid=grid)
-        if self._tuned is None or self._tuned[0] is not d:
+        t = self._tuned
+        if t is None or t[0] is not d or t[1] is not self._fast:
             names = fn.arg_names
             if not all(k in names for k in self.keys):
                 return functools.partial(self.run, grid=grid)
             keys = [(names.index(k), k) for k in self.keys]
-            self._tuned = (d, _native().Tuned(d, self, keys, self._fast))
-        return self._tuned[1][grid]
+            t = self._tuned = (d, self._fast, _native().Tuned(d, self, keys, self._fast))
+        return t[2][grid]
 
     def _key(self, named):
         out = []
