@@ -274,17 +274,7 @@ impl Launcher {
         let grid = self.grid.bind(py);
         match d.fast(py, grid, args, kwargs)? {
             Fast::Done(r) => Ok(r),
-            Fast::Fallback => {
-                let kw = match kwargs {
-                    Some(k) => k.copy()?,
-                    None => PyDict::new(py),
-                };
-                // As `functools.partial(run, grid=grid)` did: a `grid=` at the call wins.
-                if !kw.contains(intern!(py, "grid"))? {
-                    kw.set_item(intern!(py, "grid"), grid)?;
-                }
-                Ok(d.slow.bind(py).call(args, Some(&kw))?.unbind())
-            }
+            Fast::Fallback => Ok(d.slow.bind(py).call(args, Some(&with_grid(py, kwargs, grid)?))?.unbind()),
         }
     }
 
@@ -362,13 +352,7 @@ impl TunedLauncher {
         if let Some(r) = t.try_fast(py, grid, args, kwargs)? {
             return Ok(r);
         }
-        let kw = match kwargs {
-            Some(k) => k.copy()?,
-            None => PyDict::new(py),
-        };
-        if !kw.contains(intern!(py, "grid"))? {
-            kw.set_item(intern!(py, "grid"), grid)?;
-        }
+        let kw = with_grid(py, kwargs, grid)?;
         Ok(t.autotuner.bind(py).call_method(intern!(py, "run"), args, Some(&kw))?.unbind())
     }
 
@@ -428,6 +412,23 @@ impl Tuned {
             Fast::Fallback => Ok(None),
         }
     }
+}
+
+/// The call's keywords plus `grid=`, as `functools.partial(run, grid=grid)` passed them to the
+/// package's path (a `grid=` at the call wins).
+fn with_grid<'py>(
+    py: Python<'py>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+    grid: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let kw = match kwargs {
+        Some(k) => k.copy()?,
+        None => PyDict::new(py),
+    };
+    if !kw.contains(intern!(py, "grid"))? {
+        kw.set_item(intern!(py, "grid"), grid)?;
+    }
+    Ok(kw)
 }
 
 /// The launch keywords the fast path takes.
