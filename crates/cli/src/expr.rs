@@ -104,7 +104,7 @@ impl P<'_> {
             Some(ArgValue::Int(v)) => Ok(*v as f64),
             Some(ArgValue::Float(v)) => Ok(*v),
             Some(ArgValue::Bool(b)) => Ok(*b as u8 as f64),
-            Some(ArgValue::Tensor(_) | ArgValue::Device(_)) => {
+            Some(ArgValue::Tensor(_) | ArgValue::Device(_) | ArgValue::Descriptor(_)) => {
                 Err(format!("`{t}` is a tensor: use numel({t}) or nbytes({t})"))
             }
             Some(ArgValue::Str(_) | ArgValue::DType(_) | ArgValue::None | ArgValue::Tuple(_)) => {

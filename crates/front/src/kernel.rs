@@ -220,6 +220,8 @@ impl KernelInfo {
             .map(|(k, a)| {
                 let v = match a {
                     ArgInfo::Pointer { dtype, .. } => HostValue::Tensor(Elem::Num(*dtype)),
+                    // (A heuristic sees a host descriptor as an opaque tensor-like value.)
+                    ArgInfo::TensorDesc { dtype, .. } => HostValue::Tensor(Elem::Num(*dtype)),
                     ArgInfo::Int(v) => HostValue::Const(ConstValue::Int(*v as i128)),
                     ArgInfo::UInt(v) => HostValue::Const(ConstValue::Int(*v as i128)),
                     ArgInfo::Float(v) => HostValue::Const(ConstValue::Float(*v)),

@@ -72,6 +72,18 @@ pub enum ArgInfo {
     Bool(bool),
     /// A compile-time value (for `tl.constexpr` parameters, or a dtype/None passed to any parameter).
     Constexpr(ConstValue),
+    /// A host-side tensor descriptor (Triton's `TensorDescriptor`): a tensor of `dtype` (its
+    /// first element's address a multiple of 16 bytes when `aligned16`), read and written in
+    /// `block`-shaped boxes, out-of-bounds elements reading 0 (NaN with `nan`). Its shape and
+    /// strides are passed at run time (hidden parameters, see [`ParamBinding::Descriptor`]);
+    /// its last stride is 1 and the others multiples of 16 bytes, as Triton's host class
+    /// requires.
+    TensorDesc {
+        dtype: DType,
+        aligned16: bool,
+        block: Vec<u32>,
+        nan: bool,
+    },
 }
 
 /// Knobs of a compilation that are not launch arguments.
@@ -138,6 +150,10 @@ pub enum ParamBinding {
     Constexpr(ConstValue),
     /// A runtime argument Triton specializes on (an int equal to 1): folded into the code.
     Specialized(ConstValue),
+    /// A host tensor descriptor ([`ArgInfo::TensorDesc`]), passed as several IR parameters:
+    /// the base pointer, each dimension's size (i64), and each stride but the last (i64, in
+    /// elements; the last is 1).
+    Descriptor { base: usize, shape: Vec<usize>, strides: Vec<usize> },
 }
 
 /// The result of [`compile`].

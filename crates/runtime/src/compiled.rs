@@ -72,6 +72,10 @@ pub struct ParamSlot {
     pub ir_index: Option<usize>,
     /// The value passed when the launch leaves it out (its default in the source).
     pub default: Option<ScalarDefault>,
+    /// A host tensor descriptor's hidden parameters' IR indices, in
+    /// `DescriptorArg::parts` order (base, shape, strides but the last); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<usize>,
 }
 
 /// GPU code: PTX and how to launch it, and the cubin when `ptxas` made one.
@@ -202,9 +206,15 @@ pub struct CompiledKernel {
 
 impl CompiledKernel {
     /// The runtime parameters' names in IR parameter order (the order backends take arguments in).
-    pub fn runtime_params(&self) -> Vec<&str> {
-        let mut runtime: Vec<(usize, &str)> =
-            self.params.iter().filter_map(|p| p.ir_index.map(|i| (i, p.name.as_str()))).collect();
+    /// A descriptor's hidden parameters are named after it (`x.base`, `x.shape[0]`, ...).
+    pub fn runtime_params(&self) -> Vec<String> {
+        let mut runtime: Vec<(usize, String)> =
+            self.params.iter().filter_map(|p| p.ir_index.map(|i| (i, p.name.clone()))).collect();
+        for p in self.params.iter().filter(|p| !p.parts.is_empty()) {
+            let rank = p.parts.len() / 2;
+            let names = crate::args::DescriptorArg::part_names(&p.name, rank);
+            runtime.extend(p.parts.iter().copied().zip(names));
+        }
         runtime.sort_by_key(|(i, _)| *i);
         runtime.into_iter().map(|(_, n)| n).collect()
     }

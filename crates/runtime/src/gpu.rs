@@ -51,7 +51,7 @@ pub struct GpuRun {
 pub fn run_emu_code(
     code: &GpuCode,
     args: &[ArgValue],
-    names: &[&str],
+    names: &[String],
     grid: [u32; 3],
     reps: usize,
     deadline: Option<std::time::Instant>,
@@ -92,7 +92,7 @@ fn run_emu_module(
     module: &trident_emu::Module,
     ptx: &PtxKernel,
     args: &[ArgValue],
-    names: &[&str],
+    names: &[String],
     grid: [u32; 3],
     reps: usize,
     profile_bytes: Option<usize>,
@@ -164,7 +164,7 @@ fn run_emu_module(
 /// An emulator error of a Trident-compiled kernel, told in the kernel's terms: the source
 /// line and caret the failing PTX instruction came from (its `.loc`), and for an access
 /// outside a buffer, the parameter's name and the element index, as the interpreter says it.
-fn emu_error(e: trident_emu::EmuError, ptx: &str, names: &[&str], args: &[ArgValue]) -> RunError {
+fn emu_error(e: trident_emu::EmuError, ptx: &str, names: &[String], args: &[ArgValue]) -> RunError {
     let place = match (e.cta, e.thread) {
         (Some(c), Some(t)) => {
             format!(", CTA ({},{},{}), thread ({},{},{})", c[0], c[1], c[2], t[0], t[1], t[2])
@@ -631,7 +631,7 @@ pub fn run_cuda_code(
 /// the driver knows of its address (`cuPointerGetAttribute`): memory CUDA allocated, on one
 /// device, the array's whole span inside its allocation. `names`: the arguments' names in
 /// the order of `args`, for the errors — each names the argument, and nothing has run.
-pub fn check_device_args(args: &[ArgValue], names: &[&str]) -> Result<usize, RunError> {
+pub fn check_device_args(args: &[ArgValue], names: &[String]) -> Result<usize, RunError> {
     let dev0 = device(0)?;
     let mut ordinal: Option<(usize, &str)> = None;
     for (v, name) in args.iter().zip(names) {

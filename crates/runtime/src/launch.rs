@@ -253,7 +253,7 @@ fn const_of(arg: &Arg) -> Result<ConstValue, RunError> {
                 .map(|v| const_of(&Arg { name: arg.name.clone(), text: arg.text.clone(), value: v.clone() }))
                 .collect::<Result<_, _>>()?,
         ),
-        ArgValue::Tensor(_) | ArgValue::Device(_) => {
+        ArgValue::Tensor(_) | ArgValue::Device(_) | ArgValue::Descriptor(_) => {
             return Err(RunError::argument(format!(
                 "`{}` is a tl.constexpr parameter: give a scalar, not a tensor",
                 arg.name
@@ -284,6 +284,15 @@ pub fn bind(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgInfo)>,
                 ArgValue::Tensor(t) => ArgInfo::Pointer { dtype: t.dtype, aligned16: true },
                 // The caller's device memory: specialized on its address as Triton does.
                 ArgValue::Device(d) => ArgInfo::Pointer { dtype: d.dtype, aligned16: d.address.is_multiple_of(16) },
+                ArgValue::Descriptor(d) => {
+                    d.check().map_err(|m| RunError::argument(format!("argument `{}`: {m}", a.name)))?;
+                    let (dtype, _) = d.base.array().expect("checked: the base is an array");
+                    let aligned16 = match &d.base {
+                        ArgValue::Device(x) => x.address.is_multiple_of(16),
+                        _ => true,
+                    };
+                    ArgInfo::TensorDesc { dtype, aligned16, block: d.block.clone(), nan: d.nan }
+                }
                 ArgValue::Int(v) => ArgInfo::Int(*v),
                 ArgValue::Float(v) => ArgInfo::Float(*v),
                 ArgValue::Bool(v) => ArgInfo::Bool(*v),

@@ -76,7 +76,12 @@ fn convert(i: usize, text: &str, p: &trident_emu::ParamType, seed: u64) -> Resul
         v @ (ArgValue::Int(_) | ArgValue::Float(_) | ArgValue::Bool(_)) => {
             Val::Bits(scalar_bits(&v, param_dtype(i, p)?))
         }
-        ArgValue::Str(_) | ArgValue::DType(_) | ArgValue::None | ArgValue::Tuple(_) | ArgValue::Device(_) => {
+        ArgValue::Str(_)
+        | ArgValue::DType(_)
+        | ArgValue::None
+        | ArgValue::Tuple(_)
+        | ArgValue::Device(_)
+        | ArgValue::Descriptor(_) => {
             return Err(RunError::msg(format!(
                 "parameter {i} is `.{ty}`: PTX parameters take numbers and tensors, not `{text}`"
             )))

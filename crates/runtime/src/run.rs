@@ -52,6 +52,16 @@ pub(crate) fn grid_of(ck: &CompiledKernel, args: &[Arg], opts: &LaunchOptions) -
 pub(crate) fn runtime_values(ck: &CompiledKernel, args: &[Arg]) -> Result<Vec<ArgValue>, RunError> {
     let mut out: Vec<(usize, ArgValue)> = Vec::new();
     for p in &ck.params {
+        if !p.parts.is_empty() {
+            let Some(ArgValue::Descriptor(d)) = args.iter().find(|a| a.name == p.name).map(|a| &a.value) else {
+                return Err(RunError::argument(format!(
+                    "argument `{}` of kernel `{}`: the kernel was compiled for a tensor descriptor here",
+                    p.name, ck.kernel
+                )));
+            };
+            out.extend(p.parts.iter().copied().zip(d.parts()));
+            continue;
+        }
         let Some(ir_index) = p.ir_index else { continue };
         let value = match args.iter().find(|a| a.name == p.name) {
             Some(a) => a.value.clone(),
@@ -252,8 +262,16 @@ fn deadline(opts: &LaunchOptions) -> Result<Option<std::time::Instant>, RunError
 pub(crate) fn write_back(ck: &CompiledKernel, args: &mut [Arg], outs: Vec<Option<HostTensor>>) {
     for (name, out) in ck.runtime_params().into_iter().zip(outs) {
         let Some(t) = out else { continue };
-        if let Some(a) = args.iter_mut().find(|a| a.name == name) {
-            a.value = ArgValue::Tensor(t);
+        // A descriptor's tensor comes back as its hidden `NAME.base` parameter.
+        let (arg, in_descriptor) = match name.strip_suffix(".base") {
+            Some(d) => (d, true),
+            None => (name.as_str(), false),
+        };
+        if let Some(a) = args.iter_mut().find(|a| a.name == arg) {
+            match &mut a.value {
+                ArgValue::Descriptor(d) if in_descriptor => d.base = ArgValue::Tensor(t),
+                v => *v = ArgValue::Tensor(t),
+            }
         }
     }
 }

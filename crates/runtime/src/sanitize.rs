@@ -41,7 +41,7 @@ pub(crate) fn check(
     info: &SanitizeInfo,
     record: &[u8],
     args: &[ArgValue],
-    names: &[&str],
+    names: &[String],
     files: &[SourceFile],
     grid: [u32; 3],
 ) -> Result<(), RunError> {
@@ -64,7 +64,7 @@ pub(crate) fn check(
         }
         return Err(RunError::other(d.render(files)));
     };
-    let name = names.get(param as usize).copied().unwrap_or("?");
+    let name = names.get(param as usize).map_or("?", String::as_str);
     let access = site.access.name();
     let dt = site.dtype;
     let array = args.get(param as usize).and_then(ArgValue::array);

@@ -30,6 +30,7 @@ pub fn scalar_bits(v: &ArgValue, d: DType) -> u64 {
         // Compile-time values are folded into the code, never passed.
         ArgValue::Tensor(_)
         | ArgValue::Device(_)
+        | ArgValue::Descriptor(_)
         | ArgValue::Str(_)
         | ArgValue::DType(_)
         | ArgValue::None

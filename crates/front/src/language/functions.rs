@@ -112,6 +112,7 @@ pub(crate) const TL_FUNCS: &[&str] = &[
     "tensor",
     "dtype",
     "pointer_type",
+    "tensor_descriptor",
     "PropagateNan",
     "condition",
     "_reduce_with_indices",
@@ -122,7 +123,6 @@ pub(crate) const TL_FUNCS: &[&str] = &[
 
 /// `triton.language` names Trident knows but does not implement (so the error can say so).
 pub(crate) const TL_UNSUPPORTED: &[&str] = &[
-    "tensor_descriptor",
     "inline_asm_elementwise",
     "dot_scaled",
     "atomic_load",

@@ -355,6 +355,10 @@ impl<'c, 'a> FnLowering<'c, 'a> {
                 let check = |cls: &Val| -> bool {
                     match cls {
                         Val::Builtin(_, n) if n == "tensor" => matches!(v, Val::T(_)),
+                        // A tensor descriptor, made in the kernel or passed from the host.
+                        Val::Builtin(_, n) if n == "tensor_descriptor" => {
+                            matches!(&v, Val::BlockPtr(b) if b.descriptor.is_some())
+                        }
                         Val::Builtin(_, n) if n == "constexpr" => v.as_const().is_some(),
                         Val::Builtin(_, n) if n == "dtype" => matches!(v, Val::C(ConstValue::DType(_))),
                         // `tl.pointer_type` is the class of pointer dtypes (a subclass of `tl.dtype`).

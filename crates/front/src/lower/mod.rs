@@ -191,6 +191,52 @@ impl<'c, 'a> FnLowering<'c, 'a> {
     }
 }
 
+/// The IR parameters of host tensor descriptor `name` (appended to `ir_params`) and its
+/// binding: the base pointer, the `rank` dimension sizes, the `rank - 1` strides before the
+/// last (in elements; the launch checks them to be multiples of 16 bytes, which the code may
+/// rely on). The IR names are identifiers (`x_desc_base`, `x_desc_shape0`, `x_desc_stride0`).
+fn host_descriptor_params(
+    name: &str,
+    dtype: DType,
+    aligned16: bool,
+    block: &[u32],
+    ir_params: &mut Vec<(String, Type, Option<u32>)>,
+) -> Result<ParamBinding, String> {
+    let rank = block.len();
+    if !(1..=5).contains(&rank) {
+        return Err(format!("tensor descriptor `{name}` has rank {rank}; descriptors have rank 1 to 5"));
+    }
+    if let Some(d) = block.iter().find(|d| !d.is_power_of_two()) {
+        return Err(format!("tensor descriptor `{name}`: block shape {block:?} has {d}, not a power of 2"));
+    }
+    let elem_bytes = (dtype.bits() as u64).div_ceil(8);
+    let last = block[rank - 1] as u64;
+    if last * elem_bytes < 16 {
+        return Err(format!(
+            "tensor descriptor `{name}`: descriptor block shape must have at least 16 bytes in the last dimension, \
+             but got {last} * {elem_bytes} = {} bytes",
+            last * elem_bytes
+        ));
+    }
+    let i64t = Type::Scalar(Elem::Num(DType::I64));
+    let base = ir_params.len();
+    ir_params.push((format!("{name}_base"), Type::Scalar(Elem::ptr(dtype)), aligned16.then_some(16)));
+    let shape = (0..rank)
+        .map(|d| {
+            ir_params.push((format!("{name}_shape{d}"), i64t.clone(), None));
+            ir_params.len() - 1
+        })
+        .collect();
+    let stride_div = (16 / (dtype.bits() as u32).div_ceil(8).max(1)).max(1);
+    let strides = (0..rank - 1)
+        .map(|d| {
+            ir_params.push((format!("{name}_stride{d}"), i64t.clone(), (stride_div > 1).then_some(stride_div)));
+            ir_params.len() - 1
+        })
+        .collect();
+    Ok(ParamBinding::Descriptor { base, shape, strides })
+}
+
 fn suggest<'s>(name: &str, candidates: impl Iterator<Item = &'s str>) -> Option<String> {
     suggest::closest(name, candidates).map(|c| format!("did you mean `{c}`?"))
 }
@@ -240,6 +286,8 @@ pub(crate) fn compile(
     let mut bindings = vec![];
     let mut ir_params: Vec<(String, Type, Option<u32>)> = vec![];
     let mut runtime_defaults = vec![];
+    // Host descriptors: (index into `bindings`, block shape, NaN padding).
+    let mut descriptors: Vec<(usize, Vec<u32>, bool)> = vec![];
     for p in &info.params {
         let arg = match args.iter().rev().find(|(n, _)| *n == p.name) {
             Some((_, a)) => a.clone(),
@@ -278,6 +326,12 @@ pub(crate) fn compile(
                 ArgInfo::Pointer { .. } => {
                     return Err(here(format!("`{}` is a tl.constexpr parameter but was given a tensor", p.name)))
                 }
+                ArgInfo::TensorDesc { .. } => {
+                    return Err(here(format!(
+                        "`{}` is a tl.constexpr parameter but was given a tensor descriptor",
+                        p.name
+                    )))
+                }
             }
         } else {
             let ann_num = p.annotated_type.and_then(|e| e.num());
@@ -287,6 +341,13 @@ pub(crate) fn compile(
                     continue;
                 }
                 ArgInfo::Pointer { dtype, aligned16 } => (Elem::ptr(dtype), aligned16, None),
+                ArgInfo::TensorDesc { dtype, aligned16, block, nan } => {
+                    let b = host_descriptor_params(&p.name, dtype, aligned16, &block, &mut ir_params)
+                        .map_err(|m| here(m))?;
+                    descriptors.push((bindings.len(), block, nan));
+                    bindings.push(b);
+                    continue;
+                }
                 ArgInfo::Int(v) => {
                     let t = match ann_num {
                         Some(d) if d.is_int() => d,
@@ -353,10 +414,23 @@ pub(crate) fn compile(
     f.loc = src.loc(def_name_range.start());
     let body_block = f.body;
     let mut scope = Scope::new();
-    for (p, b) in info.params.iter().zip(&bindings) {
+    for (i, (p, b)) in info.params.iter().zip(&bindings).enumerate() {
         let v = match b {
             ParamBinding::Runtime { ir_index } => Val::T(f.params[*ir_index].value),
             ParamBinding::Constexpr(c) | ParamBinding::Specialized(c) => Val::from_const(c.clone()),
+            ParamBinding::Descriptor { base, shape, strides } => {
+                let (_, block, nan) = descriptors.iter().find(|(j, _, _)| *j == i).expect("descriptor's block");
+                let value = |k: &usize| Val::T(f.params[*k].value);
+                Val::BlockPtr(Box::new(BlockPtr {
+                    base: value(base),
+                    shape: shape.iter().map(value).collect(),
+                    strides: strides.iter().map(value).chain(std::iter::once(Val::int(1))).collect(),
+                    offsets: vec![],
+                    block: block.clone(),
+                    order: (0..block.len() as u32).rev().collect(),
+                    descriptor: Some(*nan),
+                }))
+            }
         };
         scope.insert(p.name.clone(), v);
     }

@@ -72,6 +72,106 @@ pub enum ArgValue {
     /// `__cuda_array_interface__`): the kernel receives its address and works on it in place.
     /// The CUDA backend only; from the Python package.
     Device(DeviceArray),
+    /// A host-side tensor descriptor (Triton's `TensorDescriptor`): a tensor (host or
+    /// device) read and written by the kernel in boxes of a fixed shape.
+    Descriptor(Box<DescriptorArg>),
+}
+
+/// A host-side tensor descriptor ([`ArgValue::Descriptor`]). The kernel receives the base's
+/// address, the shape and the strides as hidden parameters (the compiled kernel's slot for
+/// the parameter lists them, see `ParamSlot::parts`); the block shape and padding are part of
+/// its specialization.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DescriptorArg {
+    /// The tensor: [`ArgValue::Tensor`] or [`ArgValue::Device`].
+    pub base: ArgValue,
+    /// Size of each dimension, outermost first.
+    pub shape: Vec<i64>,
+    /// Stride of each dimension in elements; the last must be 1.
+    pub strides: Vec<i64>,
+    /// The box shape of every access.
+    pub block: Vec<u32>,
+    /// Out-of-bounds elements read as NaN (`padding="nan"`), else 0.
+    pub nan: bool,
+}
+
+impl DescriptorArg {
+    /// The names of the hidden parameters after the descriptor's own (`x.base`,
+    /// `x.shape[0]`.., `x.strides[0]`.. but the last), in the order [`DescriptorArg::parts`]
+    /// gives their values.
+    pub fn part_names(name: &str, rank: usize) -> Vec<String> {
+        let mut v = vec![format!("{name}.base")];
+        v.extend((0..rank).map(|d| format!("{name}.shape[{d}]")));
+        v.extend((0..rank.saturating_sub(1)).map(|d| format!("{name}.strides[{d}]")));
+        v
+    }
+
+    /// The values of the hidden parameters: the base, the shape, the strides but the last.
+    pub fn parts(&self) -> Vec<ArgValue> {
+        let mut v = vec![self.base.clone()];
+        v.extend(self.shape.iter().map(|&d| ArgValue::Int(d)));
+        v.extend(self.strides.iter().take(self.strides.len().saturating_sub(1)).map(|&d| ArgValue::Int(d)));
+        v
+    }
+
+    /// Triton's rules for a host descriptor, plus one it leaves to the hardware: the
+    /// described elements lie inside the base's memory. The message does not name the argument.
+    pub fn check(&self) -> Result<(), String> {
+        let rank = self.block.len();
+        let Some((dtype, nbytes)) = self.base.array() else {
+            return Err("a tensor descriptor's base must be a tensor".into());
+        };
+        if self.shape.len() != rank || self.strides.len() != rank {
+            return Err(format!(
+                "shape {:?}, strides {:?} and block shape {:?} of a tensor descriptor must have the same length",
+                self.shape, self.strides, self.block
+            ));
+        }
+        if !(1..=5).contains(&rank) {
+            return Err(format!("a tensor descriptor has rank 1 to 5, not {rank}"));
+        }
+        if let Some(b) = self.block.iter().find(|b| !b.is_power_of_two()) {
+            return Err(format!("block shape {:?} has {b}, not a power of 2", self.block));
+        }
+        let numel = self.block.iter().try_fold(1u64, |a, &b| a.checked_mul(b as u64));
+        if numel.is_none_or(|n| n > 1 << 20) {
+            return Err(format!("block shape {:?} has more than 2^20 elements", self.block));
+        }
+        if let Some(d) = self.shape.iter().find(|&&d| d <= 0 || d > u32::MAX as i64) {
+            return Err(format!("shape {:?} has {d}; every dimension must be 1 to 2^32 - 1", self.shape));
+        }
+        if self.strides[rank - 1] != 1 {
+            return Err(format!("strides {:?}: the last dimension must be contiguous (stride 1)", self.strides));
+        }
+        let esize = dtype.size_bytes().max(1) as i64;
+        if let Some(s) = self.strides[..rank - 1].iter().find(|&&s| s <= 0 || (s * esize) % 16 != 0) {
+            return Err(format!(
+                "strides {:?} has {s}: every stride but the last must be a positive multiple of 16 bytes ({} elements of {dtype})",
+                self.strides,
+                16 / esize.min(16)
+            ));
+        }
+        if let ArgValue::Device(d) = &self.base {
+            if d.address % 16 != 0 {
+                return Err(format!("the base address {:#x} is not 16-byte aligned", d.address));
+            }
+        }
+        // The last element described, in elements from the base (checked arithmetic: the
+        // values come from the caller).
+        let last = self
+            .shape
+            .iter()
+            .zip(&self.strides)
+            .try_fold(0i64, |acc, (&n, &s)| acc.checked_add((n - 1).checked_mul(s)?));
+        let len = nbytes as i64 / esize;
+        match last {
+            Some(l) if l < len => Ok(()),
+            _ => Err(format!(
+                "shape {:?} with strides {:?} reaches beyond the base's {len} elements",
+                self.shape, self.strides
+            )),
+        }
+    }
 }
 
 /// A caller's array in device memory ([`ArgValue::Device`]).
@@ -86,10 +186,11 @@ pub struct DeviceArray {
 }
 
 impl ArgValue {
-    /// The tensor, if this is one.
+    /// The tensor, if this is one, or the host tensor a descriptor describes.
     pub fn as_tensor(&self) -> Option<&HostTensor> {
         match self {
             ArgValue::Tensor(t) => Some(t),
+            ArgValue::Descriptor(d) => d.base.as_tensor(),
             _ => None,
         }
     }
@@ -232,6 +333,17 @@ pub enum ValueSpec {
     DType(DType),
     /// `None`.
     None,
+    /// `desc[BLOCK]:TENSOR` or `desc[BLOCK,nan]:TENSOR`: a host tensor descriptor (Triton's
+    /// `TensorDescriptor.from_tensor`) over a file or generated tensor, read in `BLOCK`
+    /// boxes (`64x64`); out-of-bounds elements read 0, or NaN with `,nan`.
+    Descriptor {
+        /// The box shape.
+        block: Vec<usize>,
+        /// NaN padding.
+        nan: bool,
+        /// The tensor: a [`ValueSpec::File`] or [`ValueSpec::Generated`].
+        tensor: Box<ValueSpec>,
+    },
 }
 
 /// One `NAME=VALUE`, parsed.
@@ -296,6 +408,32 @@ impl ArgSpec {
             ValueSpec::Str(s) => ArgValue::Str(s.clone()),
             ValueSpec::DType(d) => ArgValue::DType(*d),
             ValueSpec::None => ArgValue::None,
+            ValueSpec::Descriptor { block, nan, tensor } => {
+                let inner = ArgSpec { spec: (**tensor).clone(), ..self.clone() }.materialize(seed)?;
+                let ArgValue::Tensor(t) = inner.value else {
+                    return Err(err("a descriptor describes a tensor".into()));
+                };
+                if t.shape.is_empty() {
+                    return Err(err("a descriptor needs a tensor of rank 1 or more, not a 0-d one".into()));
+                }
+                // Row-major strides, as `TensorDescriptor.from_tensor` reads them off a contiguous tensor.
+                let mut strides = vec![1i64; t.shape.len()];
+                for d in (0..t.shape.len() - 1).rev() {
+                    strides[d] = strides[d + 1] * t.shape[d + 1] as i64;
+                }
+                let d = DescriptorArg {
+                    shape: t.shape.iter().map(|&n| n as i64).collect(),
+                    strides,
+                    block: block
+                        .iter()
+                        .map(|&b| u32::try_from(b).map_err(|_| err(format!("a block dimension of {b}"))))
+                        .collect::<Result<_, _>>()?,
+                    nan: *nan,
+                    base: ArgValue::Tensor(t),
+                };
+                d.check().map_err(err)?;
+                ArgValue::Descriptor(Box::new(d))
+            }
         };
         Ok(Arg { name: self.name.clone(), text: self.text.clone(), value })
     }
@@ -304,6 +442,10 @@ impl ArgSpec {
     pub fn generated_layout(&self) -> Option<(DType, &[usize])> {
         match &self.spec {
             ValueSpec::Generated { dtype, shape, .. } => Some((*dtype, shape)),
+            ValueSpec::Descriptor { tensor, .. } => match &**tensor {
+                ValueSpec::Generated { dtype, shape, .. } => Some((*dtype, shape)),
+                _ => None,
+            },
             _ => None,
         }
     }
@@ -375,6 +517,9 @@ pub(crate) fn is_identifier(s: &str) -> bool {
 
 /// Parses a VALUE (the part after `NAME=`).
 pub fn parse_value(v: &str) -> Result<ValueSpec, String> {
+    if let Some(rest) = v.strip_prefix("desc[") {
+        return parse_descriptor(rest);
+    }
     if let Some(rest) = v.strip_prefix('@') {
         return parse_file(rest);
     }
@@ -383,6 +528,26 @@ pub fn parse_value(v: &str) -> Result<ValueSpec, String> {
         return parse_generated(kind, v);
     }
     parse_scalar(v)
+}
+
+/// `desc[BLOCK]:TENSOR` after `desc[`.
+fn parse_descriptor(rest: &str) -> Result<ValueSpec, String> {
+    const FORM: &str = "expected desc[BLOCK]:TENSOR or desc[BLOCK,nan]:TENSOR, e.g. desc[64x64]:randn:f16:256x128";
+    let Some((inside, tensor)) = rest.split_once("]:") else { return Err(FORM.into()) };
+    let (block, nan) = match inside.split_once(',') {
+        Some((b, "nan")) => (b, true),
+        Some((b, "zero")) => (b, false),
+        Some((_, other)) => return Err(format!("unknown padding `{other}` in a descriptor (zero or nan)")),
+        None => (inside, false),
+    };
+    let block = parse_shape(block)?;
+    let tensor = match parse_value(tensor)? {
+        t @ (ValueSpec::File { .. } | ValueSpec::Generated { .. }) => t,
+        _ => {
+            return Err(format!("a descriptor describes a tensor (a file or a generated one), not `{tensor}`; {FORM}"))
+        }
+    };
+    Ok(ValueSpec::Descriptor { block, nan, tensor: Box::new(tensor) })
 }
 
 fn parse_file(rest: &str) -> Result<ValueSpec, String> {

@@ -42,7 +42,9 @@ impl<'a> LaunchBench<'a> {
     /// holds them in IR parameter order).
     fn ir_positions(ck: &CompiledKernel, names: &[String]) -> Vec<usize> {
         let runtime = ck.runtime_params();
-        runtime.iter().enumerate().filter(|(_, n)| names.iter().any(|m| m == *n)).map(|(pos, _)| pos).collect()
+        // A descriptor named in `reset_to_zero`/`restore_value` stands for its tensor.
+        let named = |n: &str| names.iter().any(|m| m == n || n.strip_suffix(".base") == Some(m.as_str()));
+        runtime.iter().enumerate().filter(|(_, n)| named(n)).map(|(pos, _)| pos).collect()
     }
 }
 
@@ -114,8 +116,14 @@ impl Bench for LaunchBench<'_> {
             return Ok(());
         }
         for a in self.args.iter_mut().filter(|a| names.contains(&a.name)) {
-            if let ArgValue::Tensor(t) = &mut a.value {
-                t.data.fill(0);
+            match &mut a.value {
+                ArgValue::Tensor(t) => t.data.fill(0),
+                ArgValue::Descriptor(d) => {
+                    if let ArgValue::Tensor(t) = &mut d.base {
+                        t.data.fill(0);
+                    }
+                }
+                _ => {}
             }
         }
         Ok(())

@@ -303,6 +303,12 @@ fn value_text(v: &ArgValue) -> String {
         }
         // As a host tensor from the Python package reads (its elements, flat).
         ArgValue::Device(d) => format!("{}[{}]", d.dtype.name(), d.nbytes / d.dtype.size_bytes().max(1)),
+        // The tensor it describes (the block shape is a compile-time fact of the config).
+        ArgValue::Descriptor(d) => {
+            let dims: Vec<String> = d.shape.iter().map(|d| d.to_string()).collect();
+            let dtype = d.base.array().map_or("?", |(t, _)| t.name());
+            format!("desc<{dtype}[{}]>", dims.join("x"))
+        }
     }
 }
 
@@ -324,8 +330,14 @@ fn key_values(ctx: &Ctx, names: &[String]) -> Vec<(String, String)> {
         key.push((name.clone(), text));
     }
     for a in ctx.args {
-        if let ArgValue::Tensor(t) = &a.value {
-            key.push((format!("{}.dtype", a.name), t.dtype.name().to_string()));
+        match &a.value {
+            ArgValue::Tensor(t) => key.push((format!("{}.dtype", a.name), t.dtype.name().to_string())),
+            ArgValue::Descriptor(d) => {
+                if let Some((dtype, _)) = d.base.array() {
+                    key.push((format!("{}.dtype", a.name), dtype.name().to_string()));
+                }
+            }
+            _ => {}
         }
     }
     // Spacing does not change a grid expression.

@@ -394,6 +394,16 @@ pub(crate) fn signature_text(info: Option<&ArgInfo>) -> String {
             };
             format!("{ty}{}", flags(*v == 1, v % 16 == 0))
         }
+        Some(ArgInfo::TensorDesc { dtype, aligned16, block, nan }) => {
+            let dims: Vec<String> = block.iter().map(|d| d.to_string()).collect();
+            format!(
+                "desc<{}[{}]{}{}>",
+                dtype.name(),
+                dims.join("x"),
+                if *aligned16 { ":16" } else { "" },
+                if *nan { ":nan" } else { "" }
+            )
+        }
         Some(ArgInfo::Float(_)) => "fp32".to_string(),
         Some(ArgInfo::Bool(_)) => "i1".to_string(),
         // A faithful text: `Int(1)`, `Float(1.0)`, `Bool(true)`, `DType(..)` all differ.

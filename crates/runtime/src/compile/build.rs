@@ -42,6 +42,12 @@ pub(super) fn build(req: &Request, infos: &[(String, ArgInfo)]) -> Result<Compil
                 ParamBinding::Runtime { ir_index } => Some(*ir_index),
                 _ => None,
             },
+            parts: match b {
+                ParamBinding::Descriptor { base, shape, strides } => {
+                    std::iter::once(base).chain(shape).chain(strides).copied().collect()
+                }
+                _ => vec![],
+            },
             default: req.kernel.param(name).and_then(|p| match &p.default {
                 Some(ConstValue::Int(v)) => i64::try_from(*v).ok().map(ScalarDefault::Int),
                 Some(ConstValue::Float(v)) => Some(ScalarDefault::Float(*v)),

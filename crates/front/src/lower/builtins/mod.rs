@@ -197,7 +197,9 @@ impl<'c, 'a> FnLowering<'c, 'a> {
                     _ => Err(self.err(b.range(0), "tl.pointer_type needs a number dtype")),
                 }
             }
-            "tensor" | "dtype" | "PropagateNan" => Err(self.err(args.r, format!("`tl.{name}` cannot be called here"))),
+            "tensor" | "dtype" | "PropagateNan" | "tensor_descriptor" => {
+                Err(self.err(args.r, format!("`tl.{name}` cannot be called here")))
+            }
             _ => Err(self.err(args.r, format!("`{}` is not supported by Trident yet", args.name))),
         }
     }
