@@ -394,3 +394,24 @@ def test_malformed_interfaces_never_crash_the_fast_path(drv, rng):
     out = poisoned(drv, 64)
     K.add[(1,)](dx, dx, out, 64, BLOCK=64)
     np.testing.assert_array_equal(out.get(), x + x)
+
+
+def test_host_descriptors_over_device_arrays_run_in_place(drv, rng):
+    # On the emulated sm_90a device the boxes are TMA copies through tensor maps the runtime
+    # encodes with the driver (`cuTensorMapEncodeTiled`) from the descriptors' fields.
+    from trident.tools.tensor_descriptor import TensorDescriptor
+
+    x = rng.standard_normal((40, 56)).astype(np.float32)
+    dx = DeviceArray(drv, x)
+    dy = DeviceArray(drv, np.full((40, 56), np.nan, np.float32))
+    report = K.desc_scale[(3, 2)](TensorDescriptor(dx, [40, 56], [56, 1], [16, 32]),
+                                  TensorDescriptor(dy, [40, 56], [56, 1], [16, 32]), BLOCK_M=16, BLOCK_N=32)
+    assert report["backend"] == "cuda"
+    np.testing.assert_array_equal(dy.get(), 2 * x + 56)
+    np.testing.assert_array_equal(dx.get(), x)
+    # A base that is not 16-byte aligned cannot be a TMA source: refused by name, nothing written.
+    off = DeviceArray(drv, np.full((40, 56), 1.0, np.float32), offset=1, extra=1)
+    with pytest.raises(trident.ArgumentError, match="argument `y_desc`.*16-byte aligned"):
+        K.desc_scale[(3, 2)](TensorDescriptor(dx, [40, 56], [56, 1], [16, 32]),
+                             TensorDescriptor(off, [40, 56], [56, 1], [16, 32]), BLOCK_M=16, BLOCK_N=32)
+    np.testing.assert_array_equal(off.get(), 1.0)

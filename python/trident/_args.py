@@ -185,6 +185,8 @@ def launch_stream(values, given):
         return h
     hint = None
     for v in values.values():
+        if is_descriptor(v):
+            v = v.base
         if _torch_tensor(v) and v.device.type == "cuda":
             import torch
             return torch.cuda.current_stream(v.device).cuda_stream
@@ -245,6 +247,47 @@ def scalar(name, v):
         "bools, strings for constexprs, dtypes and None are)")
 
 
+def is_descriptor(v):
+    """A host tensor descriptor: Trident's ``TensorDescriptor`` or Triton's (the same fields)."""
+    return type(v).__name__ == "TensorDescriptor" and all(
+        hasattr(v, a) for a in ("base", "shape", "strides", "block_shape"))
+
+
+def unwrap(v):
+    """A descriptor's tensor; anything else as it is."""
+    return v.base if is_descriptor(v) else v
+
+
+def host_or_device_dtype(name, v):
+    """Trident's dtype name of a host or device array (None for anything else)."""
+    try:
+        arr = host_array(name, v)
+        if arr is not None:
+            return arr[1]
+        dev = device_array(name, v)
+        return None if dev is None else dev[0]
+    except ArgumentError:
+        return None
+
+
+def _descriptor_fields(name, v):
+    """``(shape, strides, block_shape, padding)`` of descriptor ``v``, read now (a pre-hook may
+    have changed them since it was made)."""
+    try:
+        shape = [int(d) for d in v.shape]
+        strides = [int(s) for s in v.strides]
+        block = [int(b) for b in v.block_shape]
+    except (TypeError, ValueError) as e:
+        raise ArgumentError(f"argument `{name}`: a tensor descriptor's shape, strides and block shape must be "
+                            f"ints ({e})") from None
+    padding = getattr(v, "padding", "zero")
+    if padding not in ("zero", "nan"):
+        raise ArgumentError(f"argument `{name}`: padding {padding!r}; use \"zero\" or \"nan\"")
+    if getattr(v, "round_f32_to_tf32", False):
+        raise ArgumentError(f"argument `{name}`: round_f32_to_tf32 descriptors are not supported by Trident yet")
+    return shape, strides, block, padding == "nan"
+
+
 _FAST_SCALARS = {int: "int", float: "float", bool: "bool", str: "str"}
 # numpy dtype object -> Trident's dtype name, filled as dtypes are seen.
 _DTYPE_NAMES = {}
@@ -272,6 +315,21 @@ def convert(values: dict):
                 _DTYPE_NAMES[v.dtype] = arr[1]
             else:
                 arr = (v, dt)
+        elif is_descriptor(v):
+            fields = _descriptor_fields(name, v)
+            arr = host_array(name, v.base)
+            if arr is None:
+                dev = device_array(name, v.base)
+                if dev is None:
+                    raise ArgumentError(f"argument `{name}`: a tensor descriptor's base must be an array, "
+                                        f"not a `{type(v.base).__name__}`")
+                out.append((name, ("desc", ("device", dev[0], dev[1], dev[2])) + fields))
+                continue
+            a, dt = arr
+            addr, nbytes, writable = span(name, a)
+            spans.append((addr, addr + nbytes, len(out)))
+            out.append([name, ["desc", ["tensor", dt, addr, nbytes, -1, a, writable], *fields]])
+            continue
         else:
             arr = host_array(name, v)
         if arr is None:
@@ -286,7 +344,7 @@ def convert(values: dict):
         spans.append((addr, addr + nbytes, len(out)))
         out.append([name, ["tensor", dt, addr, nbytes, -1, a, writable]])
     if len(spans) < 2:
-        return [(n, tuple(v)) for n, v in out]
+        return [(n, _tuples(v)) for n, v in out]
     # Alias groups: clusters of overlapping spans (a sweep over the spans sorted by start).
     spans.sort()
     clusters, end = [], -1
@@ -301,5 +359,13 @@ def convert(values: dict):
             end = hi
     for g, members in enumerate(c for c in clusters if len(c) > 1):
         for i in members:
-            out[i][1][4] = g
-    return [(n, tuple(v)) for n, v in out]
+            tagged = out[i][1]
+            (tagged[1] if tagged[0] == "desc" else tagged)[4] = g
+    return [(n, _tuples(v)) for n, v in out]
+
+
+def _tuples(v):
+    """A tagged value with its lists made tuples (a descriptor's tensor too)."""
+    if isinstance(v, tuple) or v[0] != "desc":
+        return tuple(v)
+    return ("desc", tuple(v[1]), *v[2:])

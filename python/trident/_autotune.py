@@ -13,6 +13,7 @@ time), otherwise the interpreter takes the first config — what the CLI does to
 
 from __future__ import annotations
 
+import copy as _copy
 import functools
 import os
 
@@ -159,6 +160,9 @@ class Autotuner(KernelInterface):
             if type(v) in _PLAIN:  # the common key (a size), without the array probes below
                 out.append(v)
                 continue
+            if _args.is_descriptor(v):  # by what the kernel is specialized on
+                out.append(("desc", _args.host_or_device_dtype(k, v.base), tuple(v.block_shape)))
+                continue
             arr = None
             try:
                 arr = _args.host_array(k, v)
@@ -193,6 +197,10 @@ class Autotuner(KernelInterface):
         import numpy as np
 
         def copy(name, a):
+            if _args.is_descriptor(a):  # the same view of a copy of its tensor
+                d = _copy.copy(a)
+                d.base = copy(name, a.base)
+                return d
             if _args.host_array(name, a) is not None:
                 return np.array(a, copy=True)
             if _args._torch_tensor(a) and _args.device_array(name, a) is not None:
@@ -212,8 +220,9 @@ class Autotuner(KernelInterface):
                 elif hasattr(a, "fill"):
                     a.fill(0)
         if config.pre_hook:
-            config.pre_hook(named)
-        on_device = any(_args.device_array("_", a) is not None for a in list(copies) + list(kw.values()))
+            # As in the final launch: the arguments and the config's meta-parameters.
+            config.pre_hook(dict(named, **config.all_kwargs()))
+        on_device = any(_args.device_array("_", _args.unwrap(a)) is not None for a in list(copies) + list(kw.values()))
         extra = {"_trident_timed": True} if on_device else {}
         report = self.fn.run(*copies, grid=self._grid, **kw, **config.all_kwargs(), backend=launch_backend,
                              **extra)
@@ -227,7 +236,8 @@ class Autotuner(KernelInterface):
         launch_backend = kwargs.pop("backend", None)
         if launch_backend is None:
             host = _host_types()
-            on_device = any(type(v) not in host and _args.device_array(k, v) is not None for k, v in named.items())
+            on_device = any(type(v) not in host and _args.device_array(k, _args.unwrap(v)) is not None
+                            for k, v in named.items())
             launch_backend = "cuda" if on_device else backend()
         if key not in self.cache:
             configs = self.prune(named, kwargs)

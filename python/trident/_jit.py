@@ -285,7 +285,7 @@ class JITFunction(KernelInterface):
         sass_search = launch.get("sass_search", self.sass_search)
         # Arrays in device memory run where they are: on the GPU (unless a launch keyword says
         # otherwise, which the runtime then refuses naming the argument), on the caller's stream.
-        on_device = any(v[0] == "device" for _, v in args)
+        on_device = any(v[0] == "device" or v[0] == "desc" and v[1][0] == "device" for _, v in args)
         run_backend = launch.get("backend") or ("cuda" if on_device else backend())
         stream = _args.launch_stream(values, launch.get("stream")) if on_device else None
         try:

@@ -396,11 +396,9 @@ impl Report {
     }
 }
 
+/// The host bytes an argument carries: a tensor's, or a descriptor's tensor's.
 fn tensor_bytes(a: &Arg) -> &[u8] {
-    match &a.value {
-        ArgValue::Tensor(t) => &t.data,
-        _ => &[],
-    }
+    a.value.as_tensor().map_or(&[], |t| &t.data)
 }
 
 /// The launch's arguments from `(name, tagged value)` pairs; tensors' memory in `held`.
@@ -456,12 +454,32 @@ fn arg_value<'py>(name: &str, v: &Bound<'py, PyTuple>, index: usize, held: &mut 
             ArgValue::DType(DType::parse(&s).ok_or_else(|| bad(format!("unknown dtype `{s}`")))?)
         }
         "none" => ArgValue::None,
+        // ("desc", tensor or device tag, shape, strides, block shape, nan padding)
+        "desc" => {
+            let inner: Bound<'py, PyTuple> = item(1)?.extract()?;
+            let tag: String = inner.get_item(0)?.extract()?;
+            if tag != "tensor" && tag != "device" {
+                return Err(bad("a tensor descriptor's base must be an array".into()));
+            }
+            let base = arg_value(name, &inner, index, held)?;
+            let shape: Vec<i64> = item(2)?.extract()?;
+            let strides: Vec<i64> = item(3)?.extract()?;
+            let block: Vec<i64> = item(4)?.extract()?;
+            let block = block
+                .iter()
+                .map(|&b| u32::try_from(b).map_err(|_| bad(format!("a block dimension of {b}"))))
+                .collect::<PyResult<_>>()?;
+            let nan: bool = item(5)?.extract()?;
+            let d = trident_runtime::args::DescriptorArg { base, shape, strides, block, nan };
+            d.check().map_err(bad)?;
+            ArgValue::Descriptor(Box::new(d))
+        }
         "tuple" => {
             let items: Vec<Bound<'py, PyTuple>> = item(1)?.extract()?;
             let mut values = Vec::with_capacity(items.len());
             for t in &items {
                 let tag: String = t.get_item(0)?.extract()?;
-                if tag == "tensor" || tag == "device" {
+                if tag == "tensor" || tag == "device" || tag == "desc" {
                     return Err(bad("tuples of tensors are not supported yet".into()));
                 }
                 values.push(arg_value(name, t, index, held)?);

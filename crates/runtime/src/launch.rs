@@ -254,10 +254,11 @@ fn const_of(arg: &Arg) -> Result<ConstValue, RunError> {
                 .collect::<Result<_, _>>()?,
         ),
         ArgValue::Tensor(_) | ArgValue::Device(_) | ArgValue::Descriptor(_) => {
+            let what = if matches!(arg.value, ArgValue::Descriptor(_)) { "tensor descriptor" } else { "tensor" };
             return Err(RunError::argument(format!(
-                "`{}` is a tl.constexpr parameter: give a scalar, not a tensor",
+                "`{}` is a tl.constexpr parameter: give a scalar, not a {what}",
                 arg.name
-            )))
+            )));
         }
     })
 }
