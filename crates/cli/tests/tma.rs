@@ -563,6 +563,54 @@ const CASES: &[Case] = &[
         tol: 0.0,
         ws: true,
     },
+    // Host descriptors (Triton's `TensorDescriptor` arguments): the same TMA code from maps
+    // built of the descriptors' fields. A ragged f16 copy into a larger destination (its
+    // boxes store their padding), an f32 one with NaN padding, and a matmul.
+    Case {
+        kernel: "host_desc_copy",
+        grid: "2,2",
+        args: &["src_desc=desc[64x64]:randn:f16:100x72", "dst_desc=desc[64x64]:randn:f16:120x136", "BM=64", "BN=64"],
+        out: "dst_desc",
+        tma: true,
+        copies: 2,
+        opts: &[],
+        sass: true,
+        tol: 0.0,
+        ws: false,
+    },
+    Case {
+        kernel: "host_desc_copy",
+        grid: "2,2",
+        args: &["src_desc=desc[16x32,nan]:randn:f32:20x36", "dst_desc=desc[16x32]:randn:f32:36x68", "BM=16", "BN=32"],
+        out: "dst_desc",
+        tma: true,
+        copies: 2,
+        opts: &[],
+        sass: false,
+        tol: 0.0,
+        ws: false,
+    },
+    Case {
+        kernel: "host_desc_matmul",
+        grid: "2,3",
+        args: &[
+            "a_desc=desc[64x64]:@INTS:f16:100x192",
+            "b_desc=desc[64x64]:@INTS:f16:192x136",
+            "c_desc=desc[64x64]:randn:f32:100x136",
+            "K=192",
+            "BLOCK_M=64",
+            "BLOCK_N=64",
+            "BLOCK_K=64",
+        ],
+        out: "c_desc",
+        tma: true,
+        // 3 slots × (A, B) and C's store: 256-byte f32 rows, two 128B-swizzled boxes.
+        copies: 8,
+        opts: &["--num-warps", "4", "--num-stages", "3"],
+        sass: true,
+        tol: 0.0,
+        ws: false,
+    },
     Case {
         kernel: "offset_base",
         grid: "2",
@@ -641,6 +689,11 @@ fn materialize(case: &Case, seed: u64) -> Vec<String> {
         .iter()
         .map(|a| {
             let (name, v) = a.split_once('=').unwrap();
+            // A host descriptor over such a file: `desc[BOX]:@INTS:f16:AxB`.
+            let (desc, v) = match v.split_once("]:") {
+                Some((d, rest)) if d.starts_with("desc[") => (format!("{d}]:"), rest),
+                _ => (String::new(), v),
+            };
             match v.strip_prefix("@INTS:f16:") {
                 Some(shape) => {
                     let shape: Vec<usize> = shape.split('x').map(|d| d.parse().unwrap()).collect();
@@ -650,7 +703,7 @@ fn materialize(case: &Case, seed: u64) -> Vec<String> {
                         tag(case)
                     ));
                     ints_f16_npy(&path, &shape, seed ^ name.len() as u64 ^ (name.as_bytes()[0] as u64) << 8);
-                    format!("{name}=@{}", path.display())
+                    format!("{name}={desc}@{}", path.display())
                 }
                 None => a.to_string(),
             }

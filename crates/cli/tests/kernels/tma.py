@@ -145,3 +145,27 @@ def matmul_carried_offset(a, b, c, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.c
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     tl.store(c + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def host_desc_copy(src_desc, dst_desc, BM: tl.constexpr, BN: tl.constexpr):
+    # Host descriptors (`desc[BOX]:TENSOR` on the command line): one box per program, copied
+    # with the padding of the boxes that hang over src's edge, into a larger dst (3-D: the
+    # first dimension whole).
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    t = src_desc.load([pid_m * BM, pid_n * BN])
+    dst_desc.store([pid_m * BM, pid_n * BN], t + src_desc.shape[0])
+
+
+@triton.jit
+def host_desc_matmul(a_desc, b_desc, c_desc, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+        b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc)

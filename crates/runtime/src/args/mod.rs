@@ -144,7 +144,9 @@ impl DescriptorArg {
             return Err(format!("strides {:?}: the last dimension must be contiguous (stride 1)", self.strides));
         }
         let esize = dtype.size_bytes().max(1) as i64;
-        if let Some(s) = self.strides[..rank - 1].iter().find(|&&s| s <= 0 || (s * esize) % 16 != 0) {
+        if let Some(s) =
+            self.strides[..rank - 1].iter().find(|&&s| s <= 0 || s.checked_mul(esize).is_none_or(|b| b % 16 != 0))
+        {
             return Err(format!(
                 "strides {:?} has {s}: every stride but the last must be a positive multiple of 16 bytes ({} elements of {dtype})",
                 self.strides,
@@ -793,5 +795,65 @@ mod tests {
             assert_eq!(err.arg, arg, "{text}");
             assert!(err.to_string().contains(needle), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn descriptors_over_generated_tensors() {
+        let a = parse_and_materialize("d=desc[16x32]:randn:f16:40x64", 3).unwrap();
+        let ArgValue::Descriptor(d) = &a.value else { panic!("{:?}", a.value) };
+        assert_eq!(
+            (d.shape.as_slice(), d.strides.as_slice(), d.block.as_slice(), d.nan),
+            (&[40, 64][..], &[64, 1][..], &[16, 32][..], false)
+        );
+        // The tensor is what the same generated tensor would be (its name picks the stream).
+        let plain = parse_and_materialize("d=randn:f16:40x64", 3).unwrap();
+        assert_eq!(a.value.as_tensor(), plain.value.as_tensor());
+        // Hidden parameters: the base, the shape, the strides but the last.
+        assert_eq!(DescriptorArg::part_names("d", 2), ["d.base", "d.shape[0]", "d.shape[1]", "d.strides[0]"]);
+        assert_eq!(d.parts()[1..], [ArgValue::Int(40), ArgValue::Int(64), ArgValue::Int(64)]);
+        let n = parse_and_materialize("d=desc[8x8x16,nan]:zeros:f32:3x8x20", 0).unwrap();
+        let ArgValue::Descriptor(n) = &n.value else { panic!() };
+        assert_eq!((n.strides.as_slice(), n.nan), (&[160, 20, 1][..], true));
+    }
+
+    #[test]
+    fn descriptors_breaking_the_rules_name_the_argument() {
+        for (text, needle) in [
+            ("d=desc[16x32]:randn:f16:40x60", "multiple of 16 bytes"),
+            ("d=desc[16x24]:randn:f32:40x64", "not a power of 2"),
+            ("d=desc[16]:randn:f32:40x64", "same length"),
+            ("d=desc[16x32,inf]:randn:f32:40x64", "padding"),
+            ("d=desc[16x32]:3", "describes a tensor"),
+            ("d=desc[16x32:randn:f32:40x64", "desc[BLOCK]"),
+            ("d=desc[4096x4096]:randn:f32:40x64", "2^20"),
+        ] {
+            let err = parse_and_materialize(text, 0).unwrap_err();
+            assert_eq!(err.arg, "d", "{text}");
+            assert!(err.to_string().contains(needle), "{text}: {err}");
+        }
+        // Fields set by hand (the Python package's path): the extent and the base's alignment.
+        let t = HostTensor::zeros(DType::F32, &[8, 8]);
+        let mut d = DescriptorArg {
+            base: ArgValue::Tensor(t),
+            shape: vec![8, 8],
+            strides: vec![8, 1],
+            block: vec![8, 8],
+            nan: false,
+        };
+        assert_eq!(d.check(), Ok(()));
+        d.shape = vec![9, 8];
+        assert!(d.check().unwrap_err().contains("beyond"));
+        d.shape = vec![8, 8];
+        d.shape = vec![9, 8];
+        d.strides = vec![1 << 60, 1]; // a multiple of 16 bytes whose extent overflows
+        assert!(d.check().unwrap_err().contains("beyond"));
+        d.shape = vec![8, 8];
+        d.strides = vec![i64::MAX / 4 + 1, 1]; // its byte count overflows
+        assert!(d.check().unwrap_err().contains("16 bytes"));
+        d.strides = vec![8, 1];
+        d.base = ArgValue::Device(DeviceArray { dtype: DType::F32, address: 0x1004, nbytes: 256 });
+        assert!(d.check().unwrap_err().contains("16-byte aligned"));
+        d.base = ArgValue::Int(3);
+        assert!(d.check().unwrap_err().contains("must be a tensor"));
     }
 }
