@@ -56,7 +56,8 @@ pub enum Command {
     ///     [--backend auto|emu|cuda|sass-emu] [--seed N] [--save I=PATH.npy]... VALUE...
     /// trident run FILE.cubin[::KERNEL] (as a PTX run; on the SASS emulator)
     ///
-    /// VALUE: @PATH.npy[:DTYPE] | zeros|ones|empty|rand|randn:DTYPE:SHAPE | 42 | 0.5 | True | None | f16 (a dtype) | 'text' (a string constexpr).
+    /// VALUE: @PATH.npy[:DTYPE] | zeros|ones|empty|rand|randn:DTYPE:SHAPE | 42 | 0.5 | True | None | f16 (a dtype) | 'text' (a string constexpr)
+    ///     | desc[BLOCK[,nan]]:TENSOR (a host tensor descriptor over a file or generated tensor, e.g. desc[64x64]:randn:f16:256x128).
     /// `--backend auto` runs on the GPU when a CUDA driver and device are found, else on the interpreter.
     /// EXPR: a grid computed at launch from scalar arguments and constexprs, e.g.
     /// 'cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)' for an autotuned kernel (the config picks the blocks).
