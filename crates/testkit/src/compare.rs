@@ -3,7 +3,7 @@
 use std::fmt;
 
 use trident_core::{DType, HostTensor};
-use trident_runtime::args::{Arg, ArgValue};
+use trident_runtime::args::Arg;
 
 use crate::case::{Case, Check, Elements, Tolerance};
 
@@ -182,10 +182,8 @@ pub fn check(case: &Case, inputs: &[Arg], outputs: &[(String, HostTensor)]) -> R
 pub fn check_args(case: &Case, before: &[Arg], after: &[Arg]) -> Result<Report, Mismatch> {
     let outputs: Vec<(String, HostTensor)> = after
         .iter()
-        .filter_map(|a| match &a.value {
-            ArgValue::Tensor(t) => Some((a.name.clone(), t.clone())),
-            _ => None,
-        })
+        // A host descriptor's output is the tensor it describes.
+        .filter_map(|a| a.value.as_tensor().map(|t| (a.name.clone(), t.clone())))
         .collect();
     check(case, before, &outputs)
 }

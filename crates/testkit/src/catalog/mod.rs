@@ -17,6 +17,7 @@ mod flash_attention_desc;
 mod layernorm;
 mod matmul;
 mod matmul_descriptor;
+mod matmul_host_desc;
 mod matmul_persistent;
 mod softmax;
 mod splitk_matmul;
@@ -53,6 +54,7 @@ pub fn all() -> Vec<Case> {
     v.extend(splitk_matmul::cases());
     v.extend(cumsum::cases());
     v.extend(matmul_descriptor::cases());
+    v.extend(matmul_host_desc::cases());
     v.extend(matmul_persistent::cases());
     v.extend(batched_matmul::cases());
     v

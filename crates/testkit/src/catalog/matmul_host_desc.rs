@@ -1,0 +1,54 @@
+//! `kernels/matmul_host_desc.py`: C = A @ B over host tensor descriptors (`desc[BOX]:TENSOR`
+//! arguments; TMA on sm_90). Ragged edges; rows a multiple of 16 bytes (the descriptors'
+//! stride rule); the last case with a producer warp (sm_90a).
+
+use trident_core::DType;
+
+use super::{case, cdiv, grid, kernel_file, output};
+use crate::case::{f64_copy, put, Case, Check, Elements, Inputs, RefError};
+use crate::TensorList;
+
+pub(crate) fn cases() -> Vec<Case> {
+    // (M, N, K, (BLOCK_M, BLOCK_N, BLOCK_K), WARP_SPECIALIZE)
+    let problems =
+        [(100, 72, 96, (64, 64, 32), false), (33, 40, 40, (32, 32, 32), false), (70, 136, 136, (64, 128, 64), true)];
+    problems
+        .into_iter()
+        .map(|(m, n, k, (bm, bn, bk), ws)| {
+            let dt = DType::F16;
+            case(
+                kernel_file!("matmul_host_desc.py"),
+                "matmul_host_desc_kernel",
+                format!("matmul_host_desc/{dt}/{m}x{n}x{k}/{bm}x{bn}x{bk}{}", if ws { "/ws" } else { "" }),
+                vec![
+                    format!("a_desc=desc[{bm}x{bk}]:randn:{dt}:{m}x{k}"),
+                    format!("b_desc=desc[{bk}x{bn}]:randn:{dt}:{k}x{n}"),
+                    format!("c_desc=desc[{bm}x{bn}]:empty:{dt}:{m}x{n}"),
+                    format!("BLOCK_M={bm}"),
+                    format!("BLOCK_N={bn}"),
+                    format!("BLOCK_K={bk}"),
+                    format!("WARP_SPECIALIZE={}", if ws { "True" } else { "False" }),
+                ],
+                grid(cdiv(m, bm), cdiv(n, bn), 1),
+                vec![output("c_desc", Check::for_dtype(dt))],
+                reference,
+            )
+        })
+        .collect()
+}
+
+fn reference(i: &Inputs<'_>) -> Result<TensorList, RefError> {
+    let (a, b, c) = (i.tensor("a_desc")?, i.tensor("b_desc")?, i.tensor("c_desc")?);
+    let (m, k, n) = (a.shape[0], a.shape[1], b.shape[1]);
+    let mut want = f64_copy(c);
+    for row in 0..m {
+        for col in 0..n {
+            let mut acc = 0.0;
+            for kk in 0..k {
+                acc += a.at(row * k + kk)? * b.at(kk * n + col)?;
+            }
+            put(&mut want, row * n + col, acc)?;
+        }
+    }
+    Ok(vec![("c_desc".into(), want)])
+}
