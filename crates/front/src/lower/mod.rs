@@ -227,7 +227,7 @@ fn host_descriptor_params(
             ir_params.len() - 1
         })
         .collect();
-    let stride_div = (16 / (dtype.bits() as u32).div_ceil(8).max(1)).max(1);
+    let stride_div = (16 / dtype.bits().div_ceil(8).max(1)).max(1);
     let strides = (0..rank - 1)
         .map(|d| {
             ir_params.push((format!("{name}_stride{d}"), i64t.clone(), (stride_div > 1).then_some(stride_div)));
@@ -342,8 +342,7 @@ pub(crate) fn compile(
                 }
                 ArgInfo::Pointer { dtype, aligned16 } => (Elem::ptr(dtype), aligned16, None),
                 ArgInfo::TensorDesc { dtype, aligned16, block, nan } => {
-                    let b = host_descriptor_params(&p.name, dtype, aligned16, &block, &mut ir_params)
-                        .map_err(|m| here(m))?;
+                    let b = host_descriptor_params(&p.name, dtype, aligned16, &block, &mut ir_params).map_err(here)?;
                     descriptors.push((bindings.len(), block, nan));
                     bindings.push(b);
                     continue;
