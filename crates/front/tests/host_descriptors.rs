@@ -19,6 +19,9 @@ def from_host(x_desc, y_desc, BM: tl.constexpr, BN: tl.constexpr):
     m = tl.program_id(0) * BM
     n = tl.program_id(1) * BN
     tl.static_assert(isinstance(x_desc, tl.tensor_descriptor))
+    # Triton's types: sizes int32, strides int64.
+    tl.static_assert(x_desc.shape[0].dtype == tl.int32)
+    tl.static_assert(x_desc.strides[0].dtype == tl.int64)
     y_desc.store([m, n], x_desc.load([m, n]) * 3 + x_desc.shape[1])
 
 
@@ -28,6 +31,8 @@ def in_kernel(x, y, M, N, BM: tl.constexpr, BN: tl.constexpr):
     n = tl.program_id(1) * BN
     x_desc = tl.make_tensor_descriptor(x, [M, N], [N, 1], [BM, BN])
     y_desc = tl.make_tensor_descriptor(y, [M, N], [N, 1], [BM, BN])
+    tl.static_assert(x_desc.shape[0].dtype == tl.int32)
+    tl.static_assert(x_desc.strides[0].dtype == tl.int64)
     y_desc.store([m, n], x_desc.load([m, n]) * 3 + x_desc.shape[1])
 
 
@@ -74,7 +79,7 @@ fn a_host_descriptor_is_a_base_pointer_a_shape_and_the_strides_but_the_last() {
     assert_eq!(f.params.len(), 8);
     let ty = |i: usize| f.ty(f.params[i].value).clone();
     assert_eq!(ty(0), Type::Scalar(Elem::ptr(DType::F16)));
-    assert_eq!(ty(1), Type::Scalar(Elem::Num(DType::I64)));
+    assert_eq!(ty(1), Type::Scalar(Elem::Num(DType::I32)));
     assert_eq!(ty(3), Type::Scalar(Elem::Num(DType::I64)));
     // The base is 16-byte aligned; a stride is a multiple of 16 bytes: 8 f16 elements.
     assert_eq!(f.params[0].attrs.divisibility, Some(16));
@@ -115,12 +120,12 @@ fn the_kernel_computes_what_the_in_kernel_descriptor_computes() {
     .unwrap();
     let mut args = vec![
         InterpArg::Tensor(x.clone()),
-        InterpArg::i64(m as i64),
-        InterpArg::i64(n as i64),
+        InterpArg::i32(m as i32),
+        InterpArg::i32(n as i32),
         InterpArg::i64(n as i64),
         InterpArg::Tensor(y0.clone()),
-        InterpArg::i64(m as i64),
-        InterpArg::i64(n as i64),
+        InterpArg::i32(m as i32),
+        InterpArg::i32(n as i32),
         InterpArg::i64(n as i64),
     ];
     launch(&host.module, &host.kernel, grid, &mut args, &opts).map_err(|e| e.render(&host.module)).unwrap();

@@ -221,9 +221,10 @@ fn host_descriptor_params(
     let i64t = Type::Scalar(Elem::Num(DType::I64));
     let base = ir_params.len();
     ir_params.push((format!("{name}_base"), Type::Scalar(Elem::ptr(dtype)), aligned16.then_some(16)));
+    // Sizes are int32 and strides int64, as Triton passes them (the kernel sees those types).
     let shape = (0..rank)
         .map(|d| {
-            ir_params.push((format!("{name}_shape{d}"), i64t.clone(), None));
+            ir_params.push((format!("{name}_shape{d}"), Type::Scalar(Elem::Num(DType::I32)), None));
             ir_params.len() - 1
         })
         .collect();
@@ -447,6 +448,18 @@ pub(crate) fn compile(
     };
     let mut l =
         FnLowering { ctx: &mut ctx, f, block: body_block, fr: frame, loc: src.loc(def.range.start()), pin: None };
+    // A host descriptor's sizes arrive as int32 parameters; the descriptor holds them as int64,
+    // as `tl.make_tensor_descriptor` makes them.
+    for (i, _, _) in &descriptors {
+        let name = &info.params[*i].name;
+        let Some(Val::BlockPtr(bp)) = l.fr.scope.get(name).cloned() else { continue };
+        let mut shape = vec![];
+        for v in &bp.shape {
+            let Val::T(v) = v else { unreachable!("host descriptor sizes are parameters") };
+            shape.push(Val::T(l.cast(*v, Elem::Num(DType::I64), None, def_name_range)?));
+        }
+        l.fr.scope.insert(name.clone(), Val::BlockPtr(Box::new(BlockPtr { shape, ..*bp })));
+    }
     l.body(&def.body, def_name_range)?;
     l.emit(OpKind::Return, &[], &[]);
     let f = l.f;

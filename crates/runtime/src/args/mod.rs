@@ -137,8 +137,9 @@ impl DescriptorArg {
         if numel.is_none_or(|n| n > 1 << 20) {
             return Err(format!("block shape {:?} has more than 2^20 elements", self.block));
         }
-        if let Some(d) = self.shape.iter().find(|&&d| d <= 0 || d > u32::MAX as i64) {
-            return Err(format!("shape {:?} has {d}; every dimension must be 1 to 2^32 - 1", self.shape));
+        // (int32, as Triton passes a descriptor's sizes.)
+        if let Some(d) = self.shape.iter().find(|&&d| d <= 0 || d > i32::MAX as i64) {
+            return Err(format!("shape {:?} has {d}; every dimension must be 1 to 2^31 - 1", self.shape));
         }
         if self.strides[rank - 1] != 1 {
             return Err(format!("strides {:?}: the last dimension must be contiguous (stride 1)", self.strides));

@@ -387,7 +387,17 @@ impl<'c, 'a> FnLowering<'c, 'a> {
             "dtype" | "type" if is_desc => Ok(Val::C(ConstValue::dtype(pointee))),
             "dtype" | "type" => Ok(Val::C(ConstValue::DType(Elem::ptr(pointee)))),
             "block_shape" => Ok(Val::Tuple(bp.block.iter().map(|&d| Val::int(d as i128)).collect())),
-            "shape" if is_desc => Ok(Val::Tuple(bp.shape.clone())),
+            // Sizes are int32 to the kernel, as in Triton (the descriptor holds them as int64).
+            "shape" if is_desc => {
+                let mut out = vec![];
+                for v in &bp.shape {
+                    out.push(match v {
+                        Val::T(t) => Val::T(self.cast(*t, Elem::Num(DType::I32), None, r)?),
+                        other => other.clone(),
+                    });
+                }
+                Ok(Val::Tuple(out))
+            }
             "strides" if is_desc => Ok(Val::Tuple(bp.strides.clone())),
             "advance" if !is_desc => Ok(Val::Method(Box::new(Val::BlockPtr(Box::new(bp))), a.to_string())),
             "load" | "store" if is_desc => Ok(Val::Method(Box::new(Val::BlockPtr(Box::new(bp))), a.to_string())),
