@@ -113,6 +113,21 @@ def desc_case(bm, bn, bk, warps, ws=False):
                 dots=[(bm, bn, bk)])
 
 
+def host_desc_case(ws):
+    """Host tensor descriptors (Triton's `TensorDescriptor` arguments): a descriptor argument
+    is `("desc", dtype, shape, block)`; Triton receives it as `tensordesc<...>` (a tensor map
+    parameter plus its sizes and strides), Trident as `desc[BLOCK]:empty:DTYPE:SHAPE`."""
+    d = lambda shape, block: ("desc", "f16", shape, block)  # noqa: E731
+    args = OrderedDict(a_desc=d((4096, 4096), (128, 64)), b_desc=d((4096, 4096), (64, 128)),
+                       c_desc=d((4096, 4096), (128, 128)), BLOCK_M=128, BLOCK_N=128, BLOCK_K=64)
+    if ws:
+        args["WARP_SPECIALIZE"] = True
+    return dict(name="matmul host desc 128x128x64" + (" WS" if ws else ""), file="kernels/matmul_host_desc.py",
+                kernel="matmul_host_desc_kernel",
+                what="f16 4096^3, 128x128x64, host TensorDescriptors" + (", WARP_SPECIALIZE=True" if ws else ""),
+                warps=8, stages=3, args=args, dots=[(128, 128, 64)])
+
+
 CASES = [
     dict(name="matmul", file="kernels/matmul.py", kernel="matmul_kernel",
          what="f16 4096^3, 128x128x32, GROUP_M=8", warps=8, stages=3,
@@ -152,6 +167,8 @@ CASES = [
          args=OrderedDict(a="*f16", b="*f16", c="*f16", M=4096, N=4096, K=4096,
                           BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, NUM_SMS=132, WARP_SPECIALIZE=True),
          dots=[(128, 128, 64)]),
+    host_desc_case(False),
+    host_desc_case(True),
 ]
 
 TARGETS = [("sm_90", 90), ("sm_80", 80)]
@@ -200,6 +217,9 @@ def trident_ptx(trident, case, arch, workdir):
     words = [trident, "compile", f"{case['file']}::{case['kernel']}", "--target", arch,
              "--num-warps", str(case["warps"]), "--num-stages", str(case["stages"])]
     for name, v in case["args"].items():
+        if isinstance(v, tuple) and v[0] == "desc":
+            _, dt, shape, block = v
+            v = f"desc[{'x'.join(map(str, block))}]:empty:{dt}:{'x'.join(map(str, shape))}"
         words.append(f"{name}={v}")
     ptx = run(words + ["--emit", "ptx"], cwd=ROOT).stdout
     # `--emit cubin` reports the dynamic shared memory the kernel plans (ptxas cannot see it).
@@ -225,6 +245,8 @@ def triton_ptx(case, cap):
         if fn.params[i].is_constexpr:
             sig[name] = "constexpr"
             consts[name] = v
+        elif isinstance(v, tuple) and v[0] == "desc":
+            sig[name] = f"tensordesc<{TRITON_DTYPES[v[1]]}[{', '.join(map(str, v[3]))}]>"
         elif isinstance(v, str) and v.startswith("*"):
             sig[name] = "*" + TRITON_DTYPES[v[1:]]
             attrs[(i,)] = [["tt.divisibility", 16]]

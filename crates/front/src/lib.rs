@@ -77,12 +77,15 @@ pub enum ArgInfo {
     /// `block`-shaped boxes, out-of-bounds elements reading 0 (NaN with `nan`). Its shape and
     /// strides are passed at run time (hidden parameters, see [`ParamBinding::Descriptor`]);
     /// its last stride is 1 and the others multiples of 16 bytes, as Triton's host class
-    /// requires.
+    /// requires. `shape_div16[d]`: dimension `d`'s size is a multiple of 16 (a specialization
+    /// Trident makes and Triton does not: bounds masks then hold over whole vectors, so the
+    /// accesses of a descriptor without TMA can be vectorized).
     TensorDesc {
         dtype: DType,
         aligned16: bool,
         block: Vec<u32>,
         nan: bool,
+        shape_div16: Vec<bool>,
     },
 }
 

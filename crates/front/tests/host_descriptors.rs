@@ -42,7 +42,7 @@ def pointer_is_not_a_descriptor(x):
 "#;
 
 fn desc(dtype: DType, block: &[u32]) -> ArgInfo {
-    ArgInfo::TensorDesc { dtype, aligned16: true, block: block.to_vec(), nan: false }
+    ArgInfo::TensorDesc { dtype, aligned16: true, block: block.to_vec(), nan: false, shape_div16: vec![false, true] }
 }
 
 fn cx(v: i64) -> ArgInfo {
@@ -84,6 +84,8 @@ fn a_host_descriptor_is_a_base_pointer_a_shape_and_the_strides_but_the_last() {
     // The base is 16-byte aligned; a stride is a multiple of 16 bytes: 8 f16 elements.
     assert_eq!(f.params[0].attrs.divisibility, Some(16));
     assert_eq!(f.params[1].attrs.divisibility, None);
+    // A size that is a multiple of 16 is specialized as one (vectorizable bounds masks).
+    assert_eq!(f.params[2].attrs.divisibility, Some(16));
     assert_eq!(f.params[3].attrs.divisibility, Some(8));
 }
 

@@ -292,7 +292,13 @@ pub fn bind(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgInfo)>,
                         ArgValue::Device(x) => x.address.is_multiple_of(16),
                         _ => true,
                     };
-                    ArgInfo::TensorDesc { dtype, aligned16, block: d.block.clone(), nan: d.nan }
+                    ArgInfo::TensorDesc {
+                        dtype,
+                        aligned16,
+                        block: d.block.clone(),
+                        nan: d.nan,
+                        shape_div16: d.shape.iter().map(|n| n % 16 == 0).collect(),
+                    }
                 }
                 ArgValue::Int(v) => ArgInfo::Int(*v),
                 ArgValue::Float(v) => ArgInfo::Float(*v),

@@ -200,6 +200,7 @@ fn host_descriptor_params(
     dtype: DType,
     aligned16: bool,
     block: &[u32],
+    shape_div16: &[bool],
     ir_params: &mut Vec<(String, Type, Option<u32>)>,
 ) -> Result<ParamBinding, String> {
     let rank = block.len();
@@ -224,7 +225,8 @@ fn host_descriptor_params(
     // Sizes are int32 and strides int64, as Triton passes them (the kernel sees those types).
     let shape = (0..rank)
         .map(|d| {
-            ir_params.push((format!("{name}_shape{d}"), Type::Scalar(Elem::Num(DType::I32)), None));
+            let div = shape_div16.get(d).copied().unwrap_or(false).then_some(16);
+            ir_params.push((format!("{name}_shape{d}"), Type::Scalar(Elem::Num(DType::I32)), div));
             ir_params.len() - 1
         })
         .collect();
@@ -342,8 +344,9 @@ pub(crate) fn compile(
                     continue;
                 }
                 ArgInfo::Pointer { dtype, aligned16 } => (Elem::ptr(dtype), aligned16, None),
-                ArgInfo::TensorDesc { dtype, aligned16, block, nan } => {
-                    let b = host_descriptor_params(&p.name, dtype, aligned16, &block, &mut ir_params).map_err(here)?;
+                ArgInfo::TensorDesc { dtype, aligned16, block, nan, shape_div16 } => {
+                    let b = host_descriptor_params(&p.name, dtype, aligned16, &block, &shape_div16, &mut ir_params)
+                        .map_err(here)?;
                     descriptors.push((bindings.len(), block, nan));
                     bindings.push(b);
                     continue;

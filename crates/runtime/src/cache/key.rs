@@ -394,10 +394,11 @@ pub(crate) fn signature_text(info: Option<&ArgInfo>) -> String {
             };
             format!("{ty}{}", flags(*v == 1, v % 16 == 0))
         }
-        Some(ArgInfo::TensorDesc { dtype, aligned16, block, nan }) => {
+        Some(ArgInfo::TensorDesc { dtype, aligned16, block, nan, shape_div16 }) => {
             let dims: Vec<String> = block.iter().map(|d| d.to_string()).collect();
+            let div: String = shape_div16.iter().map(|&d| if d { '1' } else { '0' }).collect();
             format!(
-                "desc<{}[{}]{}{}>",
+                "desc<{}[{}]{}{}:div16={div}>",
                 dtype.name(),
                 dims.join("x"),
                 if *aligned16 { ":16" } else { "" },
