@@ -136,3 +136,54 @@ def test_a_descriptor_and_an_array_sharing_memory_are_one_alias_group(rng):
     z = y.copy()
     K.desc_scale[(1, 1)](desc(z, [16, 16]), desc(z, [16, 16]), BLOCK_M=16, BLOCK_N=16)
     np.testing.assert_array_equal(z, 2 * y + 16)
+
+
+tl = trident.language
+
+
+def _entries(kernel):
+    return kernel._dispatcher.cached() if kernel._dispatcher is not None else 0
+
+
+@trident.jit
+def _desc_add(x_desc, y_desc, c, BM: tl.constexpr, BN: tl.constexpr):
+    m = tl.program_id(0) * BM
+    n = tl.program_id(1) * BN
+    y_desc.store([m, n], x_desc.load([m, n]) + c)
+
+
+
+def test_cached_descriptor_launches_take_the_fast_path_keyed_by_what_specializes(rng, backend):
+    pytest.importorskip("trident._native")
+    k = _desc_add
+    x = rng.standard_normal((48, 64)).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    seen = 0
+    # Each row: a fresh specialization (block shape, padding, dtype, sizes' divisibility by
+    # 16) — kept once, then reused; results checked on every launch, so a reused wrong kernel
+    # would show.
+    for shape, block, pad, dtype in [((48, 64), [16, 32], "zero", np.float32),
+                                     ((48, 64), [16, 32], "zero", np.float32),
+                                     ((48, 64), [16, 16], "zero", np.float32),
+                                     ((40, 64), [16, 16], "zero", np.float32),
+                                     ((40, 64), [16, 16], "nan", np.float32),
+                                     ((48, 64), [16, 16], "zero", np.float16)]:
+        a = x.astype(dtype)
+        out = np.full_like(a, np.nan)
+        for i in range(3):
+            out[:] = np.nan
+            r = k[(3, 4)](TensorDescriptor(a, list(shape), [64, 1], block, pad),
+                          TensorDescriptor(out, list(shape), [64, 1], block), 1.5, BM=16, BN=16, backend=backend)
+            rows = shape[0]
+            np.testing.assert_array_equal(out[:rows], (a[:rows] + np.asarray(1.5, dtype)).astype(dtype))
+            assert np.isnan(out[rows:]).all()  # outside the descriptor's shape: untouched
+        assert r["cache"] == "memo"
+        seen = _entries(k)
+    assert seen >= 4
+    # A descriptor breaking a rule on the fast path gets the general path's error.
+    bad = TensorDescriptor(x, [48, 64], [64, 1], [16, 16])
+    bad.strides = [63, 1]
+    y0 = y.copy()
+    with pytest.raises(trident.ArgumentError, match="argument `x_desc`.*16 bytes"):
+        k[(3, 4)](bad, TensorDescriptor(y, [48, 64], [64, 1], [16, 16]), 1.5, BM=16, BN=16, backend=backend)
+    np.testing.assert_array_equal(y, y0)

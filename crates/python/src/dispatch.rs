@@ -31,7 +31,7 @@ use std::time::Instant;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
 use pyo3::{intern, PyTraverseError, PyVisit};
-use trident_runtime::args::{Arg, ArgValue, Backend, DeviceArray, Grid};
+use trident_runtime::args::{Arg, ArgValue, Backend, DescriptorArg, DeviceArray, Grid};
 use trident_runtime::compiled::CompiledKernel;
 use trident_runtime::launch::LaunchOptions;
 use trident_runtime::{DType, HostTensor};
@@ -102,6 +102,14 @@ enum Part {
     ConstFloat(u64),
     ConstBool(bool),
     ConstStr(String),
+    /// A host tensor descriptor: its tensor's part, box shape, NaN padding and which sizes
+    /// are multiples of 16 (what `signature_text` keys of `ArgInfo::TensorDesc`).
+    Desc {
+        base: Box<Part>,
+        block: Vec<u32>,
+        nan: bool,
+        shape_div16: Vec<bool>,
+    },
 }
 
 /// Everything besides the arguments that selects the compiled kernel.
@@ -623,9 +631,16 @@ impl Dispatcher {
                 _owner: a.owner,
             };
             let size = a.dtype.size_bytes().max(1);
-            values[a.index].value =
-                ArgValue::Tensor(HostTensor { dtype: a.dtype, shape: vec![a.nbytes / size], data: h.read() });
+            let t = ArgValue::Tensor(HostTensor { dtype: a.dtype, shape: vec![a.nbytes / size], data: h.read() });
+            match &mut values[a.index].value {
+                ArgValue::Descriptor(d) if a.in_descriptor => d.base = t,
+                v => *v = t,
+            }
             held.push(h);
+        }
+        // Descriptors breaking a rule get the general path's error (nothing has run).
+        if values.iter().any(|a| matches!(&a.value, ArgValue::Descriptor(d) if d.check().is_err())) {
+            return Ok(Fast::Fallback);
         }
 
         let mut opts = LaunchOptions::new(Grid { x: gx, y: gy, z: gz });
@@ -743,6 +758,7 @@ impl Dispatcher {
                 let Some((view, info)) = buffer::view(v) else { return Ok(None) };
                 hosts.push(HostArray {
                     index: i,
+                    in_descriptor: false,
                     dtype: info.dtype,
                     address: info.address,
                     nbytes: info.nbytes,
@@ -751,37 +767,30 @@ impl Dispatcher {
                 });
                 // Filled in below, once every argument is known to be handled.
                 (Part::Tensor(info.dtype), ArgValue::None)
-            } else {
-                let array = match self.torch(py, v) {
-                    Some(torch) => arrays::torch_tensor(py, torch, v),
-                    None => arrays::interface_array(py, v),
+            } else if let Some(d) = descriptor_fields(py, v) {
+                // A host descriptor: its fields read now (a pre-hook may have set them), its
+                // tensor classified as any array argument. Triton's rules are checked once the
+                // host arrays are read (`DescriptorArg::check`), falling back on a violation.
+                let Some((base, base_part)) =
+                    self.array(py, &d.base, i, true, &mut hosts, &mut on_device, &mut torch_device, &mut stream_hint)
+                else {
+                    return Ok(None);
                 };
-                let Some(a) = array else { return Ok(None) };
-                match a.place {
-                    Place::Host => {
-                        hosts.push(HostArray {
-                            index: i,
-                            dtype: a.dtype,
-                            address: a.address,
-                            nbytes: a.nbytes,
-                            writable: true,
-                            owner: Owner::Object(v.clone()),
-                        });
-                        (Part::Tensor(a.dtype), ArgValue::None)
-                    }
-                    Place::Device { torch_device: td, stream } => {
-                        on_device = true;
-                        if torch_device.is_none() {
-                            torch_device = td;
-                        }
-                        if let (None, Some(PyStream::Handle(h))) = (stream_hint, stream) {
-                            stream_hint = Some(h);
-                        }
-                        let part = Part::Device { dtype: a.dtype, aligned16: a.address % 16 == 0 };
-                        let d = DeviceArray { dtype: a.dtype, address: a.address as u64, nbytes: a.nbytes };
-                        (part, ArgValue::Device(d))
-                    }
-                }
+                let part = Part::Desc {
+                    base: Box::new(base_part),
+                    block: d.block.clone(),
+                    nan: d.nan,
+                    shape_div16: d.shape.iter().map(|n| n % 16 == 0).collect(),
+                };
+                let value = DescriptorArg { base, shape: d.shape, strides: d.strides, block: d.block, nan: d.nan };
+                (part, ArgValue::Descriptor(Box::new(value)))
+            } else {
+                let Some((value, part)) =
+                    self.array(py, v, i, false, &mut hosts, &mut on_device, &mut torch_device, &mut stream_hint)
+                else {
+                    return Ok(None);
+                };
+                (part, value)
             };
             parts.push(part);
             let name = self.name_texts[i].clone();
@@ -789,6 +798,66 @@ impl Dispatcher {
         }
 
         Ok(Some(Classified { parts, values, hosts, on_device, torch_device, stream_hint }))
+    }
+
+    /// A torch tensor or interface array `v` of argument `index` (`in_descriptor`: a host
+    /// descriptor's tensor): its launch value (`None` for a host array, filled in once every
+    /// argument is handled) and key part; None for anything else.
+    #[allow(clippy::too_many_arguments)]
+    fn array<'py>(
+        &self,
+        py: Python<'py>,
+        v: &Bound<'py, PyAny>,
+        index: usize,
+        in_descriptor: bool,
+        hosts: &mut Vec<HostArray<'py>>,
+        on_device: &mut bool,
+        torch_device: &mut Option<i64>,
+        stream_hint: &mut Option<u64>,
+    ) -> Option<(ArgValue, Part)> {
+        if v.get_type().is(self.ndarray.bind(py)) {
+            let (view, info) = buffer::view(v)?;
+            hosts.push(HostArray {
+                index,
+                in_descriptor,
+                dtype: info.dtype,
+                address: info.address,
+                nbytes: info.nbytes,
+                writable: info.writable,
+                owner: Owner::View(view),
+            });
+            return Some((ArgValue::None, Part::Tensor(info.dtype)));
+        }
+        let a = match self.torch(py, v) {
+            Some(torch) => arrays::torch_tensor(py, torch, v),
+            None => arrays::interface_array(py, v),
+        }?;
+        Some(match a.place {
+            Place::Host => {
+                hosts.push(HostArray {
+                    index,
+                    in_descriptor,
+                    dtype: a.dtype,
+                    address: a.address,
+                    nbytes: a.nbytes,
+                    writable: true,
+                    owner: Owner::Object(v.clone()),
+                });
+                (ArgValue::None, Part::Tensor(a.dtype))
+            }
+            Place::Device { torch_device: td, stream } => {
+                *on_device = true;
+                if torch_device.is_none() {
+                    *torch_device = td;
+                }
+                if let (None, Some(PyStream::Handle(h))) = (*stream_hint, stream) {
+                    *stream_hint = Some(h);
+                }
+                let part = Part::Device { dtype: a.dtype, aligned16: a.address % 16 == 0 };
+                let d = DeviceArray { dtype: a.dtype, address: a.address as u64, nbytes: a.nbytes };
+                (ArgValue::Device(d), part)
+            }
+        })
     }
 
     /// torch's facts when `v` is exactly a torch tensor; they are read from the package the
@@ -837,11 +906,59 @@ struct Classified<'py> {
 /// A host array the launch copies in (and back, if the kernel changed it).
 struct HostArray<'py> {
     index: usize,
+    /// The tensor of the host descriptor at `index`, not the argument itself.
+    in_descriptor: bool,
     dtype: DType,
     address: usize,
     nbytes: usize,
     writable: bool,
     owner: Owner<'py>,
+}
+
+/// A host descriptor's fields, read from `v` when it is one (Trident's `TensorDescriptor` or
+/// Triton's, by name and fields); None for anything else, and for a descriptor the fast path
+/// leaves to the package (fields that are not ints, an unknown padding, `round_f32_to_tf32`).
+fn descriptor_fields<'py>(py: Python<'py>, v: &Bound<'py, PyAny>) -> Option<DescFields<'py>> {
+    let ty = v.get_type();
+    if ty.name().ok()?.to_cow().ok()? != "TensorDescriptor" {
+        return None;
+    }
+    let ints = |name: &Bound<'py, PyString>| -> Option<Vec<i64>> {
+        let seq = v.getattr(name).ok()?;
+        let mut out = vec![];
+        for x in seq.try_iter().ok()? {
+            let x = x.ok()?;
+            if !x.is_exact_instance_of::<PyInt>() {
+                return None;
+            }
+            out.push(x.extract::<i64>().ok()?);
+        }
+        Some(out)
+    };
+    let shape = ints(intern!(py, "shape"))?;
+    let strides = ints(intern!(py, "strides"))?;
+    let block = ints(intern!(py, "block_shape"))?.into_iter().map(|b| u32::try_from(b).ok()).collect::<Option<_>>()?;
+    let nan = match v.getattr(intern!(py, "padding")) {
+        Ok(p) => match p.cast_exact::<PyString>().ok()?.to_cow().ok()?.as_ref() {
+            "zero" => false,
+            "nan" => true,
+            _ => return None,
+        },
+        Err(_) => false,
+    };
+    if v.getattr(intern!(py, "round_f32_to_tf32")).is_ok_and(|r| r.is_truthy().unwrap_or(true)) {
+        return None;
+    }
+    Some(DescFields { base: v.getattr(intern!(py, "base")).ok()?, shape, strides, block, nan })
+}
+
+/// What [`descriptor_fields`] reads.
+struct DescFields<'py> {
+    base: Bound<'py, PyAny>,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    block: Vec<u32>,
+    nan: bool,
 }
 
 /// Alias groups of host arrays (-1: none): clusters of overlapping spans, as
