@@ -128,6 +128,19 @@ def host_desc_case(ws):
                 warps=8, stages=3, args=args, dots=[(128, 128, 64)])
 
 
+def host_desc_persistent_case():
+    """Triton's persistent-matmul tutorial's form: host descriptors, B as N x K, `tl.range(...,
+    flatten=True, warp_specialize=True)` over NUM_SMS programs, the split epilogue."""
+    d = lambda shape, block: ("desc", "f16", shape, block)  # noqa: E731
+    args = OrderedDict(a_desc=d((4096, 4096), (128, 64)), b_desc=d((4096, 4096), (128, 64)),
+                       c_desc=d((4096, 4096), (128, 64)), M=4096, N=4096, K=4096, BLOCK_M=128, BLOCK_N=128,
+                       BLOCK_K=64, GROUP_M=8, EPILOGUE_SUBTILE=True, NUM_SMS=132, WARP_SPECIALIZE=True)
+    return dict(name="matmul persistent host desc", file="kernels/matmul_host_desc.py",
+                kernel="matmul_host_desc_persistent_kernel",
+                what="f16 4096^3, 128x128x64, GROUP_M=8, EPILOGUE_SUBTILE, NUM_SMS=132, WARP_SPECIALIZE=True",
+                warps=8, stages=3, args=args, dots=[(128, 128, 64)])
+
+
 CASES = [
     dict(name="matmul", file="kernels/matmul.py", kernel="matmul_kernel",
          what="f16 4096^3, 128x128x32, GROUP_M=8", warps=8, stages=3,
@@ -169,6 +182,7 @@ CASES = [
          dots=[(128, 128, 64)]),
     host_desc_case(False),
     host_desc_case(True),
+    host_desc_persistent_case(),
 ]
 
 TARGETS = [("sm_90", 90), ("sm_80", 80)]

@@ -43,6 +43,65 @@ pub(crate) fn cases() -> Vec<Case> {
         .collect()
 }
 
+/// The persistent kernel (B given N x K): NUM_SMS programs over the tiles, with and without
+/// the split epilogue and the producer warp.
+pub(crate) fn persistent_cases() -> Vec<Case> {
+    // (M, N, K, NUM_SMS, EPILOGUE_SUBTILE, WARP_SPECIALIZE); 64x64x32 tiles, GROUP_M=2.
+    let problems = [(200, 136, 96, 3, false, false), (200, 136, 96, 3, true, true), (96, 64, 48, 5, true, false)];
+    problems
+        .into_iter()
+        .map(|(m, n, k, sms, subtile, ws)| {
+            let dt = DType::F16;
+            let cn = if subtile { 32 } else { 64 };
+            let py = |b: bool| if b { "True" } else { "False" };
+            case(
+                kernel_file!("matmul_host_desc.py"),
+                "matmul_host_desc_persistent_kernel",
+                format!(
+                    "matmul_host_desc_persistent/{dt}/{m}x{n}x{k}/sms{sms}{}{}",
+                    if subtile { "/subtile" } else { "" },
+                    if ws { "/ws" } else { "" }
+                ),
+                vec![
+                    format!("a_desc=desc[64x32]:randn:{dt}:{m}x{k}"),
+                    format!("b_desc=desc[64x32]:randn:{dt}:{n}x{k}"),
+                    format!("c_desc=desc[64x{cn}]:empty:{dt}:{m}x{n}"),
+                    format!("M={m}"),
+                    format!("N={n}"),
+                    format!("K={k}"),
+                    "BLOCK_M=64".into(),
+                    "BLOCK_N=64".into(),
+                    "BLOCK_K=32".into(),
+                    "GROUP_M=2".into(),
+                    format!("EPILOGUE_SUBTILE={}", py(subtile)),
+                    format!("NUM_SMS={sms}"),
+                    format!("WARP_SPECIALIZE={}", py(ws)),
+                ],
+                grid(sms, 1, 1),
+                vec![output("c_desc", Check::for_dtype(dt))],
+                reference_bt,
+            )
+        })
+        .collect()
+}
+
+/// C = A @ B^T with B given N x K.
+fn reference_bt(i: &Inputs<'_>) -> Result<TensorList, RefError> {
+    let (a, b, c) = (i.tensor("a_desc")?, i.tensor("b_desc")?, i.tensor("c_desc")?);
+    let (m, k, n) = (a.shape[0], a.shape[1], b.shape[0]);
+    let mut want = f64_copy(c);
+    for row in 0..m {
+        for col in 0..n {
+            let mut acc = 0.0;
+            for kk in 0..k {
+                acc += a.at(row * k + kk)? * b.at(col * k + kk)?;
+            }
+            put(&mut want, row * n + col, acc)?;
+        }
+    }
+    Ok(vec![("c_desc".into(), want)])
+}
+
 fn reference(i: &Inputs<'_>) -> Result<TensorList, RefError> {
     let (a, b, c) = (i.tensor("a_desc")?, i.tensor("b_desc")?, i.tensor("c_desc")?);
     let (m, k, n) = (a.shape[0], a.shape[1], b.shape[1]);

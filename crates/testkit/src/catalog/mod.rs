@@ -55,6 +55,7 @@ pub fn all() -> Vec<Case> {
     v.extend(cumsum::cases());
     v.extend(matmul_descriptor::cases());
     v.extend(matmul_host_desc::cases());
+    v.extend(matmul_host_desc::persistent_cases());
     v.extend(matmul_persistent::cases());
     v.extend(batched_matmul::cases());
     v
