@@ -972,3 +972,66 @@ fn sass_search_option_runs_and_keeps_the_searched_schedule() {
     assert!(!o.status.success() && stderr(&o).contains("sass-search"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn host_descriptors_by_value_and_by_type() {
+    // By value: the tensor is made, saved through the descriptor's name, and the sizes are
+    // specialized (40 is not a multiple of 16, 64 is).
+    let out = tmp("desc_out.npy");
+    let o = trident(&[
+        "run",
+        "kernels/matmul_host_desc.py::matmul_host_desc_kernel",
+        "--grid",
+        "2,1",
+        "a_desc=desc[32x16]:ones:f16:40x32",
+        "b_desc=desc[16x64]:ones:f16:32x64",
+        "c_desc=desc[32x64]:empty:f16:40x64",
+        "BLOCK_M=32",
+        "BLOCK_N=64",
+        "BLOCK_K=16",
+        "--save",
+        &format!("c_desc={}", out.display()),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bytes = std::fs::read(&out).unwrap();
+    // Every element is K = 32 (f16 0x5000), all 40 x 64 of them.
+    let data = &bytes[bytes.len() - 40 * 64 * 2..];
+    assert!(data.chunks(2).all(|c| c == [0x00, 0x50]), "not all 32.0");
+    let ir = trident(&[
+        "compile",
+        "kernels/matmul_host_desc.py::matmul_host_desc_kernel",
+        "--emit",
+        "ttir",
+        "a_desc=desc[32x16]:ones:f16:40x32",
+        "b_desc=desc[16x64]:ones:f16:32x64",
+        "c_desc=desc[32x64,nan]:*f16",
+        "BLOCK_M=32",
+        "BLOCK_N=64",
+        "BLOCK_K=16",
+    ]);
+    assert!(ir.status.success(), "{}", stderr(&ir));
+    let text = String::from_utf8_lossy(&ir.stdout);
+    let head = text.lines().find(|l| l.contains("kernel @")).unwrap();
+    // The value form specializes sizes that are multiples of 16; the type form none.
+    assert!(
+        head.contains("%a_desc_shape0: i32,") && head.contains("%a_desc_shape1: i32 {divisibility = 16}"),
+        "{head}"
+    );
+    assert!(head.contains("%c_desc_shape0: i32,") && head.contains("%c_desc_shape1: i32,"), "{head}");
+    assert!(head.contains("%c_desc_stride0: i64 {divisibility = 8}"), "{head}");
+    // A descriptor breaking a rule names its argument.
+    let bad = trident(&[
+        "run",
+        "kernels/matmul_host_desc.py::matmul_host_desc_kernel",
+        "--grid",
+        "1",
+        "a_desc=desc[32x16]:ones:f16:40x30",
+        "b_desc=desc[16x64]:ones:f16:32x64",
+        "c_desc=desc[32x64]:empty:f16:40x64",
+        "BLOCK_M=32",
+        "BLOCK_N=64",
+        "BLOCK_K=16",
+    ]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("`a_desc`") && stderr(&bad).contains("16 bytes"), "{}", stderr(&bad));
+}

@@ -105,8 +105,24 @@ pub enum StageOutput {
 
 const TOOL_HINT: &str = "(run scripts/install-tools, or set TRIDENT_PTXAS / TRIDENT_NVDISASM)";
 
-/// `*f16` → pointer, `i32`/`f32`/`bool` → an unspecialized scalar of that type.
+/// `*f16` → pointer, `i32`/`f32`/`bool` → an unspecialized scalar of that type,
+/// `desc[64x64]:*f16` (`desc[64x64,nan]:*f16`) → a host tensor descriptor whose sizes are not
+/// specialized.
 fn type_spec(v: &str) -> Option<ArgInfo> {
+    if let Some(rest) = v.strip_prefix("desc[") {
+        let (inside, ty) = rest.split_once("]:")?;
+        let (block, nan) = match inside.split_once(',') {
+            Some((b, "nan")) => (b, true),
+            Some((b, "zero")) => (b, false),
+            Some(_) => return None,
+            None => (inside, false),
+        };
+        let block: Vec<u32> =
+            crate::args::parse_shape(block).ok()?.into_iter().map(|d| u32::try_from(d).ok()).collect::<Option<_>>()?;
+        let dtype = DType::parse(ty.strip_prefix('*')?)?;
+        let shape_div16 = vec![false; block.len()];
+        return Some(ArgInfo::TensorDesc { dtype, aligned16: true, block, nan, shape_div16 });
+    }
     if let Some(p) = v.strip_prefix('*') {
         return DType::parse(p).map(|dtype| ArgInfo::Pointer { dtype, aligned16: true });
     }
