@@ -44,8 +44,8 @@ pub enum Command {
     /// trident compile FILE.py::KERNEL [--const N=V]... [--emit ttir] [NAME=VALUE|NAME=TYPE]...
     ///
     /// Runtime parameters may be described by a value (as for `run`: `x=randn:f16:64`, `n=1000`)
-    /// or by a type (`x=*f16` for a pointer to f16, `n=i32`, `eps=f32`); a type compiles the
-    /// unspecialized version.
+    /// or by a type (`x=*f16` for a pointer to f16, `n=i32`, `eps=f32`, `d=desc[64x64]:*f16` for
+    /// a host tensor descriptor); a type compiles the unspecialized version.
     Compile(compile_cmd::CompileArgs),
     /// Run a kernel.
     ///
