@@ -187,3 +187,26 @@ def test_cached_descriptor_launches_take_the_fast_path_keyed_by_what_specializes
     with pytest.raises(trident.ArgumentError, match="argument `x_desc`.*16 bytes"):
         k[(3, 4)](bad, TensorDescriptor(y, [48, 64], [64, 1], [16, 16]), 1.5, BM=16, BN=16, backend=backend)
     np.testing.assert_array_equal(y, y0)
+
+
+def test_tritons_own_descriptor_class_is_taken_too(rng):
+    # Triton's `TensorDescriptor` (when a program imports real Triton's) has the same fields:
+    # taken by name and fields, on the general and the fast path alike.
+    from dataclasses import dataclass
+    from typing import Any, List
+
+    @dataclass
+    class TensorDescriptor:  # noqa: F811 - Triton's class, as Triton defines its fields
+        base: Any
+        shape: List[int]
+        strides: List[int]
+        block_shape: List[int]
+        padding: str = "zero"
+        round_f32_to_tf32: bool = False
+
+    x = rng.standard_normal((32, 32)).astype(np.float32)
+    for _ in range(3):
+        y = np.full_like(x, np.nan)
+        K.desc_scale[(2, 2)](TensorDescriptor(x, [32, 32], [32, 1], [16, 16]),
+                             TensorDescriptor(y, [32, 32], [32, 1], [16, 16]), BLOCK_M=16, BLOCK_N=16)
+        np.testing.assert_array_equal(y, 2 * x + 32)
