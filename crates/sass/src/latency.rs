@@ -230,9 +230,12 @@ pub fn memory_reader(opcode: &str) -> bool {
 /// relies on it: an `LDS`/`LDS.U16`/`LDS.64`/`LDS.128` overwrites the data or address
 /// register of a preceding `STG`/`STS` with no wait for the store's read scoreboard (57 times
 /// over the catalog corpora, both architectures, Trident's and Triton's `ptxas`). Only
-/// shared-memory loads are taken as writers: the evidence has no other.
+/// shared-memory loads are taken as writers after memory readers: the evidence has no other.
+/// Shuffles pass the same queue in order: `ptxas` 13.0 (sm_90a) lets a `SHFL.BFLY` overwrite
+/// a register an earlier `SHFL.IDX` still reads, with no wait for its read scoreboard (the
+/// SASS emulator's fuzzer, `crates/sass-emu/tests/data/fuzz_shfl_war.ptx`).
 pub fn mio_ordered(reader: &str, writer: &str) -> bool {
-    memory_reader(reader) && matches!(root(writer), "LDS" | "LDSM")
+    memory_reader(reader) && matches!(root(writer), "LDS" | "LDSM") || root(reader) == "SHFL" && root(writer) == "SHFL"
 }
 
 fn uniform(opcode: &str) -> bool {
@@ -334,6 +337,9 @@ mod tests {
         // A shared-memory load may overwrite what an earlier store still reads; an ALU write may not.
         assert!(mio_ordered("STG.E.U16", "LDS.U16") && mio_ordered("STS.64", "LDS.128"));
         assert!(!mio_ordered("STG.E", "FADD") && !mio_ordered("STG.E", "LDG.E") && !mio_ordered("FADD", "LDS"));
+        // A shuffle may overwrite what an earlier shuffle still reads; nothing else may.
+        assert!(mio_ordered("SHFL.IDX", "SHFL.BFLY") && !mio_ordered("SHFL.IDX", "FADD"));
+        assert!(!mio_ordered("SHFL.IDX", "LDS") && !mio_ordered("STS", "SHFL.BFLY"));
     }
 
     #[test]
