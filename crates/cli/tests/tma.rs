@@ -611,6 +611,20 @@ const CASES: &[Case] = &[
         tol: 0.0,
         ws: false,
     },
+    // Not TMA: the split epilogue of an MMA accumulator (reshape, permute, split) relabels
+    // registers (`linear` layouts); on sm_80 (mma.sync), sm_90 and sm_90a (warpgroup MMA).
+    Case {
+        kernel: "dot_split_epilogue",
+        grid: "1",
+        args: &["a=@INTS:f16:64x64", "b=@INTS:f16:64x64", "c=randn:f32:64x64", "K=64", "BM=64", "BN=64", "BK=32"],
+        out: "c",
+        tma: false,
+        copies: 0,
+        opts: &[],
+        sass: true,
+        tol: 0.0,
+        ws: false,
+    },
     Case {
         kernel: "offset_base",
         grid: "2",

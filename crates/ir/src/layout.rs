@@ -32,4 +32,10 @@ pub enum Layout {
     DotOperand { op_idx: u8, parent: LayoutId, k_width: u32 },
     /// Shared memory, with XOR swizzling of `vec`-element groups (`per_phase` rows share a phase).
     Shared { vec: u32, per_phase: u32, max_phase: u32, order: Dims },
+    /// Any distributed layout of a tensor of `shape`, given by its linear map: one element
+    /// per bit of the register, lane and warp index, each the row-major flat index of the
+    /// element that bit selects (0: a copy); an element's index is the XOR of its bits'. What
+    /// a reshape, permute or split of another layout's registers gives without moving data
+    /// (an mma accumulator reshaped, for one).
+    Linear { shape: Dims, reg: Vec<u64>, lane: Vec<u64>, warp: Vec<u64> },
 }

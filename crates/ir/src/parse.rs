@@ -703,6 +703,29 @@ impl<'a> Parser<'a> {
                 },
                 &["op_idx", "parent", "k_width"],
             ),
+            "linear" => {
+                let bases = |k: &str| -> PResult<Vec<u64>> {
+                    match find(k) {
+                        None => Err(missing(k)),
+                        Some((p, LayoutVal::Ints(v))) => v
+                            .iter()
+                            .map(|&x| {
+                                u64::try_from(x).map_err(|_| self.err(p, k.len(), format!("`{k}`: {x} is negative")))
+                            })
+                            .collect(),
+                        Some((p, _)) => Err(self.err(p, k.len(), format!("`{k}` must be a list of integers"))),
+                    }
+                };
+                (
+                    Layout::Linear {
+                        shape: dims("shape")?,
+                        reg: bases("reg")?,
+                        lane: bases("lane")?,
+                        warp: bases("warp")?,
+                    },
+                    &["shape", "reg", "lane", "warp"],
+                )
+            }
             "shared" => (
                 Layout::Shared {
                     vec: int("vec", u32::MAX as i64)?,

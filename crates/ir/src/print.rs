@@ -216,6 +216,17 @@ pub(crate) fn write_layout(out: &mut String, l: &Layout) {
             "shared [vec = {vec}, per_phase = {per_phase}, max_phase = {max_phase}, order = {}]",
             dims(order)
         ),
+        Layout::Linear { shape, reg, lane, warp } => {
+            let bases = |b: &[u64]| Attr::Ints(b.iter().map(|&x| x as i64).collect()).to_string();
+            write!(
+                out,
+                "linear [shape = {}, reg = {}, lane = {}, warp = {}]",
+                dims(shape),
+                bases(reg),
+                bases(lane),
+                bases(warp)
+            )
+        }
     };
 }
 

@@ -297,6 +297,11 @@ impl<'a> Verifier<'a> {
                         return Some(format!("tensor type `{t}`: layout {l} is for rank {rank}"));
                     }
                 }
+                if let Some(Layout::Linear { shape: ls, .. }) = self.f.layouts.get(*l) {
+                    if ls.as_slice() != shape.as_slice() {
+                        return Some(format!("tensor type `{t}`: linear layout {l} is for shape {ls:?}"));
+                    }
+                }
             }
         }
         None
@@ -310,6 +315,7 @@ impl<'a> Verifier<'a> {
         match self.f.layouts.get(l)? {
             Layout::Blocked { order, .. } | Layout::Shared { order, .. } => Some(order.len()),
             Layout::Mma { warps_per_cta, .. } => Some(warps_per_cta.len()),
+            Layout::Linear { shape, .. } => Some(shape.len()),
             Layout::Slice { parent, .. } => self.layout_rank(*parent, depth + 1)?.checked_sub(1),
             Layout::DotOperand { parent, .. } => self.layout_rank(*parent, depth + 1),
         }
@@ -332,6 +338,20 @@ impl<'a> Verifier<'a> {
                         Some(format!("blocked layout {id}: `order` is not a permutation"))
                     } else {
                         None
+                    }
+                }
+                Layout::Linear { shape, reg, lane, warp } => {
+                    let bits: Option<u32> =
+                        shape.iter().try_fold(0u32, |a, &d| d.is_power_of_two().then(|| a + d.trailing_zeros()));
+                    match bits {
+                        None => Some(format!("linear layout {id}: a dimension of {shape:?} is not a power of two")),
+                        Some(b) if b > 40 => Some(format!("linear layout {id}: shape {shape:?} is too large")),
+                        Some(b) if reg.iter().chain(lane).chain(warp).any(|&x| x >> b != 0) => {
+                            Some(format!("linear layout {id}: a basis lies outside shape {shape:?}"))
+                        }
+                        Some(_) if reg.contains(&0) => Some(format!("linear layout {id}: a register basis is 0")),
+                        Some(_) if lane.len() != 5 => Some(format!("linear layout {id}: needs 5 lane bases")),
+                        _ => None,
                     }
                 }
                 _ => None,

@@ -369,6 +369,28 @@ fn types_and_layouts() {
 }
 
 #[test]
+fn linear_layouts_round_trip_and_are_checked() {
+    // A 4x8 tensor over one warp: register bit 0 -> column 1, lanes -> the rest (one copy
+    // lane: basis 0).
+    let good = "kernel @g(%p: tensor<4x8xf32, #L0>) {\n  #L0 = linear [shape = [4, 8], reg = [1], lane = [2, 4, 8, 16, 0], warp = []]\n  return\n}\n";
+    assert!(errors_of(good).is_empty(), "{:?}", errors_of(good));
+    let m = parse_module(good).unwrap();
+    assert_eq!(print_module(&m, &PrintOptions::default()), good);
+    let bad =
+        |layout: &str, ty: &str| format!("kernel @g(%p: tensor<{ty}xf32, #L0>) {{\n  #L0 = {layout}\n  return\n}}\n");
+    for (layout, ty, want) in [
+        ("linear [shape = [4, 8], reg = [1], lane = [2, 4, 8, 16, 0], warp = []]", "8x4", "is for shape [4, 8]"),
+        ("linear [shape = [4, 8], reg = [64], lane = [2, 4, 8, 16, 0], warp = []]", "4x8", "outside shape"),
+        ("linear [shape = [4, 8], reg = [0], lane = [2, 4, 8, 16, 1], warp = []]", "4x8", "register basis is 0"),
+        ("linear [shape = [4, 8], reg = [1], lane = [2, 4, 8, 16], warp = []]", "4x8", "5 lane bases"),
+        ("linear [shape = [4, 6], reg = [1], lane = [2, 4, 8, 16, 0], warp = []]", "4x6", "not a power of two"),
+    ] {
+        let text = bad(layout, ty);
+        assert!(errors_of(&text).iter().any(|e| e.contains(want)), "{layout}: {:?}", errors_of(&text));
+    }
+}
+
+#[test]
 fn errors_point_at_the_op_and_show_it() {
     let text = module_with("  %0 = add %i, %f : i32");
     let m = parse_module_with(&text, &ParseOptions { text_locs: true, ..Default::default() }).unwrap();

@@ -169,3 +169,21 @@ def host_desc_matmul(a_desc, b_desc, c_desc, K, BLOCK_M: tl.constexpr, BLOCK_N: 
         b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
         acc = tl.dot(a, b, acc)
     c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc)
+
+
+@triton.jit
+def dot_split_epilogue(a, b, c, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # The split epilogue on an MMA accumulator (no descriptors): reshape, permute, split; the
+    # halves stored side by side, the second doubled so that a swapped half shows.
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
+        y = tl.load(b + (k + rk)[:, None] * BN + rn[None, :])
+        acc = tl.dot(x, y, acc)
+    h0, h1 = tl.split(tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1)))
+    half = tl.arange(0, BN // 2)
+    tl.store(c + rm[:, None] * BN + half[None, :], h0)
+    tl.store(c + rm[:, None] * BN + (BN // 2 + half)[None, :], h1 * 2)

@@ -294,6 +294,31 @@ pub fn distributed(table: &Table, id: LayoutId, shape: &[u32]) -> Result<LinearL
             }
         }
         Layout::Shared { .. } => Err(format!("layout {id} is a shared-memory layout, not a distributed one")),
+        Layout::Linear { shape: ls, reg, lane, warp } => {
+            // Its own shape, or that shape with unit dimensions inserted or removed (the
+            // parent of a slice): the row-major flat index, hence every basis, is the same.
+            let big = |s: &[u32]| -> Vec<u32> { s.iter().copied().filter(|&d| d != 1).collect() };
+            if big(ls) != big(shape) {
+                return Err(format!("linear layout {id} is for shape {ls:?}, not {shape:?}"));
+            }
+            check_shape(shape)?;
+            Ok(LinearLayout {
+                shape: shape.iter().copied().collect(),
+                reg: reg.clone(),
+                lane: lane.clone(),
+                warp: warp.clone(),
+            })
+        }
+    }
+}
+
+/// The IR layout that is `l` (its bases on its shape, which a linear layout keeps).
+pub fn to_ir(l: &LinearLayout) -> Layout {
+    Layout::Linear {
+        shape: l.shape.iter().copied().collect(),
+        reg: l.reg.clone(),
+        lane: l.lane.clone(),
+        warp: l.warp.clone(),
     }
 }
 

@@ -121,6 +121,63 @@ impl LinearLayout {
         (0..self.num_regs() as u64).map(|r| (self.reg_part(r), r as u32)).collect()
     }
 
+    /// This layout on `shape`, a reshape of its own (same element count): the row-major flat
+    /// index of every element is unchanged, so are the bases.
+    pub fn reshaped(&self, shape: &[u32]) -> LinearLayout {
+        LinearLayout { shape: shape.iter().copied().collect(), ..self.clone() }
+    }
+
+    /// This layout with its dimensions permuted (`perm[i]`: the source dimension of result
+    /// dimension `i`, as `trans` takes it): every basis's coordinates move with them.
+    pub fn permuted(&self, perm: &[u32]) -> LinearLayout {
+        let shape: Shape = perm.iter().map(|&p| self.shape[p as usize]).collect();
+        let map = |b: &u64| -> u64 {
+            let c = unflatten(&self.shape, *b);
+            let pc: SmallVec<[u32; 4]> = perm.iter().map(|&p| c[p as usize]).collect();
+            flatten(&shape, &pc)
+        };
+        LinearLayout {
+            reg: self.reg.iter().map(map).collect(),
+            lane: self.lane.iter().map(map).collect(),
+            warp: self.warp.iter().map(map).collect(),
+            shape,
+        }
+    }
+
+    /// The layout of each half of a `split` (the last dimension, of size 2) that leaves every
+    /// element where it is: when that dimension is one register bit of this layout, the halves
+    /// are these bases without it (and without the last coordinate bit). None otherwise.
+    pub fn split_halves(&self) -> Option<LinearLayout> {
+        if self.shape.last() != Some(&2) {
+            return None;
+        }
+        let k = self.reg.iter().position(|&b| b == 1)?;
+        let others = self.reg.iter().enumerate().filter(|&(i, _)| i != k).map(|(_, b)| b);
+        if others.chain(&self.lane).chain(&self.warp).any(|&b| b & 1 != 0) {
+            return None;
+        }
+        let half = |v: &[u64]| -> Vec<u64> { v.iter().map(|&b| b >> 1).collect() };
+        let reg: Vec<u64> = self.reg.iter().enumerate().filter(|&(i, _)| i != k).map(|(_, &b)| b >> 1).collect();
+        Some(LinearLayout {
+            shape: self.shape[..self.shape.len() - 1].iter().copied().collect(),
+            reg,
+            lane: half(&self.lane),
+            warp: half(&self.warp),
+        })
+    }
+
+    /// For each register of `half` (the layout of result `j` of a `split` of a tensor in this
+    /// layout), the register of this layout holding its element — when every thread already
+    /// holds its halves' elements (lanes and warps agree); None when the split moves data.
+    pub fn split_registers(&self, half: &LinearLayout, j: u64) -> Option<Vec<u32>> {
+        let same = |a: &[u64], b: &[u64]| a.len() == b.len() && a.iter().zip(b).all(|(&x, &y)| x == y << 1);
+        if !same(&self.lane, &half.lane) || !same(&self.warp, &half.warp) {
+            return None;
+        }
+        let lookup = self.reg_lookup();
+        (0..half.num_regs() as u64).map(|r| lookup.get(&((half.reg_part(r) << 1) | j)).copied()).collect()
+    }
+
     /// True when the layout covers every element of the shape exactly once per
     /// (non-broadcast) thread: all non-zero bases are linearly independent and span the shape.
     pub fn is_valid(&self) -> bool {

@@ -244,3 +244,41 @@ fn batched_mma_layouts_are_the_matrix_layout_per_batch_index() {
         }
     }
 }
+
+#[test]
+fn an_accumulator_reshaped_permuted_and_split_keeps_every_element_in_its_register() {
+    // Triton's split epilogue on a 64x64 warpgroup-MMA accumulator: 64x2x32, permuted to
+    // 64x32x2, split. Each step keeps the element each register holds (checked element by
+    // element), and the halves are the accumulator layout of a 64x32 tile.
+    let acc = super::build::mma_v3(&[64, 64], &[4, 1]).unwrap();
+    let r = acc.reshaped(&[64, 2, 32]);
+    let t = r.permuted(&[0, 2, 1]);
+    let half = t.split_halves().expect("the split dimension is a register bit");
+    assert!(r.is_valid() && t.is_valid() && half.is_valid());
+    let want = super::build::mma_v3(&[64, 32], &[4, 1]).unwrap();
+    for (lane, warp) in (0..32).flat_map(|l| (0..4).map(move |w| (l, w))) {
+        for reg in 0..acc.num_regs() as u64 {
+            // Register `reg` holds (m, n) of the accumulator; after the reshape (m, n / 32, n %
+            // 32), after the permute (m, n % 32, n / 32).
+            let c = acc.coords(reg, lane, warp);
+            let (m, n) = (c[0], c[1]);
+            assert_eq!(r.coords(reg, lane, warp).as_slice(), &[m, n / 32, n % 32]);
+            assert_eq!(t.coords(reg, lane, warp).as_slice(), &[m, n % 32, n / 32]);
+        }
+        let mut mine: Vec<u64> = (0..half.num_regs() as u64).map(|r| half.apply(r, lane, warp)).collect();
+        let mut theirs: Vec<u64> = (0..want.num_regs() as u64).map(|r| want.apply(r, lane, warp)).collect();
+        mine.sort_unstable();
+        theirs.sort_unstable();
+        assert_eq!(mine, theirs, "lane {lane} warp {warp}");
+    }
+    // Half j's register r is the permuted tensor's element (its coordinate, j): picked, not moved.
+    for j in 0..2u64 {
+        let map = t.split_registers(&half, j).expect("register-only");
+        for (r, &src) in map.iter().enumerate() {
+            assert_eq!(t.reg_part(src as u64), (half.reg_part(r as u64) << 1) | j);
+        }
+    }
+    // A split whose dimension is spread over lanes has no such halves.
+    let lanes = blocked(&[32, 2], &[1, 1], &[16, 2], &[1, 1], &[1, 0]).unwrap();
+    assert!(lanes.split_halves().is_none());
+}

@@ -61,7 +61,14 @@ pub fn scratch_bytes(f: &Function, op: Op) -> Result<u64, String> {
             }
             n * elem(d.operands[0])
         }
-        OpKind::Split => ll(d.operands[0])?.map_or(0, |l| l.numel() * elem(d.operands[0])),
+        OpKind::Split => match (ll(d.operands[0])?, ll(d.results[0])?, ll(d.results[1])?) {
+            // A split along a register bit picks registers: no scratch.
+            (Some(s), Some(a), Some(b)) if s.split_registers(&a, 0).is_some() && s.split_registers(&b, 1).is_some() => {
+                0
+            }
+            (Some(s), _, _) => s.numel() * elem(d.operands[0]),
+            _ => 0,
+        },
         OpKind::AtomicRmw { .. } | OpKind::AtomicCas { .. } if atomic_result_needs_broadcast(f, op) => {
             ll(d.results[0])?.map_or(8, |l| l.numel() * elem(d.results[0]))
         }

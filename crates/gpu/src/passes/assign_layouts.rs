@@ -204,6 +204,17 @@ impl Assigner<'_> {
         self.f.ty(v).layout()
     }
 
+    /// The linear map of `v`'s layout when it is an mma accumulator or already linear: the
+    /// layouts whose reshapes, permutes and splits keep their registers where they are as
+    /// `linear` layouts (blocked ones keep their own rules and the converts they have).
+    fn register_linear(&self, v: Value) -> Option<crate::layout::LinearLayout> {
+        let l = self.layout_of(v)?;
+        if !matches!(self.f.layouts.get(l), Some(Layout::Mma { .. } | Layout::Linear { .. })) {
+            return None;
+        }
+        crate::layout::distributed(&self.f.layouts, l, self.f.ty(v).shape()).ok().filter(|ll| ll.is_valid())
+    }
+
     fn hint(&mut self, v: Value, l: LayoutId) {
         if is_tensor(self.f.ty(v)) {
             self.hints.entry(v).or_insert(l);
@@ -671,12 +682,43 @@ impl Assigner<'_> {
                         };
                         self.intern(nl)
                     }
-                    _ => {
-                        let shape = self.result_shape(op);
-                        self.default_for(&shape)
-                    }
+                    _ => match self.register_linear(src) {
+                        // An accumulator's registers, relabelled: no data moves.
+                        Some(ll) => self.intern(crate::layout::build::to_ir(&ll.permuted(perm))),
+                        None => {
+                            let shape = self.result_shape(op);
+                            self.default_for(&shape)
+                        }
+                    },
                 };
                 self.set_layout(d.results[0], l);
+            }
+            OpKind::Reshape { .. } | OpKind::Split
+                if (matches!(d.kind, OpKind::Split) || !self.hints.contains_key(&d.results[0]))
+                    && self.register_linear(d.operands[0]).is_some() =>
+            {
+                // An accumulator reshaped (the flat index of every element stays, so do the
+                // bases) or split along a register bit: the same registers, relabelled.
+                let ll = self.register_linear(d.operands[0]).expect("checked");
+                let out = match d.kind {
+                    OpKind::Reshape { .. } => Some(ll.reshaped(self.f.ty(d.results[0]).shape())),
+                    _ => ll.split_halves(),
+                };
+                match out {
+                    Some(o) => {
+                        let l = self.intern(crate::layout::build::to_ir(&o));
+                        for &r in &d.results {
+                            self.set_layout(r, l);
+                        }
+                    }
+                    None => {
+                        for &r in &d.results {
+                            let shape = self.f.ty(r).shape().to_vec();
+                            let l = self.default_for(&shape);
+                            self.set_layout(r, l);
+                        }
+                    }
+                }
             }
             OpKind::Reshape { .. } | OpKind::Join | OpKind::Split | OpKind::Cat => {
                 for &r in &d.results {

@@ -209,6 +209,21 @@ impl Emitter<'_> {
             OpKind::Split => {
                 let a = d.operands[0];
                 let la = self.ll(a)?.ok_or_else(|| self.err("split of a scalar"))?;
+                // Each thread holding both halves of its elements (the split dimension a
+                // register bit): the halves are its registers, picked.
+                let mut picked = vec![];
+                for j in 0..2u64 {
+                    let lr = self.ll(d.results[j as usize])?.ok_or_else(|| self.err("split result"))?;
+                    picked.push(la.split_registers(&lr, j));
+                }
+                if picked.iter().all(Option::is_some) {
+                    let sregs = self.regs(a)?;
+                    for (j, map) in picked.into_iter().enumerate() {
+                        let regs = map.expect("checked").iter().map(|&r| sregs[r as usize]).collect();
+                        self.set(d.results[j], regs);
+                    }
+                    return Ok(());
+                }
                 let srcs = [ExSrc { regs: self.regs(a)?, layout: la.clone(), base: 0 }];
                 let mut dsts = vec![];
                 for j in 0..2u64 {
