@@ -3,8 +3,8 @@
 
 use trident_core::DType;
 
-use super::{case, cdiv, grid, kernel_file, output};
-use crate::case::{f64_copy, put, Case, Check, Elements, Inputs, RefError};
+use super::{case, cdiv, grid, kernel_file, matmul_reference, output};
+use crate::case::{Case, Check, Inputs, RefError};
 use crate::TensorList;
 
 pub(crate) fn cases() -> Vec<Case> {
@@ -49,16 +49,6 @@ pub(crate) fn cases() -> Vec<Case> {
 
 fn reference(i: &Inputs<'_>) -> Result<TensorList, RefError> {
     let (a, b, c) = (i.tensor("a")?, i.tensor("b")?, i.tensor("c")?);
-    let (m, n, k) = (i.size("M")?, i.size("N")?, i.size("K")?);
-    let mut want = f64_copy(c);
-    for row in 0..m {
-        for col in 0..n {
-            let mut acc = 0.0;
-            for kk in 0..k {
-                acc += a.at(row * k + kk)? * b.at(kk * n + col)?;
-            }
-            put(&mut want, row * n + col, acc)?;
-        }
-    }
+    let want = matmul_reference(a, b, c, (i.size("M")?, i.size("N")?, i.size("K")?), false)?;
     Ok(vec![("c".into(), want)])
 }

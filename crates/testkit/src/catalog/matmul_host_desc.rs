@@ -4,8 +4,8 @@
 
 use trident_core::DType;
 
-use super::{case, cdiv, grid, kernel_file, output};
-use crate::case::{f64_copy, put, Case, Check, Elements, Inputs, RefError};
+use super::{case, cdiv, grid, kernel_file, matmul_reference, output};
+use crate::case::{Case, Check, Inputs, RefError};
 use crate::TensorList;
 
 pub(crate) fn cases() -> Vec<Case> {
@@ -88,32 +88,12 @@ pub(crate) fn persistent_cases() -> Vec<Case> {
 /// C = A @ B^T with B given N x K.
 fn reference_bt(i: &Inputs<'_>) -> Result<TensorList, RefError> {
     let (a, b, c) = (i.tensor("a_desc")?, i.tensor("b_desc")?, i.tensor("c_desc")?);
-    let (m, k, n) = (a.shape[0], a.shape[1], b.shape[0]);
-    let mut want = f64_copy(c);
-    for row in 0..m {
-        for col in 0..n {
-            let mut acc = 0.0;
-            for kk in 0..k {
-                acc += a.at(row * k + kk)? * b.at(col * k + kk)?;
-            }
-            put(&mut want, row * n + col, acc)?;
-        }
-    }
+    let want = matmul_reference(a, b, c, (a.shape[0], b.shape[0], a.shape[1]), true)?;
     Ok(vec![("c_desc".into(), want)])
 }
 
 fn reference(i: &Inputs<'_>) -> Result<TensorList, RefError> {
     let (a, b, c) = (i.tensor("a_desc")?, i.tensor("b_desc")?, i.tensor("c_desc")?);
-    let (m, k, n) = (a.shape[0], a.shape[1], b.shape[1]);
-    let mut want = f64_copy(c);
-    for row in 0..m {
-        for col in 0..n {
-            let mut acc = 0.0;
-            for kk in 0..k {
-                acc += a.at(row * k + kk)? * b.at(kk * n + col)?;
-            }
-            put(&mut want, row * n + col, acc)?;
-        }
-    }
+    let want = matmul_reference(a, b, c, (a.shape[0], b.shape[1], a.shape[1]), false)?;
     Ok(vec![("c_desc".into(), want)])
 }

@@ -61,6 +61,30 @@ pub fn all() -> Vec<Case> {
     v
 }
 
+/// The reference of a matmul kernel: `c` (as f64, so that elements no kernel writes keep
+/// their value) with its `m` x `n` elements set to A (`m` x `k`) times B — given `k` x `n`, or
+/// `n` x `k` when `b_nk` (read through its transpose) — flat row-major offsets, f64 sums.
+pub(crate) fn matmul_reference(
+    a: &trident_core::HostTensor,
+    b: &trident_core::HostTensor,
+    c: &trident_core::HostTensor,
+    (m, n, k): (usize, usize, usize),
+    b_nk: bool,
+) -> Result<trident_core::HostTensor, crate::case::RefError> {
+    use crate::case::Elements;
+    let mut want = crate::case::f64_copy(c);
+    for row in 0..m {
+        for col in 0..n {
+            let mut acc = 0.0;
+            for kk in 0..k {
+                acc += a.at(row * k + kk)? * b.at(if b_nk { col * k + kk } else { kk * n + col })?;
+            }
+            crate::case::put(&mut want, row * n + col, acc)?;
+        }
+    }
+    Ok(want)
+}
+
 pub(crate) fn cdiv(a: usize, b: usize) -> usize {
     a.div_ceil(b)
 }
