@@ -113,6 +113,35 @@ def benches(quick):
                         ("WARP_SPECIALIZE", ws)],
                 bytes=None, flops=2 * M * N * K, torch=lambda t: t["a"] @ t["b"].T))
 
+    # Host tensor descriptors (Triton's `TensorDescriptor` arguments, as its persistent-matmul
+    # tutorial passes them): the plain tile kernel, and the tutorial's form (B as [N, K],
+    # `tl.range(flatten=True)` over NUM_SMS programs, the split epilogue: C's box is 128x64).
+    # `descs` maps a tensor to the argument it is passed as and its box.
+    for S in ([2048] if quick else [4096]):
+        M = N = K = S
+        out.append(dict(
+            name=f"matmul f16 {M}x{N}x{K} host descriptors 128x128x64",
+            file="kernels/matmul_host_desc.py", kernel="matmul_host_desc_kernel",
+            grid=(cdiv(M, 128), cdiv(N, 128)), warps=8, stages=3,
+            tensors=[("a", "randn", f16, (M, K)), ("b", "randn", f16, (K, N)), ("c", "empty", f16, (M, N))],
+            descs={"a": ("a_desc", [128, 64]), "b": ("b_desc", [64, 128]), "c": ("c_desc", [128, 128])},
+            scalars=[], consts=[("BLOCK_M", 128), ("BLOCK_N", 128), ("BLOCK_K", 64)],
+            bytes=None, flops=2 * M * N * K, torch=lambda t: t["a"] @ t["b"]))
+    for S in ([2048] if quick else [4096, 8192]):
+        for ws in (False, True):
+            M = N = K = S
+            out.append(dict(
+                name=f"matmul f16 {M}x{N}x{K} persistent host descriptors, split epilogue"
+                     f"{' warp-specialized' if ws else ''}",
+                file="kernels/matmul_host_desc.py", kernel="matmul_host_desc_persistent_kernel",
+                grid=(sms,), warps=8, stages=3,
+                tensors=[("a", "randn", f16, (M, K)), ("b", "randn", f16, (N, K)), ("c", "empty", f16, (M, N))],
+                descs={"a": ("a_desc", [128, 64]), "b": ("b_desc", [128, 64]), "c": ("c_desc", [128, 64])},
+                scalars=[("M", M), ("N", N), ("K", K)],
+                consts=[("BLOCK_M", 128), ("BLOCK_N", 128), ("BLOCK_K", 64), ("GROUP_M", 8),
+                        ("EPILOGUE_SUBTILE", True), ("NUM_SMS", sms), ("WARP_SPECIALIZE", ws)],
+                bytes=None, flops=2 * M * N * K, torch=lambda t: t["a"] @ t["b"].T))
+
     # Attention over descriptors (Triton's Hopper tutorial's shape: K used as k.T).
     def attn_desc(D, causal, ws, bn, stages, suffix="", env=None):
         Z, H = 4, 16
@@ -173,12 +202,33 @@ def benches(quick):
 DT = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16"}
 
 
+def arg_word(b, name, value):
+    """`NAME=VALUE` for tensor `name` of bench `b`: a host descriptor over it (`desc[BOX]:VALUE`,
+    under the argument name `descs` gives) or the tensor itself."""
+    if name in b.get("descs", {}):
+        arg, block = b["descs"][name]
+        return f"{arg}=desc[{'x'.join(map(str, block))}]:{value}"
+    return f"{name}={value}"
+
+
+def launch_args(b, t, descriptor):
+    """The positional tensor arguments of bench `b` from torch tensors `t`: host descriptors
+    (`descriptor`: Triton's or Trident's `TensorDescriptor` class) where `descs` says."""
+    out = []
+    for n, *_ in b["tensors"]:
+        if n in b.get("descs", {}):
+            out.append(descriptor.from_tensor(t[n], b["descs"][n][1]))
+        else:
+            out.append(t[n])
+    return out
+
+
 def trident_bench(trident, b):
     words = [trident, "bench", "--json", "--flush-l2", "--warmup", "10", "--reps", "50", "--backend", "cuda",
              f"{b['file']}::{b['kernel']}", "--grid", ",".join(map(str, b["grid"])),
              "--num-warps", str(b["warps"]), "--num-stages", str(b["stages"])]
     for name, kind, dt, shape in b["tensors"]:
-        words.append(f"{name}={kind}:{DT[str(dt)]}:{'x'.join(map(str, shape))}")
+        words.append(arg_word(b, name, f"{kind}:{DT[str(dt)]}:{'x'.join(map(str, shape))}"))
     for name, v in b["scalars"] + b["consts"]:
         words.append(f"{name}={v}")
     if b["flops"]:
@@ -221,12 +271,12 @@ def check_shapes(trident):
         out = None
         for name, kind, dt, shape in b["tensors"]:
             if kind == "empty":
-                words.append(f"{name}=empty:{DT[str(dt)]}:{'x'.join(map(str, shape))}")
-                out = out or name
+                words.append(arg_word(b, name, f"empty:{DT[str(dt)]}:{'x'.join(map(str, shape))}"))
+                out = out or b.get("descs", {}).get(name, (name,))[0]
             else:
                 path = os.path.join(d, name + ".npy")
                 np.save(path, t[name].cpu().numpy())
-                words.append(f"{name}=@{path}")
+                words.append(arg_word(b, name, f"@{path}"))
         words += [f"{name}={v}" for name, v in b["scalars"] + b["consts"]]
         words += ["--save", f"{out}={os.path.join(d, 'out.npy')}"]
         p = subprocess.run(words, cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -255,7 +305,8 @@ def triton_bench(b):
     mod = load(b["file"])
     kern = getattr(mod, b["kernel"])
     t = make_tensors(b)
-    args = [t[n] for n, *_ in b["tensors"]] + [v for _, v in b["scalars"]]
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    args = launch_args(b, t, TensorDescriptor) + [v for _, v in b["scalars"]]
     kw = dict(b["consts"])
     fn = lambda: kern[b["grid"]](*args, **kw, num_warps=b["warps"], num_stages=b["stages"])
     fn()

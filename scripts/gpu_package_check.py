@@ -43,35 +43,6 @@ def device_time(fn, warmup=10, reps=50):
     return statistics.median(times)
 
 
-def host_descriptor_row(quick):
-    """`kernels/matmul_host_desc.py` on host `TensorDescriptor`s over torch CUDA tensors (TMA
-    copies from maps the runtime encodes at launch), against `torch.matmul`."""
-    import torch
-    import gpu_check
-    from trident.tools.tensor_descriptor import TensorDescriptor
-    S = 2048 if quick else 4096
-    name = f"matmul f16 {S}x{S}x{S} host descriptors 128x128x64"
-    try:
-        kern = gpu_check.load("kernels/matmul_host_desc.py").matmul_host_desc_kernel
-        a = torch.randn(S, S, device="cuda", dtype=torch.float16)
-        b = torch.randn(S, S, device="cuda", dtype=torch.float16)
-        c = torch.full((S, S), float("nan"), device="cuda", dtype=torch.float16)
-        descs = (TensorDescriptor.from_tensor(a, [128, 64]), TensorDescriptor.from_tensor(b, [64, 128]),
-                 TensorDescriptor.from_tensor(c, [128, 128]))
-        fn = lambda: kern[(S // 128, S // 128)](*descs, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64,  # noqa: E731
-                                                num_warps=8, num_stages=3)
-        fn()
-        torch.cuda.synchronize()
-        want = (a @ b).double()
-        rel = float((c.double() - want).abs().max() / want.abs().max().clamp_min(1e-30))
-        ok = rel < 1e-2 and bool(torch.isfinite(c).all())
-        us = device_time(fn)
-        print(f"| {name} | {rel:.2e} | {'ok' if ok else 'FAIL'} | {us:.1f} | {2 * S ** 3 / (us * 1e-6) / 1e12:.1f} TFLOP/s |",
-              flush=True)
-    except Exception as e:  # noqa: BLE001 - report the row and go on
-        print(f"| {name} | FAILED: {str(e).splitlines()[0][:150] if str(e) else type(e).__name__} | | | |", flush=True)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -93,7 +64,8 @@ def main():
             for name, kind, _, _ in b["tensors"]:
                 if kind == "empty":
                     t[name].fill_(float("nan"))
-            args = [t[n] for n, *_ in b["tensors"]] + [v for _, v in b["scalars"]]
+            from triton.tools.tensor_descriptor import TensorDescriptor  # Trident's, under `-m trident`
+            args = gpu_check.launch_args(b, t, TensorDescriptor) + [v for _, v in b["scalars"]]
             kw = dict(b["consts"])
             fn = lambda: kern[b["grid"]](*args, **kw, num_warps=b["warps"], num_stages=b["stages"])  # noqa: E731
             fn()
@@ -108,7 +80,6 @@ def main():
         except Exception as e:  # noqa: BLE001 - report the row and go on
             print(f"| {b['name']} | FAILED: {str(e).splitlines()[0][:150] if str(e) else type(e).__name__} | | | |",
                   flush=True)
-    host_descriptor_row(a.quick)
     print()
     print(f"Host time per launch from Python (2000 launches of a 1024-element vector add on CUDA tensors, "
           f"queued, one synchronisation): {gpu_check.launch_overhead():.2f} µs")
