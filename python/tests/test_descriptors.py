@@ -116,6 +116,10 @@ def test_bad_descriptors_are_refused_at_launch_by_name_with_the_arrays_untouched
     odd.strides = [18, 1]  # 72 bytes
     with pytest.raises(trident.ArgumentError, match="argument `y_desc`.*16 bytes"):
         K.desc_scale[(2, 2)](good, odd, BLOCK_M=16, BLOCK_N=16, backend=backend)
+    huge = desc(y, [16, 16])
+    huge.shape = [1 << 40, 32]
+    with pytest.raises(trident.ArgumentError, match="argument `y_desc`.*shape.*out of range"):
+        K.desc_scale[(2, 2)](good, huge, BLOCK_M=16, BLOCK_N=16, backend=backend)
     odd.strides, odd.padding = [32, 1], "inf"
     with pytest.raises(trident.ArgumentError, match="argument `y_desc`.*padding"):
         K.desc_scale[(2, 2)](good, odd, BLOCK_M=16, BLOCK_N=16, backend=backend)

@@ -280,6 +280,10 @@ def _descriptor_fields(name, v):
     except (TypeError, ValueError) as e:
         raise ArgumentError(f"argument `{name}`: a tensor descriptor's shape, strides and block shape must be "
                             f"ints ({e})") from None
+    for what, vals, lo, hi in (("shape", shape, 1, (1 << 31) - 1), ("strides", strides, -(1 << 63), (1 << 63) - 1),
+                               ("block shape", block, 1, (1 << 31) - 1)):
+        if any(not lo <= x <= hi for x in vals):
+            raise ArgumentError(f"argument `{name}`: tensor descriptor {what} {vals} out of range ({lo} to {hi})")
     padding = getattr(v, "padding", "zero")
     if padding not in ("zero", "nan"):
         raise ArgumentError(f"argument `{name}`: padding {padding!r}; use \"zero\" or \"nan\"")
