@@ -288,6 +288,20 @@ fn inputs(rng: &mut Rng) -> HostTensor {
     t
 }
 
+/// A program's launch arguments for `input` (outputs zeroed) and what the PTX emulator — the
+/// PTX ISA's semantics — leaves in them.
+fn reference(module: &Module, input: HostTensor) -> Result<(Vec<KernelArg>, Vec<KernelArg>), String> {
+    let args = vec![
+        KernelArg::Buffer(input),
+        KernelArg::Buffer(HostTensor::zeros(DType::U32, &[THREADS * OUT_I])),
+        KernelArg::Buffer(HostTensor::zeros(DType::U32, &[THREADS * OUT_F])),
+    ];
+    let mut want = args.clone();
+    let cfg = trident_emu::LaunchConfig { grid: [1, 1, 1], block: [THREADS as u32, 1, 1], ..Default::default() };
+    trident_emu::launch(module, "fuzz", &cfg, &mut want).map_err(|e| e.to_string())?;
+    Ok((args, want))
+}
+
 fn same_f32(a: u32, b: u32) -> bool {
     let (x, y) = (f32::from_bits(a), f32::from_bits(b));
     a == b || (x.is_nan() && y.is_nan())
@@ -312,15 +326,7 @@ fn random_programs_agree_on_both_emulators() {
         let steps = 10 + rng.below(30);
         let ptx = program(&mut rng, steps, all_families);
         let module = Module::parse(&ptx).unwrap_or_else(|e| panic!("program {i}: {e}\n{ptx}"));
-        let input = inputs(&mut rng);
-        let args = vec![
-            KernelArg::Buffer(input),
-            KernelArg::Buffer(HostTensor::zeros(DType::U32, &[THREADS * OUT_I])),
-            KernelArg::Buffer(HostTensor::zeros(DType::U32, &[THREADS * OUT_F])),
-        ];
-        let mut want = args.clone();
-        let cfg = trident_emu::LaunchConfig { grid: [1, 1, 1], block: [THREADS as u32, 1, 1], ..Default::default() };
-        trident_emu::launch(&module, "fuzz", &cfg, &mut want)
+        let (args, want) = reference(&module, inputs(&mut rng))
             .unwrap_or_else(|e| panic!("program {i} on the PTX emulator: {e}\n{ptx}"));
         for arch in ["sm_80", "sm_90a"] {
             let (_, _, p) = common::compile(&ptx, arch, "fuzz", &dir, &format!("p{i}.{arch}"));
@@ -373,16 +379,7 @@ fn a_shuffle_may_overwrite_what_an_earlier_shuffle_still_reads() {
     }
     let ptx = include_str!("data/fuzz_shfl_war.ptx");
     let module = Module::parse(ptx).unwrap();
-    let mut rng = Rng(0x5eed_0001);
-    let input = inputs(&mut rng);
-    let args = vec![
-        KernelArg::Buffer(input),
-        KernelArg::Buffer(HostTensor::zeros(DType::U32, &[THREADS * OUT_I])),
-        KernelArg::Buffer(HostTensor::zeros(DType::U32, &[THREADS * OUT_F])),
-    ];
-    let mut want = args.clone();
-    let cfg = trident_emu::LaunchConfig { grid: [1, 1, 1], block: [THREADS as u32, 1, 1], ..Default::default() };
-    trident_emu::launch(&module, "fuzz", &cfg, &mut want).unwrap();
+    let (args, want) = reference(&module, inputs(&mut Rng(0x5eed_0001))).unwrap();
     let dir = std::env::temp_dir().join(format!("trident-sass-fuzz-shfl-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for arch in ["sm_80", "sm_90a"] {
