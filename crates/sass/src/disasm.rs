@@ -69,11 +69,14 @@ pub fn disassemble(nvdisasm: &Path, cubin: &Path) -> Result<Vec<Listing>, String
 
 /// `nvdisasm -json` writes a load's destination and address without a comma between them
 /// (`R16[R61+UR5]`, where the text listing has `R16, [R61+UR5]`): put it back, so every
-/// operand is its own item. A `desc[UR4][R2.64]` operand stays whole.
+/// operand is its own item. A `desc[UR4][R2.64]` operand stays whole. The tensor copies'
+/// two bracketed operands come without their comma too (`UTMALDG.2D [UR20][UR6]`, where the
+/// text listing has `[UR20], [UR6]`): each bracket is an operand, each with its own width.
 fn separate(operands: &str) -> String {
     let parts: Vec<String> = operands
         .split(',')
         .map(|p| match p.find('[') {
+            Some(0) if p.contains("][") => p.replace("][", "],["),
             Some(k) if k > 0 => {
                 let head = &p[..k];
                 let register = head
@@ -130,5 +133,24 @@ mod tests {
         assert_eq!(separate("[R10+UR5],R4"), "[R10+UR5],R4");
         assert_eq!(separate("R4,desc[UR4][R2.64]"), "R4,desc[UR4][R2.64]");
         assert_eq!(separate("R1,RZ,RZ,c[0x0][0x28]"), "R1,RZ,RZ,c[0x0][0x28]");
+        assert_eq!(separate("[UR20][UR6]"), "[UR20],[UR6]");
+        assert_eq!(separate("[UR8][UR4],UR10"), "[UR8],[UR4],UR10");
+    }
+
+    /// A tensor copy read from `nvdisasm -json` reads its two runs, not one run as wide as the
+    /// first from each register (`UR6..UR9` for the map's pair would be a false dependency).
+    #[test]
+    fn tensor_copies_from_json_read_their_own_runs() {
+        let json = r#"[{}, [{"function-name": "k", "start": 0, "sass-instructions": [
+            {"predicate": "@!UP2", "opcode": "UTMALDG.2D", "operands": "[UR20][UR6]"}]}]]"#;
+        let l = super::parse_json(json).unwrap();
+        let o = crate::operands::operands(&l[0].instrs[0]);
+        let ur = |n| crate::operands::Reg::Ur(n);
+        for r in [20, 21, 22, 23, 6, 7] {
+            assert!(o.uses.contains(&ur(r)), "UR{r} read: {:?}", o.uses);
+        }
+        for r in [8, 9, 24] {
+            assert!(!o.uses.contains(&ur(r)), "UR{r} not read: {:?}", o.uses);
+        }
     }
 }
