@@ -44,6 +44,7 @@ fn regs(s: &str) -> Vec<&str> {
 fn has_effect(ins: &str) -> bool {
     let op = ins.split_whitespace().next().unwrap_or("");
     op.starts_with("st.")
+        || op.starts_with("stmatrix")
         || op.starts_with("atom")
         || op.starts_with("red.")
         || op.starts_with("cp.async")
@@ -69,6 +70,7 @@ fn has_effect(ins: &str) -> bool {
 fn writes_first_operand(ins: &str) -> bool {
     let op = ins.split_whitespace().next().unwrap_or("");
     !(op.starts_with("st.")
+        || op.starts_with("stmatrix")
         || op.starts_with("wgmma.fence")
         || op.starts_with("wgmma.commit_group")
         || op.starts_with("wgmma.wait_group")
@@ -202,5 +204,23 @@ mod tests {
         assert!(out.contains("mov.b32 {%h1, %h2}, %r7"), "{out}");
         assert!(out.contains("bra $L_head"));
         assert_eq!(regs("mov.u32 %r1, %tid.x"), vec!["%r1"]);
+    }
+
+    /// Every store form is an effect: a `stmatrix` (whose first operand is an address, not
+    /// a destination) keeps the values it stores, and the address computation.
+    #[test]
+    fn keeps_stmatrix_and_its_sources() {
+        let body = "	add.u32 %r9, %r8, 64;
+	mov.b32 %r1, {%h1, %h2};
+	mov.b32 %r2, {%h3, %h4};
+	mov.b32 %r3, %r7;
+	stmatrix.sync.aligned.m8n8.x2.shared.b16 [%r9], {%r1, %r2};
+";
+        let out = eliminate(body);
+        assert!(out.contains("stmatrix.sync"), "{out}");
+        assert!(out.contains("mov.b32 %r1, {%h1, %h2}"), "{out}");
+        assert!(out.contains("mov.b32 %r2, {%h3, %h4}"), "{out}");
+        assert!(out.contains("add.u32 %r9, %r8, 64"), "{out}");
+        assert!(!out.contains("%r3"), "{out}");
     }
 }

@@ -160,6 +160,9 @@ impl Emitter<'_> {
         cp_async: Option<(Option<&[Reg]>, usize)>,
     ) -> Res<()> {
         let owner = self.owner_pred(src);
+        if cp_async.is_none() && owner.is_none() && self.stmatrix_tile(sl, src, regs, bytes, addr) {
+            return Ok(());
+        }
         let SmemAccess { mut ta, reg_offs, fast, vec_elems } = self.smem_access(sl, src, bytes, addr);
         let w = match cp_async {
             Some((_, w)) => w,
@@ -203,6 +206,53 @@ impl Emitter<'_> {
             self.ins(format!("{p}st.shared.{ty} [{a}], {val}"));
         }
         Ok(())
+    }
+
+    /// Stores a 16-bit tile with `stmatrix.x4` (sm_90's `STSM`: four 8x8 matrices, 16
+    /// bytes per thread, where plain stores move 4) when the layout is an mma fragment
+    /// in the buffer: within each group of four 32-bit registers, register `q` of lane `l`
+    /// holds elements 2(l%4), 2(l%4)+1 of row l/4 of matrix q, and every row of every
+    /// matrix is 16 contiguous, aligned bytes of the buffer (true of the mma and wgmma
+    /// accumulators, and of linear layouts cut from them, in any 16-byte swizzle).
+    /// Returns false, having emitted nothing, when the tile does not fit that scheme.
+    fn stmatrix_tile(
+        &mut self,
+        sl: &crate::layout::SharedLinear,
+        src: &Rc<LinearLayout>,
+        regs: &[Reg],
+        bytes: u32,
+        addr: Reg,
+    ) -> bool {
+        if bytes != 2 || self.opts.target.capability() < 90 || src.lane.len() != 5 || src.num_regs() % 8 != 0 {
+            return false;
+        }
+        let offset = sl.offset_fn();
+        let off = |b: u64| offset(b);
+        // Each thread's pair is consecutive, the quad's four pairs one 16-byte row...
+        if off(src.reg[0]) != 1 || off(src.lane[0]) != 2 || off(src.lane[1]) != 4 {
+            return false;
+        }
+        // ...and every other basis moves by whole, distinct rows.
+        let rows: Vec<u64> = src.reg[1..].iter().chain(&src.lane[2..]).chain(&src.warp).map(|&b| off(b)).collect();
+        if rows.iter().any(|&o| o == 0 || o % 8 != 0) {
+            return false;
+        }
+        // Lane 8q + s addresses row s (lanes 4s) of matrix q (registers 2q).
+        let lane: Vec<u64> = (0..5).map(|b| if b < 3 { off(src.lane[b + 2]) } else { off(src.reg[b - 2]) }).collect();
+        let thread = LinearLayout {
+            shape: src.shape.clone(),
+            reg: vec![],
+            lane,
+            warp: src.warp.iter().map(|&b| off(b)).collect(),
+        };
+        let mut ta = self.tile_addr(&thread, bytes, addr, 0);
+        for g in 0..src.num_regs() / 8 {
+            let a = self.tile_elem_addr(&mut ta, off(src.reg_part(8 * g as u64)));
+            let words = self.pack_words(&regs[8 * g..8 * (g + 1)], bytes);
+            let list = words.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ");
+            self.ins(format!("stmatrix.sync.aligned.m8n8.x4.shared.b16 [{a}], {{{list}}}"));
+        }
+        true
     }
 
     /// Reads a distributed tile (layout `dst`) from a shared buffer at `addr` laid out by
