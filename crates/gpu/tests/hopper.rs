@@ -44,6 +44,11 @@ fn matmul_case(
     // One instruction per m64 tile of the warps and K step of 16 (the N tile is whole).
     let want = (bm as usize / (16 * warps as usize)).max(1) * (bk as usize / 16) * (bn as usize).div_ceil(256);
     assert_eq!(wgmma_count(&ptx), want, "{what}: wgmma instructions\n{}", numbered(&ptx));
+    // The 16-bit result leaves the accumulator layout through shared memory with
+    // `stmatrix` (four 8x8 matrices per instruction), not one 32-bit store per pair.
+    let stsm = ptx.matches("stmatrix.sync.aligned.m8n8.x4.shared.b16").count();
+    let per_thread = (bm * bn) as usize / (32 * warps as usize);
+    assert_eq!(stsm, per_thread / 8, "{what}: stmatrix instructions\n{}", numbered(&ptx));
     eprintln!("{what}");
     let grid = [(m as u32).div_ceil(bm as u32) * (n as u32).div_ceil(bn as u32), 1, 1];
     differential_stages(&md, &kernel, warps, stages, grid, &rt, None);
