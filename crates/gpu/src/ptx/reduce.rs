@@ -202,7 +202,35 @@ impl Emitter<'_> {
                 }
             }
             self.cta_barrier();
-            for (g, (_, acc)) in accs.iter_mut().enumerate() {
+            // With four or more partials, and lanes free to hold them (their low bits carry
+            // no result coordinate), lane l reads partial l % k and a butterfly over those
+            // lane bits combines them: one shared load and log2(k) shuffles where reading
+            // every partial in every thread holds k registers at once (softmax's 8 warps:
+            // 8 of its 53). Every lane ends with the same combination, in the same order.
+            let lb = bits.warps.len();
+            let by_lanes = k >= 4 && lb <= l.lane.len() && (0..lb).all(|i| remove_axis(l.lane[i] & !amask) == 0);
+            if by_lanes {
+                let slot = self.new_reg(RegClass::B32);
+                self.ins(format!("and.b32 {slot}, {}, {}", self.lane, k - 1));
+                for (g, (_, acc)) in accs.iter_mut().enumerate() {
+                    let mut vs = vec![];
+                    for o in 0..n {
+                        let class = acc[o].class;
+                        let eb = scratch_elem_bytes(class).max(4);
+                        let a = self.new_reg(RegClass::B32);
+                        self.ins(format!("mad.lo.u32 {a}, {slot}, {r_numel}, {}", addrs[g]));
+                        self.ins(format!("mad.lo.u32 {a}, {a}, {eb}, {base}"));
+                        vs.push(self.ld_shared(class, &format!("{a}+{}", offsets[o])));
+                    }
+                    for i in 0..lb {
+                        let others: Vec<Reg> =
+                            vs.iter().map(|&v| self.shfl("bfly", v, &(1u32 << i).to_string())).collect();
+                        vs = self.combine(region, &vs, &others)?;
+                    }
+                    *acc = vs;
+                }
+            }
+            for (g, (_, acc)) in accs.iter_mut().enumerate().filter(|_| !by_lanes) {
                 let mut parts: Vec<Vec<Reg>> = vec![];
                 for w in 0..k {
                     let mut vs = vec![];
