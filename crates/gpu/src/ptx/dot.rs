@@ -223,7 +223,8 @@ impl Emitter<'_> {
         bytes: u32,
         addr: Reg,
     ) -> bool {
-        if bytes != 2 || self.opts.target.capability() < 90 || src.lane.len() != 5 || src.num_regs() % 8 != 0 {
+        if bytes != 2 || self.opts.target.capability() < 90 || src.lane.len() != 5 || !src.num_regs().is_multiple_of(8)
+        {
             return false;
         }
         let offset = sl.offset_fn();
