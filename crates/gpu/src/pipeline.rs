@@ -31,7 +31,7 @@ use trident_profile::{regions_of, ProfileMeta};
 use crate::options::{GpuOptions, ProbeMode};
 use crate::passes::{
     AllocShared, AssignLayouts, Descriptors, InsertBarriers, OverflowReport, Pingpong, Pipeline, RebasePointers,
-    RemoveConverts, SinkRanges,
+    RemoveConverts, SharedOperands, SinkRanges,
 };
 use crate::ptx::{emit_gpu_ir, PtxKernel};
 
@@ -161,6 +161,8 @@ impl GpuPipeline {
         if let Some(p) = o.profile.filter(|p| p.regions.instruments()) {
             passes.push(Box::new(Instrument::new(p.regions)));
         }
+        // Decides with a trial plan, so it sees every other shared-memory user first.
+        passes.push(Box::new(SharedOperands(o.clone())));
         passes.push(Box::new(AllocShared { opts: o.clone(), overflow: overflow.clone() }));
         passes.push(Box::new(InsertBarriers));
         // Turns between warpgroups go where every CTA barrier is known.

@@ -228,6 +228,38 @@ fn flash_attention() {
     }
 }
 
+/// D128 attention on 8 warps with 128x128 blocks: the KV loop's registers are scarce (a
+/// 64-register accumulator, a 64-register score tile), so on sm_80 `gpu-shared-operands`
+/// keeps Q in a shared tile stored once before the loop and re-read (`ldmatrix`) by the
+/// dot in every iteration. Asserted on the GPU IR, then run on the emulator against the
+/// interpreter (ragged N, causal: the masked last block).
+#[test]
+fn attention_keeps_q_in_shared_memory_when_registers_are_scarce() {
+    let mut rng = Rng(seed());
+    let args = attention_args(&mut rng, (1, 1, 200, 128), (128, 128), true);
+    let (m, kernel, rt) = front("flash_attention.py", "attn_fwd", &args);
+    let opts = trident_gpu::GpuOptions { num_warps: 8, ..Default::default() };
+    let (gm, _) = trident_gpu::GpuPipeline::new(&opts).lower(&m, &kernel).unwrap();
+    let f = &gm.funcs[0];
+    let q_tile = |op: trident_ir::Op| {
+        let d = &f.ops[op];
+        matches!(d.kind, trident_ir::OpKind::LocalStore) && f.ty(d.operands[1]).shape() == [128, 128]
+    };
+    let top = &f.blocks[f.body].ops;
+    let store = top.iter().copied().find(|&o| q_tile(o)).expect("Q is stored into a shared tile before the loop");
+    let tile = f.ops[store].operands[0];
+    let lp = top.iter().copied().find(|&o| matches!(f.ops[o].kind, trident_ir::OpKind::For)).expect("the KV loop");
+    let mut reads = 0;
+    f.walk_block(f.ops[lp].regions[0], &mut |o| {
+        if matches!(f.ops[o].kind, trident_ir::OpKind::LocalLoad) && f.ops[o].operands[0] == tile {
+            reads += 1;
+        }
+    });
+    assert_eq!(reads, 1, "the loop re-reads Q from its tile, for its one dot");
+    let grid = [2, 1, 1];
+    differential(&m, &kernel, 8, grid, &rt, Some((2e-3, 2e-3)));
+}
+
 #[test]
 fn ptx_carries_line_info_pointing_at_the_kernel_source() {
     let (m, k, _) = front(

@@ -8,7 +8,9 @@
 //! `gpu-descriptors` (the other tensor-descriptor loads become TMA copies or plain loads),
 //! `gpu-rebase-pointers` (a loop-carried pointer tensor advanced uniformly becomes one
 //! carried scalar base and the loop-invariant offsets), `gpu-sink-ranges` (recomputes `arange`s inside the loops that
-//! use them, to shorten their registers' lives), `gpu-alloc-shared` (marks the wgmma
+//! use them, to shorten their registers' lives), `gpu-shared-operands` (loop-invariant
+//! `mma.sync` operands re-read from shared memory in the loop where registers are scarce),
+//! `gpu-alloc-shared` (marks the wgmma
 //! operands read from shared memory, plans shared memory and records the plan in the IR),
 //! `gpu-insert-barriers`, `gpu-pingpong` (turns between two consumer warpgroups of a
 //! warp-specialized loop).
@@ -26,6 +28,7 @@ pub mod pipeline;
 pub mod rebase_pointers;
 pub mod registry;
 pub mod remove_converts;
+pub mod shared_operands;
 pub mod sink_ranges;
 pub mod warp_specialize;
 
@@ -104,6 +107,22 @@ impl Pass for Pingpong {
 }
 /// Recomputes `arange`s inside the loops that use them (see `sink_ranges`).
 pub struct SinkRanges;
+/// Keeps loop-invariant mma operands in shared memory where registers are scarce (see
+/// `shared_operands`).
+pub struct SharedOperands(pub GpuOptions);
+
+impl Pass for SharedOperands {
+    fn name(&self) -> &'static str {
+        "gpu-shared-operands"
+    }
+
+    fn run_on_function(&self, f: &mut Function) -> Result<bool, Diagnostic> {
+        if !f.kernel {
+            return Ok(false);
+        }
+        Ok(shared_operands::shared_operands(f, &self.0) > 0)
+    }
+}
 /// Carries loop-carried pointer tensors as one scalar base (see `rebase_pointers`).
 pub struct RebasePointers;
 

@@ -7,7 +7,7 @@
 
 use super::{
     AllocShared, AssignLayouts, Descriptors, InsertBarriers, Pingpong, Pipeline, RebasePointers, RemoveConverts,
-    SinkRanges,
+    SharedOperands, SinkRanges,
 };
 use crate::options::GpuOptions;
 use trident_opt::{Pass, PassManager};
@@ -20,6 +20,7 @@ pub const PASS_NAMES: &[&str] = &[
     "gpu-descriptors",
     "gpu-rebase-pointers",
     "gpu-sink-ranges",
+    "gpu-shared-operands",
     "gpu-alloc-shared",
     "gpu-insert-barriers",
     "gpu-pingpong",
@@ -34,6 +35,7 @@ pub fn create_pass(name: &str, opts: &GpuOptions) -> Option<Box<dyn Pass>> {
         "gpu-pipeline" => Box::new(Pipeline(opts.clone())),
         "gpu-rebase-pointers" => Box::new(RebasePointers),
         "gpu-sink-ranges" => Box::new(SinkRanges),
+        "gpu-shared-operands" => Box::new(SharedOperands(opts.clone())),
         "gpu-alloc-shared" => Box::new(AllocShared::new(opts.clone())),
         "gpu-insert-barriers" => Box::new(InsertBarriers),
         "gpu-pingpong" => Box::new(Pingpong(opts.clone())),
