@@ -19,7 +19,8 @@ dtype objects, numpy scalars, tensor subclasses...): ``general`` is
 ``kernel._run_slow(...)``'s dispatch, ``bind+convert`` its Python binding and conversion.
 
 Rows: numpy arrays on the interpreter and the emulator; a CPU torch tensor on the interpreter
-(where torch is installed); an autotuned kernel (`tuned`: total, run and dispatch only); device arrays (``__cuda_array_interface__``) on ``cuda`` where
+(where torch is installed); an autotuned kernel (`tuned`), a kernel with heuristics
+(`heur`) and an autotuned one with heuristics under it (`tuned+heur`: total, run and dispatch only); device arrays (``__cuda_array_interface__``) on ``cuda`` where
 ``TRIDENT_CUDA_DRIVER`` names a driver library — front only (``_device_row``).
 """
 
@@ -86,19 +87,34 @@ def touch_tuned(x, n, BLOCK: tl.constexpr):
     tl.store(x + offs, tl.load(x + offs, mask=offs < n) + 1.0, mask=offs < n)
 
 
-def _tuned_row(reps):
-    """A cached launch of an autotuned kernel (numpy, interpreter): total and run only."""
+@trident.heuristics({"BLOCK": lambda args: 16})
+@trident.jit
+def touch_heur(x, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x + offs, tl.load(x + offs, mask=offs < n) + 1.0, mask=offs < n)
+
+
+@trident.autotune(configs=[trident.Config({"K": 1.0}), trident.Config({"K": 2.0})], key=["n"])
+@trident.heuristics({"BLOCK": lambda args: 16})
+@trident.jit
+def touch_tuned_heur(x, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x + offs, tl.load(x + offs, mask=offs < n) + K, mask=offs < n)
+
+
+def _tuned_row(label, kernel, reps):
+    """A cached launch of a decorated kernel (numpy, interpreter): total and run only."""
     x = np.zeros(16, np.float32)
     for _ in range(3):
-        touch_tuned[(1,)](x, 16)
+        kernel[(1,)](x, 16)
     totals, runs = [], []
     for _ in range(reps):
         t0 = time.perf_counter_ns()
-        r = touch_tuned[(1,)](x, 16)
+        r = kernel[(1,)](x, 16)
         totals.append(time.perf_counter_ns() - t0)
         runs.append(r["run_s"] * 1e9)
     total, run = statistics.median(totals) / 1e3, statistics.median(runs) / 1e3
-    return ("tuned", "interp", total, run, None, None, None, None, None)
+    return (label, "interp", total, run, None, None, None, None, None)
 
 
 def _device_row(reps):
@@ -149,22 +165,24 @@ def main(reps=3000):
         torch = None
     if torch is not None:
         rows.append(_host_row("torch", torch.zeros(16), "interp", reps))
-    rows.append(_tuned_row(reps))
+    rows.append(_tuned_row("tuned", touch_tuned, reps))
+    rows.append(_tuned_row("heur", touch_heur, reps))
+    rows.append(_tuned_row("tuned+heur", touch_tuned_heur, reps))
     device = _device_row(reps)
     if device is not None:
         rows.append(device)
-    print(f"{'arrays':<7} {'backend':<8} {'total':>7} {'run':>6} {'dispatch':>9} {'getitem':>8} {'front':>6}"
+    print(f"{'arrays':<10} {'backend':<8} {'total':>7} {'run':>6} {'dispatch':>9} {'getitem':>8} {'front':>6}"
           f" {'back':>6} {'general':>8} {'bind+convert':>13}   (us)")
     dash = "-"
     for a, b, t, r, g, f, k, gen, p in rows:
-        if a == "tuned":
-            print(f"{a:<7} {b:<8} {t:7.1f} {r:6.1f} {t - r:9.1f} {dash:>8} {dash:>6} {dash:>6} {dash:>8} {dash:>13}")
+        if b == "interp" and g is None:
+            print(f"{a:<10} {b:<8} {t:7.1f} {r:6.1f} {t - r:9.1f} {dash:>8} {dash:>6} {dash:>6} {dash:>8} {dash:>13}")
         elif b == "interp":
-            print(f"{a:<7} {b:<8} {t:7.1f} {r:6.1f} {t - r:9.1f} {g:8.2f} {f:6.2f} {k:6.2f} {gen:8.1f} {p:13.1f}")
+            print(f"{a:<10} {b:<8} {t:7.1f} {r:6.1f} {t - r:9.1f} {g:8.2f} {f:6.2f} {k:6.2f} {gen:8.1f} {p:13.1f}")
         elif b == "emu":
-            print(f"{a:<7} {b:<8} {t:7.1f} {dash:>6} {dash:>9} {g:8.2f} {f:6.2f} {dash:>6} {dash:>8} {p:13.1f}")
+            print(f"{a:<10} {b:<8} {t:7.1f} {dash:>6} {dash:>9} {g:8.2f} {f:6.2f} {dash:>6} {dash:>8} {p:13.1f}")
         else:
-            print(f"{a:<7} {b:<8} {dash:>7} {dash:>6} {dash:>9} {g:8.2f} {f:6.2f} {dash:>6} {dash:>8} {p:13.1f}")
+            print(f"{a:<10} {b:<8} {dash:>7} {dash:>6} {dash:>9} {g:8.2f} {f:6.2f} {dash:>6} {dash:>8} {p:13.1f}")
 
 
 if __name__ == "__main__":

@@ -387,3 +387,42 @@ def test_a_hook_set_after_native_launches_still_runs():
     later[(1,)](x, out, 16)
     np.testing.assert_array_equal(out, x)
     assert seen == [16]
+
+
+def test_cached_launches_of_autotune_over_heuristics_skip_the_tuner(monkeypatch, backend):
+    # Not a @jit function under the autotuner, so not the native `Tuned` path: the package's
+    # table of chosen configs, in Python. Heuristics still run at every launch (SCALE follows
+    # `a`, which is not in the key).
+    @trident.autotune(configs=[trident.Config({"BLOCK": 16}), trident.Config({"BLOCK": 32}, num_warps=2)],
+                      key=["n"])
+    @trident.heuristics({"SCALE": lambda args: 2.0 if args["a"] > 0 else -2.0})
+    @trident.jit
+    def tuned(x, out, n, a, SCALE: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out + offs, tl.load(x + offs, mask=offs < n) * SCALE, mask=offs < n)
+
+    keys = []
+    key = type(tuned)._key
+    monkeypatch.setattr(type(tuned), "_key", lambda self, named: keys.append(named["n"]) or key(self, named))
+    grid = lambda meta: (trident.cdiv(meta["n"], meta["BLOCK"]),)  # noqa: E731
+    for i, a in enumerate([1.0, -1.0, 3.0, -0.5]):
+        x = np.random.default_rng(i).standard_normal(40).astype(np.float32)
+        out = _poisoned(40)
+        tuned[grid](x, out, 40, a, backend=backend)
+        np.testing.assert_array_equal(out, x * np.float32(2.0 if a > 0 else -2.0))
+    assert keys == [40], "tuned once; the later launches took the table"
+    assert tuned.best_config.kwargs["BLOCK"] in (16, 32)
+    # A new key value goes through the tuner once.
+    x = np.arange(24, dtype=np.float32)
+    for _ in range(2):
+        out = _poisoned(24)
+        tuned[grid](x, out, n=24, a=1.0, backend=backend)
+        np.testing.assert_array_equal(out, x * 2)
+    assert keys == [40, 24]
+    # A hook set now runs: the table is dropped.
+    seen = []
+    tuned.pre_hook = lambda args: seen.append(args["n"])
+    out = _poisoned(24)
+    tuned[grid](x, out, 24, 1.0, backend=backend)
+    np.testing.assert_array_equal(out, x * 2)
+    assert seen == [24]

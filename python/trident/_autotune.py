@@ -76,11 +76,14 @@ class Heuristics(KernelInterface):
     def __init__(self, fn, values):
         self.fn = fn
         self.values = dict(values)
+        self._names = None  # the kernel's parameter names (read at the first launch)
         self.__name__ = getattr(fn, "__name__", "kernel")
 
     def run(self, *args, grid, **kwargs):
-        base = _base(self.fn)
-        named = dict(zip(base.arg_names, args))
+        names = self._names
+        if names is None:
+            names = self._names = _base(self.fn).arg_names
+        named = dict(zip(names, args))
         named.update(kwargs)
         for name, f in self.values.items():
             kwargs[name] = f(named)
@@ -112,6 +115,7 @@ class Autotuner(KernelInterface):
         # kwargs), filled by `run` when no hook has to run; the launcher made for the kernel's
         # current dispatcher.
         self._fast = {}
+        self._key_pos = None
         self._tuned = None
         self.best_config = None
         self.__name__ = getattr(fn, "__name__", "kernel")
@@ -229,6 +233,25 @@ class Autotuner(KernelInterface):
         return float("inf") if report is None else report["run_s"]
 
     def run(self, *args, grid, **kwargs):
+        # A cached choice for a key of plain values, without hooks (what the native `Tuned`
+        # path does for a kernel that is directly a @jit function; here for the rest, such
+        # as @autotune over @heuristics): the key from the arguments as given, the config's
+        # meta-parameters added; a `backend` keyword goes to the kernel, which picks one by
+        # the same rule as below when there is none.
+        fast = self._fast
+        if fast:
+            pos = self._key_pos
+            if pos is None:
+                names = _base(self.fn).arg_names
+                # A key that names no parameter is looked up in the keywords only.
+                pos = self._key_pos = [(names.index(k) if k in names else 1 << 30, k) for k in self.keys]
+            n = len(args)
+            key = tuple(args[i] if i < n else kwargs.get(k) for i, k in pos)
+            if all(type(v) in _PLAIN for v in key):
+                hit = fast.get(key)
+                if hit is not None:
+                    self.best_config = hit[0]
+                    return self.fn.run(*args, grid=grid, **kwargs, **hit[1])
         base = _base(self.fn)
         named = dict(zip(base.arg_names, args))
         named.update(kwargs)

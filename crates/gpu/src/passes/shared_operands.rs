@@ -10,9 +10,8 @@
 //! did not. So when a loop's estimated pressure is high, the conversion becomes a store into
 //! a shared tile before the loop and a `local_load` right before each dot that reads it
 //! (emitted as `ldmatrix`, group by group as the dot consumes the K slices): a few
-//! `ldmatrix` per iteration for the registers. Where registers are not scarce (a 64×64
-//! tile on 4 warps) the fragments stay in registers: re-reading them would cost
-//! instructions and buy nothing.
+//! `ldmatrix` per iteration for the registers. Where registers are not scarce (D64) the
+//! fragments stay in registers: re-reading them would cost instructions and buy nothing.
 //!
 //! Only for `mma.sync` (version-2) operands: `wgmma` reads its shared operands in place
 //! already. The shared tile must fit: the change is kept only if the function, with it,
@@ -27,11 +26,13 @@ use trident_ir::{Function, Layout, Op, OpKind, Type, Value};
 
 /// Estimated registers per thread above which a loop's invariant operands move to shared
 /// memory. The estimate counts only the long-lived values; the loop body's temporaries (the
-/// operands it loads, the softmax's intermediates) come on top, about as many again: flash
-/// attention D64 on 8 warps is estimated at 105 and took 161 registers without this (138
-/// with it, Triton 142); D128 at 185, and spilled. A 64x64 tile on 4 warps (estimate 80) keeps
-/// its operand in registers.
-const PRESSURE: u64 = 96;
+/// operands it loads, the softmax's intermediates) come on top, about as many again. Flash
+/// attention D128 on 8 warps (sm_80) is estimated at 185: it spilled, and moving Q makes the
+/// SASS emulator's modelled time 9.38 -> 7.46 µs. D64 is estimated at 105 and took 161
+/// registers (one CTA per SM either way at 8 warps; Triton, which always moves Q, 142):
+/// moving Q there would make it 138, but the modelled time 4.96 -> 5.37 µs (the `ldmatrix`
+/// per iteration, nothing bought), so it stays. A 64x64 tile on 4 warps: 80.
+const PRESSURE: u64 = 128;
 
 /// Moves the qualifying conversions; returns how many.
 pub fn shared_operands(f: &mut Function, opts: &GpuOptions) -> usize {
