@@ -298,7 +298,14 @@ fn run_cta(
     let threads: u32 = cfg.block.iter().product();
     let nwarps = threads.div_ceil(32);
     let mut warps: Vec<Warp> = (0..nwarps).map(|w| Warp::new(32 * w, (threads - 32 * w).min(32))).collect();
-    let mut clocks: Vec<WarpTiming> = vec![WarpTiming::default(); nwarps as usize];
+    let issue = std::rc::Rc::new(std::cell::RefCell::new(timing::IssueSlots::default()));
+    let mut clocks: Vec<WarpTiming> = (0..nwarps as usize)
+        .map(|w| {
+            let mut t = WarpTiming::default();
+            t.slots = Some((issue.clone(), w % 4));
+            t
+        })
+        .collect();
     let mut shared = vec![0u8; (k.shared_reserved() + k.shared_bytes + cfg.dynamic_shared_bytes) as usize];
     let mut bars = tma::Barriers::default();
     // Threads that arrived (`BAR.ARV`) at each named barrier without waiting, and the

@@ -22,9 +22,10 @@
 //! latencies of variable-latency results are the PTX emulator's machine model's
 //! (`trident_emu::MachineModel`: A100 for sm_80, H100 for sm_90), which was calibrated
 //! against H100 measurements (bench/EMU_MODEL.md); a global load is taken as an L2 hit. Not
-//! yet calibrated on a GPU at the SASS level (no global bandwidth, no sharing of an SM between
-//! warps). Shared-memory accesses pass the warp's own pipe as wavefronts (bank conflicts:
-//! [`WarpTiming::shared_pipe`]).
+//! yet calibrated on a GPU at the SASS level (no global bandwidth; no sharing between CTAs).
+//! A CTA's warps share their sub-partition's issue slots, one instruction per cycle
+//! ([`IssueSlots`]). Shared-memory accesses pass the warp's own pipe as wavefronts (bank
+//! conflicts: [`WarpTiming::shared_pipe`]).
 
 use std::sync::LazyLock;
 
@@ -103,6 +104,41 @@ pub struct WarpTiming {
     issued_at: u64,
     /// When the warp's shared-memory pipe has passed its last queued wavefront.
     mio_free: u64,
+    /// The issue slots of the SM sub-partition the warp runs on, shared with the CTA's other
+    /// warps there ([`IssueSlots`]), and that sub-partition.
+    pub slots: Option<(std::rc::Rc<std::cell::RefCell<IssueSlots>>, usize)>,
+}
+
+/// Issue slots of an SM's four sub-partitions, each of which issues at most one warp
+/// instruction per cycle; warp `w` of a CTA runs on sub-partition `w % 4` (as on Ampere and
+/// Hopper). Warps are emulated one after another between barriers, not cycle by cycle, so a
+/// warp takes the first free cycle at or after the one its own timing allows: the later-run
+/// warps fill the others' stall cycles, and a sub-partition with more work than cycles
+/// stretches the CTA's time. Only the CTA's own warps share them (CTAs run on their own).
+#[derive(Debug, Default)]
+pub struct IssueSlots {
+    taken: [Vec<u64>; 4],
+}
+
+impl IssueSlots {
+    /// Takes the first cycle at or after `t` on which sub-partition `sp` issues nothing yet.
+    pub fn claim(&mut self, sp: usize, t: u64) -> u64 {
+        let bits = &mut self.taken[sp % 4];
+        let mut c = t;
+        loop {
+            let (w, b) = ((c / 64) as usize, c % 64);
+            if w >= bits.len() {
+                bits.resize(w + 1, 0);
+            }
+            let free = !bits[w] >> b;
+            if free != 0 {
+                let at = c + free.trailing_zeros() as u64;
+                bits[w] |= 1 << (at % 64);
+                return at;
+            }
+            c = (w as u64 + 1) * 64;
+        }
+    }
 }
 
 fn hazard(msg: String) -> EmuError {
@@ -130,6 +166,13 @@ impl WarpTiming {
             }
         }
         extra
+    }
+
+    /// Moves the clock to the first cycle from now in which the warp's sub-partition is free.
+    fn take_issue_slot(&mut self) {
+        if let Some((slots, sp)) = &self.slots {
+            self.clock = slots.borrow_mut().claim(*sp, self.clock);
+        }
     }
 
     fn drain(&mut self, sb: u8, keep: usize) {
@@ -197,8 +240,10 @@ impl WarpTiming {
                 }
             }
         }
-        // Operands are read once the waits are over: a bank conflict delays the issue.
+        // Operands are read once the waits are over: a bank conflict delays the issue, and
+        // so does another warp of the sub-partition issuing in that cycle.
         self.operand_reads(slots, c);
+        self.take_issue_slot();
         let opcode = op_text(op);
         // sm_90a's `IMAD.WIDE` reads its 64-bit addend's high register late (the SASS
         // toolkit's evidence).
@@ -318,6 +363,7 @@ impl WarpTiming {
     /// its operand reads, then its stall count.
     pub fn issue_unchecked(&mut self, slots: Option<&Slots>, c: Control) {
         self.operand_reads(slots, c);
+        self.take_issue_slot();
         self.issued_at = self.clock;
         self.clock += c.stall.max(1) as u64;
     }

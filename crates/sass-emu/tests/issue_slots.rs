@@ -1,0 +1,88 @@
+//! Issue slots in the SASS emulator's estimate: an SM's four sub-partitions each issue one
+//! warp instruction per cycle, and warp `w` of a CTA runs on sub-partition `w % 4`. A kernel
+//! of independent f32 FMAs (full rate: one warp instruction per cycle per sub-partition) (issue-bound: nothing to wait for) must be estimated
+//! about as fast on four warps as on one (each has a sub-partition to itself) and markedly
+//! slower on eight (two warps share each); a dependent chain (latency-bound: each warp
+//! issues only every few cycles) barely slows at eight, the other warp filling the stalls.
+//! Results are checked against the PTX emulator. Needs ptxas and nvdisasm
+//! (scripts/install-tools).
+
+mod common;
+
+use trident_core::{DType, HostTensor};
+use trident_emu::{KernelArg, Module};
+use trident_sass_emu::{launch, LaunchConfig};
+
+/// 64 rounds over `ways` accumulators: `ways` independent chains of `x = 0.5 x + 1` in f32 (a
+/// full-rate FMA; no reassociation lets the compiler shorten the chain).
+fn kernel(ways: usize) -> String {
+    let mut body = String::new();
+    for i in 0..ways {
+        body += &format!("\tadd.u32 %r3, %r0, {i};\n\tcvt.rn.f32.u32 %a{i}, %r3;\n");
+    }
+    body += "\tmov.u32 %r1, 0;\n$L_loop:\n";
+    for i in 0..ways {
+        body += &format!("\tfma.rn.f32 %a{i}, %a{i}, 0f3F000000, 0f3F800000;\n");
+    }
+    body += "\tadd.u32 %r1, %r1, 1;\n\tsetp.lt.u32 %p1, %r1, 64;\n\t@%p1 bra $L_loop;\n";
+    body += "\tmov.u32 %r2, 0;\n";
+    for i in 0..ways {
+        body += &format!("\tmov.b32 %r3, %a{i};\n\txor.b32 %r2, %r2, %r3;\n");
+    }
+    format!(
+        ".version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry chains(.param .u64 out)
+{{
+	.reg .b32 %r<8>;
+	.reg .f32 %a<16>;
+	.reg .b64 %rd<4>;
+	.reg .pred %p<2>;
+	ld.param.u64 %rd1, [out];
+	mov.u32 %r0, %tid.x;
+{body}	mul.wide.u32 %rd2, %r0, 4;
+	add.s64 %rd3, %rd1, %rd2;
+	st.global.u32 [%rd3], %r2;
+	ret;
+}}
+"
+    )
+}
+
+#[test]
+fn warps_share_their_sub_partitions_issue_slots() {
+    if !common::tools() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("trident-sass-emu-slots-{}", std::process::id()));
+    let cycles = |ways: usize, warps: u32| {
+        let ptx = kernel(ways);
+        let threads = 32 * warps;
+        let poisoned = || {
+            let mut t = HostTensor::zeros(DType::U32, &[threads as usize]);
+            t.data.iter_mut().for_each(|b| *b = 0xa5);
+            vec![KernelArg::Buffer(t)]
+        };
+        let module = Module::parse(&ptx).unwrap();
+        let mut want = poisoned();
+        let cfg = trident_emu::LaunchConfig { block: [threads, 1, 1], ..Default::default() };
+        trident_emu::launch(&module, "chains", &cfg, &mut want).unwrap_or_else(|e| panic!("PTX emulator: {e}"));
+        let (_, _, p) = common::compile(&ptx, "sm_90a", "chains", &dir, &format!("chains{ways}"));
+        let mut got = poisoned();
+        let cfg = LaunchConfig { block: [threads, 1, 1], ..Default::default() };
+        let report = launch(&p, &cfg, &mut got).unwrap_or_else(|e| panic!("SASS emulator: {e}"));
+        let (KernelArg::Buffer(a), KernelArg::Buffer(b)) = (&want[0], &got[0]) else { panic!("a buffer") };
+        assert_eq!(a.data, b.data, "{ways} chains, {warps} warps: outputs of the two emulators");
+        report.cycles
+    };
+    // Issue-bound: eight independent chains.
+    let (one, four, eight) = (cycles(8, 1), cycles(8, 4), cycles(8, 8));
+    eprintln!("8 chains: 1 warp {one}, 4 warps {four}, 8 warps {eight} cycles");
+    assert!(four <= one + one / 20, "four warps, one per sub-partition: {four} vs one warp's {one}");
+    assert!(eight * 10 >= four * 17, "eight warps, two per sub-partition: {eight} vs four warps' {four}");
+    // Latency-bound: one chain.
+    let (four, eight) = (cycles(1, 4), cycles(1, 8));
+    eprintln!("1 chain: 4 warps {four}, 8 warps {eight} cycles");
+    assert!(eight * 10 <= four * 12, "a dependent chain leaves room for a second warp: {eight} vs {four}");
+}
