@@ -40,10 +40,23 @@ fn regs(s: &str) -> Vec<&str> {
     out
 }
 
-/// Whether an instruction (without its predicate) has effects beyond its destinations.
+/// Opcodes (their first part) known to do nothing but write their destinations from their
+/// sources: only these may go when nothing reads what they write. Anything else is kept, so a
+/// new kind of instruction is never dropped for want of a rule (`stmatrix` once was, with the
+/// epilogue feeding it).
+const PURE: &[&str] = &[
+    "abs", "add", "and", "bfe", "bfi", "brev", "clz", "cnot", "copysign", "cos", "cvt", "cvta", "div", "dp2a", "dp4a",
+    "ex2", "fma", "ld", "ldmatrix", "lg2", "lop3", "mad", "mad24", "max", "min", "mma", "mov", "mul", "mul24", "neg",
+    "not", "or", "popc", "prmt", "rcp", "rem", "rsqrt", "sad", "selp", "set", "setp", "shf", "shfl", "shl", "shr",
+    "sin", "slct", "sqrt", "sub", "tanh", "testp", "xor",
+];
+
+/// Whether an instruction (without its predicate) has effects beyond its destinations (or
+/// is not known to have none).
 fn has_effect(ins: &str) -> bool {
     let op = ins.split_whitespace().next().unwrap_or("");
-    op.starts_with("st.")
+    !PURE.contains(&op.split('.').next().unwrap_or(""))
+        || op.starts_with("st.")
         || op.starts_with("stmatrix")
         || op.starts_with("atom")
         || op.starts_with("red.")
@@ -207,7 +220,8 @@ mod tests {
     }
 
     /// Every store form is an effect: a `stmatrix` (whose first operand is an address, not
-    /// a destination) keeps the values it stores, and the address computation.
+    /// a destination) keeps the values it stores, and the address computation. So is an
+    /// instruction the pass has no rule for (`prefetch`, here): kept, with what it reads.
     #[test]
     fn keeps_stmatrix_and_its_sources() {
         let body = "	add.u32 %r9, %r8, 64;
@@ -222,5 +236,8 @@ mod tests {
         assert!(out.contains("mov.b32 %r2, {%h3, %h4}"), "{out}");
         assert!(out.contains("add.u32 %r9, %r8, 64"), "{out}");
         assert!(!out.contains("%r3"), "{out}");
+        let out = eliminate("\tadd.s64 %rd2, %rd1, 128;\n\tprefetch.global.L2 [%rd2];\n\tadd.s64 %rd3, %rd1, 4;\n");
+        assert!(out.contains("prefetch.global.L2 [%rd2]") && out.contains("add.s64 %rd2"), "{out}");
+        assert!(!out.contains("%rd3"), "{out}");
     }
 }
