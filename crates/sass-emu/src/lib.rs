@@ -466,6 +466,10 @@ fn run_cta(
         if states.iter().all(|s| matches!(s, State::Done)) {
             break;
         }
+        // No running warp can issue before the lowest of their clocks again.
+        if let Some(low) = warps.iter().zip(&clocks).filter(|(w, _)| w.live != 0).map(|(_, c)| c.clock).min() {
+            issue.borrow_mut().forget_before(low);
+        }
         if release_barriers(&mut warps, &mut clocks, &states, &mut arrivals) {
             continue;
         }

@@ -117,16 +117,19 @@ pub struct WarpTiming {
 /// stretches the CTA's time. Only the CTA's own warps share them (CTAs run on their own).
 #[derive(Debug, Default)]
 pub struct IssueSlots {
-    taken: [Vec<u64>; 4],
+    /// One bit per cycle from cycle `64 * first`, per sub-partition.
+    taken: [std::collections::VecDeque<u64>; 4],
+    /// The first 64-cycle word kept: every warp's clock is past the ones before.
+    first: u64,
 }
 
 impl IssueSlots {
     /// Takes the first cycle at or after `t` on which sub-partition `sp` issues nothing yet.
     pub fn claim(&mut self, sp: usize, t: u64) -> u64 {
         let bits = &mut self.taken[sp % 4];
-        let mut c = t;
+        let mut c = t.max(64 * self.first);
         loop {
-            let (w, b) = ((c / 64) as usize, c % 64);
+            let (w, b) = ((c / 64 - self.first) as usize, c % 64);
             if w >= bits.len() {
                 bits.resize(w + 1, 0);
             }
@@ -136,8 +139,18 @@ impl IssueSlots {
                 bits[w] |= 1 << (at % 64);
                 return at;
             }
-            c = (w as u64 + 1) * 64;
+            c = (c / 64 + 1) * 64;
         }
+    }
+
+    /// Forgets the cycles before `t`, which no warp can issue in any more (the lowest clock
+    /// of the CTA's running warps), so a long kernel's table stays short.
+    pub fn forget_before(&mut self, t: u64) {
+        let drop = (t / 64).saturating_sub(self.first);
+        for bits in self.taken.iter_mut() {
+            bits.drain(..(drop as usize).min(bits.len()));
+        }
+        self.first += drop;
     }
 }
 
@@ -408,6 +421,27 @@ pub fn op_text(op: &Op) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One issue per cycle and sub-partition: a taken cycle moves the next claimant to the
+    /// first free one (across the 64-cycle words), other sub-partitions are independent, and
+    /// forgetting the past changes no answer about the future.
+    #[test]
+    fn issue_slots_take_the_first_free_cycle() {
+        let mut s = IssueSlots::default();
+        assert_eq!(s.claim(0, 5), 5);
+        assert_eq!(s.claim(0, 5), 6);
+        assert_eq!(s.claim(4, 5), 7, "warp 4 shares warp 0's sub-partition");
+        assert_eq!(s.claim(1, 5), 5);
+        assert_eq!(s.claim(0, 3), 3);
+        for c in 60..64 {
+            assert_eq!(s.claim(2, c), c);
+        }
+        assert_eq!(s.claim(2, 60), 64, "past the word's end");
+        s.forget_before(130);
+        assert_eq!(s.claim(2, 64), 128, "cycles before the kept words are past");
+        assert_eq!(s.claim(2, 128), 129);
+        assert_eq!(s.claim(3, 200), 200);
+    }
     use trident_sass::banks::source_slots;
     use trident_sass::disasm::Text;
     use trident_sass::operands::operands;
