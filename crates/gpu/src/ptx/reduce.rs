@@ -235,26 +235,27 @@ impl Emitter<'_> {
                     }
                     *acc = vs;
                 }
-            }
-            for (g, (_, acc)) in accs.iter_mut().enumerate().filter(|_| !by_lanes) {
-                let mut parts: Vec<Vec<Reg>> = vec![];
-                for w in 0..k {
-                    let mut vs = vec![];
-                    for o in 0..n {
-                        let class = acc[o].class;
-                        let eb = scratch_elem_bytes(class).max(4) as u64;
-                        let a = self.new_reg(RegClass::B32);
-                        self.ins(format!("mad.lo.u32 {a}, {}, {eb}, {base}", addrs[g]));
-                        let addr = format!("{a}+{}", offsets[o] + w * r_numel * eb);
-                        vs.push(self.ld_shared(class, &addr));
+            } else {
+                for (g, (_, acc)) in accs.iter_mut().enumerate() {
+                    let mut parts: Vec<Vec<Reg>> = vec![];
+                    for w in 0..k {
+                        let mut vs = vec![];
+                        for o in 0..n {
+                            let class = acc[o].class;
+                            let eb = scratch_elem_bytes(class).max(4) as u64;
+                            let a = self.new_reg(RegClass::B32);
+                            self.ins(format!("mad.lo.u32 {a}, {}, {eb}, {base}", addrs[g]));
+                            let addr = format!("{a}+{}", offsets[o] + w * r_numel * eb);
+                            vs.push(self.ld_shared(class, &addr));
+                        }
+                        parts.push(vs);
                     }
-                    parts.push(vs);
+                    let mut a = parts[0].clone();
+                    for p in &parts[1..] {
+                        a = self.combine(region, &a, p)?;
+                    }
+                    *acc = a;
                 }
-                let mut a = parts[0].clone();
-                for p in &parts[1..] {
-                    a = self.combine(region, &a, p)?;
-                }
-                *acc = a;
             }
         }
         // 4. Result registers, in the result layout's order.
