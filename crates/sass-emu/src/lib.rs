@@ -46,6 +46,8 @@ pub struct Program {
     regs: Vec<Operands>,
     /// Each instruction's source slots, where the bank model knows its form.
     slots: Vec<Option<trident_sass::banks::Slots>>,
+    /// The pipe each instruction needs, where the pipe model assigns one.
+    pipes: Vec<Option<trident_sass::pipes::PipeUse>>,
 }
 
 impl Program {
@@ -65,7 +67,8 @@ impl Program {
             }
         }
         let slots = text.iter().map(trident_sass::banks::source_slots).collect();
-        Ok(Program { kernel, regs: text.iter().map(operands).collect(), slots })
+        let pipes = kernel.ops.iter().map(|op| trident_sass::pipes::pipe(kernel.sm, &op_text(op))).collect();
+        Ok(Program { kernel, regs: text.iter().map(operands).collect(), slots, pipes })
     }
 }
 
@@ -356,14 +359,15 @@ fn run_cta(
                     )));
                 };
                 let slots = p.slots.get(pc).and_then(Option::as_ref);
+                let pipe = p.pipes.get(pc).copied().flatten();
                 if cfg.check_hazards {
-                    t.issue(k.sm, pc, active, op, &p.regs[pc], slots, k.controls[pc], &name_of).map_err(|e| {
+                    t.issue(k.sm, pc, active, op, &p.regs[pc], slots, pipe, k.controls[pc], &name_of).map_err(|e| {
                         let mut e = e;
                         e.thread = None;
                         e.at_thread(ctaid, thread_of(w.first_thread + lane0, cfg.block))
                     })?;
                 } else {
-                    t.issue_unchecked(slots, k.controls[pc]);
+                    t.issue_unchecked(slots, pipe, k.controls[pc]);
                 }
                 issued += 1;
                 if issued > cfg.max_warp_instructions_per_cta {

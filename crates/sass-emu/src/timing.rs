@@ -33,6 +33,7 @@ use trident_emu::{EmuError, ErrorKind, MachineModel};
 use trident_sass::banks::{conflict_cycles, Slots};
 use trident_sass::latency::{self, Queue};
 use trident_sass::operands::{Operands, Reg};
+use trident_sass::pipes::{Pipe, PipeUse};
 use trident_sass::Control;
 
 use crate::decode::Op;
@@ -109,37 +110,78 @@ pub struct WarpTiming {
     pub slots: Option<(std::rc::Rc<std::cell::RefCell<IssueSlots>>, usize)>,
 }
 
-/// Issue slots of an SM's four sub-partitions, each of which issues at most one warp
-/// instruction per cycle; warp `w` of a CTA runs on sub-partition `w % 4` (as on Ampere and
-/// Hopper). Warps are emulated one after another between barriers, not cycle by cycle, so a
-/// warp takes the first free cycle at or after the one its own timing allows: the later-run
-/// warps fill the others' stall cycles, and a sub-partition with more work than cycles
-/// stretches the CTA's time. Only the CTA's own warps share them (CTAs run on their own).
+/// Issue slots and functional units ("pipes", `trident_sass::pipes`) of an SM's four
+/// sub-partitions. Each sub-partition issues at most one warp instruction per cycle, and an
+/// instruction that needs a pipe issues only in a cycle in which one of its pipes is free
+/// for as many cycles as it holds it (sm_80's FMA pipe takes an `FFMA` every 2 cycles, its
+/// XU a `MUFU` every 8): a warp whose stall counts are shorter waits for the pipe, and the
+/// warps of a sub-partition share its pipes. Warp `w` of a CTA runs on sub-partition `w % 4`
+/// (as on Ampere and Hopper). Warps are emulated one after another between barriers, not
+/// cycle by cycle, so a warp takes the first cycle at or after the one its own timing allows
+/// in which the slot and a pipe are free: the later-run warps fill the others' stall
+/// cycles, and a sub-partition with more work than cycles stretches the CTA's time. Only the
+/// CTA's own warps share them (CTAs run on their own).
 #[derive(Debug, Default)]
 pub struct IssueSlots {
-    /// One bit per cycle from cycle `64 * first`, per sub-partition.
-    taken: [std::collections::VecDeque<u64>; 4],
+    /// One bit per cycle from cycle `64 * first`, per sub-partition: an instruction issued.
+    taken: [Cycles; 4],
+    /// The same per sub-partition and pipe ([`Pipe::index`]): the pipe busy.
+    busy: [[Cycles; 7]; 4],
     /// The first 64-cycle word kept: every warp's clock is past the ones before.
     first: u64,
 }
 
+/// A bit per cycle, from cycle `64 * IssueSlots::first`.
+type Cycles = std::collections::VecDeque<u64>;
+
+fn is_set(bits: &Cycles, first: u64, c: u64) -> bool {
+    bits.get((c / 64 - first) as usize).is_some_and(|w| w >> (c % 64) & 1 == 1)
+}
+
+fn set(bits: &mut Cycles, first: u64, c: u64) {
+    let w = (c / 64 - first) as usize;
+    if w >= bits.len() {
+        bits.resize(w + 1, 0);
+    }
+    bits[w] |= 1 << (c % 64);
+}
+
 impl IssueSlots {
-    /// Takes the first cycle at or after `t` on which sub-partition `sp` issues nothing yet.
-    pub fn claim(&mut self, sp: usize, t: u64) -> u64 {
-        let bits = &mut self.taken[sp % 4];
-        let mut c = t.max(64 * self.first);
+    /// Takes the first cycle at or after `t` in which sub-partition `sp` issues nothing yet
+    /// and, if the instruction needs a pipe (`pipe`), one of its pipes is free for the cycles
+    /// it holds it (the first such pipe is taken).
+    pub fn claim(&mut self, sp: usize, t: u64, pipe: Option<PipeUse>) -> u64 {
+        let sp = sp % 4;
+        let first = self.first;
+        let mut c = t.max(64 * first);
         loop {
-            let (w, b) = ((c / 64 - self.first) as usize, c % 64);
-            if w >= bits.len() {
-                bits.resize(w + 1, 0);
+            let w = (c / 64 - first) as usize;
+            // A word of taken slots is skipped whole.
+            if self.taken[sp].get(w).is_some_and(|x| *x == u64::MAX) {
+                c = (c / 64 + 1) * 64;
+                continue;
             }
-            let free = !bits[w] >> b;
-            if free != 0 {
-                let at = c + free.trailing_zeros() as u64;
-                bits[w] |= 1 << (at % 64);
-                return at;
+            if !is_set(&self.taken[sp], first, c) {
+                let free = |p: &Pipe| {
+                    (c..c + pipe.map_or(0, |u| u.cycles as u64)).all(|x| !is_set(&self.busy[sp][p.index()], first, x))
+                };
+                match pipe {
+                    None => {
+                        set(&mut self.taken[sp], first, c);
+                        return c;
+                    }
+                    Some(u) => {
+                        if let Some(p) = u.pipes.iter().find(|p| free(p)) {
+                            set(&mut self.taken[sp], first, c);
+                            for x in c..c + u.cycles as u64 {
+                                set(&mut self.busy[sp][p.index()], first, x);
+                            }
+                            return c;
+                        }
+                    }
+                }
             }
-            c = (c / 64 + 1) * 64;
+            c += 1;
         }
     }
 
@@ -147,7 +189,7 @@ impl IssueSlots {
     /// of the CTA's running warps), so a long kernel's table stays short.
     pub fn forget_before(&mut self, t: u64) {
         let drop = (t / 64).saturating_sub(self.first);
-        for bits in self.taken.iter_mut() {
+        for bits in self.taken.iter_mut().chain(self.busy.iter_mut().flatten()) {
             bits.drain(..(drop as usize).min(bits.len()));
         }
         self.first += drop;
@@ -181,10 +223,11 @@ impl WarpTiming {
         extra
     }
 
-    /// Moves the clock to the first cycle from now in which the warp's sub-partition is free.
-    fn take_issue_slot(&mut self) {
+    /// Moves the clock to the first cycle from now in which the warp's sub-partition can
+    /// issue the instruction (needing `pipe`).
+    fn take_issue_slot(&mut self, pipe: Option<PipeUse>) {
         if let Some((slots, sp)) = &self.slots {
-            self.clock = slots.borrow_mut().claim(*sp, self.clock);
+            self.clock = slots.borrow_mut().claim(*sp, self.clock, pipe);
         }
     }
 
@@ -222,8 +265,8 @@ impl WarpTiming {
     }
 
     /// Issues instruction `at` for the lanes `active` (its decoded form, registers, source
-    /// slots for the bank model, control bits, and the producers' opcodes looked up through `opcode_of`); an error names a
-    /// hazard.
+    /// slots for the bank model, the pipe it needs, control bits, and the producers' opcodes
+    /// looked up through `name_of`); an error names a hazard.
     #[allow(clippy::too_many_arguments)]
     pub fn issue(
         &mut self,
@@ -233,6 +276,7 @@ impl WarpTiming {
         op: &Op,
         regs: &Operands,
         slots: Option<&Slots>,
+        pipe: Option<PipeUse>,
         c: Control,
         name_of: &dyn Fn(usize) -> String,
     ) -> Result<(), EmuError> {
@@ -254,9 +298,9 @@ impl WarpTiming {
             }
         }
         // Operands are read once the waits are over: a bank conflict delays the issue, and
-        // so does another warp of the sub-partition issuing in that cycle.
+        // so does another warp of the sub-partition issuing in that cycle, and a busy pipe.
         self.operand_reads(slots, c);
-        self.take_issue_slot();
+        self.take_issue_slot(pipe);
         let opcode = op_text(op);
         // sm_90a's `IMAD.WIDE` reads its 64-bit addend's high register late (the SASS
         // toolkit's evidence).
@@ -374,9 +418,9 @@ impl WarpTiming {
 
     /// Issues an instruction without the hazard checks and waits (the emulator's fast mode):
     /// its operand reads, then its stall count.
-    pub fn issue_unchecked(&mut self, slots: Option<&Slots>, c: Control) {
+    pub fn issue_unchecked(&mut self, slots: Option<&Slots>, pipe: Option<PipeUse>, c: Control) {
         self.operand_reads(slots, c);
-        self.take_issue_slot();
+        self.take_issue_slot(pipe);
         self.issued_at = self.clock;
         self.clock += c.stall.max(1) as u64;
     }
@@ -428,19 +472,49 @@ mod tests {
     #[test]
     fn issue_slots_take_the_first_free_cycle() {
         let mut s = IssueSlots::default();
-        assert_eq!(s.claim(0, 5), 5);
-        assert_eq!(s.claim(0, 5), 6);
-        assert_eq!(s.claim(4, 5), 7, "warp 4 shares warp 0's sub-partition");
-        assert_eq!(s.claim(1, 5), 5);
-        assert_eq!(s.claim(0, 3), 3);
+        assert_eq!(s.claim(0, 5, None), 5);
+        assert_eq!(s.claim(0, 5, None), 6);
+        assert_eq!(s.claim(4, 5, None), 7, "warp 4 shares warp 0's sub-partition");
+        assert_eq!(s.claim(1, 5, None), 5);
+        assert_eq!(s.claim(0, 3, None), 3);
         for c in 60..64 {
-            assert_eq!(s.claim(2, c), c);
+            assert_eq!(s.claim(2, c, None), c);
         }
-        assert_eq!(s.claim(2, 60), 64, "past the word's end");
+        assert_eq!(s.claim(2, 60, None), 64, "past the word's end");
         s.forget_before(130);
-        assert_eq!(s.claim(2, 64), 128, "cycles before the kept words are past");
-        assert_eq!(s.claim(2, 128), 129);
-        assert_eq!(s.claim(3, 200), 200);
+        assert_eq!(s.claim(2, 64, None), 128, "cycles before the kept words are past");
+        assert_eq!(s.claim(2, 128, None), 129);
+        assert_eq!(s.claim(3, 200, None), 200);
+        // A full word of taken slots is passed over.
+        for c in 256..320 {
+            assert_eq!(s.claim(3, c, None), c);
+        }
+        assert_eq!(s.claim(3, 256, None), 320);
+    }
+
+    /// An instruction waits for a free pipe as well as a free slot: sm_80's FMA pipe takes an
+    /// `FFMA` every 2 cycles (another pipe's instruction issues in between), sm_90's two FMA
+    /// pipes one a cycle, but `IMAD` only the first of them; `MUFU` holds the XU 8 cycles.
+    #[test]
+    fn instructions_wait_for_their_pipe() {
+        use trident_sass::pipes::pipe;
+        let mut s = IssueSlots::default();
+        let ffma = pipe(80, "FFMA");
+        assert_eq!(s.claim(0, 0, ffma), 0);
+        assert_eq!(s.claim(0, 1, ffma), 2, "the FMA pipe is busy in cycle 1");
+        assert_eq!(s.claim(0, 1, pipe(80, "LOP3.LUT")), 1, "the ALU is not");
+        assert_eq!(s.claim(4, 2, ffma), 4, "warp 4 shares sub-partition 0's pipes");
+        assert_eq!(s.claim(1, 2, ffma), 2, "sub-partition 1 has its own");
+        let mut s = IssueSlots::default();
+        let (ffma, imad) = (pipe(90, "FFMA"), pipe(90, "IMAD"));
+        assert_eq!((s.claim(0, 0, ffma), s.claim(0, 0, ffma), s.claim(0, 0, ffma)), (0, 1, 2));
+        assert_eq!(s.claim(0, 3, imad), 4, "IMAD takes the first FMA pipe only (busy in cycle 3)");
+        let mut s = IssueSlots::default();
+        let mufu = pipe(90, "MUFU.EX2");
+        assert_eq!((s.claim(2, 0, mufu), s.claim(2, 0, mufu), s.claim(2, 0, None)), (0, 8, 1));
+        s.forget_before(64);
+        assert_eq!(s.claim(2, 64, mufu), 64);
+        assert_eq!(s.claim(2, 65, mufu), 72);
     }
     use trident_sass::banks::source_slots;
     use trident_sass::disasm::Text;
@@ -458,7 +532,8 @@ mod tests {
             let c = Control { stall, yield_bit, write_sb: None, read_sb: None, wait: 0, reuse };
             let slots = source_slots(t);
             let name_of = |p: usize| texts[p].opcode.clone();
-            w.issue(80, i, u32::MAX, &crate::decode::decode(t), &operands(t), slots.as_ref(), c, &name_of).unwrap();
+            w.issue(80, i, u32::MAX, &crate::decode::decode(t), &operands(t), slots.as_ref(), None, c, &name_of)
+                .unwrap();
         }
         (w.clock, w.bank_cycles)
     }
@@ -505,7 +580,7 @@ mod tests {
         let issue = |w: &mut WarpTiming, i: usize, stall| {
             let t = &texts[i];
             let slots = source_slots(t);
-            w.issue(80, i, u32::MAX, &crate::decode::decode(t), &operands(t), slots.as_ref(), c(stall), &name_of)
+            w.issue(80, i, u32::MAX, &crate::decode::decode(t), &operands(t), slots.as_ref(), None, c(stall), &name_of)
         };
         issue(&mut w, 0, 3).unwrap();
         let e = issue(&mut w, 1, 1).unwrap_err();

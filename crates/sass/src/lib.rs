@@ -18,6 +18,7 @@ pub mod elf;
 pub mod latency;
 pub mod nvinfo;
 pub mod operands;
+pub mod pipes;
 pub mod rewrite;
 pub mod verify;
 
