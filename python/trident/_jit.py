@@ -48,6 +48,8 @@ def _native():
     global _native_module
     if _native_module is None:
         from . import _native as n
+        # Cache keys fingerprint the compiler's code: this module's file, not Python's.
+        n.set_code_file(n.__file__)
         _native_module = n
     return _native_module
 

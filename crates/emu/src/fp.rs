@@ -184,9 +184,25 @@ pub fn to_small(fmt: Small, x: f64, e: f64, rnd: Rnd, satfinite: bool) -> u16 {
         return F16_CANON_NAN;
     }
     let mut r = small_rn(fmt, x);
-    let diff = |b: u16| (small_to_f64(fmt, b) - x) - e;
-    let d0 = diff(r);
     let dir = rnd.dir();
+    // To nearest, infinity stands for the first power of two past the range (the value a
+    // finite result would round to there): a value past the range's last midpoint becomes
+    // infinity, not the largest finite value, however far past it is.
+    let nearest = matches!(dir, Rnd::Rn | Rnd::Rna);
+    let past = match fmt {
+        Small::F16 => 65536.0,
+        Small::BF16 => 2f64.powi(128),
+    };
+    let value = |b: u16| {
+        let v = small_to_f64(fmt, b);
+        if nearest && v.is_infinite() {
+            past.copysign(v)
+        } else {
+            v
+        }
+    };
+    let diff = |b: u16| (value(b) - x) - e;
+    let d0 = diff(r);
     if d0 != 0.0 && !(dir == Rnd::Rn && e == 0.0) {
         let pos = x > 0.0 || (x == 0.0 && e > 0.0);
         let down = small_step(r, false);
@@ -247,5 +263,30 @@ pub fn to_tf32(x: f32, rnd: Rnd) -> u32 {
             (b.wrapping_add(0xfff + lsb)) & !0x1fff
         }
         _ => (b.wrapping_add(0x1000)) & !0x1fff,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An integer far past f16's range (`cvt.rn.f16.s64`, whose value is `s + e`) rounds to
+    /// infinity to nearest, and to the largest finite value toward zero; just below the last
+    /// midpoint (65520) it rounds to 65504.
+    #[test]
+    fn integers_past_the_range_round_to_infinity() {
+        let big = 8_415_188_317_423_085_357i128;
+        let (s, e) = (big as f64, (big - big as f64 as i128) as f64);
+        assert!(e != 0.0);
+        assert_eq!(to_small(Small::F16, s, e, Rnd::Rn, false), 0x7c00);
+        assert_eq!(to_small(Small::F16, -s, -e, Rnd::Rn, false), 0xfc00);
+        assert_eq!(to_small(Small::F16, s, e, Rnd::Rz, false), 0x7bff);
+        assert_eq!(to_small(Small::F16, -s, -e, Rnd::Rp, false), 0xfbff);
+        assert_eq!(to_small(Small::F16, s, e, Rnd::Rn, true), 0x7bff, "satfinite");
+        assert_eq!(to_small(Small::F16, 65519.0, 0.25, Rnd::Rn, false), 0x7bff);
+        assert_eq!(to_small(Small::F16, 65520.0, 0.0, Rnd::Rn, false), 0x7c00);
+        assert_eq!(to_small(Small::F16, 65520.0, 2f64.powi(-30), Rnd::Rn, false), 0x7c00);
+        assert_eq!(to_small(Small::F16, 65520.0, -2f64.powi(-30), Rnd::Rn, false), 0x7bff);
+        assert_eq!(to_small(Small::BF16, 1e300, 1.0, Rnd::Rn, false), 0x7f80);
     }
 }

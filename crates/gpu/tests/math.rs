@@ -267,3 +267,130 @@ fn binary_functions_are_within_their_documented_ulp_bounds() {
     eprintln!("{table}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+fn kernel_f64(op: &str) -> String {
+    format!(
+        r#"
+kernel @math(%x: ptr<f64> {{divisibility = 16}}, %y: ptr<f64> {{divisibility = 16}}) {{
+  %r = arange [start = 0, end = {N}] : tensor<{N}xi32>
+  %xs = splat %x : tensor<{N}xptr<f64>>
+  %p = addptr %xs, %r : tensor<{N}xptr<f64>>
+  %v = load %p : tensor<{N}xf64>
+  %o = {op} %v : tensor<{N}xf64>
+  %ys = splat %y : tensor<{N}xptr<f64>>
+  %q = addptr %ys, %r : tensor<{N}xptr<f64>>
+  store %q, %o
+  return
+}}
+"#
+    )
+}
+
+/// Error of `got` against `want` in units of the f64 ulp at `want` (NaN and infinities must
+/// match exactly).
+fn ulps_f64(got: f64, want: f64) -> f64 {
+    if want.is_nan() || got.is_nan() {
+        return if got.is_nan() && want.is_nan() { 0.0 } else { f64::INFINITY };
+    }
+    if want.is_infinite() || got.is_infinite() {
+        return if got == want { 0.0 } else { f64::INFINITY };
+    }
+    // The ulp at `want`: 2^(exponent - 52), and 2^-1074 for subnormals and zero (built from
+    // bits: `powi` underflows there).
+    let biased = (want.abs().to_bits() >> 52) as i64;
+    let ulp = if biased > 52 {
+        f64::from_bits(((biased - 52) as u64) << 52)
+    } else {
+        f64::from_bits(1u64 << (biased - 1).max(0))
+    };
+    (got - want).abs() / ulp
+}
+
+/// Runs f64 `op` on the emulator at the points `xs` (N of them): the worst error against `f`
+/// in f64 ulps, and where.
+fn measure_f64(op: &str, xs: &[f64], f: &dyn Fn(f64) -> f64) -> (f64, f64) {
+    let m = parse(&kernel_f64(op));
+    let k = compile(&m, "math", 4);
+    let x = HostTensor::from_f64(DType::F64, &[N], xs);
+    let out = run_emu(&k, [1, 1, 1], &[Arg::Tensor(x), Arg::Tensor(poisoned(DType::F64, &[N]))]);
+    let mut worst = (0.0f64, 0.0f64);
+    for (i, &xi) in xs.iter().enumerate() {
+        let e = ulps_f64(out[1].get_f64(i), f(xi));
+        if e > worst.0 || e.is_nan() {
+            worst = (e, xi);
+        }
+    }
+    worst
+}
+
+/// The GPU backend's f64 functions (`ptx/math_f64.rs`) against libm (glibc's, through Rust's
+/// std — `exp10` as `powf`: the libm crate's `exp10` is itself a few ulps off — and the libm
+/// crate's `erf`/`erfc`), in f64 ulps, on random points of each domain plus
+/// the special values (zeros, infinities, NaN, negative logarithms, subnormals, the overflow
+/// and underflow edges, huge trigonometric arguments). The references are themselves within
+/// about one ulp, so the bounds hold that much slack.
+#[test]
+fn f64_functions_are_within_their_ulp_bounds() {
+    let mut rng = Rng(seed());
+    use libm as lm;
+    let specials = [
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        1.0,
+        -1.0,
+        2.0,
+        0.5,
+        1024.0,
+        1e-310,
+        -1e-310,
+        f64::MIN_POSITIVE,
+        709.78,
+        710.0,
+        -745.0,
+        -746.0,
+        1e300,
+        -1e300,
+        1e22,
+        f64::MAX,
+    ];
+    #[allow(clippy::type_complexity)]
+    let cases: Vec<(&str, Vec<(f64, f64)>, Box<dyn Fn(f64) -> f64>, f64)> = vec![
+        ("exp", vec![(-745.0, 709.0), (-1.0, 1.0), (-1e-10, 1e-10)], Box::new(f64::exp), 2.0),
+        ("exp2", vec![(-1074.0, 1023.0), (-1.0, 1.0)], Box::new(f64::exp2), 2.0),
+        ("exp10", vec![(-323.0, 308.0), (-1.0, 1.0)], Box::new(|x| 10f64.powf(x)), 2.0),
+        ("log", vec![(1e-300, 1e300), (0.5, 2.0), (0.999, 1.001), (1e-320, 1e-308)], Box::new(f64::ln), 2.0),
+        ("log2", vec![(1e-300, 1e300), (0.5, 2.0), (0.999, 1.001)], Box::new(f64::log2), 2.0),
+        ("log10", vec![(1e-300, 1e300), (0.5, 2.0), (0.999, 1.001)], Box::new(f64::log10), 3.0),
+        ("sin", vec![(-3.2, 3.2), (-1e5, 1e5), (-1e300, 1e300), (1e6, 1e7)], Box::new(f64::sin), 3.0),
+        ("cos", vec![(-3.2, 3.2), (-1e5, 1e5), (-1e300, 1e300), (1e6, 1e7)], Box::new(f64::cos), 3.0),
+        ("tan", vec![(-1.5, 1.5), (-1e5, 1e5), (-1e300, 1e300)], Box::new(f64::tan), 4.0),
+        ("erf", vec![(-6.0, 6.0), (-1.0, 1.0), (-1e-3, 1e-3)], Box::new(lm::erf), 3.0),
+        ("erfc", vec![(-6.0, 27.0), (-1.0, 1.0), (1.0, 6.0)], Box::new(lm::erfc), 5.0),
+    ];
+    let mut table = String::from("| function | domain | max error (f64 ulp) | bound |\n|---|---|---|---|\n");
+    let mut failures = vec![];
+    for (op, domain, f, bound) in &cases {
+        let mut xs: Vec<f64> = specials.to_vec();
+        while xs.len() < N {
+            let (lo, hi) = domain[xs.len() % domain.len()];
+            // Log-uniform over wide positive ranges, uniform otherwise.
+            let x = if lo > 0.0 && hi / lo > 1e3 {
+                (lo.ln() + (hi.ln() - lo.ln()) * (rng.unit() * 0.5 + 0.5)).exp()
+            } else {
+                lo + (hi - lo) * (rng.unit() * 0.5 + 0.5)
+            };
+            xs.push(x);
+        }
+        let (err, at) = measure_f64(op, &xs, f.as_ref());
+        let dom: Vec<String> = domain.iter().map(|(a, b)| format!("[{a:e}, {b:e}]")).collect();
+        table.push_str(&format!("| {op} | {} and specials | {err:.2} (at {at:e}) | {bound} |\n", dom.join(" ")));
+        if err.is_nan() || err > *bound {
+            failures.push(format!("{op}: {err:.2} ulp at x = {at:e} (bound {bound})"));
+        }
+    }
+    eprintln!("{table}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -507,5 +507,14 @@ fn trident_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dispatch::TunedLauncher>()?;
     m.add("NativeError", m.py().get_type::<NativeError>())?;
     m.add_function(wrap_pyfunction!(dtype_size, m)?)?;
+    m.add_function(wrap_pyfunction!(set_code_file, m)?)?;
     Ok(())
+}
+
+/// Names this extension module's file as the compiler's code for the compile cache's keys
+/// (`trident_runtime::cache::set_code_file`): the running executable is Python's, which a
+/// rebuilt or upgraded package does not change. The package calls it on first import.
+#[pyfunction]
+fn set_code_file(path: std::path::PathBuf) {
+    trident_runtime::cache::set_code_file(path);
 }

@@ -493,6 +493,16 @@ impl Emitter<'_> {
         match kind {
             CastKind::Bitcast | CastKind::PtrToInt | CastKind::IntToPtr => {
                 let (fc, tc) = (class_of(from), class_of(to));
+                // An 8-bit integer lives in a 16-bit register, sign- or zero-extended by its
+                // type (`normalise`): reinterpreting the byte as the other signedness (or an
+                // fp8 byte as an integer) must extend it again, or an `i8` shift right would
+                // see a zero-extended byte and shift in zeros.
+                if let Some(d @ (DType::I8 | DType::U8)) = to.num().filter(|_| from != to && fc == tc) {
+                    let r = self.new_reg(tc);
+                    self.ins(format!("mov.b16 {r}, {a}"));
+                    self.normalise(d, r);
+                    return Ok(r);
+                }
                 if fc == tc {
                     return Ok(a);
                 }

@@ -854,10 +854,14 @@ impl Emitter<'_> {
                 return Ok(p);
             }
             _ => {
+                if let Some(r) = self.f64_math(op, x) {
+                    return r;
+                }
                 return Err(self.err(format!(
-                    "f64 `{}` is not supported by the GPU backend (only f32 and narrower math functions are)",
+                    "f64 `{}` is not supported by the GPU backend (f64: exp, exp2, exp10, log, log2, \
+                     log10, sin, cos, tan, erf, erfc, sqrt, rsqrt and the rounding functions)",
                     op.name()
-                )))
+                )));
             }
         }
         Ok(r)

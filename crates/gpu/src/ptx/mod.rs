@@ -38,6 +38,7 @@ pub mod dot;
 pub mod elementwise;
 pub mod emitter;
 pub mod math;
+pub mod math_f64;
 pub mod memory;
 pub mod profile;
 pub mod reduce;

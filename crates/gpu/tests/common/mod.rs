@@ -216,7 +216,9 @@ pub fn assert_same(got: &[HostTensor], want: &[HostTensor], tol: Option<(f64, f6
             let ok = if w.dtype.is_int() {
                 g.get_bits(i) == w.get_bits(i)
             } else {
-                (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= atol + rtol * y.abs()
+                // An infinity matches only itself (the relative tolerance of an infinite
+                // value would accept anything).
+                (x.is_nan() && y.is_nan()) || x == y || y.is_finite() && (x - y).abs() <= atol + rtol * y.abs()
             };
             assert!(ok, "{what}: buffer {b} element {i}: emulator {x}, interpreter {y}");
         }

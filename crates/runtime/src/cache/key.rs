@@ -214,18 +214,35 @@ pub(crate) fn checksum(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()
 }
 
+/// The file whose fingerprint stands for the compiler's code, when it is not the running
+/// executable ([`set_code_file`]).
+static CODE_FILE: OnceLock<std::path::PathBuf> = OnceLock::new();
+
+/// Names the file that holds the compiler's code, for a process whose executable does not:
+/// the Python package's extension module (`_native.abi3.so`) inside a `python` process, whose
+/// executable's fingerprint never changes when the package is rebuilt or upgraded — without
+/// this, a rebuilt package kept handing out kernels the old compiler had cached. Call before
+/// the first compile; a later call (or a second one) changes nothing.
+pub fn set_code_file(path: impl Into<std::path::PathBuf>) {
+    let _ = CODE_FILE.set(path.into());
+}
+
 /// The compiler version that goes into every key: the crate version plus a
-/// fingerprint of the running executable (its size and modification time).
+/// fingerprint of the file holding the compiler's code — the running executable, or the
+/// file named by [`set_code_file`] (its size and modification time).
 ///
 /// Trident's version number does not change when its code does, and a cache
 /// that survived a rebuild of the compiler would hand out kernels compiled by
-/// the old one; the executable's fingerprint changes on every rebuild.
+/// the old one; the file's fingerprint changes on every rebuild.
 /// Computed once per process.
 pub fn version() -> &'static str {
     static VERSION: OnceLock<String> = OnceLock::new();
     VERSION.get_or_init(|| {
-        let exe = std::env::current_exe().and_then(|p| p.metadata());
-        match exe {
+        let file = match CODE_FILE.get() {
+            Some(p) => Ok(p.clone()),
+            None => std::env::current_exe(),
+        };
+        match file.and_then(|p| p.metadata()) {
             Ok(m) => {
                 let mtime = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
                 let stamp = format!("{}:{:?}", m.len(), mtime);

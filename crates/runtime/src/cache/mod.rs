@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 pub use entry::{BuildInfo, Entry, EntryData, Metadata};
-pub use key::{version, CacheId, CacheKey, KeySummary};
+pub use key::{set_code_file, version, CacheId, CacheKey, KeySummary};
 pub use memo::{FileStamp, MemoKey};
 pub use stats::Counters;
 
