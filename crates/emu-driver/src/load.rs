@@ -11,7 +11,7 @@ use crate::state::Target;
 /// The code of one kernel, ready to launch.
 pub enum Code {
     Ptx(std::sync::Arc<trident_emu::Module>),
-    Sass(trident_sass_emu::Program),
+    Sass(Box<trident_sass_emu::Program>),
 }
 
 /// A kernel of a module: how to run it and what the driver reports about it.
@@ -252,7 +252,7 @@ fn load_cubin(bytes: &[u8], target: &Target) -> Result<LoadedModule, LoadError> 
             ptx_version: 0,
             reqntid: None,
             max_threads: 1024,
-            code: Code::Sass(program),
+            code: Code::Sass(Box::new(program)),
         });
     }
     Ok(LoadedModule { kernels })
