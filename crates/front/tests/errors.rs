@@ -330,3 +330,39 @@ fn undefined_name_suggests() {
         "#]],
     );
 }
+
+#[test]
+fn gather_with_mismatched_shapes_or_a_float_index() {
+    let src = format!(
+        "{HDR}@triton.jit\ndef k(x):\n    s = tl.load(x + tl.arange(0, 4)[:, None] + tl.arange(0, 2)[None, :])\n    \
+         i = tl.arange(0, 4)[:, None] + tl.zeros((4, 4), tl.int32)\n    o = tl.gather(s, i, 0)\n"
+    );
+    check(
+        &src,
+        "k",
+        &[("x", ptr(DType::F32))],
+        expect![[r#"
+        error: gather: source [4, 2] and index [4, 4] must have the same sizes outside axis 0
+          ┌─ test.py:9:9
+          │
+        9 │     o = tl.gather(s, i, 0)
+          │         ^^^^^^^^^^^^^^^^^^
+
+    "#]],
+    );
+    let src =
+        format!("{HDR}@triton.jit\ndef k(x):\n    s = tl.load(x + tl.arange(0, 4))\n    o = tl.gather(s, s, 0)\n");
+    check(
+        &src,
+        "k",
+        &[("x", ptr(DType::F32))],
+        expect![[r#"
+        error: gather: the index must be an integer tensor
+          ┌─ test.py:8:22
+          │
+        8 │     o = tl.gather(s, s, 0)
+          │                      ^
+
+    "#]],
+    );
+}

@@ -683,3 +683,56 @@ kernel @fp8dot(%a: ptr<f8e4m3> {divisibility = 16}, %b: ptr<f8e5m2> {divisibilit
         assert_same(&got, &want, Some((1e-5, 1e-4)), &format!("fp8 dot on {target}"));
     }
 }
+
+/// `tl.gather` through shared memory (`ptx/gather.rs`) against the interpreter: along either
+/// axis of a 2-D tile, with more and fewer index rows than source rows, 8- to 64-bit indices
+/// (some outside the axis: 0 there), 8-bit, 16-bit, 32-bit and boolean sources, and a tile of
+/// 128×64 gathered to 256×64 — the shape the one-hot formulation of `gather` it replaces
+/// could not run at all (33,000 virtual registers: more than the PTX emulator takes).
+#[test]
+fn gather_through_shared_memory() {
+    let s = src(r#"
+@triton.jit
+def gather2d(s_ptr, i_ptr, o_ptr, S0: tl.constexpr, S1: tl.constexpr, I0: tl.constexpr, I1: tl.constexpr,
+             AXIS: tl.constexpr, BOOL: tl.constexpr):
+    s = tl.load(s_ptr + tl.arange(0, S0)[:, None] * S1 + tl.arange(0, S1)[None, :])
+    if BOOL:
+        s = s > 0
+    i = tl.load(i_ptr + tl.arange(0, I0)[:, None] * I1 + tl.arange(0, I1)[None, :])
+    g = tl.gather(s, i, AXIS)
+    tl.store(o_ptr + tl.arange(0, I0)[:, None] * I1 + tl.arange(0, I1)[None, :], g.to(tl.float32))
+"#);
+    let mut rng = Rng(seed());
+    // (source dtype, index dtype, [S0, S1, I0, I1], axis, boolean source, warps)
+    type Case = (DType, DType, [usize; 4], i64, bool, u32);
+    let cases: &[Case] = &[
+        (DType::F32, DType::I32, [128, 64, 256, 64], 0, false, 4),
+        (DType::F32, DType::I64, [128, 64, 128, 128], 1, false, 4),
+        (DType::F16, DType::I8, [16, 32, 8, 32], 0, false, 2),
+        (DType::I8, DType::I16, [32, 16, 32, 4], 1, false, 1),
+        (DType::F32, DType::U8, [8, 64, 8, 64], 1, true, 4),
+    ];
+    for &(sd, id, [s0, s1, i0, i1], axis, boolean, warps) in cases {
+        let n = if axis == 0 { s0 } else { s1 } as f64;
+        let mut idx = random(&mut rng, id, &[i0, i1], n + 3.0);
+        // Mostly in range: fold most values into 0..n, keep a few outside (negative or past).
+        for k in 0..i0 * i1 {
+            let v = idx.get_f64(k);
+            if k % 7 != 0 {
+                idx.set_f64(k, v.abs() % n);
+            }
+        }
+        let args = [
+            ("s_ptr", A::T(random(&mut rng, sd, &[s0, s1], 100.0))),
+            ("i_ptr", A::T(idx)),
+            ("o_ptr", A::T(poisoned(DType::F32, &[i0, i1]))),
+            ("S0", A::C(s0 as i64)),
+            ("S1", A::C(s1 as i64)),
+            ("I0", A::C(i0 as i64)),
+            ("I1", A::C(i1 as i64)),
+            ("AXIS", A::C(axis)),
+            ("BOOL", A::C(boolean as i64)),
+        ];
+        py_differential(&s, "gather2d", &args, warps, [1, 1, 1], None);
+    }
+}

@@ -283,6 +283,7 @@ impl<'a> Program<'a> {
                 smallvec::smallvec![a, b]
             }
             OpKind::Cat => single(shape::cat(&*arg(fr, 0)?, &*arg(fr, 1)?, res_ty(0)?)?)?,
+            OpKind::Gather { axis } => single(shape::gather(&*arg(fr, 0)?, &*arg(fr, 1)?, *axis, res_ty(0)?)?)?,
             OpKind::Binary(b) => single(ew::binary(*b, &*arg(fr, 0)?, &*arg(fr, 1)?, res_ty(0)?.elem(), self.div0())?)?,
             OpKind::Unary(u) => single(ew::unary(*u, &*arg(fr, 0)?, res_ty(0)?.elem())?)?,
             OpKind::Cmp(p) => single(ew::cmp(*p, &*arg(fr, 0)?, &*arg(fr, 1)?, res_ty(0)?.elem())?)?,

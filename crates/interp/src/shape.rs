@@ -3,7 +3,7 @@
 //! All of them move elements without changing them; shapes are row-major.
 
 use crate::error::Fault;
-use crate::value::{strides, Data, Tensor};
+use crate::value::{strides, unravel, Data, Tensor};
 use trident_ir::Type;
 
 pub(crate) fn splat(a: &Tensor, ty: &Type) -> Result<Tensor, Fault> {
@@ -61,6 +61,29 @@ pub(crate) fn trans(a: &Tensor, perm: &[u32], ty: &Type) -> Result<Tensor, Fault
     Ok(Tensor::new(ty.elem(), &out, a.data.strided(&out, &st)))
 }
 
+/// `out[.., i, ..] = src[.., index[.., i, ..], ..]` along `axis`; 0 where the index is outside
+/// the source's axis.
+pub(crate) fn gather(src: &Tensor, index: &Tensor, axis: u32, ty: &Type) -> Result<Tensor, Fault> {
+    let ax = axis as usize;
+    let rank = src.shape.len();
+    if index.shape.len() != rank || ax >= rank {
+        return Err(Fault::internal(format!("gather of {:?} by {:?} on axis {ax}", src.shape, index.shape)));
+    }
+    let st = strides(&src.shape);
+    let n = src.shape[ax] as i64;
+    let ix = index.ints()?;
+    let picks: Vec<Option<usize>> = (0..index.len())
+        .map(|i| {
+            let c = unravel(i, &index.shape);
+            let k = ix[i];
+            (0..n).contains(&k).then(|| {
+                c.iter().enumerate().map(|(d, &x)| if d == ax { k as usize } else { x as usize } * st[d]).sum()
+            })
+        })
+        .collect();
+    Ok(Tensor::new(ty.elem(), ty.shape(), src.data.gather_or_zero(&picks)))
+}
+
 /// `[a, b]` → shape + [2], interleaving.
 pub(crate) fn join(a: &Tensor, b: &Tensor, ty: &Type) -> Result<Tensor, Fault> {
     if a.len() != b.len() || a.data.class() != b.data.class() {
@@ -97,4 +120,24 @@ pub(crate) fn cat(a: &Tensor, b: &Tensor, ty: &Type) -> Result<Tensor, Fault> {
     d.extend_from(&a.data, 0..a.len());
     d.extend_from(&b.data, 0..b.len());
     Ok(Tensor::new(ty.elem(), ty.shape(), d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trident_ir::{DType, Elem};
+
+    /// `out[i][j] = src[index[i][j]][j]` (axis 0) and `src[i][index[i][j]]` (axis 1), with 0
+    /// for an index outside the axis.
+    #[test]
+    fn gather_picks_along_the_axis_and_zeroes_outside_it() {
+        let f32s = Elem::Num(DType::F32);
+        let src = Tensor::new(f32s, &[2, 3], Data::F(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]));
+        let idx = Tensor::new(Elem::Num(DType::I32), &[3, 3], Data::I(vec![1, 0, 1, 0, 0, 0, 2, -1, 1]));
+        let out = gather(&src, &idx, 0, &Type::tensor(&[3, 3], f32s)).unwrap();
+        assert_eq!(out.data, Data::F(vec![4.0, 2.0, 6.0, 1.0, 2.0, 3.0, 0.0, 0.0, 6.0]));
+        let idx = Tensor::new(Elem::Num(DType::I64), &[2, 2], Data::I(vec![2, 0, 1, 3]));
+        let out = gather(&src, &idx, 1, &Type::tensor(&[2, 2], f32s)).unwrap();
+        assert_eq!(out.data, Data::F(vec![3.0, 1.0, 5.0, 0.0]));
+    }
 }

@@ -59,6 +59,15 @@ impl Data {
         }
     }
 
+    /// Elements at the given flat indices, in order; zero where there is none.
+    pub fn gather_or_zero(&self, idx: &[Option<usize>]) -> Data {
+        match self {
+            Data::I(v) => Data::I(idx.iter().map(|i| i.map_or(0, |i| v[i])).collect()),
+            Data::F(v) => Data::F(idx.iter().map(|i| i.map_or(0.0, |i| v[i])).collect()),
+            Data::D(v) => Data::D(idx.iter().map(|i| i.map_or(0.0, |i| v[i])).collect()),
+        }
+    }
+
     /// See [`strided_copy`].
     pub fn strided(&self, out_shape: &[u32], src_strides: &[usize]) -> Data {
         match self {

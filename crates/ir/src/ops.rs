@@ -297,6 +297,10 @@ pub enum OpKind {
     Split,
     /// `[a, b]` → concatenation along dim 0.
     Cat,
+    /// `[src, index]` → the index's shape and the source's element: `out[.., i, ..] =
+    /// src[.., index[.., i, ..], ..]` along `axis` (the other dims the same sizes); an index
+    /// outside `0..src.shape[axis]` gives 0.
+    Gather { axis: u32 },
 
     // ---- elementwise ----
     /// `[a, b]` → same type.
@@ -666,6 +670,7 @@ impl OpKind {
             Join => "join",
             Split => "split",
             Cat => "cat",
+            Gather { .. } => "gather",
             Binary(op) => op.name(),
             Unary(op) => op.name(),
             Cmp(_) => "cmp",
@@ -733,7 +738,7 @@ impl OpKind {
             )],
             Arange { start, end } => vec![("start", Attr::Int(*start as i64)), ("end", Attr::Int(*end as i64))],
             ProgramId { axis } | NumPrograms { axis } => vec![("axis", Attr::Int(*axis as i64))],
-            ExpandDims { axis } => vec![("axis", Attr::Int(*axis as i64))],
+            ExpandDims { axis } | Gather { axis } => vec![("axis", Attr::Int(*axis as i64))],
             Reshape { can_reorder } => {
                 if *can_reorder {
                     vec![("can_reorder", Attr::Bool(true))]
@@ -856,6 +861,7 @@ impl OpKind {
             "join" => Join,
             "split" => Split,
             "cat" => Cat,
+            "gather" => Gather { axis: a.small("axis", 63)? as u32 },
             "cmp" => Cmp(a.word("pred", CmpPred::from_name, CmpPred::Eq).and_then(|p| {
                 a.get("pred")?;
                 Ok(p)
@@ -1100,6 +1106,7 @@ mod tests {
         round_trip(OpKind::AtomicRmw { op: RmwOp::Xchg, sem: MemSem::Relaxed, scope: MemScope::Cta });
         round_trip(OpKind::Dot { precision: InputPrecision::Ieee, max_num_imprecise_acc: 32 });
         round_trip(OpKind::Trans { perm: vec![1, 0, 2] });
+        round_trip(OpKind::Gather { axis: 1 });
         round_trip(OpKind::MemDescTrans { perm: vec![1, 0] });
         round_trip(OpKind::Cast { kind: CastKind::Convert, rounding: Rounding::Rtz });
         round_trip(OpKind::Print { prefix: "x = \"".into(), hex: true });

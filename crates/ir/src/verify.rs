@@ -700,6 +700,32 @@ impl<'a> Verifier<'a> {
                     self.permuted(op, perm, ot[0], rt[0]);
                 }
             }
+            Gather { axis } => {
+                if !self.counts(op, 2..=2, 1) {
+                    return;
+                }
+                let (src, idx, r) = (ot[0], ot[1], rt[0]);
+                let ax = *axis as usize;
+                if !src.is_tensor() || !idx.is_tensor() || src.shape().len() != idx.shape().len() {
+                    self.err(op, format!("gather needs a source and an index tensor of one rank, not {}", list(&ot)));
+                    return;
+                }
+                if ax >= src.shape().len() {
+                    self.err(op, format!("gather axis {ax} out of range for `{src}`"));
+                    return;
+                }
+                if !idx.elem().is_int() {
+                    self.err(op, format!("gather index must be an integer tensor, not `{idx}`"));
+                }
+                let other_dims = src.shape().iter().zip(idx.shape()).enumerate().all(|(d, (a, b))| d == ax || a == b);
+                if !other_dims {
+                    self.err(op, format!("gather: `{src}` and `{idx}` differ outside axis {ax}"));
+                }
+                let want = Type::tensor(idx.shape(), src.elem());
+                if !same_shape_elem(r, &want) {
+                    self.err(op, format!("result must be `{want}`, not `{r}`"));
+                }
+            }
             Join => {
                 if !self.counts(op, 2..=2, 1) {
                     return;

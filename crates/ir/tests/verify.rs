@@ -723,3 +723,20 @@ fn a_deferred_tma_store_needs_a_wait_on_its_box() {
     );
     assert_error(&format!("{head}  barrier {{store_read_deferred = true}}"), "only for `tma_store`");
 }
+
+#[test]
+fn gather_rules() {
+    assert_error("  %g = gather %m, %tf [axis = 0] : tensor<4xf32>", "of one rank");
+    assert_error("  %x = reshape %tf : tensor<4x1xf32>\n  %g = gather %m, %x [axis = 0] : tensor<4x1xf32>", "integer");
+    assert_error(
+        "  %x = reshape %ti : tensor<4x1xi32>\n  %g = gather %m, %x [axis = 0] : tensor<4x1xf32>",
+        "differ outside",
+    );
+    assert_error(
+        "  %x = reshape %ti : tensor<1x4xi32>\n  %g = gather %sq, %x [axis = 2] : tensor<1x4xf32>",
+        "out of range",
+    );
+    assert_error("  %g = gather %sq, %sqi [axis = 1] : tensor<8x8xf16>", "result must be");
+    let ok = module_with("  %g = gather %sq, %sqi [axis = 1] : tensor<8x8xf32>");
+    assert_eq!(errors_of(&ok), Vec::<String>::new());
+}

@@ -431,31 +431,6 @@ def randn4x(seed, offset, n_rounds: tl.constexpr = 10):
 
 
 @triton.jit
-def gather(src, index, axis):
-    # out[.., i, ..] = src[.., index[.., i, ..], ..] along `axis`. The tile IR has no gather, so each
-    # output element picks its source element with a one-hot mask over the source axis and an
-    # xor-reduction of the bit patterns (exact for every dtype: only one term is non-zero).
-    rank: tl.constexpr = len(src.shape)
-    ax: tl.constexpr = axis + rank if axis < 0 else axis
-    tl.static_assert(0 <= ax and ax < rank, "gather: axis out of range")
-    tl.static_assert(len(index.shape) == rank, "gather: source and index tensors must have the same rank")
-    tl.static_assert(index.dtype.is_int(), "gather: index must be an integer tensor")
-    n: tl.constexpr = src.shape[ax]
-    x = src.to(tl.int8) if src.dtype == tl.int1 else src
-    bits: tl.constexpr = tl._int_dtype(x.dtype.primitive_bitwidth, True)
-    s = tl.expand_dims(x.to(bits, bitcast=True), ax + 1)
-    i = tl.expand_dims(index, ax)
-    k = tl.arange(0, n)
-    for d in tl.static_range(ax):
-        k = tl.expand_dims(k, 0)
-    for d in tl.static_range(rank - ax):
-        k = tl.expand_dims(k, ax + 1 + d)
-    picked = tl.where(i == k, s, 0)
-    out = xor_sum(picked, ax).to(x.dtype, bitcast=True)
-    return out.to(tl.int1) if src.dtype == tl.int1 else out
-
-
-@triton.jit
 def histogram(input, num_bins: tl.constexpr, mask=None):
     # counts of the values 0..num_bins-1 (others, and masked-off elements, are not counted)
     tl.static_assert(len(input.shape) == 1, "histogram only supports 1D input")

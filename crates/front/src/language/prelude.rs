@@ -51,6 +51,5 @@ pub(crate) const TL_FUNCS: &[&str] = &[
     "ravel",
     "squeeze",
     "unsqueeze",
-    "gather",
     "histogram",
 ];

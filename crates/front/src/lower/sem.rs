@@ -277,8 +277,8 @@ impl FnLowering<'_, '_> {
     /// allocated for it.
     pub(crate) fn check_numel(&self, shape: &[u32], r: TextRange) -> R<()> {
         let numel = shape.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64));
-        // Inside Trident's own implementation of a builtin (`tl.gather` compares one-hot
-        // blocks) the intermediates are ours: the limit is on what the kernel writes.
+        // Inside Trident's own implementation of a builtin (a prelude function) the
+        // intermediates are ours: the limit is on what the kernel writes.
         if numel > MAX_NUMEL && self.pin.is_none() {
             return Err(self.err(
                 r,

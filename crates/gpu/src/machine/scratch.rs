@@ -52,6 +52,10 @@ pub fn scratch_bytes(f: &Function, op: Op) -> Result<u64, String> {
                 s.numel() * elem(d.operands[0])
             }
         }
+        OpKind::Gather { .. } => match ll(d.operands[0])? {
+            Some(l) => l.numel() * elem(d.operands[0]),
+            None => 0,
+        },
         OpKind::Join | OpKind::Cat => {
             let mut n = 0;
             for &v in &d.operands {

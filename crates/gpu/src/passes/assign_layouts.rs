@@ -397,6 +397,12 @@ impl Assigner<'_> {
                     self.hint(d.operands[0], s);
                 }
             }
+            OpKind::Gather { .. } => {
+                // The result is in the index's layout.
+                if let Some(h) = res_hint {
+                    self.hint(d.operands[1], h);
+                }
+            }
             OpKind::Reduce { axis } => {
                 if let Some(h) = res_hint {
                     if let Some(Layout::Slice { dim, parent }) = self.f.layouts.get(h).cloned() {
@@ -735,6 +741,18 @@ impl Assigner<'_> {
                         self.convert_operand(op, 1, l);
                     }
                 }
+            }
+            OpKind::Gather { .. } => {
+                // Each result element sits where its index is (any source layout: the source
+                // goes through shared memory whole).
+                let l = match self.layout_of(d.operands[1]) {
+                    Some(l) => l,
+                    None => {
+                        let shape = self.result_shape(op);
+                        self.default_for(&shape)
+                    }
+                };
+                self.set_layout(d.results[0], l);
             }
             OpKind::For => self.assign_for(op)?,
             OpKind::If => self.assign_if(op)?,

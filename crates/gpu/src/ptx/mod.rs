@@ -37,6 +37,7 @@ pub mod debug;
 pub mod dot;
 pub mod elementwise;
 pub mod emitter;
+pub mod gather;
 pub mod math;
 pub mod math_f64;
 pub mod memory;

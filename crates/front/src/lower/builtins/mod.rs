@@ -86,6 +86,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
             }
             "expand_dims" => self.expand_dims_builtin(args),
             "join" => self.join(args),
+            "gather" => self.gather(args),
             "split" => self.split(args),
             "cat" => self.cat(args),
             "where" => {

@@ -4,7 +4,7 @@ use super::super::call::Args;
 use super::super::emit::{shape_str, type_str};
 use super::super::{FnLowering, Val, R};
 use super::{const_int, const_shape};
-use trident_ir::{OpKind, Type, Value};
+use trident_ir::{DType, Elem, OpKind, Type, Value};
 
 /// Shape arguments given as `f(x, 2, 3)` or `f(x, (2, 3))`.
 fn dims_arg(rest: &[super::super::call::Arg]) -> Val {
@@ -132,6 +132,46 @@ impl<'c, 'a> FnLowering<'c, 'a> {
             p
         };
         Ok(Val::T(self.permute_value(x, &perm, args.r)?))
+    }
+
+    /// `tl.gather(src, index, axis)`: `out[.., i, ..] = src[.., index[.., i, ..], ..]` along
+    /// `axis`, the other dims of `src` and `index` the same sizes (as Triton requires).
+    pub(super) fn gather(&mut self, args: Args) -> R<Val> {
+        let b = self.bind(&args, &["src", "index", "axis"])?;
+        let src = self.block_arg(&b.val(0), b.range(0), &args.name)?;
+        let index = self.block_arg(&b.val(1), b.range(1), &args.name)?;
+        let (ss, is) = (self.shape(src), self.shape(index));
+        if ss.len() != is.len() {
+            return Err(self.err(
+                args.r,
+                format!(
+                    "gather: source and index tensors must have the same rank, not {} and {}",
+                    shape_str(&ss),
+                    shape_str(&is)
+                ),
+            ));
+        }
+        let axis = wrap_axis(self, const_int(self, &b.val(2), b.range(2), "axis")?, ss.len(), b.range(2))?;
+        if !self.elem(index).num().is_some_and(|d| d.is_int()) {
+            return Err(self.err(b.range(1), "gather: the index must be an integer tensor"));
+        }
+        if ss.iter().zip(&is).enumerate().any(|(d, (a, b))| d != axis as usize && a != b) {
+            return Err(self.err(
+                args.r,
+                format!(
+                    "gather: source {} and index {} must have the same sizes outside axis {axis}",
+                    shape_str(&ss),
+                    shape_str(&is)
+                ),
+            ));
+        }
+        // Booleans travel as bytes (the GPU moves them through shared memory).
+        let elem = self.elem(src);
+        let boolean = elem == Elem::Num(DType::I1);
+        let src = if boolean { self.cast(src, Elem::Num(DType::I8), None, args.r)? } else { src };
+        let ty = Type::tensor(&is, self.elem(src));
+        let out = self.emit1(OpKind::Gather { axis }, &[src, index], ty);
+        Ok(Val::T(if boolean { self.cast(out, elem, None, args.r)? } else { out }))
     }
 
     pub(super) fn broadcast_to_builtin(&mut self, args: Args) -> R<Val> {
