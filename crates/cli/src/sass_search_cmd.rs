@@ -265,6 +265,9 @@ pub fn search(words: &[String]) -> Result<(), String> {
             s.checks, s.check_failures
         );
     }
+    if let Some(why) = &s.first_check_failure {
+        println!("first failure {why}");
+    }
     println!("time          {:.1} s ({})", out.elapsed.as_secs_f64(), out.stopped);
     let curve: Vec<String> = out.curve.iter().map(|p| format!("{:.1}s:{}", p.seconds, p.best_cycles)).collect();
     println!("curve         {}", curve.join(" → "));

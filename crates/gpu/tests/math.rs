@@ -369,6 +369,19 @@ fn f64_functions_are_within_their_ulp_bounds() {
         ("tan", vec![(-1.5, 1.5), (-1e5, 1e5), (-1e300, 1e300)], Box::new(f64::tan), 4.0),
         ("erf", vec![(-6.0, 6.0), (-1.0, 1.0), (-1e-3, 1e-3)], Box::new(lm::erf), 3.0),
         ("erfc", vec![(-6.0, 27.0), (-1.0, 1.0), (1.0, 6.0)], Box::new(lm::erfc), 5.0),
+        ("expm1", vec![(-50.0, 703.0), (-0.5, 0.5), (-1e-8, 1e-8)], Box::new(f64::exp_m1), 3.0),
+        ("log1p", vec![(-0.999, 1e300), (-1e-3, 1e-3), (0.5, 4.0)], Box::new(f64::ln_1p), 3.0),
+        ("sinh", vec![(-710.0, 710.0), (-1.0, 1.0), (-1e-6, 1e-6)], Box::new(f64::sinh), 3.0),
+        ("cosh", vec![(-710.0, 710.0), (-1.0, 1.0)], Box::new(f64::cosh), 3.0),
+        ("tanh", vec![(-30.0, 30.0), (-1.0, 1.0), (-1e-6, 1e-6)], Box::new(f64::tanh), 4.0),
+        ("atan", vec![(-1e300, 1e300), (-2.0, 2.0), (-0.3, 0.3)], Box::new(f64::atan), 3.0),
+        ("asin", vec![(-1.0, 1.0), (0.99, 1.0), (-0.1, 0.1)], Box::new(f64::asin), 4.0),
+        ("acos", vec![(-1.0, 1.0), (0.99, 1.0), (-1.0, -0.99)], Box::new(f64::acos), 3.0),
+        ("asinh", vec![(-1e300, 1e300), (-2.0, 2.0), (-1e-3, 1e-3)], Box::new(lm::asinh), 3.0),
+        ("acosh", vec![(1.0, 1e300), (1.0, 2.0)], Box::new(lm::acosh), 3.0),
+        ("atanh", vec![(-1.0, 1.0), (-1e-3, 1e-3), (0.99, 1.0)], Box::new(lm::atanh), 3.0),
+        ("cbrt", vec![(-1e300, 1e300), (1e-320, 1e-300), (-8.0, 8.0)], Box::new(f64::cbrt), 2.0),
+        ("round", vec![(-1e6, 1e6), (-3.0, 3.0), (4503599627370495.0, 4503599627370497.0)], Box::new(f64::round), 0.0),
     ];
     let mut table = String::from("| function | domain | max error (f64 ulp) | bound |\n|---|---|---|---|\n");
     let mut failures = vec![];

@@ -23,9 +23,9 @@
 //! (`trident_emu::MachineModel`: A100 for sm_80, H100 for sm_90), which was calibrated
 //! against H100 measurements (bench/EMU_MODEL.md); a global load is taken as an L2 hit. Not
 //! yet calibrated on a GPU at the SASS level (no global bandwidth; no sharing between CTAs).
-//! A CTA's warps share their sub-partition's issue slots, one instruction per cycle
-//! ([`IssueSlots`]). Shared-memory accesses pass the warp's own pipe as wavefronts (bank
-//! conflicts: [`WarpTiming::shared_pipe`]).
+//! A CTA's warps share their sub-partition's issue slots, one instruction per cycle, and its
+//! functional units ([`IssueSlots`]). Shared-memory accesses pass the SM's pipe as wavefronts,
+//! one a cycle, shared by the CTA's warps (bank conflicts: [`WarpTiming::shared_pipe`]).
 
 use std::sync::LazyLock;
 
@@ -103,7 +103,7 @@ pub struct WarpTiming {
     reuse: Slots,
     /// When the issue of the last instruction began (before its stall count).
     issued_at: u64,
-    /// When the warp's shared-memory pipe has passed its last queued wavefront.
+    /// When the shared-memory pipe has passed the warp's last queued wavefront.
     mio_free: u64,
     /// The issue slots of the SM sub-partition the warp runs on, shared with the CTA's other
     /// warps there ([`IssueSlots`]), and that sub-partition.
@@ -127,6 +127,8 @@ pub struct IssueSlots {
     taken: [Cycles; 4],
     /// The same per sub-partition and pipe ([`Pipe::index`]): the pipe busy.
     busy: [[Cycles; 7]; 4],
+    /// The SM's shared-memory pipe: a wavefront passes in each set cycle.
+    mio: Cycles,
     /// The first 64-cycle word kept: every warp's clock is past the ones before.
     first: u64,
 }
@@ -185,11 +187,38 @@ impl IssueSlots {
         }
     }
 
+    /// Passes `waves` wavefronts through the SM's shared-memory pipe, one a cycle, each in
+    /// the first free cycle at or after `t` (other warps' wavefronts interleave): returns the
+    /// cycles of the first and the last. Cycles before the kept words count as taken (they
+    /// are past for every warp).
+    pub fn claim_waves(&mut self, t: u64, waves: u64) -> (u64, u64) {
+        let first = self.first;
+        let mut c = t.max(64 * first);
+        let mut got = None;
+        for _ in 0..waves.max(1) {
+            loop {
+                let w = (c / 64 - first) as usize;
+                if self.mio.get(w).is_some_and(|x| *x == u64::MAX) {
+                    c = (c / 64 + 1) * 64;
+                    continue;
+                }
+                if !is_set(&self.mio, first, c) {
+                    break;
+                }
+                c += 1;
+            }
+            set(&mut self.mio, first, c);
+            got = Some(got.map_or((c, c), |(a, _)| (a, c)));
+            c += 1;
+        }
+        got.expect("at least one wavefront")
+    }
+
     /// Forgets the cycles before `t`, which no warp can issue in any more (the lowest clock
     /// of the CTA's running warps), so a long kernel's table stays short.
     pub fn forget_before(&mut self, t: u64) {
         let drop = (t / 64).saturating_sub(self.first);
-        for bits in self.taken.iter_mut().chain(self.busy.iter_mut().flatten()) {
+        for bits in self.taken.iter_mut().chain(self.busy.iter_mut().flatten()).chain(std::iter::once(&mut self.mio)) {
             bits.drain(..(drop as usize).min(bits.len()));
         }
         self.first += drop;
@@ -427,20 +456,25 @@ impl WarpTiming {
 
     /// The last issued instruction (`at`, on `sm`) passed the shared-memory pipe as `waves`
     /// wavefronts (one per cycle; a bank conflict makes more than one): after the warp's
-    /// earlier ones, the warp held while more than [`MIO_QUEUE`] cycles of them are queued
-    /// (the PTX emulator's queue), and a load's result (`load`) arriving after its last
-    /// wavefront. One conflict-free access on an idle pipe changes nothing. The pipe is the
-    /// warp's own: warps do not share it here (the PTX emulator's is the SM's).
+    /// earlier ones, in the SM's pipe shared with the CTA's other warps ([`IssueSlots::claim_waves`];
+    /// a warp without slots has a pipe of its own), the warp held while more than
+    /// [`MIO_QUEUE`] cycles of its work are queued ahead (the PTX emulator's queue), and a
+    /// load's result (`load`) arriving after its last wavefront. One conflict-free access on
+    /// an idle pipe changes nothing.
     pub fn shared_pipe(&mut self, sm: u32, at: usize, waves: u64, load: bool) {
-        let start = self.issued_at.max(self.mio_free);
-        self.mio_free = start + waves.max(1);
+        let ready_at = self.issued_at.max(self.mio_free);
+        let (start, last) = match &self.slots {
+            Some((slots, _)) => slots.borrow_mut().claim_waves(ready_at, waves),
+            None => (ready_at, ready_at + waves.max(1) - 1),
+        };
+        self.mio_free = last + 1;
         let accepted = start.saturating_sub(MIO_QUEUE);
         if accepted > self.clock {
             self.clock = accepted;
         }
         if load {
             let m: &MachineModel = if sm >= 90 { &H100 } else { &A100 };
-            let ready = start + waves.max(1) - 1 + m.lat_shared as u64;
+            let ready = last + m.lat_shared as u64;
             if let Some(f) = self.flight.iter_mut().rev().find(|f| f.producer == at && !f.reading) {
                 f.arrives = f.arrives.max(ready);
             }
@@ -490,6 +524,20 @@ mod tests {
             assert_eq!(s.claim(3, c, None), c);
         }
         assert_eq!(s.claim(3, 256, None), 320);
+    }
+
+    /// Wavefronts of several warps share the SM's shared-memory pipe, one a cycle, in the
+    /// first free cycles.
+    #[test]
+    fn wavefronts_share_the_shared_memory_pipe() {
+        let mut s = IssueSlots::default();
+        assert_eq!(s.claim_waves(10, 4), (10, 13));
+        assert_eq!(s.claim_waves(11, 2), (14, 15), "behind the first warp's four");
+        assert_eq!(s.claim_waves(5, 3), (5, 7), "earlier free cycles are taken first");
+        assert_eq!(s.claim_waves(8, 3), (8, 16), "around the taken ones");
+        s.forget_before(64);
+        assert_eq!(s.claim_waves(60, 1), (64, 64), "the forgotten past is not free");
+        assert_eq!(s.claim_waves(64, 70), (65, 134), "across words");
     }
 
     /// An instruction waits for a free pipe as well as a free slot: sm_80's FMA pipe takes an

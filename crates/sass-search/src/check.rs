@@ -58,8 +58,14 @@ impl Env {
     pub fn check(&mut self, s: &State, seed: u64) -> Result<(), String> {
         self.stats.checks += 1;
         let r = self.check_uncounted(s, seed).and_then(|()| self.reward_check(s));
-        if r.is_err() {
+        if let Err(why) = &r {
             self.stats.check_failures += 1;
+            self.stats.first_check_failure.get_or_insert_with(|| why.clone());
+            // For a post-mortem: `TRIDENT_SEARCH_FAILED=DIR` keeps each failing cubin.
+            if let (Ok(dir), Ok(bytes)) = (std::env::var("TRIDENT_SEARCH_FAILED"), s.cubin.write()) {
+                let path = std::path::Path::new(&dir).join(format!("failed-{}.cubin", self.stats.check_failures));
+                let _ = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(path, bytes));
+            }
         }
         r
     }

@@ -156,6 +156,8 @@ pub struct Stats {
     /// Correctness checks run (each kept schedule), and how many failed (kept nowhere).
     pub checks: usize,
     pub check_failures: usize,
+    /// What the first failed check found (the verifier's complaint, the differing output).
+    pub first_check_failure: Option<String>,
     /// Measured rewards only: fresh measurements outside the cache (the original's noise
     /// rounds, each gain's confirmation, the end's interleaved rounds), and how many gains
     /// the confirmation did not bear out.

@@ -416,6 +416,11 @@ pub fn search(env: &mut Env, opts: &Options, progress: &mut dyn FnMut(&Progress)
         emulator_errors: s.emulator_errors - stats0.emulator_errors,
         checks: s.checks - stats0.checks,
         check_failures: s.check_failures - stats0.check_failures,
+        first_check_failure: if s.check_failures > stats0.check_failures {
+            s.first_check_failure.clone()
+        } else {
+            None
+        },
         remeasures: s.remeasures - stats0.remeasures,
         unconfirmed: s.unconfirmed - stats0.unconfirmed,
     };

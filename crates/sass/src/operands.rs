@@ -201,6 +201,16 @@ fn use_width(opcode: &str, operand: &str, at: usize, last: bool) -> u16 {
         return src;
     }
     let has = |s: &str| opcode.split('.').any(|p| p == s);
+    // `STSM.16.M88.4 [R17], R48` stores four 8x8 matrices from R48..R51 (`.2`: two).
+    if opcode.starts_with("STSM") {
+        return if has("4") {
+            4
+        } else if has("2") {
+            2
+        } else {
+            1
+        };
+    }
     let memory = ["ST", "RED", "ATOM", "LD"].iter().any(|p| opcode.starts_with(p));
     if memory {
         // The data operand of a store or atomic: as wide as the access.
@@ -425,6 +435,13 @@ mod tests {
         let o = t("", "STG.E", "[R2.64],R5");
         assert!(o.defs.is_empty());
         assert_eq!(o.uses, vec![Reg::R(2), Reg::R(3), Reg::R(5)]);
+        // `stmatrix.x4`: four registers of data (the search once moved one above the writes
+        // of its last two, which neither the mask nor the verifier saw).
+        let o = t("", "STSM.16.M88.4", "[R17],R48");
+        assert!(o.defs.is_empty());
+        assert_eq!(o.uses, vec![Reg::R(17), Reg::R(48), Reg::R(49), Reg::R(50), Reg::R(51)]);
+        let o = t("", "STSM.16.MT88.2", "[R3+0x400],R8");
+        assert_eq!(o.uses, vec![Reg::R(3), Reg::R(8), Reg::R(9)]);
         let o = t("", "ISETP.GE.AND", "P0,PT,R3,UR4,PT");
         assert_eq!(o.defs, vec![Reg::P(0)]);
         assert_eq!(o.uses, vec![Reg::R(3), Reg::Ur(4)]);

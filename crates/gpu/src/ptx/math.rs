@@ -858,8 +858,9 @@ impl Emitter<'_> {
                     return r;
                 }
                 return Err(self.err(format!(
-                    "f64 `{}` is not supported by the GPU backend (f64: exp, exp2, exp10, log, log2, \
-                     log10, sin, cos, tan, erf, erfc, sqrt, rsqrt and the rounding functions)",
+                    "f64 `{}` is not supported by the GPU backend (f64 has arithmetic, sqrt, rsqrt, the \
+                     rounding functions, the exponentials and logarithms, the trigonometric and hyperbolic \
+                     functions and their inverses, erf, erfc and cbrt)",
                     op.name()
                 )));
             }

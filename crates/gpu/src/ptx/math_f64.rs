@@ -420,6 +420,15 @@ impl Emitter<'_> {
             Sin | Cos | Tan => self.trig_f64(op, x),
             Erf => self.erf_f64(x, false),
             Erfc => self.erf_f64(x, true),
+            Expm1 => self.expm1_f64(x),
+            Log1p => self.log1p_f64(x),
+            Sinh | Cosh | Tanh => self.hyperbolic_f64(op, x),
+            Atan => self.atan_f64(x),
+            Asin => self.asin_f64(x),
+            Acos => self.acos_f64(x),
+            Asinh | Acosh | Atanh => self.inverse_hyperbolic_f64(op, x),
+            Cbrt => self.cbrt_f64(x),
+            Round => self.round_f64(x),
             _ => return None,
         }))
     }
@@ -444,6 +453,11 @@ impl Emitter<'_> {
 
     /// e^x, 2^x or 10^x.
     fn exp_f64(&mut self, x: Reg, base: Base) -> Reg {
+        self.exp_f64_scaled(x, base, 0)
+    }
+
+    /// `base^x * 2^scale` (|scale| small), without overflowing in between.
+    fn exp_f64_scaled(&mut self, x: Reg, base: Base, scale: i32) -> Reg {
         // Past these every result is inf or 0; clamping keeps k an exact small integer.
         let lim = match base {
             Base::E => 760.0,
@@ -490,6 +504,7 @@ impl Emitter<'_> {
             // e^(r + lo) = e^r (1 + lo).
             p = self.dfma(p, lo, p);
         }
+        let k = if scale == 0 { k } else { self.d2("add", k, f64_imm(scale as f64)) };
         let out = self.times_pow2_f64(p, k);
         // NaN in, NaN out (the clamp's max/min dropped it).
         let nan = self.dsetp("nan", x, x);
@@ -805,6 +820,272 @@ impl Emitter<'_> {
         };
         let nan = self.dsetp("nan", x, x);
         self.dsel(x, out, nan)
+    }
+
+    /// e^x - 1: x = k ln2 + r, e^r - 1 = r + r^2 q(r) (Taylor to r^15), then
+    /// 2^k (e^r - 1) + (2^k - 1); past 700 e^x itself (the scaling would overflow first).
+    fn expm1_f64(&mut self, x: Reg) -> Reg {
+        let c1 = self.d2("max", x, f64_imm(-60.0));
+        let c = self.d2("min", c1, f64_imm(700.0));
+        let t = self.d2("mul", c, f64_imm(LOG2_E));
+        let k = self.d1("cvt.rni.f64", t);
+        let nk = self.d1("neg", k);
+        let r1 = self.dfma(nk, f64_imm(LN2_HI), c);
+        let r = self.dfma(nk, f64_imm(LN2_LO), r1);
+        let q: Vec<f64> = (2..=15).map(|n| 1.0 / fact(n)).collect();
+        let qr = self.dpoly(r, &q);
+        let r2 = self.d2("mul", r, r);
+        let em1 = self.dfma(r2, qr, r);
+        // 2^k for k in [-87, 1010]: one factor from the exponent bits.
+        let ki = self.d();
+        self.ins(format!("cvt.rzi.s64.f64 {ki}, {k}"));
+        self.ins(format!("add.s64 {ki}, {ki}, 1023"));
+        self.ins(format!("shl.b64 {ki}, {ki}, 52"));
+        let sm1 = self.d2("sub", ki, f64_imm(1.0));
+        let out = self.dfma(ki, em1, sm1);
+        let e = self.exp_f64(x, Base::E);
+        let big = self.dsetp("gt", x, f64_imm(700.0));
+        let o1 = self.dsel(e, out, big);
+        let nan = self.dsetp("nan", x, x);
+        self.dsel(x, o1, nan)
+    }
+
+    /// log(1 + x) = log(u) + (x - (u - 1)) / u with u = 1 + x rounded: the quotient puts back
+    /// what the rounding of u lost; x itself where u is 1.
+    fn log1p_f64(&mut self, x: Reg) -> Reg {
+        let u = self.d2("add", x, f64_imm(1.0));
+        let l = self.log_f64(u, Base::E);
+        let um1 = self.d2("sub", u, f64_imm(1.0));
+        let c = self.d2("sub", x, um1);
+        let cu = self.d2("div.rn", c, u);
+        let out = self.d2("add", l, cu);
+        // u = 1 (tiny x), u = inf (huge x: the correction is NaN), u <= 0: log's answer alone.
+        let one = self.dsetp("eq", u, f64_imm(1.0));
+        let o1 = self.dsel(x, out, one);
+        let fin = self.dsetp("lt", u, f64_imm(f64::INFINITY));
+        let pos = self.dsetp("gt", u, f64_imm(0.0));
+        let plain = self.new_reg(RegClass::Pred);
+        self.ins(format!("and.pred {plain}, {fin}, {pos}"));
+        self.dsel(o1, l, plain)
+    }
+
+    /// sinh, cosh, tanh from e^|x| - 1 (no cancellation near 0); past 22 from e^|x| / 2 (the
+    /// other exponential is below an ulp), scaled so that it does not overflow early.
+    fn hyperbolic_f64(&mut self, op: UnaryOp, x: Reg) -> Reg {
+        let ax = self.d1("abs", x);
+        let big = self.dsetp("ge", ax, f64_imm(22.0));
+        let out = if op == UnaryOp::Tanh {
+            // tanh |x| = e / (e + 2), e = e^(2|x|) - 1; 1 past 22.
+            let a2 = self.d2("add", ax, ax);
+            let e = self.expm1_f64(a2);
+            let den = self.d2("add", e, f64_imm(2.0));
+            let v = self.d2("div.rn", e, den);
+            self.dsel(f64_imm(1.0), v, big)
+        } else {
+            let e = self.expm1_f64(ax);
+            let e1 = self.d2("add", e, f64_imm(1.0));
+            let half_big = self.exp_f64_scaled(ax, Base::E, -1);
+            let v = if op == UnaryOp::Sinh {
+                // (e + e / (e + 1)) / 2
+                let q = self.d2("div.rn", e, e1);
+                let sum = self.d2("add", e, q);
+                self.d2("mul", sum, f64_imm(0.5))
+            } else {
+                // e^|x| / 2 + 1 / (2 e^|x|)
+                let inv = self.d2("div.rn", f64_imm(0.5), e1);
+                self.dfma(e1, f64_imm(0.5), inv)
+            };
+            self.dsel(half_big, v, big)
+        };
+        let res = if op == UnaryOp::Cosh {
+            out
+        } else {
+            // Odd: the sign of x (and -0.0 stays -0.0).
+            let neg = self.dsetp("lt", x, f64_imm(0.0));
+            let n = self.d1("neg", out);
+            self.dsel(n, out, neg)
+        };
+        let nan = self.dsetp("nan", x, x);
+        self.dsel(x, res, nan)
+    }
+
+    /// atan of t in [0, 1]: above tan(pi/12), pi/6 + atan((t sqrt3 - 1) / (t + sqrt3)); then
+    /// the Taylor series to t^29 (|t| <= 0.268). Returns (hi, lo) with the constant's low part.
+    fn atan_01(&mut self, t: Reg) -> (Reg, Reg) {
+        let sqrt3 = 3f64.sqrt();
+        let mid = self.dsetp("gt", t, f64_imm(0.267_949_192_431_122_7));
+        let num = self.dfma(t, f64_imm(sqrt3), f64_imm(-1.0));
+        let den = self.d2("add", t, f64_imm(sqrt3));
+        let red = self.d2("div.rn", num, den);
+        let y = self.dsel(red, t, mid);
+        let z = self.d2("mul", y, y);
+        let c: Vec<f64> = (1..=14).map(|n| (if n % 2 == 1 { -1.0 } else { 1.0 }) / (2 * n + 1) as f64).collect();
+        let p = self.dpoly(z, &c);
+        let yz = self.d2("mul", y, z);
+        let a = self.dfma(yz, p, y);
+        // pi/6 in two parts.
+        let (pi6, pi6_lo) = (std::f64::consts::FRAC_PI_6, -5.360_408_832_255_455e-17);
+        let base = self.dsel(f64_imm(pi6), f64_imm(0.0), mid);
+        let base_lo = self.dsel(f64_imm(pi6_lo), f64_imm(0.0), mid);
+        let lo = self.d2("add", a, base_lo);
+        (base, lo)
+    }
+
+    fn atan_f64(&mut self, x: Reg) -> Reg {
+        let ax = self.d1("abs", x);
+        let big = self.dsetp("gt", ax, f64_imm(1.0));
+        let inv = self.d2("div.rn", f64_imm(1.0), ax);
+        let t = self.dsel(inv, ax, big);
+        let (hi, lo) = self.atan_01(t);
+        let a = self.d2("add", hi, lo);
+        // |x| > 1: pi/2 - atan(1/|x|), pi/2 in two parts.
+        let nlo = self.d1("neg", lo);
+        let r0 = self.d2("add", nlo, f64_imm(PIO2_2));
+        let r1 = self.d2("sub", f64_imm(PIO2_1), hi);
+        let comp = self.d2("add", r1, r0);
+        let v = self.dsel(comp, a, big);
+        let neg = self.dsetp("lt", x, f64_imm(0.0));
+        let nv = self.d1("neg", v);
+        let out = self.dsel(nv, v, neg);
+        let nan = self.dsetp("nan", x, x);
+        self.dsel(x, out, nan)
+    }
+
+    /// asin x = atan(x / sqrt((1 - x)(1 + x))).
+    fn asin_f64(&mut self, x: Reg) -> Reg {
+        let a = self.d2("sub", f64_imm(1.0), x);
+        let b = self.d2("add", f64_imm(1.0), x);
+        let ab = self.d2("mul", a, b);
+        let s = self.d1("sqrt.rn", ab);
+        let q = self.d2("div.rn", x, s);
+        let out = self.atan_f64(q);
+        // |x| = 1 gives x / 0 = inf, atan(inf) = pi/2: right. |x| > 1: sqrt of a negative, NaN.
+        let ax = self.d1("abs", x);
+        let bad = self.dsetp("gtu", ax, f64_imm(1.0));
+        self.dsel(f64_imm(f64::NAN), out, bad)
+    }
+
+    /// acos x = 2 atan(sqrt((1 - x) / (1 + x))), accurate at both ends.
+    fn acos_f64(&mut self, x: Reg) -> Reg {
+        let a = self.d2("sub", f64_imm(1.0), x);
+        let b = self.d2("add", f64_imm(1.0), x);
+        let q = self.d2("div.rn", a, b);
+        let s = self.d1("sqrt.rn", q);
+        let t = self.atan_f64(s);
+        let out = self.d2("add", t, t);
+        let ax = self.d1("abs", x);
+        let bad = self.dsetp("gtu", ax, f64_imm(1.0));
+        self.dsel(f64_imm(f64::NAN), out, bad)
+    }
+
+    /// asinh, acosh, atanh through log1p (and log for huge arguments, where x^2 overflows).
+    fn inverse_hyperbolic_f64(&mut self, op: UnaryOp, x: Reg) -> Reg {
+        let huge = 2f64.powi(28);
+        match op {
+            UnaryOp::Asinh => {
+                // sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))); past 2^28 log|x| + ln2.
+                let ax = self.d1("abs", x);
+                let x2 = self.d2("mul", ax, ax);
+                let s0 = self.d2("add", x2, f64_imm(1.0));
+                let s = self.d1("sqrt.rn", s0);
+                let s1 = self.d2("add", s, f64_imm(1.0));
+                let q = self.d2("div.rn", x2, s1);
+                let arg = self.d2("add", ax, q);
+                let small = self.log1p_f64(arg);
+                let l = self.log_f64(ax, Base::E);
+                let large = self.d2("add", l, f64_imm(LN2_HI));
+                let is_big = self.dsetp("gt", ax, f64_imm(huge));
+                let v = self.dsel(large, small, is_big);
+                let neg = self.dsetp("lt", x, f64_imm(0.0));
+                let nv = self.d1("neg", v);
+                let out = self.dsel(nv, v, neg);
+                let nan = self.dsetp("nan", x, x);
+                self.dsel(x, out, nan)
+            }
+            UnaryOp::Acosh => {
+                // log1p((x - 1) + sqrt((x - 1)(x + 1))); past 2^28 log x + ln2; NaN below 1.
+                let xm1 = self.d2("sub", x, f64_imm(1.0));
+                let xp1 = self.d2("add", x, f64_imm(1.0));
+                let pr = self.d2("mul", xm1, xp1);
+                let s = self.d1("sqrt.rn", pr);
+                let arg = self.d2("add", xm1, s);
+                let small = self.log1p_f64(arg);
+                let l = self.log_f64(x, Base::E);
+                let large = self.d2("add", l, f64_imm(LN2_HI));
+                let is_big = self.dsetp("gt", x, f64_imm(huge));
+                let v = self.dsel(large, small, is_big);
+                let bad = self.dsetp("ltu", x, f64_imm(1.0));
+                self.dsel(f64_imm(f64::NAN), v, bad)
+            }
+            _ => {
+                // atanh x = sign(x) log1p(2|x| / (1 - |x|)) / 2.
+                let ax = self.d1("abs", x);
+                let two = self.d2("add", ax, ax);
+                let den = self.d2("sub", f64_imm(1.0), ax);
+                let q = self.d2("div.rn", two, den);
+                let l = self.log1p_f64(q);
+                let v = self.d2("mul", l, f64_imm(0.5));
+                let neg = self.dsetp("lt", x, f64_imm(0.0));
+                let nv = self.d1("neg", v);
+                let out = self.dsel(nv, v, neg);
+                let bad = self.dsetp("gtu", ax, f64_imm(1.0));
+                self.dsel(f64_imm(f64::NAN), out, bad)
+            }
+        }
+    }
+
+    /// cbrt: a first guess from the exponent bits divided by 3, four Newton steps on
+    /// r^3 = |x| (each doubling the correct digits), the last one with the residual in fma.
+    fn cbrt_f64(&mut self, x: Reg) -> Reg {
+        let ax = self.d1("abs", x);
+        // Subnormals scaled by 2^54 (cube root 2^18).
+        let sub = self.dsetp("lt", ax, f64_imm(f64::MIN_POSITIVE));
+        let xs = self.d2("mul", ax, f64_imm(2f64.powi(54)));
+        let a = self.dsel(xs, ax, sub);
+        // bits/3 + (2/3) 1023 << 52: within a few percent of a^(1/3).
+        let bits = self.d();
+        self.ins(format!("mov.b64 {bits}, {a}"));
+        self.ins(format!("div.u64 {bits}, {bits}, 3"));
+        self.ins(format!("add.u64 {bits}, {bits}, {}", 682u64 << 52));
+        let mut r = bits;
+        for _ in 0..4 {
+            // r -= (r^3 - a) / (3 r^2)
+            let r2 = self.d2("mul", r, r);
+            let nr2 = self.d1("neg", r2);
+            let e = self.dfma(nr2, r, a);
+            let three = self.d2("mul", r2, f64_imm(3.0));
+            let step = self.d2("div.rn", e, three);
+            r = self.d2("add", r, step);
+        }
+        let unscale = self.d2("mul", r, f64_imm(2f64.powi(-18)));
+        let v = self.dsel(unscale, r, sub);
+        let neg = self.dsetp("lt", x, f64_imm(0.0));
+        let nv = self.d1("neg", v);
+        let out = self.dsel(nv, v, neg);
+        // 0, inf, NaN: themselves.
+        let zero = self.dsetp("eq", x, f64_imm(0.0));
+        let inf = self.dsetp("equ", ax, f64_imm(f64::INFINITY));
+        let keep = self.new_reg(RegClass::Pred);
+        self.ins(format!("or.pred {keep}, {zero}, {inf}"));
+        self.dsel(x, out, keep)
+    }
+
+    /// Round half away from zero: trunc(|x|), plus one where the fraction (exact) is >= 1/2,
+    /// with x's sign put back.
+    fn round_f64(&mut self, x: Reg) -> Reg {
+        let ax = self.d1("abs", x);
+        let t = self.d1("cvt.rzi.f64", ax);
+        let fr = self.d2("sub", ax, t);
+        let up = self.dsetp("ge", fr, f64_imm(0.5));
+        let t1 = self.d2("add", t, f64_imm(1.0));
+        let r = self.dsel(t1, t, up);
+        let sign = self.d();
+        self.ins(format!("and.b64 {sign}, {x}, 0x8000000000000000"));
+        let out = self.d();
+        self.ins(format!("or.b64 {out}, {r}, {sign}"));
+        // NaN and inf: themselves.
+        let keep = self.dsetp("equ", ax, f64_imm(f64::INFINITY));
+        self.dsel(x, out, keep)
     }
 }
 
