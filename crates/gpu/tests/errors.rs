@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use trident_gpu::{compile, emit_gpu_ir, emit_ptx, GpuErrorKind, GpuOptions, GpuPipeline, Target};
+use trident_gpu::{compile, emit_gpu_ir, emit_ptx, GpuErrorKind, GpuOptions, GpuPipeline};
 
 const REDUCE: &str = r#"
 kernel @rowsum(%x: ptr<f32> {divisibility = 16}, %y: ptr<f32> {divisibility = 16}) {
