@@ -1,5 +1,5 @@
 //! f64 math functions as PTX instruction sequences: the exponentials and logarithms, the
-//! trigonometric functions and the error functions. PTX has no f64 approximations of these
+//! trigonometric and hyperbolic functions and their inverses, the error functions, cbrt. PTX has no f64 approximations of these
 //! (only `rcp`/`sqrt`/`rsqrt`), so each is a range reduction plus a polynomial in `fma.rn.f64`,
 //! with the reduction's constants in two or three parts so that it adds no error of its own:
 //!
@@ -18,6 +18,10 @@
 //!   erfc(x) = exp(-x^2) g(x), g a polynomial per interval fitted in 60-digit arithmetic
 //!   (`scripts/f64_erfc_fit.py`, relative error below 8e-17), exp(-x^2) with x^2 in two parts;
 //!   erf(x) = 1 - erfc(x) from 1 on, erfc(x) = 1 - erf(x) below 0.5.
+//! * the rest from these: `expm1` (2^k (e^r - 1) + (2^k - 1)), `log1p` (log(1 + x) corrected
+//!   by what rounding 1 + x lost), the hyperbolic functions from `expm1`, `atan` by two
+//!   reductions and a series, `asin`/`acos` through `atan`, the inverse hyperbolics through
+//!   `log1p`, `cbrt` by Newton steps.
 //!
 //! Errors measured against mpmath are in the crate README ("f64 math").
 
