@@ -729,6 +729,9 @@ impl Emitter<'_> {
     }
 
     pub fn pow(&mut self, d: DType, a: Reg, b: Reg) -> Res<Reg> {
+        if d == DType::F64 {
+            return Ok(self.pow_f64(a, b));
+        }
         if d != DType::F32 {
             let x = self.widen_f32(d, a)?;
             let y = self.widen_f32(d, b)?;
@@ -778,6 +781,9 @@ impl Emitter<'_> {
     }
 
     pub fn atan2(&mut self, d: DType, a: Reg, b: Reg) -> Res<Reg> {
+        if d == DType::F64 {
+            return Ok(self.atan2_f64(a, b));
+        }
         if d != DType::F32 {
             let x = self.widen_f32(d, a)?;
             let y = self.widen_f32(d, b)?;
@@ -788,6 +794,9 @@ impl Emitter<'_> {
     }
 
     pub fn hypot(&mut self, d: DType, a: Reg, b: Reg) -> Res<Reg> {
+        if d == DType::F64 {
+            return Ok(self.hypot_f64(a, b));
+        }
         if d != DType::F32 {
             let x = self.widen_f32(d, a)?;
             let y = self.widen_f32(d, b)?;

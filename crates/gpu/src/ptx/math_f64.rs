@@ -1091,6 +1091,207 @@ impl Emitter<'_> {
         let keep = self.dsetp("equ", ax, f64_imm(f64::INFINITY));
         self.dsel(x, out, keep)
     }
+
+    /// ln |x| as a double-double (hi, lo) for pow, to about 2^-70: x = m 2^e, log m = 2 atanh(s)
+    /// with s = f / (2 + f) carried in two parts (the quotient's remainder by fma), e ln2 with
+    /// ln2 split so that e times its high part is exact. Finite positive normal-or-subnormal x;
+    /// the caller handles 0, inf and NaN.
+    fn log_dd_f64(&mut self, x: Reg) -> (Reg, Reg) {
+        let ax = self.d1("abs", x);
+        let sub = self.dsetp("lt", ax, f64_imm(f64::MIN_POSITIVE));
+        let xs = self.d2("mul", ax, f64_imm(2f64.powi(54)));
+        let xn = self.dsel(xs, ax, sub);
+        let ebits = self.d();
+        self.ins(format!("shr.u64 {ebits}, {xn}, 52"));
+        self.ins(format!("and.b64 {ebits}, {ebits}, 2047"));
+        let mbits = self.d();
+        self.ins(format!("and.b64 {mbits}, {xn}, 0x000FFFFFFFFFFFFF"));
+        self.ins(format!("or.b64 {mbits}, {mbits}, 0x3FF0000000000000"));
+        let big = self.dsetp("gt", mbits, f64_imm(std::f64::consts::SQRT_2));
+        let mh = self.d2("mul", mbits, f64_imm(0.5));
+        let m = self.dsel(mh, mbits, big);
+        let ei = self.d();
+        self.ins(format!("cvt.rn.f64.s64 {ei}, {ebits}"));
+        let bias = self.dsel(f64_imm(-1023.0 - 54.0), f64_imm(-1023.0), sub);
+        let e0 = self.d2("add", ei, bias);
+        let one = self.dsel(f64_imm(1.0), f64_imm(0.0), big);
+        let e = self.d2("add", e0, one);
+        let f = self.d2("sub", m, f64_imm(1.0));
+        // den = 2 + f in two parts (|f| < 2: the two-sum is exact), s = f / den in two parts.
+        let den = self.d2("add", f, f64_imm(2.0));
+        let t0 = self.d2("sub", f64_imm(2.0), den);
+        let den_lo = self.d2("add", t0, f);
+        let s = self.d2("div.rn", f, den);
+        let ns = self.d1("neg", s);
+        let r0 = self.dfma(ns, den, f);
+        let r1 = self.dfma(ns, den_lo, r0);
+        let s_lo = self.d2("div.rn", r1, den);
+        // log m = 2 s + 2 s_lo + s z q(z).
+        let z = self.d2("mul", s, s);
+        let q: Vec<f64> = (1..=12).map(|n| 2.0 / (2 * n + 1) as f64).collect();
+        let qz = self.dpoly(z, &q);
+        let sz = self.d2("mul", s, z);
+        let cubic = self.d2("mul", sz, qz);
+        let tail = self.dfma(s_lo, f64_imm(2.0), cubic);
+        let two_s = self.d2("add", s, s);
+        let mh2 = self.d2("add", two_s, tail);
+        let back = self.d2("sub", two_s, mh2);
+        let ml = self.d2("add", back, tail);
+        // + e ln2: e * LN2_42 is exact (|e| < 2^11, 42 significant bits).
+        const LN2_42: f64 = 0.6931471805598903;
+        const LN2_42_LO: f64 = 5.497923018708371e-14;
+        let a = self.d2("mul", e, f64_imm(LN2_42));
+        let hi = self.d2("add", a, mh2);
+        // Two-sum of a and mh2 (either may be larger).
+        let bv = self.d2("sub", hi, a);
+        let av = self.d2("sub", hi, bv);
+        let ea = self.d2("sub", a, av);
+        let eb = self.d2("sub", mh2, bv);
+        let err = self.d2("add", ea, eb);
+        let l1 = self.dfma(e, f64_imm(LN2_42_LO), ml);
+        let lo0 = self.d2("add", err, l1);
+        // Renormalise.
+        let h2 = self.d2("add", hi, lo0);
+        let d0 = self.d2("sub", hi, h2);
+        let lo = self.d2("add", d0, lo0);
+        (h2, lo)
+    }
+
+    /// x^y with IEEE pow's special cases: e^(y ln|x|) with ln|x| and the product in two parts,
+    /// the sign from an odd integer y, NaN for a finite negative x and a non-integer y.
+    pub(super) fn pow_f64(&mut self, x: Reg, y: Reg) -> Reg {
+        let (lh, ll) = self.log_dd_f64(x);
+        let ph = self.d2("mul", y, lh);
+        let nph = self.d1("neg", ph);
+        let pe = self.dfma(y, lh, nph);
+        let pl = self.dfma(y, ll, pe);
+        let e = self.exp_f64(ph, Base::E);
+        let corrected = self.dfma(e, pl, e);
+        // Where the exponent or the result is not finite the correction is NaN (inf × 0).
+        let aph = self.d1("abs", ph);
+        let fin0 = self.dsetp("lt", aph, f64_imm(f64::INFINITY));
+        let efin = self.dsetp("lt", e, f64_imm(f64::INFINITY));
+        let fin = self.new_reg(RegClass::Pred);
+        self.ins(format!("and.pred {fin}, {fin0}, {efin}"));
+        let mag0 = self.dsel(corrected, e, fin);
+        // |x| = 0 or inf: ln is -inf or inf (log_dd gives garbage there).
+        let ax = self.d1("abs", x);
+        let zero = self.dsetp("eq", ax, f64_imm(0.0));
+        let inf = self.dsetp("eq", ax, f64_imm(f64::INFINITY));
+        let ypos = self.dsetp("gt", y, f64_imm(0.0));
+        // 0^y: 0 for y > 0, inf for y < 0; inf^y: inf for y > 0, 0 for y < 0.
+        let z_or_i = self.new_reg(RegClass::Pred);
+        self.ins(format!("or.pred {z_or_i}, {zero}, {inf}"));
+        let big = self.new_reg(RegClass::Pred);
+        self.ins(format!("xor.pred {big}, {zero}, {ypos}"));
+        let special = self.dsel(f64_imm(f64::INFINITY), f64_imm(0.0), big);
+        let mag = self.dsel(special, mag0, z_or_i);
+        // The sign: x negative (or -0) and y an odd integer.
+        let yt = self.d1("cvt.rzi.f64", y);
+        let is_int = self.dsetp("eq", yt, y);
+        let yh = self.d2("mul", y, f64_imm(0.5));
+        let yht = self.d1("cvt.rzi.f64", yh);
+        let half_int = self.dsetp("eq", yht, yh);
+        let odd = self.new_reg(RegClass::Pred);
+        self.ins(format!("and.pred {odd}, {is_int}, !{half_int}"));
+        let xneg = self.new_reg(RegClass::Pred);
+        self.ins(format!("setp.lt.s64 {xneg}, {x}, 0"));
+        let flip = self.new_reg(RegClass::Pred);
+        self.ins(format!("and.pred {flip}, {xneg}, {odd}"));
+        let nmag = self.d1("neg", mag);
+        let signed = self.dsel(nmag, mag, flip);
+        // A finite negative x with a non-integer y: NaN (y = inf counts as an integer here).
+        let xlt = self.dsetp("lt", x, f64_imm(0.0));
+        let xfin = self.new_reg(RegClass::Pred);
+        self.ins(format!("and.pred {xfin}, {xlt}, !{inf}"));
+        let bad = self.new_reg(RegClass::Pred);
+        self.ins(format!("and.pred {bad}, {xfin}, !{is_int}"));
+        let r1 = self.dsel(f64_imm(f64::NAN), signed, bad);
+        // |x| = 1 with y = ±inf: 1 (and -1 then too).
+        let one = self.dsetp("eq", ax, f64_imm(1.0));
+        let ay = self.d1("abs", y);
+        let yinf = self.dsetp("eq", ay, f64_imm(f64::INFINITY));
+        let one_inf = self.new_reg(RegClass::Pred);
+        self.ins(format!("and.pred {one_inf}, {one}, {yinf}"));
+        let r2 = self.dsel(f64_imm(1.0), r1, one_inf);
+        // y = ±inf otherwise: |x| < 1 gives 0 for +inf and inf for -inf; |x| > 1 the reverse.
+        let small = self.dsetp("lt", ax, f64_imm(1.0));
+        let want_inf = self.new_reg(RegClass::Pred);
+        self.ins(format!("xor.pred {want_inf}, {small}, {ypos}"));
+        let yinf_v = self.dsel(f64_imm(f64::INFINITY), f64_imm(0.0), want_inf);
+        let yinf_other = self.new_reg(RegClass::Pred);
+        self.ins(format!("and.pred {yinf_other}, {yinf}, !{one}"));
+        let r3 = self.dsel(yinf_v, r2, yinf_other);
+        // NaN in, NaN out — but x^0 = 1 and 1^y = 1 whatever the other is.
+        let nan = self.new_reg(RegClass::Pred);
+        self.ins(format!("setp.nan.f64 {nan}, {x}, {y}"));
+        let r4 = self.dsel(f64_imm(f64::NAN), r3, nan);
+        let y0 = self.dsetp("eq", y, f64_imm(0.0));
+        let x1 = self.dsetp("eq", x, f64_imm(1.0));
+        let unit = self.new_reg(RegClass::Pred);
+        self.ins(format!("or.pred {unit}, {y0}, {x1}"));
+        self.dsel(f64_imm(1.0), r4, unit)
+    }
+
+    /// atan2(y, x): atan of the smaller over the larger magnitude (pi/2 minus it when y is
+    /// larger), pi minus that for a negative x (or -0), y's sign; both infinite or both zero
+    /// as IEEE's atan2.
+    pub(super) fn atan2_f64(&mut self, y: Reg, x: Reg) -> Reg {
+        let (ax, ay) = (self.d1("abs", x), self.d1("abs", y));
+        let swap = self.dsetp("gt", ay, ax);
+        let num = self.dsel(ax, ay, swap);
+        let den = self.dsel(ay, ax, swap);
+        let q0 = self.d2("div.rn", num, den);
+        // 0/0 and inf/inf: 0 and 1 (atan2(±0, ±0), atan2(±inf, ±inf)).
+        let both0 = self.dsetp("eq", den, f64_imm(0.0));
+        let q1 = self.dsel(f64_imm(0.0), q0, both0);
+        let binf = self.dsetp("eq", num, f64_imm(f64::INFINITY));
+        let q = self.dsel(f64_imm(1.0), q1, binf);
+        let (hi, lo) = self.atan_01(q);
+        let a = self.d2("add", hi, lo);
+        // y larger: pi/2 - atan(q).
+        let nlo = self.d1("neg", lo);
+        let c0 = self.d2("add", nlo, f64_imm(PIO2_2));
+        let c1 = self.d2("sub", f64_imm(PIO2_1), hi);
+        let comp = self.d2("add", c1, c0);
+        let v = self.dsel(comp, a, swap);
+        // x negative (sign bit set): pi - v, pi in two parts.
+        let xneg = self.new_reg(RegClass::Pred);
+        self.ins(format!("setp.lt.s64 {xneg}, {x}, 0"));
+        let pi_lo = 1.2246467991473532e-16;
+        let w0 = self.d2("sub", f64_imm(pi_lo), v);
+        let w = self.d2("add", w0, f64_imm(std::f64::consts::PI));
+        let r = self.dsel(w, v, xneg);
+        // y's sign (also for y = -0).
+        let yneg = self.new_reg(RegClass::Pred);
+        self.ins(format!("setp.lt.s64 {yneg}, {y}, 0"));
+        let nr = self.d1("neg", r);
+        let out = self.dsel(nr, r, yneg);
+        let nan = self.new_reg(RegClass::Pred);
+        self.ins(format!("setp.nan.f64 {nan}, {x}, {y}"));
+        self.dsel(f64_imm(f64::NAN), out, nan)
+    }
+
+    /// hypot(x, y) = sqrt(x^2 + y^2) with the sum in one fma, the inputs scaled by a power of
+    /// two first where the squares would overflow or underflow; inf if either is infinite.
+    pub(super) fn hypot_f64(&mut self, x: Reg, y: Reg) -> Reg {
+        let (ax, ay) = (self.d1("abs", x), self.d1("abs", y));
+        let m = self.d2("max", ax, ay);
+        let huge = self.dsetp("gt", m, f64_imm(2f64.powi(500)));
+        let tiny = self.dsetp("lt", m, f64_imm(2f64.powi(-500)));
+        let s0 = self.dsel(f64_imm(2f64.powi(-600)), f64_imm(1.0), huge);
+        let scale = self.dsel(f64_imm(2f64.powi(600)), s0, tiny);
+        let unscale0 = self.dsel(f64_imm(2f64.powi(600)), f64_imm(1.0), huge);
+        let unscale = self.dsel(f64_imm(2f64.powi(-600)), unscale0, tiny);
+        let xs = self.d2("mul", ax, scale);
+        let ys = self.d2("mul", ay, scale);
+        let yy = self.d2("mul", ys, ys);
+        let sum = self.dfma(xs, xs, yy);
+        let r = self.d1("sqrt.rn", sum);
+        let out = self.d2("mul", r, unscale);
+        let inf = self.dsetp("eq", m, f64_imm(f64::INFINITY));
+        self.dsel(f64_imm(f64::INFINITY), out, inf)
+    }
 }
 
 #[derive(Copy, Clone, PartialEq, Eq)]
