@@ -521,18 +521,17 @@ impl Emitter<'_> {
     }
 
     /// ln x, log2 x or log10 x.
-    fn log_f64(&mut self, x: Reg, base: Base) -> Reg {
-        // Subnormals scaled by 2^54 first.
-        let sub = self.dsetp("lt", x, f64_imm(f64::MIN_POSITIVE));
-        let xs = self.d2("mul", x, f64_imm(2f64.powi(54)));
-        let xn = self.dsel(xs, x, sub);
-        let bits = self.d();
-        self.ins(format!("mov.b64 {bits}, {xn}"));
+    /// |x| = m 2^e with m in [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^54 first): (m, e as
+    /// an f64). Meaningless for 0, inf and NaN; the callers select their results there.
+    fn split_log_argument_f64(&mut self, x: Reg) -> (Reg, Reg) {
+        let ax = self.d1("abs", x);
+        let sub = self.dsetp("lt", ax, f64_imm(f64::MIN_POSITIVE));
+        let xs = self.d2("mul", ax, f64_imm(2f64.powi(54)));
+        let xn = self.dsel(xs, ax, sub);
         let ebits = self.d();
-        self.ins(format!("shr.u64 {ebits}, {bits}, 52"));
-        self.ins(format!("and.b64 {ebits}, {ebits}, 2047"));
+        self.ins(format!("shr.u64 {ebits}, {xn}, 52"));
         let mbits = self.d();
-        self.ins(format!("and.b64 {mbits}, {bits}, 0x000FFFFFFFFFFFFF"));
+        self.ins(format!("and.b64 {mbits}, {xn}, 0x000FFFFFFFFFFFFF"));
         self.ins(format!("or.b64 {mbits}, {mbits}, 0x3FF0000000000000"));
         // m in [1, 2); above sqrt(2) take m/2 and e + 1.
         let big = self.dsetp("gt", mbits, f64_imm(std::f64::consts::SQRT_2));
@@ -540,12 +539,15 @@ impl Emitter<'_> {
         let m = self.dsel(mh, mbits, big);
         let ei = self.d();
         self.ins(format!("cvt.rn.f64.s64 {ei}, {ebits}"));
-        let bias = self.d();
-        self.ins(format!("selp.f64 {bias}, {}, {}, {sub}", f64_imm(-1023.0 - 54.0), f64_imm(-1023.0)));
+        let bias = self.dsel(f64_imm(-1023.0 - 54.0), f64_imm(-1023.0), sub);
         let e0 = self.d2("add", ei, bias);
-        let one = self.d();
-        self.ins(format!("selp.f64 {one}, {}, {}, {big}", f64_imm(1.0), f64_imm(0.0)));
+        let one = self.dsel(f64_imm(1.0), f64_imm(0.0), big);
         let e = self.d2("add", e0, one);
+        (m, e)
+    }
+
+    fn log_f64(&mut self, x: Reg, base: Base) -> Reg {
+        let (m, e) = self.split_log_argument_f64(x);
         // log m = 2 atanh(s) = 2s + s z q(z), s = (m - 1)/(m + 1), z = s^2; as 2s = f - s f,
         // log m = f - s (f - z q): f = m - 1 is exact and the correction is about f^2/2, so
         // its rounding hardly shows; (lm, lm_lo) is that difference in two parts.
@@ -1097,25 +1099,7 @@ impl Emitter<'_> {
     /// ln2 split so that e times its high part is exact. Finite positive normal-or-subnormal x;
     /// the caller handles 0, inf and NaN.
     fn log_dd_f64(&mut self, x: Reg) -> (Reg, Reg) {
-        let ax = self.d1("abs", x);
-        let sub = self.dsetp("lt", ax, f64_imm(f64::MIN_POSITIVE));
-        let xs = self.d2("mul", ax, f64_imm(2f64.powi(54)));
-        let xn = self.dsel(xs, ax, sub);
-        let ebits = self.d();
-        self.ins(format!("shr.u64 {ebits}, {xn}, 52"));
-        self.ins(format!("and.b64 {ebits}, {ebits}, 2047"));
-        let mbits = self.d();
-        self.ins(format!("and.b64 {mbits}, {xn}, 0x000FFFFFFFFFFFFF"));
-        self.ins(format!("or.b64 {mbits}, {mbits}, 0x3FF0000000000000"));
-        let big = self.dsetp("gt", mbits, f64_imm(std::f64::consts::SQRT_2));
-        let mh = self.d2("mul", mbits, f64_imm(0.5));
-        let m = self.dsel(mh, mbits, big);
-        let ei = self.d();
-        self.ins(format!("cvt.rn.f64.s64 {ei}, {ebits}"));
-        let bias = self.dsel(f64_imm(-1023.0 - 54.0), f64_imm(-1023.0), sub);
-        let e0 = self.d2("add", ei, bias);
-        let one = self.dsel(f64_imm(1.0), f64_imm(0.0), big);
-        let e = self.d2("add", e0, one);
+        let (m, e) = self.split_log_argument_f64(x);
         let f = self.d2("sub", m, f64_imm(1.0));
         // den = 2 + f in two parts (|f| < 2: the two-sum is exact), s = f / den in two parts.
         let den = self.d2("add", f, f64_imm(2.0));
