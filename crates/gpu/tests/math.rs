@@ -429,7 +429,7 @@ kernel @math(%x: ptr<f64> {{divisibility = 16}}, %x2: ptr<f64> {{divisibility = 
     )
 }
 
-/// f64 `pow`, `atan2` and `hypot` against glibc's, in f64 ulps, on random pairs and on IEEE's
+/// f64 `pow`, `atan2`, `hypot` (against glibc's) and `rem` (against its formula), in f64 ulps, on random pairs and on IEEE's
 /// special cases (zeros of both signs, infinities, NaN, negative bases with integer and
 /// non-integer exponents, |x| = 1 with infinite exponents).
 #[test]
@@ -464,6 +464,15 @@ fn f64_binary_functions_are_within_their_ulp_bounds() {
             Box::new(|r: &mut Rng| (r.unit() * (r.unit() * 700.0).exp(), r.unit() * (r.unit() * 700.0).exp())),
             Box::new(f64::hypot),
             2.0,
+        ),
+        // LLVM's expansion of `frem` (Triton's on a GPU): a - trunc(a / b) b in one fma, the
+        // dividend's sign; exact against the same formula in f64 (not C's fmod: the rounded
+        // quotient can be one off near an integer).
+        (
+            "rem",
+            Box::new(|r: &mut Rng| (r.unit() * 1e4, r.unit() * 10.0)),
+            Box::new(|a: f64, b: f64| (-(a / b).trunc()).mul_add(b, a).abs().copysign(a)),
+            0.0,
         ),
     ];
     let mut table = String::from("| function | max error (f64 ulp) | bound |\n|---|---|---|\n");

@@ -713,6 +713,9 @@ impl Emitter<'_> {
     }
 
     pub fn fmod(&mut self, d: DType, a: Reg, b: Reg) -> Res<Reg> {
+        if d == DType::F64 {
+            return Ok(self.fmod_f64(a, b));
+        }
         if d != DType::F32 {
             let x = self.widen_f32(d, a)?;
             let y = self.widen_f32(d, b)?;

@@ -1276,6 +1276,22 @@ impl Emitter<'_> {
         let inf = self.dsetp("eq", m, f64_imm(f64::INFINITY));
         self.dsel(f64_imm(f64::INFINITY), out, inf)
     }
+
+    /// a - trunc(a / b) b in one fma, as the f32 form (and LLVM's expansion of `frem`), with
+    /// the dividend's sign on a zero result. (It was the f32 form, widened and narrowed back.)
+    pub(super) fn fmod_f64(&mut self, a: Reg, b: Reg) -> Reg {
+        let q = self.d2("div.rn", a, b);
+        let t = self.d1("cvt.rzi.f64", q);
+        let nt = self.d1("neg", t);
+        let r = self.dfma(nt, b, a);
+        let mag = self.d();
+        self.ins(format!("and.b64 {mag}, {r}, 0x7FFFFFFFFFFFFFFF"));
+        let sign = self.d();
+        self.ins(format!("and.b64 {sign}, {a}, 0x8000000000000000"));
+        let out = self.d();
+        self.ins(format!("or.b64 {out}, {mag}, {sign}"));
+        out
+    }
 }
 
 #[derive(Copy, Clone, PartialEq, Eq)]
