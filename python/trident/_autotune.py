@@ -79,16 +79,31 @@ class Heuristics(KernelInterface):
         self._names = None  # the kernel's parameter names (read at the first launch)
         self.__name__ = getattr(fn, "__name__", "kernel")
 
+    def __getitem__(self, grid):
+        launch = self._launch
+        return lambda *args, **kwargs: launch(grid, args, kwargs)
+
     def run(self, *args, grid, **kwargs):
+        return self._launch(grid, args, kwargs)
+
+    def _launch(self, grid, args, kwargs):
         names = self._names
         if names is None:
             names = self._names = _base(self.fn).arg_names
         named = dict(zip(names, args))
-        named.update(kwargs)
+        if kwargs:
+            named.update(kwargs)
         for name, f in self.values.items():
-            kwargs[name] = f(named)
-            named[name] = kwargs[name]
-        return self.fn.run(*args, grid=grid, **kwargs)
+            named[name] = kwargs[name] = f(named)
+        fn = self.fn
+        # Right over a `@jit` function: its native fast path directly (what its `run` would
+        # call first), saving a Python call per launch.
+        d = getattr(fn, "_dispatcher", None)
+        if d is not None and "warmup" not in kwargs:
+            done, result = d.try_launch(grid, args, kwargs)
+            if done:
+                return result
+        return fn.run(*args, grid=grid, **kwargs)
 
 
 def heuristics(values):
