@@ -426,3 +426,27 @@ def test_cached_launches_of_autotune_over_heuristics_skip_the_tuner(monkeypatch,
     tuned[grid](x, out, 24, 1.0, backend=backend)
     np.testing.assert_array_equal(out, x * 2)
     assert seen == [24]
+
+
+def test_heuristics_over_jit_run_at_every_launch_on_the_fast_path(backend):
+    # The heuristics' functions see the arguments by name (positional and keyword) at every
+    # launch, and their values reach the kernel, which then launches through its native fast
+    # path (called by the heuristics directly).
+    calls = []
+
+    @trident.heuristics({"BLOCK": lambda args: calls.append(args["n"]) or trident.next_power_of_2(args["n"]),
+                         "SCALE": lambda args: args["BLOCK"] * 0 + (3.0 if args["a"] > 0 else -1.0)})
+    @trident.jit
+    def scaled(x, out, n, a, BLOCK: tl.constexpr, SCALE: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out + offs, tl.load(x + offs, mask=offs < n) * SCALE, mask=offs < n)
+
+    for i, (n, a) in enumerate([(10, 1.0), (40, -2.0), (10, 5.0), (33, 1.0)]):
+        x = np.random.default_rng(i).standard_normal(n).astype(np.float32)
+        out = _poisoned(n)
+        if i % 2:
+            scaled[(1,)](x, out, n, a=a, backend=backend)
+        else:
+            scaled[(1,)](x, out, n, a, backend=backend)
+        np.testing.assert_array_equal(out, x * np.float32(3.0 if a > 0 else -1.0))
+    assert calls == [10, 40, 10, 33]

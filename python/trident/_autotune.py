@@ -162,7 +162,8 @@ class Autotuner(KernelInterface):
         fn = self.fn
         d = getattr(fn, "_dispatcher", None) if isinstance(fn, JITFunction) else None
         if d is None:
-            return functools.partial(self.run, grid=grid)
+            launch = self._launch
+            return lambda *args, **kwargs: launch(grid, args, kwargs)
         t = self._tuned
         if t is None or t[0] is not d or t[1] is not self._fast:
             names = fn.arg_names
@@ -248,6 +249,9 @@ class Autotuner(KernelInterface):
         return float("inf") if report is None else report["run_s"]
 
     def run(self, *args, grid, **kwargs):
+        return self._launch(grid, args, kwargs)
+
+    def _launch(self, grid, args, kwargs):
         # A cached choice for a key of plain values, without hooks (what the native `Tuned`
         # path does for a kernel that is directly a @jit function; here for the rest, such
         # as @autotune over @heuristics): the key from the arguments as given, the config's
@@ -262,11 +266,20 @@ class Autotuner(KernelInterface):
                 pos = self._key_pos = [(names.index(k) if k in names else 1 << 30, k) for k in self.keys]
             n = len(args)
             key = tuple(args[i] if i < n else kwargs.get(k) for i, k in pos)
-            if all(type(v) in _PLAIN for v in key):
-                hit = fast.get(key)
-                if hit is not None:
-                    self.best_config = hit[0]
-                    return self.fn.run(*args, grid=grid, **kwargs, **hit[1])
+            plain = True
+            for v in key:
+                if type(v) not in _PLAIN:
+                    plain = False
+                    break
+            hit = fast.get(key) if plain else None
+            if hit is not None:
+                self.best_config = hit[0]
+                meta = hit[1]
+                inner = getattr(self.fn, "_launch", None)
+                # (A keyword the config also sets goes the long way, which raises on it.)
+                if inner is not None and (not kwargs or kwargs.keys().isdisjoint(meta)):
+                    return inner(grid, args, {**kwargs, **meta})
+                return self.fn.run(*args, grid=grid, **kwargs, **meta)
         base = _base(self.fn)
         named = dict(zip(base.arg_names, args))
         named.update(kwargs)
