@@ -38,6 +38,11 @@ fn op(kind: &str) -> (&'static str, &'static str) {
         "mufu" => ("f32", "ex2.approx.ftz.f32 {d}, {d};"),
         "hfma2" => ("b32", "fma.rn.f16x2 {d}, {d}, {s}, {s};"),
         "dfma" => ("f64", "fma.rn.f64 {d}, {d}, 0d3FE0000000000000, 0d3FF0000000000000;"),
+        "hmma1688" => (
+            "mma",
+            "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {{d}0,{d}1,{d}2,{d}3}, {%r0,%r1}, {%r2}, \
+             {{d}0,{d}1,{d}2,{d}3};",
+        ),
         "hmma" => (
             "mma",
             "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {{d}0,{d}1,{d}2,{d}3}, {%r0,%r1,%r2,%r3}, \
@@ -61,7 +66,7 @@ fn roots(kind: &str) -> &'static [&'static str] {
         "sel" => &["ISETP", "SEL"],
         "fsel" => &["FSETP", "FSEL"],
         "lea" => &["LEA"],
-        "hmma" => &["HMMA"],
+        "hmma" | "hmma1688" => &["HMMA"],
         _ => &[],
     }
 }
@@ -144,6 +149,7 @@ fn ptxas_spaces_instructions_as_the_pipe_table_says() {
         &["hfma2"],
         &["dfma"],
         &["hmma"],
+        &["hmma1688"],
         &["ffma", "imad"],
         &["ffma", "iadd"],
         &["ffma", "lop"],
