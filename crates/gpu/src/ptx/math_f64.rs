@@ -400,6 +400,13 @@ impl Emitter<'_> {
         p
     }
 
+    /// `v`, negated where `x < 0` (odd functions computed on |x|; -0.0 and NaN keep `v`).
+    fn negated_where_negative(&mut self, v: Reg, x: Reg) -> Reg {
+        let neg = self.dsetp("lt", x, f64_imm(0.0));
+        let nv = self.d1("neg", v);
+        self.dsel(nv, v, neg)
+    }
+
     /// Horner evaluation of `c[0] + c[1] x + c[2] x^2 + ...` in f64.
     fn dpoly(&mut self, x: Reg, c: &[f64]) -> Reg {
         let mut acc = self.d();
@@ -907,9 +914,7 @@ impl Emitter<'_> {
             out
         } else {
             // Odd: the sign of x (and -0.0 stays -0.0).
-            let neg = self.dsetp("lt", x, f64_imm(0.0));
-            let n = self.d1("neg", out);
-            self.dsel(n, out, neg)
+            self.negated_where_negative(out, x)
         };
         let nan = self.dsetp("nan", x, x);
         self.dsel(x, res, nan)
@@ -950,9 +955,7 @@ impl Emitter<'_> {
         let r1 = self.d2("sub", f64_imm(PIO2_1), hi);
         let comp = self.d2("add", r1, r0);
         let v = self.dsel(comp, a, big);
-        let neg = self.dsetp("lt", x, f64_imm(0.0));
-        let nv = self.d1("neg", v);
-        let out = self.dsel(nv, v, neg);
+        let out = self.negated_where_negative(v, x);
         let nan = self.dsetp("nan", x, x);
         self.dsel(x, out, nan)
     }
@@ -1002,9 +1005,7 @@ impl Emitter<'_> {
                 let large = self.d2("add", l, f64_imm(LN2_HI));
                 let is_big = self.dsetp("gt", ax, f64_imm(huge));
                 let v = self.dsel(large, small, is_big);
-                let neg = self.dsetp("lt", x, f64_imm(0.0));
-                let nv = self.d1("neg", v);
-                let out = self.dsel(nv, v, neg);
+                let out = self.negated_where_negative(v, x);
                 let nan = self.dsetp("nan", x, x);
                 self.dsel(x, out, nan)
             }
@@ -1031,9 +1032,7 @@ impl Emitter<'_> {
                 let q = self.d2("div.rn", two, den);
                 let l = self.log1p_f64(q);
                 let v = self.d2("mul", l, f64_imm(0.5));
-                let neg = self.dsetp("lt", x, f64_imm(0.0));
-                let nv = self.d1("neg", v);
-                let out = self.dsel(nv, v, neg);
+                let out = self.negated_where_negative(v, x);
                 let bad = self.dsetp("gtu", ax, f64_imm(1.0));
                 self.dsel(f64_imm(f64::NAN), out, bad)
             }
@@ -1065,9 +1064,7 @@ impl Emitter<'_> {
         }
         let unscale = self.d2("mul", r, f64_imm(2f64.powi(-18)));
         let v = self.dsel(unscale, r, sub);
-        let neg = self.dsetp("lt", x, f64_imm(0.0));
-        let nv = self.d1("neg", v);
-        let out = self.dsel(nv, v, neg);
+        let out = self.negated_where_negative(v, x);
         // 0, inf, NaN: themselves.
         let zero = self.dsetp("eq", x, f64_imm(0.0));
         let inf = self.dsetp("equ", ax, f64_imm(f64::INFINITY));
