@@ -1397,7 +1397,8 @@ impl Ctx<'_> {
             "ATOMG" | "RED" | "REDG" => self.atomic(w, op, mask)?,
             "HMMA" => self.hmma(w, op, mask)?,
             "HGMMA" => self.hgmma(w, op, mask)?,
-            // The warpgroup MMA runs at issue: its fences and waits have nothing left to order.
+            // The warpgroup MMA computes at issue; its results' time (and the hazard of reading
+            // them early) is the timing model's, which holds them until `WARPGROUP.DEPBAR`.
             "WARPGROUP" if op.has("ARRIVE") || op.has("DEPBAR") => {}
             "LDGSTS" => self.ldgsts(w, op, mask)?,
             // Uniform datapath.

@@ -367,7 +367,7 @@ fn run_cta(
                         e.at_thread(ctaid, thread_of(w.first_thread + lane0, cfg.block))
                     })?;
                 } else {
-                    t.issue_unchecked(slots, pipe, k.controls[pc]);
+                    t.issue_unchecked(k.sm, op, slots, pipe, k.controls[pc]);
                 }
                 issued += 1;
                 if issued > cfg.max_warp_instructions_per_cta {

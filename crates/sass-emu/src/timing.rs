@@ -26,6 +26,10 @@
 //! A CTA's warps share their sub-partition's issue slots, one instruction per cycle, and its
 //! functional units ([`IssueSlots`]). Shared-memory accesses pass the SM's pipe as wavefronts,
 //! one a cycle, shared by the CTA's warps (bank conflicts: [`WarpTiming::shared_pipe`]).
+//! A warpgroup MMA (`HGMMA`) holds its sub-partition's tensor pipe for its multiply-adds
+//! after it issues, streams its shared operands through that pipe, and its accumulators are
+//! pending — a read is a hazard — until `WARPGROUP.DEPBAR` waits for its group
+//! ([`WarpTiming::gmma_issue`]: the PTX emulator's `wgmma` model).
 
 use std::sync::LazyLock;
 
@@ -43,7 +47,7 @@ static H100: LazyLock<MachineModel> = LazyLock::new(MachineModel::h100_sxm);
 
 /// Modelled cycles until a variable-latency result arrives on `sm` (80, 90).
 fn arrival(sm: u32, op: &Op) -> u64 {
-    let m: &MachineModel = if sm >= 90 { &H100 } else { &A100 };
+    let m = model(sm);
     (match op.root.as_str() {
         "LDG" | "LD" | "ATOMG" | "ATOM" | "RED" => m.lat_l2_hit,
         "LDL" => m.lat_local,
@@ -62,7 +66,7 @@ fn arrival(sm: u32, op: &Op) -> u64 {
 /// Modelled cycles from a copy's issue until its data is in shared memory (`UTMALDG`,
 /// `UBLKCP`): a global load's, as an L2 hit.
 pub fn copy_latency(sm: u32) -> u64 {
-    let m: &MachineModel = if sm >= 90 { &H100 } else { &A100 };
+    let m = model(sm);
     m.lat_l2_hit as u64
 }
 
@@ -77,7 +81,13 @@ struct InFlight {
     reading: bool,
     /// The lanes that issued it.
     lanes: u32,
+    /// A warpgroup MMA's (`sb` is [`GSB`]): its group ([`WarpTiming::gmma_group`] at issue).
+    group: u64,
 }
+
+/// The scoreboard index standing for a warpgroup MMA's completion (`gsb0`), as the SASS
+/// toolkit's verifier numbers it: past the six hardware scoreboards.
+const GSB: u8 = 6;
 
 /// Whether register `r`, pending for `lanes`, matters to an instruction run by `active`.
 fn overlaps(r: &Reg, lanes: u32, active: u32) -> bool {
@@ -108,6 +118,13 @@ pub struct WarpTiming {
     /// The issue slots of the SM sub-partition the warp runs on, shared with the CTA's other
     /// warps there ([`IssueSlots`]), and that sub-partition.
     pub slots: Option<(std::rc::Rc<std::cell::RefCell<IssueSlots>>, usize)>,
+    /// Warpgroup MMAs not yet waited for: (group, cycle it completes). A group is closed by
+    /// the `HGMMA` that carries `gsb0` (what `wgmma.commit_group` becomes); the open one has
+    /// the number `gmma_group`.
+    gmma: Vec<(u64, u64)>,
+    gmma_group: u64,
+    /// When the tensor pipe is free, for a warp without [`IssueSlots`].
+    tensor_free: u64,
 }
 
 /// Issue slots and functional units ("pipes", `trident_sass::pipes`) of an SM's four
@@ -185,6 +202,23 @@ impl IssueSlots {
             }
             c += 1;
         }
+    }
+
+    /// Holds pipe `p` of sub-partition `sp` for `cycles` cycles from the first cycle at or
+    /// after `t` from which it is free that long, and returns that cycle. No issue slot is
+    /// taken: this is work the pipe does after the instruction issued (a warpgroup MMA's
+    /// tensor-core time), queued behind what the pipe already holds.
+    pub fn reserve(&mut self, sp: usize, t: u64, p: Pipe, cycles: u64) -> u64 {
+        let bits = &mut self.busy[sp % 4][p.index()];
+        let first = self.first;
+        let mut c = t.max(64 * first);
+        while let Some(x) = (c..c + cycles).rev().find(|&x| is_set(bits, first, x)) {
+            c = x + 1;
+        }
+        for x in c..c + cycles {
+            set(bits, first, x);
+        }
+        c
     }
 
     /// Passes `waves` wavefronts through the SM's shared-memory pipe, one a cycle, each in
@@ -326,10 +360,14 @@ impl WarpTiming {
                 }
             }
         }
+        if is_gmma_wait(op) {
+            self.wait_gmma(op);
+        }
         // Operands are read once the waits are over: a bank conflict delays the issue, and
         // so does another warp of the sub-partition issuing in that cycle, and a busy pipe.
         self.operand_reads(slots, c);
         self.take_issue_slot(pipe);
+        let gmma = (op.root == "HGMMA").then(|| self.gmma_issue(sm, op));
         let opcode = op_text(op);
         // sm_90a's `IMAD.WIDE` reads its 64-bit addend's high register late (the SASS
         // toolkit's evidence).
@@ -356,8 +394,12 @@ impl WarpTiming {
                     }
                 }
             }
-            if let Some(f) =
-                self.flight.iter().find(|f| !f.reading && f.regs.contains(r) && overlaps(r, f.lanes, active))
+            // The next warpgroup MMA on the same accumulators reads them in the tensor core.
+            let chained = |f: &&InFlight| f.sb == Some(GSB) && gmma.is_some();
+            if let Some(f) = self
+                .flight
+                .iter()
+                .find(|f| !f.reading && f.regs.contains(r) && overlaps(r, f.lanes, active) && !chained(f))
             {
                 return Err(hazard(format!(
                     "hazard: {:#06x} `{}` reads {r} before {:#06x} `{}`'s result was waited for{}",
@@ -365,7 +407,7 @@ impl WarpTiming {
                     op.text,
                     16 * f.producer,
                     name_of(f.producer),
-                    f.sb.map_or(String::new(), |k| format!(" (SB{k})"))
+                    f.sb.map_or(String::new(), |k| format!(" ({})", sb_name(k)))
                 )));
             }
         }
@@ -378,6 +420,7 @@ impl WarpTiming {
             let ordered = |f: &&InFlight| {
                 (f.reading && latency::mio_ordered(&name_of(f.producer), &opcode))
                     || (!f.reading && f.queue != Queue::None && f.queue == queue)
+                    || (!f.reading && f.sb == Some(GSB) && gmma.is_some())
             };
             if let Some(f) =
                 self.flight.iter().find(|f| f.regs.contains(r) && overlaps(r, f.lanes, active) && !ordered(f))
@@ -389,7 +432,7 @@ impl WarpTiming {
                     op.text,
                     16 * f.producer,
                     name_of(f.producer),
-                    f.sb.map_or(String::new(), |k| format!(" (no wait for SB{k})"))
+                    f.sb.map_or(String::new(), |k| format!(" (no wait for {})", sb_name(k)))
                 )));
             }
         }
@@ -404,6 +447,21 @@ impl WarpTiming {
         });
         let variable = c.write_sb.is_some() || latency::variable(&opcode);
         self.seq += 1;
+        if let Some((group, done)) = gmma {
+            // Pending until its group is waited for (`WARPGROUP.DEPBAR`); the next MMA on
+            // the same accumulators still needs the fixed distance below.
+            self.flight.push(InFlight {
+                producer: at,
+                regs: regs.defs.clone(),
+                sb: Some(GSB),
+                queue: Queue::None,
+                seq: self.seq,
+                arrives: done,
+                reading: false,
+                lanes: active,
+                group,
+            });
+        }
         if !regs.defs.is_empty() {
             if variable {
                 self.flight.push(InFlight {
@@ -415,6 +473,7 @@ impl WarpTiming {
                     arrives: self.clock + arrival(sm, op),
                     reading: false,
                     lanes: active,
+                    group: 0,
                 });
             } else {
                 for r in &regs.defs {
@@ -434,6 +493,7 @@ impl WarpTiming {
                 arrives: self.clock + 20,
                 reading: true,
                 lanes: active,
+                group: 0,
             });
         }
         // Forget what is long ready, so the lists stay short.
@@ -446,12 +506,84 @@ impl WarpTiming {
     }
 
     /// Issues an instruction without the hazard checks and waits (the emulator's fast mode):
-    /// its operand reads, then its stall count.
-    pub fn issue_unchecked(&mut self, slots: Option<&Slots>, pipe: Option<PipeUse>, c: Control) {
+    /// its operand reads, then its stall count. Warpgroup MMAs and their waits are timed as
+    /// in [`WarpTiming::issue`].
+    pub fn issue_unchecked(&mut self, sm: u32, op: &Op, slots: Option<&Slots>, pipe: Option<PipeUse>, c: Control) {
+        if is_gmma_wait(op) {
+            self.wait_gmma(op);
+        }
         self.operand_reads(slots, c);
         self.take_issue_slot(pipe);
+        if op.root == "HGMMA" {
+            self.gmma_issue(sm, op);
+        }
         self.issued_at = self.clock;
         self.clock += c.stall.max(1) as u64;
+    }
+
+    /// A warpgroup MMA issued now: this warp's part (16 of the 64 rows) holds its
+    /// sub-partition's tensor pipe for its multiply-adds at the tensor cores' rate, its
+    /// operands stream from shared memory through the SM's pipe (B, and A unless it comes
+    /// from registers, a quarter per warp: the warpgroup reads them once), and its result is
+    /// written `lat_wgmma` cycles after both are done — the PTX emulator's model of `wgmma`
+    /// (`trident_emu::timing::sm`), with its machine's rates. The warp does not wait: it
+    /// waits at `WARPGROUP.DEPBAR`. Returns the MMA's group and when it completes.
+    fn gmma_issue(&mut self, sm: u32, op: &Op) -> (u64, u64) {
+        let m = model(sm);
+        let (n, k, bytes) = gmma_shape(op);
+        // Every input type's MMA takes 16·N·K·bytes/2 f16 multiply-adds' time (the rate
+        // doubles as the input halves).
+        let per_sp = (m.tensor_fma_per_clk / 4).max(1) as u64;
+        let busy = (16 * n * k * bytes / 2).div_ceil(per_sp);
+        let a_shared = matches!(op.ops.get(1), Some(crate::decode::Opnd::Other(t)) if t.starts_with("gdesc"));
+        let shared_bytes = (n * k + if a_shared { 64 * k } else { 0 }) * bytes / 4;
+        let waves = shared_bytes.div_ceil(m.shared_bytes_per_clk.max(1) as u64);
+        let t = self.clock;
+        let (start, last_wave) = match &self.slots {
+            Some((slots, sp)) => {
+                let mut s = slots.borrow_mut();
+                (s.reserve(*sp, t, Pipe::Tensor, busy), s.claim_waves(t, waves).1)
+            }
+            None => {
+                let start = t.max(self.tensor_free);
+                self.tensor_free = start + busy;
+                let first = t.max(self.mio_free);
+                self.mio_free = first + waves;
+                (start, first + waves.max(1) - 1)
+            }
+        };
+        let done = (start + busy).max(last_wave + 1) + m.lat_wgmma as u64;
+        let group = self.gmma_group;
+        self.gmma.push((group, done));
+        if op.ops.iter().any(|o| matches!(o, crate::decode::Opnd::Other(t) if t == "gsb0")) {
+            self.gmma_group += 1;
+        }
+        (group, done)
+    }
+
+    /// `WARPGROUP.DEPBAR.LE gsb0, k`: the warp waits until every group of warpgroup MMAs
+    /// closed before it but the `k` youngest has completed; their results are then ready.
+    fn wait_gmma(&mut self, op: &Op) {
+        let keep = op
+            .ops
+            .iter()
+            .find_map(|o| match o {
+                crate::decode::Opnd::Imm(n) => Some(*n as usize),
+                _ => None,
+            })
+            .unwrap_or(0);
+        let mut closed: Vec<u64> = self.gmma.iter().map(|g| g.0).filter(|&g| g < self.gmma_group).collect();
+        closed.sort_unstable();
+        closed.dedup();
+        let cut = closed.len().saturating_sub(keep);
+        if cut == 0 {
+            return;
+        }
+        let last = closed[cut - 1];
+        let done = self.gmma.iter().filter(|g| g.0 <= last).map(|g| g.1).max().unwrap_or(0);
+        self.gmma.retain(|g| g.0 > last);
+        self.flight.retain(|f| !(f.sb == Some(GSB) && f.group <= last));
+        self.clock = self.clock.max(done);
     }
 
     /// The last issued instruction (`at`, on `sm`) passed the shared-memory pipe as `waves`
@@ -473,13 +605,54 @@ impl WarpTiming {
             self.clock = accepted;
         }
         if load {
-            let m: &MachineModel = if sm >= 90 { &H100 } else { &A100 };
+            let m = model(sm);
             let ready = last + m.lat_shared as u64;
             if let Some(f) = self.flight.iter_mut().rev().find(|f| f.producer == at && !f.reading) {
                 f.arrives = f.arrives.max(ready);
             }
         }
     }
+}
+
+fn model(sm: u32) -> &'static MachineModel {
+    if sm >= 90 {
+        &H100
+    } else {
+        &A100
+    }
+}
+
+/// `SB3`, or `gsb0` for the warpgroup MMAs' ([`GSB`]).
+fn sb_name(k: u8) -> String {
+    if k == GSB {
+        "gsb0".into()
+    } else {
+        format!("SB{k}")
+    }
+}
+
+/// `WARPGROUP.DEPBAR.LE gsb0, k`.
+fn is_gmma_wait(op: &Op) -> bool {
+    op.root == "WARPGROUP" && op.has("DEPBAR")
+}
+
+/// A warpgroup MMA's N, K and input bytes (`HGMMA.64x128x16.F32.BF16`: 128, 16, 2); K from
+/// the input type where the shape does not say.
+fn gmma_shape(op: &Op) -> (u64, u64, u64) {
+    let bytes = if op.has("TF32") {
+        4
+    } else if op.mods.iter().any(|m| matches!(m.as_str(), "E4M3" | "E5M2" | "S8" | "U8")) {
+        1
+    } else {
+        2
+    };
+    let shape = op.mods.iter().find_map(|m| {
+        let mut it = m.split('x');
+        let (_, n, k) = (it.next()?.parse::<u64>().ok()?, it.next()?.parse::<u64>().ok()?, it.next()?.parse().ok()?);
+        Some((n, k))
+    });
+    let (n, k) = shape.unwrap_or((256, 32 / bytes));
+    (n, k, bytes)
 }
 
 /// Cycles of shared-memory work a warp's pipe queues before its next one waits (the PTX
@@ -612,6 +785,53 @@ mod tests {
         assert_eq!(run(&later), (8, 2));
         // Forms the model does not know pay nothing.
         assert_eq!(run(&[("IMAD.WIDE", "R10,R2,R4,R6", 2, 0, true)]), (2, 0));
+    }
+
+    /// Runs `prog` (opcode, operands) on one sm_90a warp with hazard checks, each instruction
+    /// with a stall of 4 (chained `HGMMA`s need it); returns the clock after the last issue, or the first error.
+    fn run_sm90(prog: &[(&str, &str)]) -> Result<u64, EmuError> {
+        let texts: Vec<Text> = prog
+            .iter()
+            .map(|(op, ops)| Text { predicate: String::new(), opcode: (*op).into(), operands: (*ops).into() })
+            .collect();
+        let name_of = |p: usize| texts[p].opcode.clone();
+        let c = Control { stall: 4, yield_bit: true, write_sb: None, read_sb: None, wait: 0, reuse: 0 };
+        let mut w = WarpTiming::default();
+        for (i, t) in texts.iter().enumerate() {
+            w.issue(90, i, u32::MAX, &crate::decode::decode(t), &operands(t), None, None, c, &name_of)?;
+        }
+        Ok(w.clock)
+    }
+
+    /// A warpgroup MMA holds the tensor pipe for N/2 cycles (`64x128x16`: 64; H100's 2048
+    /// f16 multiply-adds a cycle per SM), the next on the same accumulators chains without a
+    /// wait but queues behind it, and the results are ready `lat_wgmma` (48) cycles after the
+    /// pipe is done: read before `WARPGROUP.DEPBAR` waits for their group, a hazard.
+    #[test]
+    fn warpgroup_mmas_hold_the_tensor_pipe_until_waited_for() {
+        let first = ("HGMMA.64x128x16.F32", "R24, gdesc[UR4], R24");
+        let second = ("HGMMA.64x128x16.F32", "R24, gdesc[UR8], R24, gsb0");
+        let wait = |k| ("WARPGROUP.DEPBAR.LE", if k == 0 { "gsb0, 0x0" } else { "gsb0, 0x1" });
+        let read = ("FADD", "R0, R24, R25");
+        // Issued at 0 and 4; the second starts on the pipe at 64, completes at 128 + 48; the
+        // wait issues then, the read 4 cycles on, and its own stall ends at 184.
+        assert_eq!(run_sm90(&[first, second, wait(0), read]).unwrap(), 176 + 8);
+        let e = run_sm90(&[first, second, read]).unwrap_err();
+        assert!(
+            e.to_string().contains("R24 before 0x0000 `HGMMA.64x128x16.F32`'s result was waited for (gsb0)"),
+            "{e}"
+        );
+        // Half the width: half the tensor time (start 32, done 64 + 48).
+        let narrow = |g: &'static str| ("HGMMA.64x64x16.F32", g);
+        let prog = [narrow("R24, gdesc[UR4], R24"), narrow("R24, gdesc[UR8], R24, gsb0"), wait(0), read];
+        assert_eq!(run_sm90(&prog).unwrap(), 112 + 8);
+        // Two groups, the wait keeps the younger in flight: only the first's time is waited
+        // for, and the second's accumulators may not be read yet.
+        let g1 = ("HGMMA.64x128x16.F32", "R24, gdesc[UR4], R24, gsb0");
+        let g2 = ("HGMMA.64x128x16.F32", "R88, gdesc[UR8], R88, gsb0");
+        assert_eq!(run_sm90(&[g1, g2, wait(1), read]).unwrap(), 64 + 48 + 8);
+        let e = run_sm90(&[g1, g2, wait(1), ("FADD", "R0, R88, R89")]).unwrap_err();
+        assert!(e.to_string().contains("R88 before 0x0010 `HGMMA.64x128x16.F32`'s result was waited for"), "{e}");
     }
 
     #[test]

@@ -37,7 +37,9 @@
 //! m16n8k8 chains apart by 16 cycles with moves between (sm_80's 4 is observed). Everything else — memory instructions (the
 //! memory pipe is modelled apart), branches, the uniform datapath, `HGMMA`, conversions
 //! between 64-bit types, forms not observed — is not assigned a pipe and issues at the issue
-//! slot's rate.
+//! slot's rate. `HGMMA` holds the tensor pipe after it issues, not to issue (it is
+//! asynchronous): the SASS emulator books N/2 cycles of it per `64xNxK` (`ptxas` gives no
+//! spacing to read a rate from; H100's 2048 dense f16 multiply-adds a cycle per SM).
 
 /// A functional unit of a sub-partition.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
