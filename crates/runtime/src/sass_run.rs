@@ -84,6 +84,7 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
     let ptx = &code.ptx;
     let mut samples = vec![];
     let mut last = None;
+    let clock_ghz = trident_sass_emu::timing::model(p.kernel.sm).clock_ghz;
     for _ in 0..reps.max(1) {
         let mut kargs = crate::gpu::emulator_args(ptx, args);
         kargs.extend(crate::tma::emulator_maps(ptx, args)?);
@@ -101,8 +102,9 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
             };
             RunError::msg(format!("error: sass-emu: {}{place}", e.message))
         })?;
-        // The estimate in cycles, at the PTX emulator's modelled clock (1.755 GHz, H100 SXM).
-        samples.push(Duration::from_secs_f64(report.cycles as f64 / 1.755e9));
+        // The estimate in cycles, at the clock of the machine the model imitates (the PTX
+        // emulator's: H100 SXM 1.83 GHz for sm_90, A100 SXM 1.41 GHz for sm_80).
+        samples.push(Duration::from_secs_f64(report.cycles as f64 / (clock_ghz * 1e9)));
         last = Some(kargs);
     }
     let kargs = last.ok_or_else(|| RunError::msg("internal: no sass-emu run"))?;
@@ -114,7 +116,7 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
         kernel_time,
         samples,
         profile: None,
-        clock_ghz: Some(1.755),
+        clock_ghz: Some(clock_ghz),
         sanitize: None,
     })
 }

@@ -17,7 +17,8 @@
 //!   the parameters where the cubin's `EIATTR_KPARAM_INFO` records put them.
 //! * **Timing and hazards** ([`timing`]): every warp issues by its control bits; a read before
 //!   the value is ready is a `Hazard` error naming both instructions. The warps' clocks give
-//!   the cycle estimate.
+//!   each CTA's cycle estimate, and [`grid`] the grid's: CTAs in waves over the SMs, those
+//!   sharing an SM sharing its issue slots and pipes.
 //! * **Asynchronous copies** ([`tma`], sm_90): mbarriers, tensor-map and bulk copies, with the
 //!   PTX emulator's mbarrier state and box semantics; lanes parked at a failed wait run again
 //!   once a barrier moves, copies land when nothing else can run, and a wait nothing can
@@ -25,6 +26,7 @@
 
 pub mod decode;
 pub mod exec;
+pub mod grid;
 pub mod kernel;
 pub mod tensor;
 pub mod timing;
@@ -48,6 +50,8 @@ pub struct Program {
     slots: Vec<Option<trident_sass::banks::Slots>>,
     /// The pipe each instruction needs, where the pipe model assigns one.
     pipes: Vec<Option<trident_sass::pipes::PipeUse>>,
+    /// Registers per thread (`EIATTR_REGCOUNT`), for the CTAs an SM holds at once.
+    pub registers: Option<u32>,
 }
 
 impl Program {
@@ -68,7 +72,8 @@ impl Program {
         }
         let slots = text.iter().map(trident_sass::banks::source_slots).collect();
         let pipes = kernel.ops.iter().map(|op| trident_sass::pipes::pipe(kernel.sm, &op_text(op))).collect();
-        Ok(Program { kernel, regs: text.iter().map(operands).collect(), slots, pipes })
+        let registers = cubin.kernel(name).and_then(|k| cubin.registers(k));
+        Ok(Program { kernel, regs: text.iter().map(operands).collect(), slots, pipes, registers })
     }
 }
 
@@ -99,8 +104,13 @@ impl Default for LaunchConfig {
 /// What a launch reports.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
-    /// The estimated cycles of the slowest CTA (issue, stalls, waits, barriers).
+    /// The grid's estimated cycles ([`grid`]: its CTAs' in waves over the machine's SMs).
     pub cycles: u64,
+    /// The slowest CTA's estimated cycles, alone on an SM (issue, stalls, waits, barriers).
+    pub cta_cycles: u64,
+    /// CTAs an SM holds at once, and the waves the grid takes.
+    pub ctas_per_sm: u32,
+    pub waves: u64,
     /// Warp-instructions issued in all.
     pub instructions: u64,
 }
@@ -216,16 +226,23 @@ fn run_on(p: &Program, cfg: &LaunchConfig, params: &[u8], mem: &GlobalMem) -> Re
     let ids: Vec<[u32; 3]> = (0..cfg.grid[2])
         .flat_map(|z| (0..cfg.grid[1]).flat_map(move |y| (0..cfg.grid[0]).map(move |x| [x, y, z])))
         .collect();
-    let results: Vec<Result<(u64, u64), EmuError>> = {
+    let results: Vec<Result<(grid::Cta, u64), EmuError>> = {
         use rayon::prelude::*;
         ids.par_iter().map(|&ctaid| run_cta(p, cfg, mem, &cbank, ctaid)).collect()
     };
     let mut report = Report::default();
+    let mut ctas = Vec::with_capacity(results.len());
     for r in results {
-        let (cycles, n) = r?;
-        report.cycles = report.cycles.max(cycles);
+        let (cta, n) = r?;
+        report.cta_cycles = report.cta_cycles.max(cta.cycles);
         report.instructions += n;
+        ctas.push(cta);
     }
+    let m = timing::model(k.sm);
+    let shared = k.shared_reserved() + k.shared_bytes + cfg.dynamic_shared_bytes;
+    let threads: u32 = cfg.block.iter().product();
+    report.ctas_per_sm = m.ctas_per_sm(threads, shared, p.registers.unwrap_or(0));
+    (report.cycles, report.waves) = grid::cycles(&ctas, m.sms, report.ctas_per_sm);
     Ok(report)
 }
 
@@ -296,7 +313,7 @@ fn run_cta(
     mem: &GlobalMem,
     cbank: &[u8],
     ctaid: [u32; 3],
-) -> Result<(u64, u64), EmuError> {
+) -> Result<(grid::Cta, u64), EmuError> {
     let k = &p.kernel;
     let threads: u32 = cfg.block.iter().product();
     let nwarps = threads.div_ceil(32);
@@ -510,5 +527,6 @@ fn run_cta(
         .at_thread(ctaid, [0, 0, 0]));
     }
     let cycles = clocks.iter().map(|c| c.clock).max().unwrap_or(0);
-    Ok((cycles, issued))
+    let demand = issue.borrow().demand.clone();
+    Ok((grid::Cta { cycles, demand }, issued))
 }

@@ -148,6 +148,43 @@ pub struct IssueSlots {
     mio: Cycles,
     /// The first 64-cycle word kept: every warp's clock is past the ones before.
     first: u64,
+    /// Cycles each resource was taken for, in all.
+    pub demand: Demand,
+}
+
+/// Cycles a CTA takes each of an SM's resources for: what CTAs sharing an SM must share
+/// (the grid's estimate, `crate::grid`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Demand {
+    /// Issue slots taken, per sub-partition.
+    pub issue: [u64; 4],
+    /// Pipe cycles held, per sub-partition and [`Pipe::index`].
+    pub pipes: [[u64; 7]; 4],
+    /// Shared-memory wavefronts.
+    pub mio: u64,
+}
+
+impl Demand {
+    /// Every resource's cycles, in one order.
+    pub fn each(&self) -> impl Iterator<Item = u64> + '_ {
+        self.issue.iter().chain(self.pipes.iter().flatten()).chain(std::iter::once(&self.mio)).copied()
+    }
+
+    /// Adds `o`'s cycles to these.
+    pub fn add(&mut self, o: &Demand) {
+        for (a, b) in self.issue.iter_mut().zip(o.issue) {
+            *a += b;
+        }
+        for (a, b) in self.pipes.iter_mut().flatten().zip(o.pipes.iter().flatten()) {
+            *a += b;
+        }
+        self.mio += o.mio;
+    }
+
+    /// The busiest resource's cycles.
+    pub fn busiest(&self) -> u64 {
+        self.each().max().unwrap_or(0)
+    }
 }
 
 /// A bit per cycle, from cycle `64 * IssueSlots::first`.
@@ -187,6 +224,7 @@ impl IssueSlots {
                 match pipe {
                     None => {
                         set(&mut self.taken[sp], first, c);
+                        self.demand.issue[sp] += 1;
                         return c;
                     }
                     Some(u) => {
@@ -195,6 +233,8 @@ impl IssueSlots {
                             for x in c..c + u.cycles as u64 {
                                 set(&mut self.busy[sp][p.index()], first, x);
                             }
+                            self.demand.issue[sp] += 1;
+                            self.demand.pipes[sp][p.index()] += u.cycles as u64;
                             return c;
                         }
                     }
@@ -218,6 +258,7 @@ impl IssueSlots {
         for x in c..c + cycles {
             set(bits, first, x);
         }
+        self.demand.pipes[sp % 4][p.index()] += cycles;
         c
     }
 
@@ -245,6 +286,7 @@ impl IssueSlots {
             got = Some(got.map_or((c, c), |(a, _)| (a, c)));
             c += 1;
         }
+        self.demand.mio += waves.max(1);
         got.expect("at least one wavefront")
     }
 
@@ -614,7 +656,8 @@ impl WarpTiming {
     }
 }
 
-fn model(sm: u32) -> &'static MachineModel {
+/// The machine the estimate imitates on `sm`: A100 for sm_80, H100 for sm_90.
+pub fn model(sm: u32) -> &'static MachineModel {
     if sm >= 90 {
         &H100
     } else {

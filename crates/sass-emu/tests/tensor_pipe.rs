@@ -16,7 +16,8 @@ use trident_sass_emu::{launch, LaunchConfig};
 /// The MMAs' N: the tensor pipe's cycles per MMA are N/2.
 const N: usize = 128;
 
-/// Every thread fills 128 bytes of shared memory with f16 values near 1, then the warpgroup
+/// Every thread writes 32 words of shared memory (a warp's 32 consecutive words at a time:
+/// no bank conflicts) with f16 values near 1, then the warpgroup
 /// runs `rounds` chained `m64n128k16` MMAs (A at the start of shared memory, B 4 KB on, both
 /// K-major without swizzle), waits, and each thread writes the sum of its first and last
 /// accumulators.
@@ -43,8 +44,10 @@ fn kernel(rounds: usize) -> String {
 	.shared .align 1024 .b8 smem[32768];
 	mov.u32 %r0, %tid.x;
 	mov.u32 %r1, smem;
-	shl.b32 %r2, %r0, 7;
+	shl.b32 %r2, %r0, 2;
 	add.u32 %r2, %r2, %r1;
+	mov.u32 %r7, %ntid.x;
+	shl.b32 %r7, %r7, 2;
 	mov.u32 %r3, 0;
 $L_fill:
 	add.u32 %r4, %r0, %r3;
@@ -52,7 +55,7 @@ $L_fill:
 	or.b32 %r4, %r4, 0x3c00;
 	shl.b32 %r5, %r4, 16;
 	or.b32 %r4, %r4, %r5;
-	shl.b32 %r5, %r3, 2;
+	mul.lo.u32 %r5, %r3, %r7;
 	add.u32 %r5, %r2, %r5;
 	st.shared.u32 [%r5], %r4;
 	add.u32 %r3, %r3, 1;
@@ -85,6 +88,13 @@ $L_fill:
 /// Modelled cycles of the kernel of `rounds` MMAs on `warps` warps: (SASS emulator, PTX
 /// emulator), the outputs of the two checked equal.
 fn cycles(rounds: usize, warps: u32) -> (u64, u64) {
+    let (report, ptx) = run(rounds, warps, 1);
+    (report.cycles, ptx)
+}
+
+/// The SASS emulator's report of the kernel on a grid of `ctas` (each writing the same
+/// outputs), and the PTX emulator's cycles for one CTA.
+fn run(rounds: usize, warps: u32, ctas: u32) -> (trident_sass_emu::Report, u64) {
     let dir = std::env::temp_dir().join(format!("trident-sass-emu-tensor-{}", std::process::id()));
     let ptx = kernel(rounds);
     let threads = 32 * warps;
@@ -100,12 +110,12 @@ fn cycles(rounds: usize, warps: u32) -> (u64, u64) {
         trident_emu::launch(&module, "mmas", &cfg, &mut want).unwrap_or_else(|e| panic!("PTX emulator: {e}"));
     let (_, _, p) = common::compile(&ptx, "sm_90a", "mmas", &dir, &format!("mmas{rounds}x{warps}"));
     let mut got = poisoned();
-    let cfg = LaunchConfig { block: [threads, 1, 1], ..Default::default() };
+    let cfg = LaunchConfig { grid: [ctas, 1, 1], block: [threads, 1, 1], ..Default::default() };
     let report = launch(&p, &cfg, &mut got).unwrap_or_else(|e| panic!("SASS emulator: {e}"));
     let (KernelArg::Buffer(a), KernelArg::Buffer(b)) = (&want[0], &got[0]) else { panic!("a buffer") };
     assert_eq!(a.data, b.data, "{rounds} MMAs, {warps} warps: outputs of the two emulators");
     assert!(b.data.chunks(4).all(|x| x != [0xa5; 4]), "every thread wrote its result");
-    (report.cycles, ptx_report.cycles)
+    (report, ptx_report.cycles)
 }
 
 #[test]
@@ -128,4 +138,26 @@ fn warpgroups_share_the_tensor_pipes() {
             "{warps} warps: the two emulators' models of 16 MMAs differ: {got} vs {ptx}"
         );
     }
+}
+
+/// The grid's estimate: 132 CTAs fill an H100's SMs once; 264 put two on each SM (this
+/// kernel's registers and shared memory allow more), one wave, and the two share the SM's
+/// tensor pipes — their 2 × 18 MMAs take 2 × 1152 tensor cycles a sub-partition, while the
+/// rest of their time (fill, waits) overlaps. 264 CTAs one at a time would be two waves.
+#[test]
+fn ctas_sharing_an_sm_share_its_tensor_pipes() {
+    if !common::tools() {
+        return;
+    }
+    let tensor = (18 * N / 2) as u64;
+    let (one, _) = run(18, 4, 132);
+    let (two, _) = run(18, 4, 264);
+    eprintln!(
+        "132 CTAs: {} cycles ({} a CTA, {} per SM, {} waves); 264 CTAs: {} cycles ({} waves)",
+        one.cycles, one.cta_cycles, one.ctas_per_sm, one.waves, two.cycles, two.waves
+    );
+    assert_eq!((one.waves, one.cycles), (1, one.cta_cycles), "one CTA per SM: the slowest CTA's time");
+    assert!(two.ctas_per_sm >= 2 && two.waves == 1, "two CTAs per SM fit at once: {} per SM", two.ctas_per_sm);
+    assert!(two.cycles >= 2 * tensor, "two CTAs' MMAs share the tensor pipes: {} < {}", two.cycles, 2 * tensor);
+    assert!(two.cycles < 2 * one.cycles, "the rest of their time overlaps: {} vs {}", two.cycles, one.cycles);
 }

@@ -100,6 +100,22 @@ impl Cubin {
         self.kernels.iter().find(|k| k.name == name)
     }
 
+    /// Registers per thread `ptxas` gave `kernel`: the `EIATTR_REGCOUNT` record of the
+    /// cubin-wide `.nv.info` section that names the kernel's symbol (the one in the low 24
+    /// bits of its `.text` section's `sh_info`; sm_80 cubins keep the count in the top 8 bits
+    /// too, sm_90 ones do not). `None` when there is none.
+    pub fn registers(&self, kernel: &Kernel) -> Option<u32> {
+        let symbol = self.elf.sections.get(kernel.text_section)?.info & 0x00ff_ffff;
+        let info = self.elf.sections.iter().find(|s| s.name == ".nv.info")?;
+        nvinfo::parse(&info.data).ok()?.iter().find_map(|a| {
+            let d = info.data.get(a.data.clone())?;
+            let word = |i: usize| d.get(4 * i..4 * i + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
+            (a.attr == nvinfo::EIATTR_REGCOUNT && a.format == nvinfo::EIFMT_SVAL && word(0)? == symbol)
+                .then(|| word(1))
+                .flatten()
+        })
+    }
+
     /// The SM version the ELF header names (80, 90): `EF_CUDA_SM` is the second byte of
     /// `e_flags` from ELF ABI version 8 on (what `ptxas` 12.x/13.x writes), the first before.
     pub fn sm(&self) -> u32 {

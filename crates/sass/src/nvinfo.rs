@@ -9,6 +9,10 @@ use crate::elf::ElfError;
 /// `EIFMT_SVAL`: a record with a length and data.
 pub const EIFMT_SVAL: u8 = 4;
 
+/// `EIATTR_REGCOUNT` (in the cubin-wide `.nv.info`): a kernel's symbol index and its
+/// registers per thread, two `u32`s.
+pub const EIATTR_REGCOUNT: u8 = 0x2f;
+
 /// One record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Attr {

@@ -7,7 +7,8 @@
 //! instructions are `nvdisasm`'s, one for one; control bits encode back to the same word;
 //! reuse flags match the `.reuse` operands `nvdisasm` prints; every load that sets a write
 //! scoreboard has that scoreboard waited for by the first instruction that reads its result
-//! (or one before it); every offset `EIATTR_EXIT_INSTR_OFFSETS` lists is an `EXIT`.
+//! (or one before it); every offset `EIATTR_EXIT_INSTR_OFFSETS` lists is an `EXIT`; each
+//! kernel's registers (`EIATTR_REGCOUNT`) are those `ptxas -v` reports.
 
 mod common;
 
@@ -60,6 +61,7 @@ fn the_corpus_round_trips_and_decodes_as_nvdisasm_reads_it() {
     assert!(cases.len() >= 20, "the corpus compiled: {} cubins", cases.len());
     let nvdisasm = find(Tool::Nvdisasm).unwrap();
     let (mut instrs, mut reuse_ops, mut waited_loads, mut exits) = (0usize, 0usize, 0usize, 0usize);
+    let mut checked_regs = 0usize;
     for c in &cases {
         let cubin = Cubin::parse(&c.bytes).unwrap_or_else(|e| panic!("{}: {e}", c.name));
         let sm: u32 = c.name.rsplit("sm_").next().unwrap().trim_end_matches('a').parse().unwrap();
@@ -67,6 +69,10 @@ fn the_corpus_round_trips_and_decodes_as_nvdisasm_reads_it() {
         assert_eq!(cubin.write().unwrap(), c.bytes, "{}: round trip", c.name);
         let listings = disassemble(&nvdisasm, &c.path).unwrap();
         for k in &cubin.kernels {
+            if let Some((_, want)) = c.registers.iter().find(|(f, _)| *f == k.name) {
+                assert_eq!(cubin.registers(k), Some(*want), "{} {}: registers as ptxas -v reports", c.name, k.name);
+                checked_regs += 1;
+            }
             let text = section_text(&cubin, &listings, k.text_section);
             assert_eq!(text.len(), k.instrs.len(), "{} {}: instruction count", c.name, k.name);
             for (ins, t) in k.instrs.iter().zip(&text) {
@@ -107,6 +113,7 @@ fn the_corpus_round_trips_and_decodes_as_nvdisasm_reads_it() {
         cases.len()
     );
     assert!(reuse_ops > 0 && waited_loads > 100 && exits > 0);
+    assert!(checked_regs >= cases.len(), "register counts checked: {checked_regs}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -17,6 +17,8 @@ pub struct Case {
     pub name: String,
     pub bytes: Vec<u8>,
     pub path: PathBuf,
+    /// `ptxas -v`'s report: (function, registers per thread).
+    pub registers: Vec<(String, u32)>,
 }
 
 /// Every corpus PTX compiled for each target it can run on, written into `dir`.
@@ -41,7 +43,8 @@ pub fn corpus(dir: &Path) -> Vec<Case> {
             let Ok(out_) = ptxas(&text, arch) else { continue };
             let path = dir.join(format!("{name}.cubin"));
             std::fs::write(&path, &out_.cubin).unwrap();
-            out.push(Case { name, bytes: out_.cubin, path });
+            let registers = out_.usage.iter().map(|u| (u.function.clone(), u.registers)).collect();
+            out.push(Case { name, bytes: out_.cubin, path, registers });
         }
     }
     out
