@@ -147,6 +147,26 @@ pub struct Ctx<'a> {
     /// The lanes' shared-memory accesses of a load or store instruction (`LDS`, `STS`,
     /// `LDSM`, `STSM`): (address, bytes), for the timing's bank-conflict count.
     pub shared_access: Vec<(u64, u32)>,
+    /// The CTA's global-memory traffic so far.
+    pub traffic: &'a mut Traffic,
+}
+
+/// A CTA's global-memory traffic, for the grid's bandwidth floors ([`crate::grid`]): the
+/// bytes its loads, stores, atomics and copies move, and the 32-byte sectors they touch.
+#[derive(Clone, Debug, Default)]
+pub struct Traffic {
+    pub bytes: u64,
+    pub sectors: std::collections::HashSet<u64>,
+}
+
+impl Traffic {
+    /// `n` bytes at global address `a` moved.
+    pub fn touch(&mut self, a: u64, n: u64) {
+        self.bytes += n;
+        for s in a / 32..=(a + n.max(1) - 1) / 32 {
+            self.sectors.insert(s);
+        }
+    }
 }
 
 fn sel16(v: u32, sel: Sel) -> u32 {
@@ -1935,6 +1955,7 @@ impl Ctx<'_> {
                 if root == "LDG" {
                     trident_emu::memory::check_align(a, n as u64).map_err(|m| self.mem_err(op, m))?;
                     self.mem.read(a, &mut buf[..n]).map_err(|f| self.mem_err(op, f.message))?;
+                    self.traffic.touch(a, n as u64);
                 } else if root == "LDL" {
                     let r = self.local_slice(w, l, a, n, op)?;
                     buf[..n].copy_from_slice(&w.local[l][r]);
@@ -1967,6 +1988,7 @@ impl Ctx<'_> {
                 if root == "STG" {
                     trident_emu::memory::check_align(a, n as u64).map_err(|m| self.mem_err(op, m))?;
                     self.mem.write(a, &buf[..n]).map_err(|f| self.mem_err(op, f.message))?;
+                    self.traffic.touch(a, n as u64);
                 } else if root == "STL" {
                     let r = self.local_slice(w, l, a, n, op)?;
                     w.local[l][r].copy_from_slice(&buf[..n]);
@@ -2061,6 +2083,7 @@ impl Ctx<'_> {
                 r & m
             };
             let old = self.mem.rmw(a, n, f).map_err(|e| self.mem_err(op, e.message))?;
+            self.traffic.touch(a, n as u64);
             if let Some(d) = dst {
                 w.set_r(d, l, old as u32);
                 if wide {

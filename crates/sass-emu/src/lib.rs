@@ -111,6 +111,11 @@ pub struct Report {
     /// CTAs an SM holds at once, and the waves the grid takes.
     pub ctas_per_sm: u32,
     pub waves: u64,
+    /// Global bytes moved, distinct bytes touched (what DRAM supplies at least), and what
+    /// bounds the estimate (`"SMs"`, `"L2"`, `"DRAM"`: [`grid::estimate`]).
+    pub global_bytes: u64,
+    pub dram_bytes: u64,
+    pub bound: &'static str,
     /// Warp-instructions issued in all.
     pub instructions: u64,
 }
@@ -242,7 +247,9 @@ fn run_on(p: &Program, cfg: &LaunchConfig, params: &[u8], mem: &GlobalMem) -> Re
     let shared = k.shared_reserved() + k.shared_bytes + cfg.dynamic_shared_bytes;
     let threads: u32 = cfg.block.iter().product();
     report.ctas_per_sm = m.ctas_per_sm(threads, shared, p.registers.unwrap_or(0));
-    (report.cycles, report.waves) = grid::cycles(&ctas, m.sms, report.ctas_per_sm);
+    let e = grid::estimate(&ctas, m, report.ctas_per_sm);
+    (report.cycles, report.waves, report.bound) = (e.cycles, e.waves, e.bound);
+    (report.global_bytes, report.dram_bytes) = (e.global_bytes, e.dram_bytes);
     Ok(report)
 }
 
@@ -334,6 +341,7 @@ fn run_cta(
     // The barriers' epoch at which parked lanes were last let go without a barrier moving.
     let mut forced_at: Option<u64> = None;
     let mut issued = 0u64;
+    let mut traffic = exec::Traffic::default();
     let name_of = |i: usize| op_text(&k.ops[i]);
     loop {
         let mut states = vec![];
@@ -407,6 +415,7 @@ fn run_cta(
                     bars: &mut bars,
                     waited_until: 0,
                     shared_access: Vec::new(),
+                    traffic: &mut traffic,
                 };
                 let flow = ctx.exec(w, op, active).map_err(|e| {
                     if e.thread.is_some() {
@@ -527,6 +536,7 @@ fn run_cta(
         .at_thread(ctaid, [0, 0, 0]));
     }
     let cycles = clocks.iter().map(|c| c.clock).max().unwrap_or(0);
-    let demand = issue.borrow().demand.clone();
-    Ok((grid::Cta { cycles, demand }, issued))
+    let mut demand = issue.borrow().demand.clone();
+    demand.l2_port = traffic.bytes.div_ceil(timing::model(k.sm).l2_port_bytes_per_clk.max(1) as u64);
+    Ok((grid::Cta { cycles, demand, traffic }, issued))
 }

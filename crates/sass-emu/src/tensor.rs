@@ -125,6 +125,7 @@ impl Ctx<'_> {
                 let g = self.address_of(w, l, src, op)?;
                 trident_emu::memory::check_align(g, n as u64).map_err(|m| self.memory_error(op, m))?;
                 self.mem.read(g, &mut buf[..n]).map_err(|f| self.memory_error(op, f.message))?;
+                self.traffic.touch(g, n as u64);
             }
             self.shared_write(s, &buf[..n], op)?;
         }

@@ -162,12 +162,15 @@ pub struct Demand {
     pub pipes: [[u64; 7]; 4],
     /// Shared-memory wavefronts.
     pub mio: u64,
+    /// Cycles of the SM's port to L2 that its global traffic takes (bytes at
+    /// `l2_port_bytes_per_clk`).
+    pub l2_port: u64,
 }
 
 impl Demand {
     /// Every resource's cycles, in one order.
     pub fn each(&self) -> impl Iterator<Item = u64> + '_ {
-        self.issue.iter().chain(self.pipes.iter().flatten()).chain(std::iter::once(&self.mio)).copied()
+        self.issue.iter().chain(self.pipes.iter().flatten()).chain([&self.mio, &self.l2_port]).copied()
     }
 
     /// Adds `o`'s cycles to these.
@@ -179,6 +182,7 @@ impl Demand {
             *a += b;
         }
         self.mio += o.mio;
+        self.l2_port += o.l2_port;
     }
 
     /// The busiest resource's cycles.

@@ -470,6 +470,7 @@ impl Ctx<'_> {
             for r in m.box_runs(&coords)? {
                 let (at, len) = (r.at as usize, r.len as usize);
                 self.mem.read(r.addr, &mut data[at..at + len]).map_err(|f| self.memory_error(op, f.message))?;
+                self.traffic.touch(r.addr, len as u64);
             }
             self.in_flight(smem, chunks, data, bar)?;
         } else {
@@ -477,6 +478,7 @@ impl Ctx<'_> {
             for r in m.box_runs(&coords)? {
                 let (at, len) = (r.at as usize, r.len as usize);
                 self.mem.write(r.addr, &data[at..at + len]).map_err(|f| self.memory_error(op, f.message))?;
+                self.traffic.touch(r.addr, len as u64);
             }
         }
         Ok(())
@@ -527,10 +529,12 @@ impl Ctx<'_> {
             let bar = self.bar_offset(self.ur_at(w, a, 1, op)? as u64)?;
             let mut data = vec![0u8; size as usize];
             self.mem.read(global, &mut data).map_err(|f| self.memory_error(op, f.message))?;
+            self.traffic.touch(global, size);
             self.in_flight(smem, Vec::new(), data, bar)?;
         } else {
             let data = self.shared_get(smem, &[], size as usize);
             self.mem.write(global, &data).map_err(|f| self.memory_error(op, f.message))?;
+            self.traffic.touch(global, size);
         }
         Ok(())
     }
