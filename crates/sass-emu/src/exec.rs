@@ -160,6 +160,11 @@ pub struct Traffic {
 }
 
 impl Traffic {
+    /// The bytes of the distinct sectors touched: what the CTA fetches from L2.
+    pub fn l2_bytes(&self) -> u64 {
+        32 * self.sectors.len() as u64
+    }
+
     /// `n` bytes at global address `a` moved.
     pub fn touch(&mut self, a: u64, n: u64) {
         self.bytes += n;

@@ -8,12 +8,14 @@
 //! taken for by all its CTAs together. Waves follow one another (a CTA of the next wave does
 //! not start in the gap a finished one leaves; the grid's tail is rounded up to a wave).
 //!
-//! Global memory is a floor under that ([`estimate`]): an SM's global traffic passes its
-//! port to L2 (`l2_port_bytes_per_clk`, one of the resources above), the grid's traffic
-//! passes L2 (`l2_bytes_per_s`), and every 32-byte sector the grid touches comes from DRAM
-//! once (`dram_bytes_per_s`) — the compulsory traffic only: L2's capacity (data evicted and
-//! read again) is not modelled, nor is the latency of a DRAM miss (a CTA's loads take an L2
-//! hit's). The rates are the PTX emulator's machine model's.
+//! Global memory is a floor under that ([`estimate`]): each CTA fetches every 32-byte sector
+//! it touches once from L2 (its reuse of a sector is served by L1 or by its own copy in
+//! shared memory), through its SM's port to L2 (`l2_port_bytes_per_clk`, one of the
+//! resources above) and L2 itself (`l2_bytes_per_s`, the grid's traffic together); every
+//! sector the grid touches comes from DRAM once (`dram_bytes_per_s`) — the compulsory traffic
+//! only: neither cache's capacity (data evicted and read again) is modelled, nor the latency
+//! of a DRAM miss (a CTA's loads take an L2 hit's). The rates are the PTX emulator's machine
+//! model's.
 
 use std::collections::HashSet;
 
@@ -35,9 +37,10 @@ pub struct Cta {
 pub struct Estimate {
     pub cycles: u64,
     pub waves: u64,
-    /// Global bytes the grid's accesses move, and the distinct bytes (32-byte sectors) they
-    /// touch.
+    /// Global bytes the grid's accesses move, the bytes its CTAs fetch from L2 (each CTA's
+    /// distinct 32-byte sectors), and the distinct bytes the grid touches (from DRAM).
     pub global_bytes: u64,
+    pub l2_bytes: u64,
     pub dram_bytes: u64,
     /// What set the estimate: `"SMs"` (the waves), `"L2"` or `"DRAM"` (their bandwidth).
     pub bound: &'static str,
@@ -48,18 +51,19 @@ pub struct Estimate {
 pub fn estimate(ctas: &[Cta], m: &MachineModel, per_sm: u32) -> Estimate {
     let (waves_cycles, waves) = cycles(ctas, m.sms, per_sm);
     let global_bytes: u64 = ctas.iter().map(|c| c.traffic.bytes).sum();
+    let l2_bytes: u64 = ctas.iter().map(|c| c.traffic.l2_bytes()).sum();
     let mut sectors: HashSet<u64> = HashSet::new();
     for c in ctas {
         sectors.extend(c.traffic.sectors.iter().copied());
     }
     let dram_bytes = 32 * sectors.len() as u64;
     let per_cycle = |bytes_per_s: f64| bytes_per_s / (m.clock_ghz * 1e9);
-    let l2 = (global_bytes as f64 / per_cycle(m.l2_bytes_per_s)).ceil() as u64;
+    let l2 = (l2_bytes as f64 / per_cycle(m.l2_bytes_per_s)).ceil() as u64;
     let dram = (dram_bytes as f64 / per_cycle(m.dram_bytes_per_s)).ceil() as u64;
     let (cycles, bound) = [(waves_cycles, "SMs"), (l2, "L2"), (dram, "DRAM")]
         .into_iter()
         .fold((0, "SMs"), |best, x| if x.0 > best.0 { x } else { best });
-    Estimate { cycles, waves, global_bytes, dram_bytes, bound }
+    Estimate { cycles, waves, global_bytes, l2_bytes, dram_bytes, bound }
 }
 
 /// The grid's estimated cycles and its number of waves, for `ctas` in launch order on `sms`
@@ -120,7 +124,7 @@ mod tests {
 
     /// Memory floors: 4 MB of distinct data through an H100 (1.83 GHz, 3 TB/s DRAM: 1640 B a
     /// cycle) takes at least 2558 cycles whatever the SMs do; the same sectors read by
-    /// every CTA again come from L2 (10 TB/s).
+    /// every CTA come from L2 (10 TB/s), once per CTA.
     #[test]
     fn a_grid_moving_more_bytes_than_dram_can_in_its_time_is_bound_by_dram() {
         let m = MachineModel::h100_sxm();
@@ -135,16 +139,19 @@ mod tests {
         assert_eq!((e.global_bytes, e.dram_bytes, e.bound), (4 << 20, 4 << 20, "DRAM"));
         assert_eq!(e.cycles, (4194304.0f64 / (3.0e12 / 1.83e9)).ceil() as u64);
         assert_eq!(e.waves, 1);
-        // Every CTA reading the same 64 KB: 64 MB through L2, 64 KB from DRAM.
+        // Every CTA reading the same 64 KB twice: 128 MB requested, 64 MB fetched from L2
+        // (once per CTA), 64 KB from DRAM.
         let shared: Vec<Cta> = (0..1024)
             .map(|_| {
                 let mut c = cta(500, 100);
+                c.traffic.touch(0, 65536);
                 c.traffic.touch(0, 65536);
                 c
             })
             .collect();
         let e = estimate(&shared, &m, 8);
-        assert_eq!((e.dram_bytes, e.bound), (65536, "L2"));
+        assert_eq!((e.global_bytes, e.l2_bytes, e.dram_bytes, e.bound), (128 << 20, 64 << 20, 65536, "L2"));
+        assert_eq!(e.cycles, ((64u64 << 20) as f64 / (10.0e12 / 1.83e9)).ceil() as u64);
         // Little traffic: the SMs' time.
         let e = estimate(&[cta(500, 100)], &m, 8);
         assert_eq!((e.cycles, e.bound), (500, "SMs"));

@@ -111,9 +111,11 @@ pub struct Report {
     /// CTAs an SM holds at once, and the waves the grid takes.
     pub ctas_per_sm: u32,
     pub waves: u64,
-    /// Global bytes moved, distinct bytes touched (what DRAM supplies at least), and what
-    /// bounds the estimate (`"SMs"`, `"L2"`, `"DRAM"`: [`grid::estimate`]).
+    /// Global bytes moved, bytes fetched from L2 (each CTA's distinct sectors), distinct bytes
+    /// touched (what DRAM supplies at least), and what bounds the estimate (`"SMs"`, `"L2"`,
+    /// `"DRAM"`: [`grid::estimate`]).
     pub global_bytes: u64,
+    pub l2_bytes: u64,
     pub dram_bytes: u64,
     pub bound: &'static str,
     /// Warp-instructions issued in all.
@@ -249,7 +251,7 @@ fn run_on(p: &Program, cfg: &LaunchConfig, params: &[u8], mem: &GlobalMem) -> Re
     report.ctas_per_sm = m.ctas_per_sm(threads, shared, p.registers.unwrap_or(0));
     let e = grid::estimate(&ctas, m, report.ctas_per_sm);
     (report.cycles, report.waves, report.bound) = (e.cycles, e.waves, e.bound);
-    (report.global_bytes, report.dram_bytes) = (e.global_bytes, e.dram_bytes);
+    (report.global_bytes, report.l2_bytes, report.dram_bytes) = (e.global_bytes, e.l2_bytes, e.dram_bytes);
     Ok(report)
 }
 
@@ -537,6 +539,6 @@ fn run_cta(
     }
     let cycles = clocks.iter().map(|c| c.clock).max().unwrap_or(0);
     let mut demand = issue.borrow().demand.clone();
-    demand.l2_port = traffic.bytes.div_ceil(timing::model(k.sm).l2_port_bytes_per_clk.max(1) as u64);
+    demand.l2_port = traffic.l2_bytes().div_ceil(timing::model(k.sm).l2_port_bytes_per_clk.max(1) as u64);
     Ok((grid::Cta { cycles, demand, traffic }, issued))
 }
