@@ -61,6 +61,9 @@ pub fn bench(a: BenchArgs) -> Result<(), String> {
             print!(", {g:.1} GB/s");
         }
         println!();
+        if let Some(e) = &out.estimate {
+            println!("  {e}");
+        }
     }
     Ok(())
 }

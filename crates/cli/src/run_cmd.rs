@@ -35,6 +35,9 @@ fn run_kernel(cmd: &RunCommand) -> Result<(), String> {
         out.compile_time.as_secs_f64() * 1e3,
         out.run_time.as_secs_f64() * 1e3
     );
+    if let Some(e) = &out.estimate {
+        eprintln!("  {e}");
+    }
     Ok(())
 }
 

@@ -687,6 +687,45 @@ fn sass_emu_backend_agrees_with_the_emulator() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--backend sass-emu` says how its estimate came about. A 2^21-element f32 vector add
+/// (2048 CTAs of 4 warps) moves 25.2 MB that no CTA reads twice: on the H100 model (3 TB/s)
+/// that takes at least 8.4 µs, far more than its CTAs' latency, so DRAM bounds it; a single
+/// CTA of it is bound by the SMs.
+#[test]
+fn sass_emu_says_what_bounds_its_estimate() {
+    if !sass_tools() {
+        return;
+    }
+    let run = |n: usize| {
+        let n = n.to_string();
+        let o = trident_env(
+            &[
+                "run",
+                "kernels/vector_add.py",
+                "--grid",
+                &(n.parse::<usize>().unwrap() / 1024).max(1).to_string(),
+                "--backend",
+                "sass-emu",
+                &format!("x=randn:f32:{n}"),
+                &format!("y=randn:f32:{n}"),
+                &format!("out=empty:f32:{n}"),
+                &format!("n_elements={n}"),
+                "BLOCK=1024",
+            ],
+            &[("TRIDENT_EMU_TARGET", "sm_90a")],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        stderr(&o)
+    };
+    let big = run(1 << 21);
+    let line = big.lines().find(|l| l.contains("estimate:")).unwrap_or_else(|| panic!("no estimate line: {big}"));
+    assert!(line.contains("bound by DRAM bandwidth") && line.contains("25.2 MB distinct"), "{line}");
+    let us: f64 = line.split(", ").nth(1).and_then(|t| t.strip_suffix(" µs at 1.83 GHz")).unwrap().parse().unwrap();
+    assert!((8.3..8.5).contains(&us), "25.2 MB at 3 TB/s: {us} µs");
+    let small = run(1024);
+    assert!(small.contains("bound by the SMs; 1 wave"), "{small}");
+}
+
 /// TMA on the SASS emulator: a tensor-descriptor load (`desc.load`, lowered on sm_90a to
 /// `cp.async.bulk.tensor` on an mbarrier with the tensor map a kernel parameter; `UTMALDG`,
 /// `SYNCS.*` in the SASS) with ragged boxes at the tensor's edges gives, on `--backend

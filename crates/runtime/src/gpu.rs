@@ -44,6 +44,8 @@ pub struct GpuRun {
     pub clock_ghz: Option<f64>,
     /// A sanitized kernel's violation record after the last launch (`crate::sanitize`).
     pub sanitize: Option<Vec<u8>>,
+    /// How the SASS emulator's model arrived at its time (`None` elsewhere).
+    pub estimate: Option<String>,
 }
 
 /// Runs compiled GPU code on the emulator (its PTX parsed once per loaded kernel).
@@ -158,6 +160,7 @@ fn run_emu_module(
         profile,
         clock_ghz: Some(report.clock_ghz),
         sanitize,
+        estimate: None,
     })
 }
 
@@ -624,7 +627,16 @@ pub fn run_cuda_code(
     let profile = runner.profile_bytes()?.map(Collected::Buffer);
     let sanitize = runner.sanitize_record()?;
     let kernel_time = samples.last().copied().unwrap_or_default();
-    Ok(GpuRun { tensors, printed: String::new(), kernel_time, samples, profile, clock_ghz: None, sanitize })
+    Ok(GpuRun {
+        tensors,
+        printed: String::new(),
+        kernel_time,
+        samples,
+        profile,
+        clock_ghz: None,
+        sanitize,
+        estimate: None,
+    })
 }
 
 /// Which device a launch on device arrays runs on, after checking every array against what
@@ -709,5 +721,6 @@ pub fn run_cuda_device(
         profile,
         clock_ghz: None,
         sanitize,
+        estimate: None,
     })
 }

@@ -228,6 +228,8 @@ pub struct LaunchOutcome {
     /// For a profiled launch: the decoded profile buffer (grid and measured probe cost
     /// filled in), with every issue found in it.
     pub profile: Option<Profile>,
+    /// On the SASS emulator: how its estimate came about (cycles, what bounds it).
+    pub estimate: Option<String>,
 }
 
 /// The backend `Auto` picks: the GPU when a CUDA driver and device are found, otherwise the interpreter.
@@ -508,5 +510,6 @@ pub fn run_compiled_reps(
         grid: raw.grid,
         cache: None,
         tuning: None,
+        estimate: raw.estimate,
     })
 }

@@ -24,6 +24,8 @@ pub(crate) struct RawRun {
     pub profile: Option<crate::profile::Collected>,
     /// The emulator's modelled clock, GHz (`None` elsewhere).
     pub clock_ghz: Option<f64>,
+    /// The SASS emulator's account of its estimate ([`crate::gpu::GpuRun::estimate`]).
+    pub estimate: Option<String>,
 }
 
 /// The grid of a launch of `ck`: the grid expression evaluated over the
@@ -133,7 +135,7 @@ pub(crate) fn run_raw(
     if values.iter().any(|v| matches!(v, ArgValue::Device(_))) {
         return run_on_device_arrays(ck, &values, grid, opts, backend);
     }
-    let (tensors, printed, samples, profile, clock_ghz) = match backend {
+    let (tensors, printed, samples, profile, clock_ghz, estimate) = match backend {
         // Tile IR is part of every compiled kernel: the interpreter runs any of them.
         Backend::Interp | Backend::Auto => {
             let module = &ck.module;
@@ -166,20 +168,20 @@ pub(crate) fn run_raw(
                     trident_interp::InterpArg::Scalar { .. } => None,
                 })
                 .collect();
-            (tensors, printed, samples, None, None)
+            (tensors, printed, samples, None, None, None)
         }
         Backend::Emu => {
             let code = gpu_code(ck, backend)?;
             let run = crate::gpu::run_emu_code(code, &values, &ck.runtime_params(), grid, reps, deadline(opts)?)?;
             sanitize_check(ck, code, &run, &values, grid)?;
-            (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz)
+            (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz, run.estimate)
         }
         Backend::SassEmu => {
             let code = gpu_code(ck, backend)?;
             let searched = searched_schedule(code, &values, grid, opts)?;
             let code = searched.as_deref().unwrap_or(code);
             let run = crate::sass_run::run_sass_emu_code(code, &values, grid, reps)?;
-            (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz)
+            (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz, run.estimate)
         }
         Backend::Cuda => {
             let code = gpu_code(ck, backend)?;
@@ -187,10 +189,10 @@ pub(crate) fn run_raw(
             let code = searched.as_deref().unwrap_or(code);
             let run = crate::gpu::run_cuda_code(code, &values, grid, warmup, reps, opts.flush_l2)?;
             sanitize_check(ck, code, &run, &values, grid)?;
-            (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz)
+            (run.tensors, run.printed, run.samples, run.profile, run.clock_ghz, run.estimate)
         }
     };
-    Ok(RawRun { tensors, printed, samples, grid, profile, clock_ghz })
+    Ok(RawRun { tensors, printed, samples, grid, profile, clock_ghz, estimate })
 }
 
 /// A launch on the caller's device memory (the Python package's CUDA tensors): checked
@@ -229,6 +231,7 @@ fn run_on_device_arrays(
         grid,
         profile: run.profile,
         clock_ghz: None,
+        estimate: None,
     })
 }
 

@@ -85,6 +85,7 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
     let mut samples = vec![];
     let mut last = None;
     let clock_ghz = trident_sass_emu::timing::model(p.kernel.sm).clock_ghz;
+    let mut estimate = None;
     for _ in 0..reps.max(1) {
         let mut kargs = crate::gpu::emulator_args(ptx, args);
         kargs.extend(crate::tma::emulator_maps(ptx, args)?);
@@ -105,6 +106,7 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
         // The estimate in cycles, at the clock of the machine the model imitates (the PTX
         // emulator's: H100 SXM 1.83 GHz for sm_90, A100 SXM 1.41 GHz for sm_80).
         samples.push(Duration::from_secs_f64(report.cycles as f64 / (clock_ghz * 1e9)));
+        estimate = Some(describe(&report, clock_ghz, trident_sass_emu::timing::model(p.kernel.sm).sms));
         last = Some(kargs);
     }
     let kargs = last.ok_or_else(|| RunError::msg("internal: no sass-emu run"))?;
@@ -118,5 +120,32 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
         profile: None,
         clock_ghz: Some(clock_ghz),
         sanitize: None,
+        estimate,
     })
+}
+
+/// How the estimate came about, in a line: its cycles and time, what bounds it, the waves
+/// and the traffic (`trident_sass_emu::grid`).
+fn describe(r: &trident_sass_emu::Report, clock_ghz: f64, sms: u32) -> String {
+    let mb = |b: u64| b as f64 / 1e6;
+    let plural = |n: u64| if n == 1 { "" } else { "s" };
+    let bound = match r.bound {
+        "SMs" => "the SMs",
+        "L2" => "L2 bandwidth",
+        _ => "DRAM bandwidth",
+    };
+    format!(
+        "estimate: {} cycles, {:.2} µs at {clock_ghz} GHz, bound by {bound}; {} wave{} of up to {} CTA{} per SM on \
+         {sms} SMs, the slowest CTA {} cycles alone; {:.1} MB moved, {:.1} MB from L2, {:.1} MB distinct",
+        r.cycles,
+        r.cycles as f64 / (clock_ghz * 1e3),
+        r.waves,
+        plural(r.waves),
+        r.ctas_per_sm,
+        plural(r.ctas_per_sm as u64),
+        r.cta_cycles,
+        mb(r.global_bytes),
+        mb(r.l2_bytes),
+        mb(r.dram_bytes)
+    )
 }
