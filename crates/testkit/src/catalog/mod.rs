@@ -19,6 +19,7 @@ mod matmul;
 mod matmul_descriptor;
 mod matmul_host_desc;
 mod matmul_persistent;
+mod rmsnorm;
 mod softmax;
 mod splitk_matmul;
 mod vector_add;
@@ -48,6 +49,7 @@ pub fn all() -> Vec<Case> {
     v.extend(softmax::cases());
     v.extend(matmul::cases());
     v.extend(layernorm::cases());
+    v.extend(rmsnorm::cases());
     v.extend(flash_attention::cases());
     v.extend(flash_attention_desc::cases());
     v.extend(dropout::cases());
