@@ -1,12 +1,14 @@
 //! The grid's estimate from its CTAs' (each estimated alone on an SM by [`crate::timing`]).
 //!
-//! CTAs run in waves over the machine's SMs, as many at once on an SM as its registers,
-//! shared memory, threads and CTA limit allow (`trident_emu::MachineModel::ctas_per_sm`, the
-//! PTX emulator's occupancy). CTAs sharing an SM overlap their waits but not their work: the
-//! SM's time in a wave is its slowest CTA's, or — when more — the cycles its busiest
-//! resource (a sub-partition's issue slots or one of its pipes, the shared-memory pipe) is
-//! taken for by all its CTAs together. Waves follow one another (a CTA of the next wave does
-//! not start in the gap a finished one leaves; the grid's tail is rounded up to a wave).
+//! CTAs run on the machine's SMs, as many at once on an SM as its registers, shared memory,
+//! threads and CTA limit allow (`trident_emu::MachineModel::ctas_per_sm`, the PTX emulator's
+//! occupancy), each in the first slot that frees (a short CTA's slot takes the next one, as
+//! the hardware's scheduler does: a causal attention's grid is not paced by its longest
+//! CTAs). CTAs sharing an SM overlap their waits but not their work: a CTA ends after its
+//! own cycles or, if later, once its SM's busiest resource (a sub-partition's issue slots or
+//! one of its pipes, the shared-memory pipe, the port to L2) has done the work of every CTA
+//! given to that SM so far. A CTA's own cycles are its time alone on an SM: co-resident CTAs
+//! do not lengthen each other's latency-bound stretches.
 //!
 //! Global memory is a floor under that ([`estimate`]): each CTA fetches every 32-byte sector
 //! it touches once from L2 (its reuse of a sector is served by L1 or by its own copy in
@@ -66,28 +68,29 @@ pub fn estimate(ctas: &[Cta], m: &MachineModel, per_sm: u32) -> Estimate {
     Estimate { cycles, waves, global_bytes, l2_bytes, dram_bytes, bound }
 }
 
-/// The grid's estimated cycles and its number of waves, for `ctas` in launch order on `sms`
-/// SMs with `per_sm` CTAs at once on each: CTA `i` of a wave on SM `i mod sms`.
+/// The grid's estimated cycles and its number of waves (full-occupancy rounds,
+/// `ceil(CTAs / (sms × per_sm))`), for `ctas` in launch order on `sms` SMs with `per_sm` CTAs
+/// at once on each. Each CTA takes the slot that frees first (the first round: CTA `i` on SM
+/// `i mod sms`, as the hardware spreads a launch), starts then, and ends its own cycles
+/// later — or, if later, when its SM's busiest resource has done the work of every CTA given
+/// to that SM so far: co-resident CTAs overlap their waits, not their work.
 pub fn cycles(ctas: &[Cta], sms: u32, per_sm: u32) -> (u64, u64) {
+    use std::cmp::Reverse;
     let (sms, per_sm) = (sms.max(1) as usize, per_sm.max(1) as usize);
-    let mut total = 0;
-    let mut waves = 0;
-    for wave in ctas.chunks(sms * per_sm) {
-        let mut slowest_sm = 0;
-        for sm in 0..sms.min(wave.len()) {
-            let mine = wave.iter().skip(sm).step_by(sms);
-            let mut demand = Demand::default();
-            let mut longest = 0;
-            for c in mine {
-                demand.add(&c.demand);
-                longest = longest.max(c.cycles);
-            }
-            slowest_sm = slowest_sm.max(longest.max(demand.busiest()));
-        }
-        total += slowest_sm;
-        waves += 1;
+    // (free at, slot, SM): the slot that frees first, the lower slot, then the lower SM.
+    let mut slots: std::collections::BinaryHeap<Reverse<(u64, usize, usize)>> =
+        (0..per_sm).flat_map(|slot| (0..sms).map(move |sm| Reverse((0, slot, sm)))).collect();
+    let mut demand = vec![Demand::default(); sms];
+    let mut end = vec![0u64; sms];
+    for c in ctas {
+        let Some(Reverse((start, slot, sm))) = slots.pop() else { break };
+        demand[sm].add(&c.demand);
+        let done = (start + c.cycles).max(demand[sm].busiest());
+        end[sm] = end[sm].max(done);
+        slots.push(Reverse((done, slot, sm)));
     }
-    (total, waves)
+    let waves = (ctas.len() as u64).div_ceil((sms * per_sm) as u64);
+    (end.into_iter().max().unwrap_or(0), waves)
 }
 
 #[cfg(test)]
@@ -104,13 +107,13 @@ mod tests {
     }
 
     #[test]
-    fn a_grid_runs_in_waves_whose_shared_sms_overlap_waits_but_add_up_work() {
+    fn ctas_fill_free_slots_and_co_resident_ones_overlap_waits_but_add_up_work() {
         // One wave, an SM each: the slowest CTA.
         assert_eq!(cycles(&[cta(100, 50), cta(120, 50), cta(90, 50)], 4, 1), (120, 1));
-        // Nine CTAs on four SMs, one at a time: three waves (the last a single CTA).
+        // Nine CTAs on four SMs, one at a time: three rounds (the last a single CTA).
         let nine = vec![cta(100, 50); 9];
         assert_eq!(cycles(&nine, 4, 1), (300, 3));
-        // Two at a time: latency-bound CTAs overlap (two waves of 100) ...
+        // Two at a time: latency-bound CTAs overlap (two rounds of 100) ...
         assert_eq!(cycles(&nine, 4, 2), (200, 2));
         // ... work-bound ones do not: two CTAs of 80 busy cycles on an SM take 160.
         assert_eq!(cycles(&vec![cta(100, 80); 8], 4, 2), (160, 1));
@@ -120,6 +123,10 @@ mod tests {
         uneven[5] = cta(50, 250);
         assert_eq!(cycles(&uneven, 4, 2), (350, 1));
         assert_eq!(cycles(&[], 4, 2), (0, 0));
+        // A short CTA's slot takes the next one: CTAs of 400, 100, 100, 100, 100 on one SM's
+        // two slots end at 400, not at 400 + 100 as rounds of two would.
+        let ragged = [cta(400, 10), cta(100, 10), cta(100, 10), cta(100, 10), cta(100, 10)];
+        assert_eq!(cycles(&ragged, 1, 2), (400, 3));
     }
 
     /// Memory floors: 4 MB of distinct data through an H100 (1.83 GHz, 3 TB/s DRAM: 1640 B a
