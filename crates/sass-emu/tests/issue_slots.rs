@@ -9,7 +9,6 @@
 
 mod common;
 
-use trident_core::{DType, HostTensor};
 use trident_emu::{KernelArg, Module};
 use trident_sass_emu::{launch, LaunchConfig};
 
@@ -62,19 +61,14 @@ fn cycles(
     {
         let ptx = kernel(ways, arch);
         let threads = 32 * warps;
-        let poisoned = || {
-            let mut t = HostTensor::zeros(DType::U32, &[threads as usize]);
-            t.data.iter_mut().for_each(|b| *b = 0xa5);
-            vec![KernelArg::Buffer(t)]
-        };
         let module = Module::parse(&ptx).unwrap();
-        let mut want = poisoned();
+        let mut want = common::poisoned_u32(threads);
         let cfg = trident_emu::LaunchConfig { block: [threads, 1, 1], ..Default::default() };
         trident_emu::launch(&module, "chains", &cfg, &mut want).unwrap_or_else(|e| panic!("PTX emulator: {e}"));
         let (mut cubin, text, _) = common::compile(&ptx, arch, "chains", &dir, &format!("chains{ways}{arch}"));
         edit(&mut cubin, &text);
         let p = trident_sass_emu::Program::new(&cubin, "chains", &text).unwrap();
-        let mut got = poisoned();
+        let mut got = common::poisoned_u32(threads);
         let cfg = LaunchConfig { block: [threads, 1, 1], ..Default::default() };
         let report = launch(&p, &cfg, &mut got).unwrap_or_else(|e| panic!("SASS emulator: {e}"));
         let (KernelArg::Buffer(a), KernelArg::Buffer(b)) = (&want[0], &got[0]) else { panic!("a buffer") };

@@ -9,7 +9,6 @@
 
 mod common;
 
-use trident_core::{DType, HostTensor};
 use trident_emu::{KernelArg, Module};
 use trident_sass_emu::{launch, LaunchConfig};
 
@@ -98,18 +97,13 @@ fn run(rounds: usize, warps: u32, ctas: u32) -> (trident_sass_emu::Report, u64) 
     let dir = std::env::temp_dir().join(format!("trident-sass-emu-tensor-{}", std::process::id()));
     let ptx = kernel(rounds);
     let threads = 32 * warps;
-    let poisoned = || {
-        let mut t = HostTensor::zeros(DType::U32, &[threads as usize]);
-        t.data.iter_mut().for_each(|b| *b = 0xa5);
-        vec![KernelArg::Buffer(t)]
-    };
     let module = Module::parse(&ptx).unwrap();
-    let mut want = poisoned();
+    let mut want = common::poisoned_u32(threads);
     let cfg = trident_emu::LaunchConfig { block: [threads, 1, 1], ..Default::default() };
     let ptx_report =
         trident_emu::launch(&module, "mmas", &cfg, &mut want).unwrap_or_else(|e| panic!("PTX emulator: {e}"));
     let (_, _, p) = common::compile(&ptx, "sm_90a", "mmas", &dir, &format!("mmas{rounds}x{warps}"));
-    let mut got = poisoned();
+    let mut got = common::poisoned_u32(threads);
     let cfg = LaunchConfig { grid: [ctas, 1, 1], block: [threads, 1, 1], ..Default::default() };
     let report = launch(&p, &cfg, &mut got).unwrap_or_else(|e| panic!("SASS emulator: {e}"));
     let (KernelArg::Buffer(a), KernelArg::Buffer(b)) = (&want[0], &got[0]) else { panic!("a buffer") };

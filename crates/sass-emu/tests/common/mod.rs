@@ -56,3 +56,11 @@ pub fn compile(ptx: &str, arch: &str, entry: &str, dir: &Path, name: &str) -> (C
     let p = Program::new(&cubin, entry, &text).unwrap_or_else(|e| panic!("{entry} {arch}: {e}"));
     (cubin, text, p)
 }
+
+/// One `u32` output per thread, every byte 0xa5 (a value no kernel of the tests writes), as
+/// the single argument of a one-CTA kernel of `threads` threads.
+pub fn poisoned_u32(threads: u32) -> Vec<trident_emu::KernelArg> {
+    let mut t = trident_core::HostTensor::zeros(trident_core::DType::U32, &[threads as usize]);
+    t.data.iter_mut().for_each(|b| *b = 0xa5);
+    vec![trident_emu::KernelArg::Buffer(t)]
+}
