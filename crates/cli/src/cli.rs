@@ -32,7 +32,7 @@ fn bench_help() -> String {
 
 fn profile_help() -> String {
     format!(
-        "Options, besides those of a kernel run (see `trident run --help`; --backend is emu or cuda, auto picks the GPU when there is one, else the emulator):\n{}",
+        "Options, besides those of a kernel run (see `trident run --help`; --backend is emu, sass-emu or cuda, auto picks the GPU when there is one, else the emulator):\n{}",
         flags_help(&[LineKind::Profile], &[])
     )
 }
@@ -72,7 +72,7 @@ pub enum Command {
     Bench(bench_cmd::BenchArgs),
     /// Profile regions inside a kernel (KPerfIR / Proton style): same arguments as `run`.
     ///
-    /// trident profile FILE.py::KERNEL --grid ... NAME=VALUE... [--backend emu|cuda]
+    /// trident profile FILE.py::KERNEL --grid ... NAME=VALUE... [--backend emu|sass-emu|cuda]
     ///     [--regions scopes,kernel,loops,dots,loads] [--granularity warp|warpgroup|cta]
     ///     [--buffer-records N] [--trace OUT.json] [--csv OUT.csv] [--save NAME=PATH.npy]
     ///

@@ -168,13 +168,49 @@ fn a_small_ring_reports_dropped_records() {
     assert!(out.contains("dropped"), "{out}");
 }
 
+/// The SASS emulator profiles too (the probes as `ptxas` compiled them, `%clock64` and
+/// `%globaltimer` its warps' modelled clocks): every slot decoded without errors, the kernel
+/// and load regions found, and the outputs the unprofiled launch's. Needs the tools
+/// (`TRIDENT_PTXAS`/`TRIDENT_NVDISASM`, as the CLI's other SASS tests).
+#[test]
+fn the_sass_emulator_profiles_and_keeps_the_outputs() {
+    if std::env::var_os("TRIDENT_PTXAS").is_none() || std::env::var_os("TRIDENT_NVDISASM").is_none() {
+        eprintln!("skipped: TRIDENT_PTXAS/TRIDENT_NVDISASM not set");
+        return;
+    }
+    let d = dir();
+    let (y_prof, y_run) = (d.join("y-sass-prof.npy"), d.join("y-sass-run.npy"));
+    let mut words = vec!["profile", "--backend", "sass-emu", "--regions", "kernel,loads"];
+    words.extend_from_slice(SOFTMAX);
+    let s = format!("y={}", y_prof.display());
+    words.extend_from_slice(&["--save", &s]);
+    let o = trident(&words);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("kernel softmax_kernel on sass-emu-sm_80: 6 CTAs x 4 warps (24 of 24 slots decoded)"),
+        "{out}"
+    );
+    assert!(out.contains("load@softmax.py:18") && out.contains("issues: 0 errors"), "{out}");
+    let kernel = out.lines().find(|l| l.starts_with("kernel ") && l.contains("softmax.py:14")).unwrap();
+    let mean: f64 = kernel.split_whitespace().nth(4).unwrap().parse().unwrap();
+    assert!(mean > 100.0, "a row's softmax takes its loads' latency at least: {kernel}");
+    let mut words = vec!["run", "--backend", "sass-emu"];
+    words.extend_from_slice(SOFTMAX);
+    let s = format!("y={}", y_run.display());
+    words.extend_from_slice(&["--save", &s]);
+    let o = trident(&words);
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert_eq!(npy::read(&y_prof).unwrap().data, npy::read(&y_run).unwrap().data);
+}
+
 #[test]
 fn bad_profiling_options_are_clear_errors() {
     let cases: &[(&[&str], &str)] = &[
         (&["--regions", "frames"], "unknown region kind `frames`"),
         (&["--buffer-records", "100"], "must be a power of two from 1 to 65536 records, got 100"),
         (&["--granularity", "thread"], "unknown granularity `thread`"),
-        (&["--backend", "interp"], "profiling runs on emu or cuda"),
+        (&["--backend", "interp"], "profiling runs on emu, sass-emu or cuda"),
         (
             &["--backend", "emu", "--buffer-records", "65536"],
             "bytes are the profile rings (4 warps x 65536 records x 8 bytes)",

@@ -161,7 +161,7 @@ impl LaunchOptions {
         let Some(p) = &self.profile else { return Ok(()) };
         if self.resolved_backend() == Backend::Interp {
             return Err(RunError::msg(
-                "error: profiling needs the emulator or a GPU (--backend emu or cuda): the interpreter runs tile IR, \
+                "error: profiling needs an emulator or a GPU (--backend emu, sass-emu or cuda): the interpreter runs tile IR, \
                  which has no clock to read",
             ));
         }

@@ -75,9 +75,10 @@ pub fn program_of_cubin(bytes: &[u8], entry: &str) -> Result<trident_sass_emu::P
 
 /// Runs `code` on the SASS emulator with `args` (IR parameter order), `reps` times.
 pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps: usize) -> Result<GpuRun, RunError> {
-    if code.profile.is_some() {
+    let profile_bytes = crate::profile::buffer_bytes(code, grid)?;
+    if code.profile.is_some() && profile_bytes.is_none() {
         return Err(RunError::msg(
-            "error: profiling on the sass-emu backend is not supported yet (--backend emu or cuda)",
+            "error: zero-cost markers are the PTX emulator's (--backend emu); on sass-emu a profile records into a buffer",
         ));
     }
     let p = code.sass_program()?;
@@ -88,6 +89,9 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
     let mut estimate = None;
     for _ in 0..reps.max(1) {
         let mut kargs = crate::gpu::emulator_args(ptx, args);
+        if let Some(n) = profile_bytes {
+            kargs.push(trident_emu::KernelArg::Buffer(trident_core::HostTensor::zeros(trident_core::DType::U8, &[n])));
+        }
         kargs.extend(crate::tma::emulator_maps(ptx, args)?);
         // Parameters the PTX declares past the arguments (Triton's scratch pointers): null.
         while kargs.len() < p.kernel.params.len() {
@@ -110,6 +114,12 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
         last = Some(kargs);
     }
     let kargs = last.ok_or_else(|| RunError::msg("internal: no sass-emu run"))?;
+    // The profile buffer is the parameter right after the kernel's own.
+    let profile = match (profile_bytes, kargs.get(ptx.params.len())) {
+        (Some(_), Some(trident_emu::KernelArg::Buffer(t))) => Some(crate::profile::Collected::Buffer(t.data.clone())),
+        (Some(_), _) => return Err(RunError::msg("internal: the profile buffer did not come back")),
+        (None, _) => None,
+    };
     let tensors = crate::gpu::emulator_tensors(kargs.into_iter().take(ptx.params.len()).collect());
     let kernel_time = samples.last().copied().unwrap_or_default();
     Ok(GpuRun {
@@ -117,7 +127,7 @@ pub fn run_sass_emu_code(code: &GpuCode, args: &[ArgValue], grid: [u32; 3], reps
         printed: String::new(),
         kernel_time,
         samples,
-        profile: None,
+        profile,
         clock_ghz: Some(clock_ghz),
         sanitize: None,
         estimate,

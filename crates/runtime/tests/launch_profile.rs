@@ -181,7 +181,7 @@ fn the_interpreter_refuses_to_profile() {
     let before = tensor(&a, "y").data.clone();
     let o = profiled(opts(&s, Backend::Interp, "cdiv(n, BLOCK)"), "kernel", Granularity::Warp);
     let e = launch(&prog, prog.kernel(None).unwrap(), &mut a, &o).unwrap_err();
-    assert!(e.text.contains("profiling needs the emulator or a GPU"), "{e}");
+    assert!(e.text.contains("profiling needs an emulator or a GPU"), "{e}");
     assert_eq!(tensor(&a, "y").data, before, "the arguments are left as they were");
     // Bad options are errors too, before anything is compiled.
     let mut bad = profiled(opts(&s, Backend::Emu, "cdiv(n, BLOCK)"), "kernel", Granularity::Warp);

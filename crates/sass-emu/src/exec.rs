@@ -174,6 +174,14 @@ impl Traffic {
     }
 }
 
+impl Ctx<'_> {
+    /// `%globaltimer`: nanoseconds, the warp's clock at the modelled machine's rate (the
+    /// launch starts at 0, as the clock does).
+    fn global_timer(&self) -> u64 {
+        (self.clock as f64 / crate::timing::model(self.k.sm).clock_ghz) as u64
+    }
+}
+
 fn sel16(v: u32, sel: Sel) -> u32 {
     match sel {
         Sel::H1 | Sel::H1H1 => v >> 16,
@@ -228,6 +236,14 @@ impl Ctx<'_> {
             "SR_CgaCtaId" | "SRZ" => 0,
             "SR_CLOCKLO" => self.clock as u32,
             "SR_CLOCKHI" => (self.clock >> 32) as u32,
+            // The SM a CTA runs on: the first round's (CTA `i` on SM `i mod SMs`, `crate::grid`).
+            "SR_VIRTUALSMID" | "SR_SMID" => {
+                let [x, y, z] = self.ctaid;
+                let linear = x as u64 + self.nctaid[0] as u64 * (y as u64 + self.nctaid[1] as u64 * z as u64);
+                (linear % crate::timing::model(self.k.sm).sms as u64) as u32
+            }
+            "SR_GLOBALTIMERLO" => self.global_timer() as u32,
+            "SR_GLOBALTIMERHI" => (self.global_timer() >> 32) as u32,
             "SR_LEMASK" => (1u32 << lane) - 1,
             "SR_EQMASK" => 1 << lane,
             _ => return Err(unsupported(op, &format!("special register {name}"))),
@@ -813,6 +829,7 @@ impl Ctx<'_> {
                 let v = match &o[1] {
                     Opnd::Sr(s) if s == "SRZ" => 0,
                     Opnd::Sr(s) if s.starts_with("SR_CLOCKLO") => self.clock,
+                    Opnd::Sr(s) if s.starts_with("SR_GLOBALTIMERLO") => self.global_timer(),
                     _ => return Err(unsupported(op, "this CS2R source")),
                 };
                 w.set_r(d, l, v as u32);

@@ -218,7 +218,8 @@ fn parse_u64(flag: &str, v: &str) -> Result<u64, ArgError> {
 }
 
 fn parse_backend(flag: &str, v: &str) -> Result<Backend, ArgError> {
-    Backend::parse(v).ok_or_else(|| ArgError::new(flag, format!("unknown backend `{v}` (auto, interp, emu or cuda)")))
+    Backend::parse(v)
+        .ok_or_else(|| ArgError::new(flag, format!("unknown backend `{v}` (auto, interp, emu, sass-emu or cuda)")))
 }
 
 /// A launch grid: the number of programs along each axis (all ≥ 1).
@@ -451,7 +452,7 @@ impl RunCommand {
         if cmd.backend == Backend::Interp {
             return Err(ArgError::new(
                 "--backend",
-                "profiling runs on emu or cuda: the interpreter runs tile IR, which has no clock",
+                "profiling runs on emu, sass-emu or cuda: the interpreter runs tile IR, which has no clock",
             ));
         }
         cmd.profile.get_or_insert_with(ProfileFlags::default);

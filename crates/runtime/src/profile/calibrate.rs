@@ -93,6 +93,7 @@ fn mean_span(code: &GpuCode, backend: Backend) -> Result<f64, RunError> {
     let run = match backend {
         Backend::Emu => crate::gpu::run_emu_code(code, &[], &[], grid, 1, None)?,
         Backend::Cuda => crate::gpu::run_cuda_code(code, &[], grid, 0, 1, false)?,
+        Backend::SassEmu => crate::sass_run::run_sass_emu_code(code, &[], grid, 1)?,
         other => return Err(RunError::msg(format!("internal: no probe cost on the {other:?} backend"))),
     };
     let Some(super::Collected::Buffer(bytes)) = run.profile else {

@@ -67,8 +67,9 @@ pub fn buffer_bytes(code: &GpuCode, grid: [u32; 3]) -> Result<Option<usize>, Run
 }
 
 /// Decodes what a launch of `code` on `grid` by `backend` collected: the meta gets the
-/// grid, the target as the launch ran it (`emu-sm_80`, `cuda-sm_90a`), on the emulator its
-/// clock (`clock_ghz`: `%globaltimer` counts its modelled ns), and the probe cost
+/// grid, the target as the launch ran it (`emu-sm_80`, `sass-emu-sm_90a`, `cuda-sm_90a`), on
+/// the emulators their clock (`clock_ghz`: `%globaltimer` counts its modelled ns), and the
+/// probe cost
 /// [`calibrate::record_cost`] measured on that backend — none for markers, which cost
 /// nothing.
 pub fn decode_launch(
@@ -83,8 +84,9 @@ pub fn decode_launch(
     };
     let target = code.ptx.target;
     match backend {
-        Backend::Emu => {
-            meta.target = format!("emu-{}", target.arch());
+        Backend::Emu | Backend::SassEmu => {
+            let name = if backend == Backend::Emu { "emu" } else { "sass-emu" };
+            meta.target = format!("{name}-{}", target.arch());
             meta.globaltimer_resolution_ns = 1;
             if let Some(ghz) = clock_ghz.filter(|g| g.is_finite() && *g > 0.0) {
                 meta.nominal_clock_ghz = ghz;
