@@ -106,13 +106,18 @@ fn softmax_profile_prints_the_table_writes_trace_and_csv_and_saves_what_run_save
     assert!(csv.starts_with("region_id,region,kind,source,count"), "{csv}");
     assert_eq!(csv.lines().count(), 3, "{csv}");
     // The same launch unprofiled writes the same y.
-    let mut words = vec!["run", "--backend", "emu"];
+    assert_unprofiled_softmax_writes("emu", &y_prof, &y_run);
+}
+
+/// Runs `SOFTMAX` unprofiled on `backend`, saving y at `y_run`: the same bytes as `y_prof`.
+fn assert_unprofiled_softmax_writes(backend: &str, y_prof: &std::path::Path, y_run: &std::path::Path) {
+    let mut words = vec!["run", "--backend", backend];
     words.extend_from_slice(SOFTMAX);
     let s = format!("y={}", y_run.display());
     words.extend_from_slice(&["--save", &s]);
     let o = trident(&words);
     assert!(o.status.success(), "{}", text(&o).1);
-    assert_eq!(npy::read(&y_prof).unwrap().data, npy::read(&y_run).unwrap().data);
+    assert_eq!(npy::read(y_prof).unwrap().data, npy::read(y_run).unwrap().data, "{backend}");
 }
 
 #[test]
@@ -195,13 +200,7 @@ fn the_sass_emulator_profiles_and_keeps_the_outputs() {
     let kernel = out.lines().find(|l| l.starts_with("kernel ") && l.contains("softmax.py:14")).unwrap();
     let mean: f64 = kernel.split_whitespace().nth(4).unwrap().parse().unwrap();
     assert!(mean > 100.0, "a row's softmax takes its loads' latency at least: {kernel}");
-    let mut words = vec!["run", "--backend", "sass-emu"];
-    words.extend_from_slice(SOFTMAX);
-    let s = format!("y={}", y_run.display());
-    words.extend_from_slice(&["--save", &s]);
-    let o = trident(&words);
-    assert!(o.status.success(), "{}", text(&o).1);
-    assert_eq!(npy::read(&y_prof).unwrap().data, npy::read(&y_run).unwrap().data);
+    assert_unprofiled_softmax_writes("sass-emu", &y_prof, &y_run);
 }
 
 #[test]
