@@ -27,9 +27,9 @@
 //! functional units ([`IssueSlots`]). Shared-memory accesses pass the SM's pipe as wavefronts,
 //! one a cycle, shared by the CTA's warps (bank conflicts: [`WarpTiming::shared_pipe`]).
 //! A warpgroup MMA (`HGMMA`) holds its sub-partition's tensor pipe for its multiply-adds
-//! after it issues, streams its shared operands through that pipe, and its accumulators are
-//! pending — a read is a hazard — until `WARPGROUP.DEPBAR` waits for its group
-//! ([`WarpTiming::gmma_issue`]: the PTX emulator's `wgmma` model).
+//! after it issues, streams its shared operands through the SM's shared-memory pipe, and its
+//! accumulators are pending — a read is a hazard — until `WARPGROUP.DEPBAR` waits for its
+//! group ([`WarpTiming::gmma_issue`]: the PTX emulator's `wgmma` model).
 
 use std::sync::LazyLock;
 
@@ -38,6 +38,7 @@ use trident_sass::banks::{conflict_cycles, Slots};
 use trident_sass::latency::{self, Queue};
 use trident_sass::operands::{Operands, Reg};
 use trident_sass::pipes::{Pipe, PipeUse};
+use trident_sass::verify::GSB;
 use trident_sass::Control;
 
 use crate::decode::Op;
@@ -84,10 +85,6 @@ struct InFlight {
     /// A warpgroup MMA's (`sb` is [`GSB`]): its group ([`WarpTiming::gmma_group`] at issue).
     group: u64,
 }
-
-/// The scoreboard index standing for a warpgroup MMA's completion (`gsb0`), as the SASS
-/// toolkit's verifier numbers it: past the six hardware scoreboards.
-const GSB: u8 = 6;
 
 /// Whether register `r`, pending for `lanes`, matters to an instruction run by `active`.
 fn overlaps(r: &Reg, lanes: u32, active: u32) -> bool {

@@ -89,8 +89,9 @@ impl Violation {
     }
 }
 
-/// The scoreboard index standing for a warpgroup MMA's completion (`gsb0`).
-const GSB: u8 = 6;
+/// The scoreboard index standing for a warpgroup MMA's completion (`gsb0`): past the six
+/// hardware scoreboards (the SASS emulator's timing numbers it the same).
+pub const GSB: u8 = 6;
 /// Fixed-latency results are forgotten after this many cycles (longer than any latency).
 const FORGET: u32 = 64;
 /// Ages (instructions issued since) saturate here, so loops reach a fixed point.
