@@ -236,7 +236,12 @@ def trident_bench(trident, b):
     if b["bytes"]:
         words += ["--bytes", str(int(b["bytes"]))]
     env = dict(os.environ, **b.get("env", {}))
-    p = subprocess.run(words, cwd=ROOT, capture_output=True, text=True, timeout=150, env=env)
+    try:
+        # A launch that never returns (a pipeline that deadlocks on the device) must not take
+        # the rest of the table with it.
+        p = subprocess.run(words, cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
+    except subprocess.TimeoutExpired:
+        return None, "no result within 60 s (hung?)"
     if p.returncode != 0:
         return None, (p.stderr.strip().splitlines() or ["failed"])[0][:120]
     return json.loads(p.stdout.strip().splitlines()[-1])["median_us"], None
@@ -279,7 +284,12 @@ def check_shapes(trident):
                 words.append(arg_word(b, name, f"@{path}"))
         words += [f"{name}={v}" for name, v in b["scalars"] + b["consts"]]
         words += ["--save", f"{out}={os.path.join(d, 'out.npy')}"]
-        p = subprocess.run(words, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        try:
+            p = subprocess.run(words, cwd=ROOT, capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            lines.append(f"| {b['name']} | FAILED: no result within 60 s (hung?) | | |")
+            print(lines[-1], flush=True)
+            continue
         if p.returncode != 0:
             lines.append(f"| {b['name']} | FAILED to run: {(p.stderr.strip().splitlines() or ['?'])[-1][:150]} | | |")
             continue
@@ -345,12 +355,18 @@ def package_check(quick):
     if importlib.util.find_spec("trident") is None:
         return ["Trident's Python package is not installed here: the package check did not run."]
     words = [sys.executable, "-m", "trident", os.path.join(ROOT, "scripts/gpu_package_check.py")]
-    p = subprocess.run(words + (["--quick"] if quick else []), cwd=ROOT, capture_output=True, text=True,
-                       timeout=1800)
-    print(p.stdout, p.stderr, sep="\n")
+    # Streamed, row by row, so that a session cut short by its time limit keeps the rows it got.
+    p = subprocess.Popen(words + (["--quick"] if quick else []), cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    got = []
+    for line in p.stdout:
+        print(line, end="", flush=True)
+        got.append(line.rstrip("\n"))
+    p.wait()
     lines = ["Through the Python package (`scripts/gpu_package_check.py`: torch CUDA tensors in place, CUDA "
              "events, L2 flushed, median of 50):", ""]
-    lines += p.stdout.strip().splitlines() or [f"did not run: {p.stderr.strip()[-300:]}"]
+    lines += [l for l in got if l.startswith("|") or l.startswith("Host time")] or \
+        [f"did not run: {' '.join(got)[-300:]}"]
     try:
         lines.append(f"Triton, same protocol: {launch_overhead():.2f} µs per launch")
     except Exception as e:  # noqa: BLE001 - report and go on
