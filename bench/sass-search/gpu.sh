@@ -3,8 +3,9 @@
 # kernel at a shape large enough that CUDA-event times are not all launch latency and small
 # enough that each kept schedule's check on the SASS emulator (fresh inputs, same shape) takes
 # seconds. Usage (device machine, from the repository root, with .gpu/ from scripts/gpu-prepare):
-#   BUDGET=50s ALGO=anneal bench/sass-search/gpu.sh [KERNELS...]
-# Writes OUT/search.log and OUT/search.tar.gz (every kernel's cubin, moves, curve, summary).
+#   BUDGET=50s ALGO=anneal ACTIONS=all bench/sass-search/gpu.sh [KERNELS...]
+# Writes OUT/search.log and OUT/search.tar.gz (every kernel's cubin, moves, curve, summary, and
+# under failed/ each schedule the check rejected: TRIDENT_SEARCH_FAILED).
 # BACKEND=sass-emu runs the same searches on the model (here, for the predicted side).
 set -u
 cd "$(dirname "$0")/../.."
@@ -13,6 +14,7 @@ OUT=${OUT:-/tmp/sass-search-gpu}
 BUDGET=${BUDGET:-50s}
 ALGO=${ALGO:-anneal}
 BACKEND=${BACKEND:-cuda}
+ACTIONS=${ACTIONS:-all}
 mkdir -p "$OUT/search"
 if [ -z "${TRIDENT_PTXAS:-}" ]; then
   tb=$(python3 -c 'import os, triton; print(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin"))' 2>/dev/null || true)
@@ -41,13 +43,15 @@ target=()
 [ "$BACKEND" = sass-emu ] && target=(--target "${TARGET:-sm_90a}")
 for k in ${@:-softmax layernorm rmsnorm matmul attention attention_causal}; do
   s0=$(date +%s)
+  n=$k.$ACTIONS
   # shellcheck disable=SC2086
-  $T sass search ${K[$k]} --backend "$BACKEND" "${target[@]}" --algo "$ALGO" --actions all --budget "$BUDGET" \
-    --seed 1 -o "$OUT/search/$k.cubin" --moves "$OUT/search/$k.json" --curve "$OUT/search/$k.csv" \
-    >"$OUT/search/$k.txt" 2>&1
+  TRIDENT_SEARCH_FAILED=$OUT/search/failed/$n $T sass search ${K[$k]} --backend "$BACKEND" "${target[@]}" \
+    --algo "$ALGO" --actions "$ACTIONS" --budget "$BUDGET" --seed 1 -o "$OUT/search/$n.cubin" \
+    --moves "$OUT/search/$n.json" --curve "$OUT/search/$n.csv" >"$OUT/search/$n.txt" 2>&1
   rc=$?
-  echo "=== $k: exit $rc after $(($(date +%s) - s0))s" | tee -a "$OUT/search.log"
-  grep -E '^(original|noise|best|moves|evaluations|checks|time)' "$OUT/search/$k.txt" | tee -a "$OUT/search.log"
-  [ $rc = 0 ] || tail -3 "$OUT/search/$k.txt" | tee -a "$OUT/search.log"
+  echo "=== $n: exit $rc after $(($(date +%s) - s0))s" | tee -a "$OUT/search.log"
+  grep -E '^(original|noise|best|moves|evaluations|checks|first failure|time)' "$OUT/search/$n.txt" \
+    | tee -a "$OUT/search.log"
+  [ $rc = 0 ] || tail -3 "$OUT/search/$n.txt" | tee -a "$OUT/search.log"
 done
 tar -czf "$OUT/search.tar.gz" -C "$OUT" search

@@ -99,7 +99,8 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// `LDGSTS[.E][.BYPASS][.LTC128B].{32,64,128} [shared], [global], P`: copies from global
+    /// `LDGSTS[.E][.BYPASS][.LTC128B].{32,64,128} [shared], [global], P` (or, as nvdisasm 12
+    /// prints it, `[global], P, [shared]`): copies from global
     /// to shared memory where `P` holds, fills zeros where it does not (Triton's masked
     /// `cp.async` with a source size of 0). Done at once: the copy is complete before any
     /// `DEPBAR` could wait for it.
@@ -112,7 +113,12 @@ impl Ctx<'_> {
             4
         };
         let mems: Vec<&Opnd> = op.ops.iter().filter(|o| matches!(o, Opnd::Mem { .. })).collect();
-        let [dst, src] = mems[..] else { return Err(unsupported(op, "this LDGSTS form")) };
+        let [a, b] = mems[..] else { return Err(unsupported(op, "this LDGSTS form")) };
+        // nvdisasm 13 prints the shared address first (`[R5], desc[UR16][R16.64], P4`), 12.x
+        // last (`desc[UR16][R16.64], P4, [R5]`: Triton's bundled tools): the global address
+        // is the 64-bit one.
+        let wide = |o: &Opnd| matches!(o, Opnd::Mem { wide: true, .. });
+        let (dst, src) = if wide(a) && !wide(b) { (b, a) } else { (a, b) };
         let pred = op.ops.iter().find(|o| matches!(o, Opnd::P { .. }));
         for l in (0..32).filter(|l| mask >> l & 1 == 1) {
             let copy = match pred {

@@ -284,3 +284,59 @@ fn stmatrix_agrees() {
         assert_eq!(a.data, b.data, "stmatrix x{count} trans={trans}: the emulators differ");
     }
 }
+
+/// nvdisasm 12 (Triton's bundled tools, what a GPU machine's search uses) prints `LDGSTS`'s
+/// shared address last — `desc[UR16][R16.64], P4, [R5]` — where 13 prints it first: the
+/// matmul with every `LDGSTS` rewritten into the older order computes what it computes as
+/// disassembled (its cp.async copies read global memory at the 64-bit address either way).
+#[test]
+fn ldgsts_in_either_disassembler_order() {
+    if !common::tools() {
+        return;
+    }
+    let (name, arch) = ("matmul", "sm_80");
+    let (threads, shared) = launch_size(name);
+    let dir = std::env::temp_dir().join(format!("trident-sass-emu-{}", std::process::id()));
+    let (cubin, text, p13) = common::compile(&data(name), arch, "matmul", &dir, "matmul.ldgsts-order");
+    let mut rewritten = 0;
+    let old: Vec<_> = text
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            if t.opcode.starts_with("LDGSTS") {
+                // `[shared], [global], P` (or `[shared][global], P`) -> `[global], P, [shared]`.
+                let ops = t.operands.replace("][", "],[");
+                let parts: Vec<&str> = ops.split(',').map(str::trim).collect();
+                let (shared, rest) = parts.split_first().unwrap();
+                t.operands = format!("{}, {shared}", rest.join(", "));
+                rewritten += 1;
+            }
+            t
+        })
+        .collect();
+    assert!(rewritten > 0, "the matmul has no LDGSTS");
+    let p12 = Program::new(&cubin, "matmul", &old).unwrap();
+    let mut rng = Rng(0x5150 ^ std::process::id() as u64);
+    let (m, n, k) = (64usize, 64usize, 80usize);
+    let args = vec![
+        KernelArg::Buffer(random(&mut rng, DType::F16, m * k, 1.0)),
+        KernelArg::Buffer(random(&mut rng, DType::F16, k * n, 1.0)),
+        KernelArg::Buffer(poisoned(DType::F16, m * n)),
+        KernelArg::Scalar(m as u64),
+        KernelArg::Scalar(n as u64),
+        KernelArg::Scalar(k as u64),
+        KernelArg::Scalar(k as u64),
+        KernelArg::Scalar(n as u64),
+        KernelArg::Scalar(n as u64),
+        KernelArg::Null,
+        KernelArg::Null,
+    ];
+    let cfg =
+        LaunchConfig { grid: [1, 1, 1], block: [threads, 1, 1], dynamic_shared_bytes: shared, ..Default::default() };
+    let (mut a, mut b) = (args.clone(), args);
+    launch(&p13, &cfg, &mut a).unwrap();
+    launch(&p12, &cfg, &mut b).unwrap_or_else(|e| panic!("LDGSTS in nvdisasm 12's order: {e}"));
+    let (KernelArg::Buffer(x), KernelArg::Buffer(y)) = (&a[2], &b[2]) else { unreachable!() };
+    assert!(x.data.iter().any(|&v| v != 0xa5), "the matmul wrote nothing");
+    assert_eq!(x.data, y.data);
+}
