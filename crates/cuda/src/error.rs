@@ -19,6 +19,25 @@ impl fmt::Display for DriverError {
     }
 }
 
+/// The driver's errors after which its context is unusable: a kernel faulted, and every later
+/// call in that context (a load, a copy, a launch) fails with the same error. `(code, name)`.
+pub const STICKY_ERRORS: &[(u32, &str)] = &[
+    (700, "CUDA_ERROR_ILLEGAL_ADDRESS"),
+    (702, "CUDA_ERROR_LAUNCH_TIMEOUT"),
+    (714, "CUDA_ERROR_HARDWARE_STACK_ERROR"),
+    (715, "CUDA_ERROR_ILLEGAL_INSTRUCTION"),
+    (716, "CUDA_ERROR_MISALIGNED_ADDRESS"),
+    (717, "CUDA_ERROR_INVALID_ADDRESS_SPACE"),
+    (718, "CUDA_ERROR_INVALID_PC"),
+    (719, "CUDA_ERROR_LAUNCH_FAILED"),
+];
+
+/// Whether an error's text names one of the [`STICKY_ERRORS`] (for callers that only kept
+/// the message).
+pub fn names_sticky_error(text: &str) -> bool {
+    STICKY_ERRORS.iter().any(|(_, name)| text.contains(name))
+}
+
 /// What a launch asked for: which kernel, grid, block and dynamic shared memory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LaunchDesc {
@@ -147,6 +166,24 @@ mod tests {
 
     fn drv() -> DriverError {
         DriverError { code: 1, name: "CUDA_ERROR_INVALID_VALUE".into(), message: "invalid argument".into() }
+    }
+
+    #[test]
+    fn sticky_errors_are_told_by_their_names_in_a_message() {
+        let fault = DriverError {
+            code: 717,
+            name: "CUDA_ERROR_INVALID_ADDRESS_SPACE".into(),
+            message: "operation not supported on global/shared address space".into(),
+        };
+        let e = CudaError::Async {
+            call: "cuEventSynchronize".into(),
+            last_launch: Some(Box::new(launch())),
+            driver: fault,
+        };
+        assert!(names_sticky_error(&e.to_string()));
+        let e = CudaError::Launch { launch: Box::new(launch()), driver: drv() };
+        assert!(!names_sticky_error(&e.to_string()), "an invalid value leaves the context usable");
+        assert!(STICKY_ERRORS.iter().any(|&(c, n)| c == 700 && n == "CUDA_ERROR_ILLEGAL_ADDRESS"));
     }
 
     #[test]

@@ -35,7 +35,7 @@ mod tensormap;
 
 pub use api::DRIVER_PATH_ENV;
 pub use device::{Device, DeviceInfo, PointerInfo};
-pub use error::{CudaError, DriverError, ImageKind, LaunchDesc};
+pub use error::{names_sticky_error, CudaError, DriverError, ImageKind, LaunchDesc, STICKY_ERRORS};
 pub use launch::{launch, PreparedLaunch};
 pub use memory::DeviceBuffer;
 pub use module::{Kernel, KernelAttributes, Module};

@@ -190,6 +190,8 @@ pub struct CudaTimer {
     device: String,
     want: Vec<Option<HostTensor>>,
     unstable: Vec<bool>,
+    /// Set when a candidate faulted and took the device context with it (the search stops).
+    lost: Option<String>,
 }
 
 impl CudaTimer {
@@ -218,6 +220,7 @@ impl CudaTimer {
             device,
             want: vec![],
             unstable: vec![],
+            lost: None,
         };
         let first = t.outputs(&setup.problem.cubin)?;
         let second = t.outputs(&setup.problem.cubin)?;
@@ -258,18 +261,52 @@ impl search::Reward for CudaTimer {
     }
 
     fn score(&mut self, c: &search::Candidate) -> Result<search::Measurement, String> {
+        if let Some(why) = &self.lost {
+            return Err(why.clone());
+        }
         let bytes = c.bytes()?;
-        let kernel = crate::gpu::cuda_load_cubin(self.runner.device(), &bytes, &self.entry).map_err(|e| e.text)?;
-        let samples = self.runner.time_kernel(&kernel, self.warmup, self.repeats, true).map_err(|e| e.text)?;
+        let samples = crate::gpu::cuda_load_cubin(self.runner.device(), &bytes, &self.entry)
+            .and_then(|kernel| self.runner.time_kernel(&kernel, self.warmup, self.repeats, true))
+            .map_err(|e| self.fault(&bytes, e.text))?;
         search::Measurement::of_samples(&ns(&samples))
     }
 
     fn check(&mut self, c: &search::Candidate) -> Result<(), String> {
-        let got = self.outputs(&c.bytes()?).map_err(|e| e.text)?;
+        if let Some(why) = &self.lost {
+            return Err(why.clone());
+        }
+        let bytes = c.bytes()?;
+        let got = self.outputs(&bytes).map_err(|e| self.fault(&bytes, e.text))?;
         match first_gpu_difference(&self.want, &got, &self.unstable) {
             Some(d) => Err(d),
             None => Ok(()),
         }
+    }
+
+    fn lost(&self) -> Option<String> {
+        self.lost.clone()
+    }
+}
+
+impl CudaTimer {
+    /// `error`, from running candidate `cubin`; when it is one of CUDA's sticky errors the
+    /// context is gone (every later launch would fail the same way), so the timer is marked
+    /// lost and the cubin kept for a post-mortem (in `TRIDENT_SEARCH_FAILED`'s directory, else
+    /// the temporary directory).
+    fn fault(&mut self, cubin: &[u8], error: String) -> String {
+        if !trident_cuda::names_sticky_error(&error) {
+            return error;
+        }
+        let dir =
+            std::env::var_os("TRIDENT_SEARCH_FAILED").map(std::path::PathBuf::from).unwrap_or_else(std::env::temp_dir);
+        let path = dir.join(format!("{}-fault-{}.cubin", self.entry, std::process::id()));
+        let kept = match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, cubin)) {
+            Ok(()) => format!("the schedule is in {}", path.display()),
+            Err(e) => format!("the schedule could not be kept: {e}"),
+        };
+        let why = format!("a candidate faulted on the GPU and the device context is lost ({kept}): {error}");
+        self.lost = Some(why.clone());
+        why
     }
 }
 

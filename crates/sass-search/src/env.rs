@@ -309,6 +309,11 @@ impl Env {
         Ok(v)
     }
 
+    /// Why the reward can no longer score anything ([`Reward::lost`]), once it cannot.
+    pub fn lost(&self) -> Option<String> {
+        self.reward.lost()
+    }
+
     /// The reward's own check of `s` ([`Reward::check`]).
     pub(crate) fn reward_check(&mut self, s: &State) -> Result<(), String> {
         let c = Candidate { state: s, kernel: &self.name, problem: &self.problem, emulated: None };

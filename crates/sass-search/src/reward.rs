@@ -158,6 +158,13 @@ pub trait Reward {
         let _ = c;
         Ok(())
     }
+    /// Why no later score can be trusted, once that is so: a GPU timer whose device context
+    /// a candidate's fault destroyed (CUDA's errors after an illegal address are sticky:
+    /// every later launch fails). The search then stops, keeping the best schedule checked
+    /// so far. Never, by default.
+    fn lost(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The SASS emulator's cycle estimate for the problem's launch (`Report::cycles`: the slowest

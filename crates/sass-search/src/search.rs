@@ -278,8 +278,9 @@ impl Run<'_> {
         .min(1.0)
     }
 
+    /// The budget is spent — or the reward was lost (a device fault): nothing more to ask.
     pub(crate) fn spent(&self) -> bool {
-        self.fraction() >= 1.0
+        self.fraction() >= 1.0 || self.env.lost().is_some()
     }
 
     fn tell(&mut self) {
@@ -386,7 +387,11 @@ pub fn search(env: &mut Env, opts: &Options, progress: &mut dyn FnMut(&Progress)
         Algo::Beam { width } => beam(&mut run, width),
         Algo::Ppo => crate::ppo::ppo(&mut run),
     };
-    let remeasured = if run.env.exact() || run.best.moves.is_empty() {
+    let stopped = match run.env.lost() {
+        Some(why) => format!("stopped early: {why}"),
+        None => stopped,
+    };
+    let remeasured = if run.env.exact() || run.best.moves.is_empty() || run.env.lost().is_some() {
         None
     } else {
         let (original, best) = (run.env.original().clone(), run.best.clone());

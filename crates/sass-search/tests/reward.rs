@@ -315,3 +315,58 @@ fn without_noise_the_same_function_keeps_the_small_gains() {
     assert_eq!(position(twin.target, &out.best.moves), twin.goal);
     assert!(out.remeasured.is_none(), "an exact reward is not measured again");
 }
+
+/// A timer whose device is lost at its `after`-th score (a candidate faulted: CUDA's errors
+/// after an illegal address are sticky); every later call fails.
+struct LosingTimer {
+    calls: usize,
+    after: usize,
+}
+
+impl Reward for LosingTimer {
+    fn describe(&self) -> String {
+        "a timer that loses its device".into()
+    }
+
+    fn unit(&self) -> &'static str {
+        "ns"
+    }
+
+    fn exact(&self) -> bool {
+        false
+    }
+
+    fn score(&mut self, c: &Candidate) -> Result<Measurement, String> {
+        self.calls += 1;
+        if self.calls >= self.after {
+            return Err("CUDA_ERROR_ILLEGAL_ADDRESS".into());
+        }
+        // Every schedule the same but for noise: nothing to gain.
+        let t = 10_000.0 + (c.state.moves.len() % 3) as f64;
+        Measurement::of_samples(&[t, t + 1.0, t - 1.0])
+    }
+
+    fn lost(&self) -> Option<String> {
+        (self.calls >= self.after).then(|| "the device faulted".to_string())
+    }
+}
+
+/// A search whose reward is lost stops at once, says why, and returns the original (nothing
+/// else was checked), instead of spending its budget on launches that can only fail.
+#[test]
+fn a_lost_device_stops_the_search() {
+    if !common::tools() {
+        return;
+    }
+    let (problem, ..) = setup();
+    let timer = LosingTimer { calls: 0, after: NOISE_ROUNDS + 6 };
+    let mut env = Env::with_reward(problem, common::disassembler(), Box::new(timer)).unwrap();
+    for algo in [Algo::Greedy, Algo::Anneal] {
+        let opts = Options { algo, budget: Budget::Evaluations(500), seed: 3 };
+        let out = search(&mut env, &opts, &mut |_| {}).unwrap();
+        assert!(out.stopped.contains("the device faulted"), "{algo:?}: {}", out.stopped);
+        assert!(out.stats.evaluations < 20, "{algo:?}: {} evaluations after the loss", out.stats.evaluations);
+        assert!(out.best.moves.is_empty(), "{algo:?}: kept {} moves", out.best.moves.len());
+        assert!(out.remeasured.is_none());
+    }
+}
