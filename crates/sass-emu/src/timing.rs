@@ -122,6 +122,10 @@ pub struct WarpTiming {
     gmma_group: u64,
     /// When the tensor pipe is free, for a warp without [`IssueSlots`].
     tensor_free: u64,
+    /// The last instruction to set each scoreboard (write or read): (instruction, issue
+    /// cycle, [`Self::bank_cycles`] then). A wait fewer than
+    /// `latency::SCOREBOARD_SET_CYCLES` after it is a hazard: the hardware does not see it.
+    sb_set: [Option<(usize, u64, u64)>; 6],
 }
 
 /// Issue slots and functional units ("pipes", `trident_sass::pipes`) of an SM's four
@@ -388,6 +392,20 @@ impl WarpTiming {
     ) -> Result<(), EmuError> {
         for k in 0..6 {
             if c.wait >> k & 1 == 1 {
+                if let Some((p, t, b)) = self.sb_set[k as usize] {
+                    let got = (self.clock - t).saturating_sub(self.bank_cycles - b);
+                    let need = latency::SCOREBOARD_SET_CYCLES as u64;
+                    if got < need {
+                        return Err(hazard(format!(
+                            "hazard: {:#06x} `{}` waits on SB{k} {got} cycles after {:#06x} `{}` set it (the \
+                             scoreboard counts it after {need}: the wait goes ahead)",
+                            16 * at,
+                            op.text,
+                            16 * p,
+                            name_of(p)
+                        )));
+                    }
+                }
                 self.drain(k, 0);
             }
         }
@@ -538,6 +556,9 @@ impl WarpTiming {
                 lanes: active,
                 group: 0,
             });
+        }
+        for k in c.write_sb.into_iter().chain(c.read_sb).filter(|&k| k < 6) {
+            self.sb_set[k as usize] = Some((at, self.clock, self.bank_cycles));
         }
         // Forget what is long ready, so the lists stay short.
         let now = self.clock;
@@ -845,6 +866,30 @@ mod tests {
             w.issue(90, i, u32::MAX, &crate::decode::decode(t), &operands(t), None, None, c, &name_of)?;
         }
         Ok(w.clock)
+    }
+
+    /// A wait on a scoreboard 1 cycle after its setter issued does not see it (the hardware
+    /// goes ahead: an H200 ran `S2R` → `IMAD` so and got wrong indices): a hazard; 2 cycles on
+    /// it waits for the result.
+    #[test]
+    fn a_wait_one_cycle_after_the_scoreboard_was_set_is_a_hazard() {
+        let run = |stall: u8| {
+            let texts = [
+                Text { predicate: String::new(), opcode: "S2R".into(), operands: "R9, SR_CTAID.X".into() },
+                Text { predicate: String::new(), opcode: "IMAD".into(), operands: "R9, R9, 0x80, R0".into() },
+            ];
+            let name_of = |p: usize| texts[p].opcode.clone();
+            let set = Control { stall, yield_bit: true, write_sb: Some(3), read_sb: None, wait: 0, reuse: 0 };
+            let wait = Control { stall: 4, yield_bit: true, write_sb: None, read_sb: None, wait: 1 << 3, reuse: 0 };
+            let mut w = WarpTiming::default();
+            for (i, (t, c)) in texts.iter().zip([set, wait]).enumerate() {
+                w.issue(90, i, u32::MAX, &crate::decode::decode(t), &operands(t), None, None, c, &name_of)?;
+            }
+            Ok::<u64, EmuError>(w.clock)
+        };
+        let e = run(1).unwrap_err();
+        assert!(e.to_string().contains("waits on SB3 1 cycles after 0x0000 `S2R` set it"), "{e}");
+        assert!(run(2).unwrap() > 2 + 4, "the wait for the S2R's result takes time");
     }
 
     /// A warpgroup MMA holds the tensor pipe for N/2 cycles (`64x128x16`: 64; H100's 2048

@@ -260,6 +260,17 @@ pub fn wide_addend_high_late(sm: u32, consumer: &str) -> u32 {
     }
 }
 
+/// Cycles after an instruction that sets a scoreboard (its write or read scoreboard) before
+/// an instruction may wait on that scoreboard: a wait issued sooner does not see the new
+/// count and goes ahead. Inferred, not documented: across the corpus of `ptxas` schedules
+/// (sm_80 and sm_90a, `ptxas` 12.8 and 13.0) no wait comes fewer than 2 cycles after its
+/// scoreboard's setter (76 of 565 waits come exactly 2 after), and on an H200 a schedule
+/// with `S2R R9, SR_CTAID.X` (SB3, stall 1) followed by `IMAD R9, R9, 0x80, R0` waiting on SB3
+/// computed wrong indices in every CTA (bench/SASS.md, 2026-11-29). The verifier's rule
+/// `WaitTooSoon`; the SASS emulator reports it as a hazard. Wait masks only: `ptxas` puts a
+/// `DEPBAR.LE SB0, 0x0` 1 cycle after the `UTMACMDFLUSH` that sets SB0.
+pub const SCOREBOARD_SET_CYCLES: u32 = 2;
+
 /// Cycles a CTA barrier (`BAR.SYNC`) takes at least beyond its own stall count: every warp
 /// must arrive and be released, which no microbenchmark puts under tens of cycles. First
 /// added for an `HMMA` result stored by an `STS.64` 23 cycles later across a barrier, which

@@ -262,7 +262,7 @@ fn repair_timing(
                 }
             };
             match v.rule {
-                Rule::TooSoon { need, got, .. } => {
+                Rule::TooSoon { need, got, .. } | Rule::WaitTooSoon { need, got, .. } => {
                     let from = v.from.unwrap_or(at).min(at);
                     if !add_stall(instrs, from, at, need - got, repairs) {
                         return Err(format!("{:#06x}: no room for {need} cycles after {:#06x}", 16 * at, 16 * from));

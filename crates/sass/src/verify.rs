@@ -44,6 +44,9 @@ pub enum Rule {
     /// A register overwritten while an earlier instruction still reads it (its read
     /// scoreboard not waited for).
     WrittenWhileRead { reg: Reg, sb: u8 },
+    /// A wait on scoreboard `sb` `got` cycles after the instruction that set it issued; the
+    /// scoreboard counts it only `need` cycles on ([`latency::SCOREBOARD_SET_CYCLES`]).
+    WaitTooSoon { sb: u8, need: u32, got: u32 },
     /// `--against`: the kernels differ in length, blocks, or a block's instructions.
     Shape(String),
     /// `--against`: two conflicting instructions of the original are in the other order.
@@ -83,6 +86,9 @@ impl Violation {
             Rule::WrittenWhileRead { reg, sb: k } => {
                 format!("{at}: overwrites {reg} while {from} may still read it (no wait for SB{k})")
             }
+            Rule::WaitTooSoon { sb: k, need, got } => {
+                format!("{at}: waits on SB{k} {got} cycles after {from} set it (the wait sees it after {need})")
+            }
             Rule::Shape(why) => format!("{at}: {why}"),
             Rule::Reordered => format!("{at} now comes before {from}, which it depends on"),
         }
@@ -117,6 +123,9 @@ struct State {
     fixed: BTreeMap<Reg, (usize, u32)>,
     /// Sorted by producer, then kind.
     flight: Vec<InFlight>,
+    /// Scoreboards set fewer than [`latency::SCOREBOARD_SET_CYCLES`] ago: scoreboard →
+    /// (setter, fewest cycles since it issued).
+    armed: BTreeMap<u8, (usize, u32)>,
 }
 
 impl State {
@@ -124,6 +133,12 @@ impl State {
         let before = self.clone();
         for (r, &(p, c)) in &other.fixed {
             let e = self.fixed.entry(*r).or_insert((p, c));
+            if c < e.1 {
+                *e = (p, c);
+            }
+        }
+        for (k, &(p, c)) in &other.armed {
+            let e = self.armed.entry(*k).or_insert((p, c));
             if c < e.1 {
                 *e = (p, c);
             }
@@ -303,12 +318,21 @@ impl Walker<'_> {
                 out.push(v);
             }
         };
-        // Waits happen before issue.
+        // Waits happen before issue — on scoreboards whose setters are far enough behind.
+        let mut too_soon = |k: u8, s: &State| {
+            if let Some(&(p, got)) = s.armed.get(&k) {
+                let need = latency::SCOREBOARD_SET_CYCLES;
+                report(Violation { at: i, from: Some(p), rule: Rule::WaitTooSoon { sb: k, need, got } });
+            }
+        };
         for k in 0..6 {
             if c.wait >> k & 1 == 1 {
+                too_soon(k, s);
                 s.drain(k, 0);
             }
         }
+        // `DEPBAR` is not bound by it: `ptxas` puts `DEPBAR.LE SB0, 0x0` 1 cycle after the
+        // `UTMACMDFLUSH` that sets SB0 (Triton's TMA store, sm_90a).
         if let Some((k, n)) = depbar(t) {
             s.drain(k, n);
         }
@@ -400,12 +424,19 @@ impl Walker<'_> {
             });
         }
         s.flight.sort_by_key(|x| (x.producer, x.reading));
+        for k in c.write_sb.into_iter().chain(c.read_sb) {
+            s.armed.insert(k, (i, 0));
+        }
         // Time passes (a CTA barrier takes a few cycles more than its stall count).
         let barrier = root(&t.opcode) == "BAR" && t.opcode.contains("SYNC");
         let stall = c.stall as u32 + if barrier { latency::BARRIER_MIN_CYCLES } else { 0 };
         s.fixed.retain(|_, (_, cyc)| {
             *cyc += stall;
             *cyc < FORGET
+        });
+        s.armed.retain(|_, (_, cyc)| {
+            *cyc += stall;
+            *cyc < latency::SCOREBOARD_SET_CYCLES
         });
     }
 }
@@ -626,7 +657,7 @@ mod tests {
         ];
         let mut i = vec![
             ins(1, Some(0), 0),
-            ins(1, Some(0), 0),
+            ins(2, Some(0), 0),
             ins(1, None, 0),
             ins(4, None, 0),
             ins(4, None, 0),
@@ -637,6 +668,35 @@ mod tests {
         assert_eq!((v[0].at, v[0].rule.clone()), (4, Rule::ReadInFlight { reg: Reg::R(5), sb: Some(0) }));
         i[4] = ins(4, None, 1);
         assert!(timing(80, &i, &text).is_empty());
+    }
+
+    /// A scoreboard counts its setter only from 2 cycles after it issued: a wait 1 cycle on
+    /// goes ahead on the hardware (an H200 ran `S2R` → `IMAD` so, wrong in every CTA).
+    #[test]
+    fn a_wait_must_come_two_cycles_after_its_scoreboard_was_set() {
+        let text = [t("S2R", "R9,SR_CTAID.X"), t("IMAD", "R9,R9,0x80,R0"), t("EXIT", "")];
+        let soon = [ins(1, Some(3), 0), ins(4, None, 1 << 3), ins(1, None, 0)];
+        let v = timing(90, &soon, &text);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!((v[0].at, v[0].from), (1, Some(0)));
+        assert_eq!(v[0].rule, Rule::WaitTooSoon { sb: 3, need: 2, got: 1 });
+        assert!(v[0].describe(&text).contains("waits on SB3 1 cycles after"), "{}", v[0].describe(&text));
+        assert!(timing(90, &[ins(2, Some(3), 0), soon[1], soon[2]], &text).is_empty());
+        // Counted in cycles, not instructions: an instruction between with stall 1 is enough.
+        let text = [t("S2R", "R9,SR_CTAID.X"), t("MOV", "R2,R3"), t("IMAD", "R9,R9,0x80,R0"), t("EXIT", "")];
+        let between = [ins(1, Some(3), 0), ins(1, None, 0), ins(4, None, 1 << 3), ins(1, None, 0)];
+        assert!(timing(90, &between, &text).is_empty());
+        // A read scoreboard too (a store's); a `DEPBAR` is not bound by the rule (`ptxas` puts
+        // one 1 cycle after the `UTMACMDFLUSH` that sets its scoreboard).
+        let text = [t("STG.E", "[R2.64],R4"), t("MOV", "R4,R5"), t("EXIT", "")];
+        let i = [ins_r(1, None, Some(0), 0), ins(1, None, 1), ins(1, None, 0)];
+        let v = timing(90, &i, &text);
+        assert_eq!(
+            v.iter().map(|v| v.rule.clone()).collect::<Vec<_>>(),
+            [Rule::WaitTooSoon { sb: 0, need: 2, got: 1 }]
+        );
+        let text = [t("UTMACMDFLUSH", ""), t("DEPBAR.LE", "SB0,0x0"), t("EXIT", "")];
+        assert!(timing(90, &[ins(1, Some(0), 0), ins(1, None, 0), ins(1, None, 0)], &text).is_empty());
     }
 
     #[test]
@@ -652,7 +712,7 @@ mod tests {
         ];
         let mut text = text.to_vec();
         text[3].predicate = "@P0".into();
-        let i = [ins(1, Some(1), 0), ins(4, None, 2), ins(1, Some(1), 0), ins(1, None, 0), ins(1, None, 0)];
+        let i = [ins(2, Some(1), 0), ins(4, None, 2), ins(1, Some(1), 0), ins(1, None, 0), ins(1, None, 0)];
         assert!(timing(80, &i, &text).is_empty());
         let mut bad = i;
         bad[2] = ins(1, Some(2), 0);
@@ -717,9 +777,9 @@ mod tests {
         // Dropout, sm_80: `MUFU.RCP R7, R7` with no scoreboard, `I2F R8, R8` on SB1, a wait for
         // SB1, then the reader of R7.
         let text = [t("MUFU.RCP", "R7,R7"), t("I2F", "R8,R8"), t("FMUL", "R6,R8,R7"), t("EXIT", "")];
-        let i = [ins(8, None, 0), ins(1, Some(1), 0), ins(2, None, 1 << 1), ins(1, None, 0)];
+        let i = [ins(8, None, 0), ins(2, Some(1), 0), ins(2, None, 1 << 1), ins(1, None, 0)];
         assert!(timing(80, &i, &text).is_empty());
-        let unwaited = [ins(8, None, 0), ins(1, Some(1), 0), ins(2, None, 0), ins(1, None, 0)];
+        let unwaited = [ins(8, None, 0), ins(2, Some(1), 0), ins(2, None, 0), ins(1, None, 0)];
         assert!(timing(80, &unwaited, &text).iter().any(|v| v.from == Some(0)));
         // Split-K, sm_90a: `S2UR UR10, SR_CTAID.Y` with none, `S2UR UR11, SR_CTAID.X` on SB3.
         let text = [
@@ -728,7 +788,7 @@ mod tests {
             t("UIMAD", "UR4,UR10,UR11,URZ"),
             t("EXIT", ""),
         ];
-        let i = [ins(1, None, 0), ins(1, Some(3), 0), ins(1, None, 1 << 3), ins(1, None, 0)];
+        let i = [ins(1, None, 0), ins(2, Some(3), 0), ins(1, None, 1 << 3), ins(1, None, 0)];
         assert!(timing(90, &i, &text).is_empty());
     }
 
