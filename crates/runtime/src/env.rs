@@ -16,11 +16,12 @@
 //! | `TRIDENT_AUTOTUNE_INTERP` | `1`: tune on the interpreter too (wall clock) | — |
 //! | `TRIDENT_PRINT_AUTOTUNING` | `1`: print the chosen config after each tuning, on stderr | — |
 //! | `TRIDENT_SASS_SHUFFLE` | `SEED:MOVES` (e.g. `7:50`): on a CUDA device, load each kernel's cubin after that many random legal SASS moves (`trident sass shuffle`, repaired and verified) — the schedule prong's check that moved code computes the same; an error if there is no cubin or the shuffle fails | — (applied at load, after the cache) |
+//! | `TRIDENT_SASS_SHUFFLE_KEEP` | a directory: with `TRIDENT_SASS_SHUFFLE`, each shuffled cubin is also written there (`ENTRY-HASH-SEED-MOVES.cubin`, the hash the original cubin's) for a post-mortem (`scripts/gpu-sass-bisect`) | — |
 //! | `TRIDENT_SASS_SEARCH` | a budget (`30s`, `500`): every launch on the SASS emulator or CUDA runs the schedule a search of its SASS found (as `--sass-search`; searched once, kept in the cache directory's `schedules/`) | the cubin's hash |
 //! | `TRIDENT_SANITIZE` | `1`: sanitize mode for every launch on the emulator or CUDA (as `--sanitize`, `sanitize=True`): bounds checks of every global access in the kernel | `sanitize=true` |
 //! | `TRIDENT_PINGPONG` | `0`: no ping-pong turns between the two consumer warpgroups of a warp-specialized attention loop on sm_90a (`trident_gpu::passes::pingpong`; on by default), to compare | `pingpong=false` |
 //! | `TRIDENT_SETMAXNREG` | `1`: a warp-specialized kernel with two consumer warpgroups on sm_90a gets a producer warpgroup that gives its registers to the consumers (`setmaxnreg`; off by default) | `setmaxnreg=true` |
-//! | `TRIDENT_SPLIT_LOOPS` | `1`: the tile pass `split-loops` (`trident_opt::split_loops`: a loop's iterations where a bounds or causal mask is all-true run in a copy without it; off by default until a GPU has measured it) | `split_loops=true` |
+//! | `TRIDENT_SPLIT_LOOPS` | `1`: the tile pass `split-loops` (`trident_opt::split_loops`: a loop's iterations where a bounds or causal mask is all-true run in a copy without it; off by default: on an H200 it made attention 1.18-1.41× slower, `bench/RESULTS.md`) | `split_loops=true` |
 //! | `TRIDENT_TIMEOUT` | seconds a launch on the interpreter or the emulator may run before it is stopped with an error (as `--timeout`; default none) | — |
 //!
 //! Switches read `1`, `true`, `on` or `yes` as on and `0`, `false`, `off` or `no` as off
@@ -75,6 +76,11 @@ pub fn sass_shuffle() -> Result<Option<(u64, usize)>, String> {
     let Some(v) = value("TRIDENT_SASS_SHUFFLE").filter(|v| !v.trim().is_empty()) else { return Ok(None) };
     let parsed = v.trim().split_once(':').and_then(|(s, m)| Some((s.trim().parse().ok()?, m.trim().parse().ok()?)));
     parsed.map(Some).ok_or_else(|| format!("TRIDENT_SASS_SHUFFLE={v:?}: expected SEED:MOVES, e.g. 7:50"))
+}
+
+/// `TRIDENT_SASS_SHUFFLE_KEEP`: where shuffled cubins are kept, when set.
+pub fn sass_shuffle_keep() -> Option<String> {
+    value("TRIDENT_SASS_SHUFFLE_KEEP").filter(|v| !v.trim().is_empty())
 }
 
 /// `TRIDENT_TIMEOUT`: the time limit of a CPU launch, when set to a positive number of seconds.

@@ -314,6 +314,17 @@ fn cuda_load(code: &GpuCode, ordinal: usize) -> Result<CudaLoaded, RunError> {
                 let s = crate::sass::shuffle(cubin, seed, moves).map_err(|e| e.text)?;
                 // Asked for on the command line: say what was run (scripts/gpu-sass-moves counts it).
                 eprintln!("trident: {} runs with {} legal SASS moves (seed {seed})", code.ptx.entry, s.moves);
+                if let Some(dir) = crate::env::sass_shuffle_keep() {
+                    // For a post-mortem of a shuffle the GPU runs wrong (scripts/gpu-sass-bisect).
+                    use std::hash::{Hash, Hasher};
+                    let mut h = std::collections::hash_map::DefaultHasher::new();
+                    cubin.hash(&mut h);
+                    let name = format!("{}-{:016x}-{seed}-{moves}.cubin", code.ptx.entry, h.finish());
+                    let path = std::path::Path::new(&dir).join(name);
+                    if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, &s.bytes)) {
+                        eprintln!("trident: TRIDENT_SASS_SHUFFLE_KEEP: {}: {e}", path.display());
+                    }
+                }
                 let module = trident_cuda::Module::load_cubin(&dev, &s.bytes)
                     .map_err(|e| format!("cuda: the shuffled cubin ({} moves): {e}", s.moves))?;
                 let kernel = module.kernel(&code.ptx.entry).map_err(|e| format!("cuda: {e}"))?;
