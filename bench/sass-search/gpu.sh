@@ -54,4 +54,5 @@ for k in ${@:-softmax layernorm rmsnorm matmul attention attention_causal}; do
     | tee -a "$OUT/search.log"
   [ $rc = 0 ] || tail -3 "$OUT/search/$n.txt" | tee -a "$OUT/search.log"
 done
-tar -czf "$OUT/search.tar.gz" -C "$OUT" search
+# One archive, not the files (the device tool brings back few files).
+tar -czf "$OUT/search.tar.gz" -C "$OUT" search && rm -rf "$OUT/search"
