@@ -16,6 +16,8 @@ ALGO=${ALGO:-anneal}
 BACKEND=${BACKEND:-cuda}
 ACTIONS=${ACTIONS:-all}
 mkdir -p "$OUT/search"
+# A later call into the same OUT adds to the archive an earlier one left.
+[ -f "$OUT/search.tar.gz" ] && tar -xzf "$OUT/search.tar.gz" -C "$OUT"
 if [ -z "${TRIDENT_PTXAS:-}" ]; then
   tb=$(python3 -c 'import os, triton; print(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin"))' 2>/dev/null || true)
   for tool in ptxas nvdisasm cuobjdump; do
