@@ -557,8 +557,10 @@ impl WarpTiming {
                 group: 0,
             });
         }
-        for k in c.write_sb.into_iter().chain(c.read_sb).filter(|&k| k < 6) {
-            self.sb_set[k as usize] = Some((at, self.clock, self.bank_cycles));
+        if !latency::scoreboard_set_at_issue(&opcode) {
+            for k in c.write_sb.into_iter().chain(c.read_sb).filter(|&k| k < 6) {
+                self.sb_set[k as usize] = Some((at, self.clock, self.bank_cycles));
+            }
         }
         // Forget what is long ready, so the lists stay short.
         let now = self.clock;

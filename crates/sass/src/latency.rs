@@ -267,9 +267,17 @@ pub fn wide_addend_high_late(sm: u32, consumer: &str) -> u32 {
 /// scoreboard's setter (76 of 565 waits come exactly 2 after), and on an H200 a schedule
 /// with `S2R R9, SR_CTAID.X` (SB3, stall 1) followed by `IMAD R9, R9, 0x80, R0` waiting on SB3
 /// computed wrong indices in every CTA (bench/SASS.md, 2026-11-29). The verifier's rule
-/// `WaitTooSoon`; the SASS emulator reports it as a hazard. Wait masks only: `ptxas` puts a
-/// `DEPBAR.LE SB0, 0x0` 1 cycle after the `UTMACMDFLUSH` that sets SB0.
+/// `WaitTooSoon`; the SASS emulator reports it as a hazard. For wait masks, not `DEPBAR`
+/// (`ptxas` puts `DEPBAR.LE SB0, 0x0` 1 cycle after a `SYNCS.EXCH.64` or `UTMACMDFLUSH` that
+/// sets SB0), and not after the uniform datapath's instructions ([`scoreboard_set_at_issue`]).
 pub const SCOREBOARD_SET_CYCLES: u32 = 2;
+
+/// Whether `opcode` sets its scoreboard at issue, so that the next instruction may wait on it
+/// ([`SCOREBOARD_SET_CYCLES`] does not apply): the uniform datapath's (`U...`) — `ptxas` waits
+/// 1 cycle after `USETMAXREG.DEALLOC.CTAPOOL` (Trident's warp-specialized producer, sm_90a).
+pub fn scoreboard_set_at_issue(opcode: &str) -> bool {
+    opcode.starts_with('U')
+}
 
 /// Cycles a CTA barrier (`BAR.SYNC`) takes at least beyond its own stall count: every warp
 /// must arrive and be released, which no microbenchmark puts under tens of cycles. First

@@ -332,7 +332,7 @@ impl Walker<'_> {
             }
         }
         // `DEPBAR` is not bound by it: `ptxas` puts `DEPBAR.LE SB0, 0x0` 1 cycle after the
-        // `UTMACMDFLUSH` that sets SB0 (Triton's TMA store, sm_90a).
+        // `UTMACMDFLUSH` or `SYNCS.EXCH.64` that sets SB0 (Triton's TMA kernels, sm_90a).
         if let Some((k, n)) = depbar(t) {
             s.drain(k, n);
         }
@@ -424,8 +424,10 @@ impl Walker<'_> {
             });
         }
         s.flight.sort_by_key(|x| (x.producer, x.reading));
-        for k in c.write_sb.into_iter().chain(c.read_sb) {
-            s.armed.insert(k, (i, 0));
+        if !latency::scoreboard_set_at_issue(&t.opcode) {
+            for k in c.write_sb.into_iter().chain(c.read_sb) {
+                s.armed.insert(k, (i, 0));
+            }
         }
         // Time passes (a CTA barrier takes a few cycles more than its stall count).
         let barrier = root(&t.opcode) == "BAR" && t.opcode.contains("SYNC");
@@ -686,8 +688,7 @@ mod tests {
         let text = [t("S2R", "R9,SR_CTAID.X"), t("MOV", "R2,R3"), t("IMAD", "R9,R9,0x80,R0"), t("EXIT", "")];
         let between = [ins(1, Some(3), 0), ins(1, None, 0), ins(4, None, 1 << 3), ins(1, None, 0)];
         assert!(timing(90, &between, &text).is_empty());
-        // A read scoreboard too (a store's); a `DEPBAR` is not bound by the rule (`ptxas` puts
-        // one 1 cycle after the `UTMACMDFLUSH` that sets its scoreboard).
+        // A read scoreboard too (a store's).
         let text = [t("STG.E", "[R2.64],R4"), t("MOV", "R4,R5"), t("EXIT", "")];
         let i = [ins_r(1, None, Some(0), 0), ins(1, None, 1), ins(1, None, 0)];
         let v = timing(90, &i, &text);
@@ -695,8 +696,14 @@ mod tests {
             v.iter().map(|v| v.rule.clone()).collect::<Vec<_>>(),
             [Rule::WaitTooSoon { sb: 0, need: 2, got: 1 }]
         );
-        let text = [t("UTMACMDFLUSH", ""), t("DEPBAR.LE", "SB0,0x0"), t("EXIT", "")];
+        // Not a `DEPBAR` (`ptxas` puts one 1 cycle after the `SYNCS.EXCH.64` or `UTMACMDFLUSH`
+        // that sets its scoreboard), and not after the uniform datapath, which sets its
+        // scoreboards at issue (`ptxas` waits 1 cycle after `USETMAXREG`).
+        let text = [t("SYNCS.EXCH.64", "URZ,[UR8],UR4"), t("DEPBAR.LE", "SB0,0x0"), t("EXIT", "")];
         assert!(timing(90, &[ins(1, Some(0), 0), ins(1, None, 0), ins(1, None, 0)], &text).is_empty());
+        let text =
+            [t("USETMAXREG.DEALLOC.CTAPOOL", "0x28"), t("ISETP.GE.U32.AND", "P1,PT,R11,0x120,PT"), t("EXIT", "")];
+        assert!(timing(90, &[ins(1, Some(0), 0), ins(1, None, 1), ins(1, None, 0)], &text).is_empty());
     }
 
     #[test]
