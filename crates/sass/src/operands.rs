@@ -97,6 +97,11 @@ fn def_width(opcode: &str) -> u16 {
     if opcode.starts_with("SYNCS.ARRIVE") {
         return 2;
     }
+    // `CS2R R4, SRZ` writes the pair R4:R5 (a 64-bit special register: `SRZ`, `SR_CLOCKLO`);
+    // `CS2R.32` one register.
+    if opcode.split('.').next() == Some("CS2R") {
+        return if has("32") { 1 } else { 2 };
+    }
     if let Some([d, _]) = conversion_widths(opcode) {
         return d;
     }
@@ -429,6 +434,10 @@ mod tests {
         let o = t("@!P1", "IADD3", "R2,P0,R2,0x1,-R9");
         assert_eq!(o.defs, vec![Reg::R(2), Reg::P(0)]);
         assert_eq!(o.uses, vec![Reg::R(2), Reg::R(9), Reg::P(0), Reg::P(1)]);
+        let o = t("", "CS2R", "R4,SRZ");
+        assert_eq!(o.defs, vec![Reg::R(4), Reg::R(5)], "CS2R writes a pair");
+        let o = t("", "CS2R.32", "R4,SR_CLOCKLO");
+        assert_eq!(o.defs, vec![Reg::R(4)]);
         let o = t("", "LDG.E.128", "R4,[R2.64+0x10]");
         assert_eq!(o.defs, (4..8).map(Reg::R).collect::<Vec<_>>());
         assert_eq!(o.uses, vec![Reg::R(2), Reg::R(3)]);
