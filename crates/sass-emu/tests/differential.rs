@@ -169,6 +169,24 @@ fn launch_size(name: &str) -> (u32, u32) {
     (field("threads="), field("shared="))
 }
 
+/// The test data's `matmul` arguments for an `m`×`k` by `k`×`n` product: fresh random inputs,
+/// the output poisoned.
+fn matmul_args(rng: &mut Rng, m: usize, n: usize, k: usize) -> Vec<KernelArg> {
+    vec![
+        KernelArg::Buffer(random(rng, DType::F16, m * k, 1.0)),
+        KernelArg::Buffer(random(rng, DType::F16, k * n, 1.0)),
+        KernelArg::Buffer(poisoned(DType::F16, m * n)),
+        KernelArg::Scalar(m as u64),
+        KernelArg::Scalar(n as u64),
+        KernelArg::Scalar(k as u64),
+        KernelArg::Scalar(k as u64),
+        KernelArg::Scalar(n as u64),
+        KernelArg::Scalar(n as u64),
+        KernelArg::Null,
+        KernelArg::Null,
+    ]
+}
+
 #[test]
 fn matmul_agrees() {
     if !common::tools() {
@@ -180,19 +198,7 @@ fn matmul_agrees() {
         let mut rng = Rng(0x4242 ^ std::process::id() as u64);
         // K = 80 is not a multiple of the K tile: the last copies zero-fill.
         let (m, n, k) = (128usize, 64usize, 80usize);
-        let args = vec![
-            KernelArg::Buffer(random(&mut rng, DType::F16, m * k, 1.0)),
-            KernelArg::Buffer(random(&mut rng, DType::F16, k * n, 1.0)),
-            KernelArg::Buffer(poisoned(DType::F16, m * n)),
-            KernelArg::Scalar(m as u64),
-            KernelArg::Scalar(n as u64),
-            KernelArg::Scalar(k as u64),
-            KernelArg::Scalar(k as u64),
-            KernelArg::Scalar(n as u64),
-            KernelArg::Scalar(n as u64),
-            KernelArg::Null,
-            KernelArg::Null,
-        ];
+        let args = matmul_args(&mut rng, m, n, k);
         let grid = [(m as u32).div_ceil(64), (n as u32).div_ceil(64), 1];
         both(name, "matmul", arch, grid, threads, shared, args, &[2]);
     }
@@ -317,20 +323,7 @@ fn ldgsts_in_either_disassembler_order() {
     assert!(rewritten > 0, "the matmul has no LDGSTS");
     let p12 = Program::new(&cubin, "matmul", &old).unwrap();
     let mut rng = Rng(0x5150 ^ std::process::id() as u64);
-    let (m, n, k) = (64usize, 64usize, 80usize);
-    let args = vec![
-        KernelArg::Buffer(random(&mut rng, DType::F16, m * k, 1.0)),
-        KernelArg::Buffer(random(&mut rng, DType::F16, k * n, 1.0)),
-        KernelArg::Buffer(poisoned(DType::F16, m * n)),
-        KernelArg::Scalar(m as u64),
-        KernelArg::Scalar(n as u64),
-        KernelArg::Scalar(k as u64),
-        KernelArg::Scalar(k as u64),
-        KernelArg::Scalar(n as u64),
-        KernelArg::Scalar(n as u64),
-        KernelArg::Null,
-        KernelArg::Null,
-    ];
+    let args = matmul_args(&mut rng, 64, 64, 80);
     let cfg =
         LaunchConfig { grid: [1, 1, 1], block: [threads, 1, 1], dynamic_shared_bytes: shared, ..Default::default() };
     let (mut a, mut b) = (args.clone(), args);
