@@ -15,14 +15,9 @@ K[layernorm]="kernels/layernorm.py::layernorm_fwd x=randn:f16:8192x4096 y=empty:
 mm() { echo "kernels/matmul.py::matmul_kernel a=randn:f16:$1x$1 b=randn:f16:$1x$1 c=empty:f16:$1x$1 M=$1 N=$1 K=$1 stride_am=$1 stride_ak=1 stride_bk=$1 stride_bn=1 stride_cm=$1 stride_cn=1 BLOCK_M=128 BLOCK_N=128 BLOCK_K=32 GROUP_M=8 --grid $(($1 * $1 / 16384)) --num-warps 8 --num-stages 3"; }
 K[mm2048]=$(mm 2048)
 K[mm4096]=$(mm 4096)
-attn() {
-  local s="" t
-  for t in q k v o; do
-    local d="m"; [[ $t == k || $t == v ]] && d="n"
-    s="$s stride_${t}z=4194304 stride_${t}h=262144 stride_${t}${d}=64 stride_${t}d=1"
-  done
-  echo "kernels/flash_attention.py::attn_fwd q=randn:f16:4x16x4096x64 k=randn:f16:4x16x4096x64 v=randn:f16:4x16x4096x64 o=empty:f16:4x16x4096x64 sm_scale=0.125$s H=16 N_CTX=4096 BLOCK_M=128 BLOCK_N=64 HEAD_DIM=64 IS_CAUSAL=$1 --grid 32,64 --num-warps 8 --num-stages 2"
-}
+# shellcheck source=bench/attn_args.sh
+. bench/attn_args.sh
+attn() { attn_args 4 16 4096 "$1"; }
 K[attn]=$(attn False)
 K[attn_causal]=$(attn True)
 echo "| kernel | SASS emulator µs | PTX emulator µs | SASS's bound | wall s (SASS, PTX) |"

@@ -31,14 +31,9 @@ K[softmax]="kernels/softmax.py::softmax_kernel $rows x_row_stride=1024 y_row_str
 K[layernorm]="kernels/layernorm.py::layernorm_fwd $rows w=randn:f32:1024 b=randn:f32:1024 mean=empty:f32:4096 rstd=empty:f32:4096 stride=1024 N=1024 eps=1e-5 BLOCK_N=1024 --grid 4096 --num-warps 4"
 K[rmsnorm]="kernels/rmsnorm.py::rmsnorm_fwd $rows w=randn:f32:1024 rstd=empty:f32:4096 stride=1024 N=1024 eps=1e-6 BLOCK_N=1024 --grid 4096 --num-warps 4"
 K[matmul]="kernels/matmul.py::matmul_kernel a=randn:f16:1024x1024 b=randn:f16:1024x1024 c=empty:f16:1024x1024 M=1024 N=1024 K=1024 stride_am=1024 stride_ak=1 stride_bk=1024 stride_bn=1 stride_cm=1024 stride_cn=1 BLOCK_M=128 BLOCK_N=128 BLOCK_K=32 GROUP_M=8 --grid 64 --num-warps 8 --num-stages 3"
-attn() {
-  local s="" t
-  for t in q k v o; do
-    local d="m"; [[ $t == k || $t == v ]] && d="n"
-    s="$s stride_${t}z=524288 stride_${t}h=65536 stride_${t}${d}=64 stride_${t}d=1"
-  done
-  echo "kernels/flash_attention.py::attn_fwd q=randn:f16:1x8x1024x64 k=randn:f16:1x8x1024x64 v=randn:f16:1x8x1024x64 o=empty:f16:1x8x1024x64 sm_scale=0.125$s H=8 N_CTX=1024 BLOCK_M=128 BLOCK_N=64 HEAD_DIM=64 IS_CAUSAL=$1 --grid 8,8 --num-warps 8 --num-stages 2"
-}
+# shellcheck source=bench/attn_args.sh
+. bench/attn_args.sh
+attn() { attn_args 1 8 1024 "$1"; }
 K[attention]=$(attn False)
 K[attention_causal]=$(attn True)
 target=()
