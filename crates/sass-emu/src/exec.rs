@@ -967,21 +967,7 @@ impl Ctx<'_> {
             }
             "POPC" | "BREV" | "FLO" => each!(|l| {
                 let a = self.u(w, l, &o[o.len() - 1], op)?;
-                let v = match op.root.as_str() {
-                    "POPC" => a.count_ones(),
-                    "BREV" => a.reverse_bits(),
-                    _ => {
-                        // FLO[.U32|.S32][.SH]: the position of the highest bit that differs
-                        // from the sign (.S32) or is set; 0xffffffff when there is none.
-                        let x = if op.has("U32") || a as i32 >= 0 { a } else { !a };
-                        match (x == 0, op.has("SH")) {
-                            (true, _) => u32::MAX,
-                            (false, false) => 31 - x.leading_zeros(),
-                            (false, true) => x.leading_zeros(),
-                        }
-                    }
-                };
-                w.set_r(dst_r(&o[0], op)?, l, v);
+                w.set_r(dst_r(&o[0], op)?, l, bit_count_op(op, a));
             }),
             "VIMNMX3" => {
                 // d = min/max(a, b, c): the predicate picks min.
@@ -1445,7 +1431,7 @@ impl Ctx<'_> {
             "LDGSTS" => self.ldgsts(w, op, mask)?,
             // Uniform datapath.
             "S2UR" | "ULDC" | "UMOV" | "UIADD3" | "UIMAD" | "ULEA" | "USHF" | "USEL" | "UISETP" | "ULOP3" | "USGXT"
-            | "UPLOP3" | "UPRMT" | "R2UR" | "UP2UR" => {
+            | "UPOPC" | "UBREV" | "UFLO" | "UPLOP3" | "UPRMT" | "R2UR" | "UP2UR" => {
                 if uniform_on {
                     self.uniform(w, op, mask)?;
                 }
@@ -1765,6 +1751,10 @@ impl Ctx<'_> {
                     self.u(w, l0, &o[3], op)?,
                 );
                 w.set_ur(du(&o[0])?, v);
+            }
+            "UPOPC" | "UBREV" | "UFLO" => {
+                let a = self.u(w, l0, &o[o.len() - 1], op)?;
+                w.set_ur(du(&o[0])?, bit_count_op(op, a));
             }
             "USGXT" => {
                 let a = self.u(w, l0, &o[1], op)?;
@@ -2152,5 +2142,23 @@ fn strip_neg(o: &Opnd) -> Opnd {
             Opnd::C { bank: *bank, off: *off, reg: *reg, ureg: *ureg, neg: false, abs: *abs }
         }
         other => other.clone(),
+    }
+}
+
+/// `POPC`, `BREV` and `FLO` (and their uniform twins `UPOPC`, `UBREV`, `UFLO`) of one value.
+fn bit_count_op(op: &Op, a: u32) -> u32 {
+    match op.root.trim_start_matches('U') {
+        "POPC" => a.count_ones(),
+        "BREV" => a.reverse_bits(),
+        _ => {
+            // FLO[.U32|.S32][.SH]: the position of the highest bit that differs from the sign
+            // (.S32) or is set; 0xffffffff when there is none.
+            let x = if op.has("U32") || a as i32 >= 0 { a } else { !a };
+            match (x == 0, op.has("SH")) {
+                (true, _) => u32::MAX,
+                (false, false) => 31 - x.leading_zeros(),
+                (false, true) => x.leading_zeros(),
+            }
+        }
     }
 }
