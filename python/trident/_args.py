@@ -302,6 +302,8 @@ def convert(values: dict):
     out = []
     spans = []  # (address, end, index in out)
     np = None
+    if any(type(v) in (tuple, list) for v in values.values()):
+        values = _tuple_elements(values)
     for name, v in values.items():
         t = type(v)
         tag = _FAST_SCALARS.get(t)
@@ -366,6 +368,32 @@ def convert(values: dict):
             tagged = out[i][1]
             (tagged[1] if tagged[0] == "desc" else tagged)[4] = g
     return [(n, _tuples(v)) for n, v in out]
+
+
+def _only_scalars(v):
+    if isinstance(v, (tuple, list)):
+        return all(_only_scalars(x) for x in v)
+    return host_or_device_dtype("", v) is None and not is_descriptor(v)
+
+
+def _tuple_elements(values):
+    """``values`` with each tuple that holds tensors given element by element, as
+    ``name[0]``, ``name[1][0]``, … (Triton's tuple arguments; the runtime reassembles them)."""
+    out = {}
+
+    def add(name, v):
+        if isinstance(v, (tuple, list)) and len(v) > 0:
+            for i, x in enumerate(v):
+                add(f"{name}[{i}]", x)
+        else:
+            out[name] = v
+
+    for name, v in values.items():
+        if isinstance(v, (tuple, list)) and not _only_scalars(v):
+            add(name, v)
+        else:
+            out[name] = v
+    return out
 
 
 def _tuples(v):

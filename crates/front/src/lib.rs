@@ -49,6 +49,7 @@ mod value;
 
 pub use kernel::{Autotune, Config, Heuristic, KernelFile, KernelInfo, ParamInfo};
 pub use live::{parse_live, LiveFunction, LiveValue};
+pub use lower::tuple_root;
 pub use scan::parse_file;
 pub use value::ConstValue;
 

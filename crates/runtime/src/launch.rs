@@ -265,12 +265,83 @@ fn const_of(arg: &Arg) -> Result<ConstValue, RunError> {
     })
 }
 
+/// Triton's tuple arguments: a tuple given to a parameter that is not a `tl.constexpr` is
+/// passed element by element, as arguments named `ptrs[0]`, `ptrs[1][0]`, … (ints in it are
+/// runtime ints, tensors pointers, as in Triton). `None` when no argument is such a tuple.
+pub fn flatten_tuples(kernel: &KernelInfo, args: &[Arg]) -> Option<Vec<Arg>> {
+    flatten_tuples_of(args, |name| kernel.param(trident_front::tuple_root(name)).is_some_and(|p| !p.is_constexpr))
+}
+
+/// [`flatten_tuples`] for a compiled kernel: the tuples it was compiled for element by element.
+fn flatten_compiled_tuples(ck: &CompiledKernel, args: &[Arg]) -> Option<Vec<Arg>> {
+    flatten_tuples_of(args, |name| {
+        let prefix = format!("{name}[");
+        !ck.params.iter().any(|p| p.name == name) && ck.params.iter().any(|p| p.name.starts_with(&prefix))
+    })
+}
+
+/// `args` with each non-empty tuple whose name `flat` accepts given element by element.
+fn flatten_tuples_of(args: &[Arg], flat: impl Fn(&str) -> bool) -> Option<Vec<Arg>> {
+    let is_tuple = |a: &Arg| matches!(&a.value, ArgValue::Tuple(items) if !items.is_empty()) && flat(&a.name);
+    if !args.iter().any(is_tuple) {
+        return None;
+    }
+    fn leaves(name: String, text: &str, v: &ArgValue, out: &mut Vec<Arg>) {
+        match v {
+            ArgValue::Tuple(items) if !items.is_empty() => {
+                for (i, x) in items.iter().enumerate() {
+                    leaves(format!("{name}[{i}]"), text, x, out);
+                }
+            }
+            _ => out.push(Arg { name, text: text.to_string(), value: v.clone() }),
+        }
+    }
+    let mut out = vec![];
+    for a in args {
+        if is_tuple(a) {
+            leaves(a.name.clone(), &a.text, &a.value, &mut out);
+        } else {
+            out.push(a.clone());
+        }
+    }
+    Some(out)
+}
+
+/// Puts the element values of [`flatten_tuples`]'s `flat` back into the tuples of `args`
+/// (the tensors the kernel wrote).
+fn refill_tuples(args: &mut [Arg], flat: Vec<Arg>) {
+    let mut by_name: std::collections::HashMap<String, ArgValue> =
+        flat.into_iter().map(|a| (a.name, a.value)).collect();
+    fn refill(name: &str, v: &mut ArgValue, by_name: &mut std::collections::HashMap<String, ArgValue>) {
+        match v {
+            ArgValue::Tuple(items) if !items.is_empty() => {
+                for (i, x) in items.iter_mut().enumerate() {
+                    refill(&format!("{name}[{i}]"), x, by_name);
+                }
+            }
+            _ => {
+                if let Some(n) = by_name.remove(name) {
+                    *v = n;
+                }
+            }
+        }
+    }
+    for a in args {
+        if let Some(v) = by_name.remove(&a.name) {
+            a.value = v;
+        } else {
+            refill(&a.name.clone(), &mut a.value, &mut by_name);
+        }
+    }
+}
+
 /// Binds each given argument to the kernel's parameters, as the front end sees it
 /// (constexprs by value, the rest by type and specialization).
 pub fn bind(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgInfo)>, RunError> {
     let mut out = Vec::with_capacity(args.len());
     for a in args {
-        let Some(p) = kernel.param(&a.name) else {
+        let elem = trident_front::tuple_root(&a.name) != a.name;
+        let Some(p) = kernel.param(trident_front::tuple_root(&a.name)) else {
             let names: Vec<&str> = kernel.params.iter().map(|p| p.name.as_str()).collect();
             return Err(RunError::argument(format!(
                 "unknown argument `{}` for kernel `{}` (its parameters: {})",
@@ -279,7 +350,7 @@ pub fn bind(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgInfo)>,
                 names.join(", ")
             )));
         };
-        let info = if p.is_constexpr {
+        let info = if p.is_constexpr && !elem {
             ArgInfo::Constexpr(const_of(a)?)
         } else {
             match &a.value {
@@ -307,9 +378,12 @@ pub fn bind(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgInfo)>,
                 ArgValue::Bool(v) => ArgInfo::Bool(*v),
                 // Triton makes a dtype or None given to any parameter a compile-time value.
                 ArgValue::DType(_) | ArgValue::None => ArgInfo::Constexpr(const_of(a)?),
+                // A tuple of compile-time values only (a shape) is one; `launch` passes
+                // tuples holding tensors element by element.
+                ArgValue::Tuple(items) if items.is_empty() => ArgInfo::Constexpr(const_of(a)?),
                 ArgValue::Tuple(_) => {
                     return Err(RunError::argument(format!(
-                        "`{}` is a tuple: tuples are supported for tl.constexpr parameters only",
+                        "`{}` is a tuple: pass its elements as `{0}[0]`, `{0}[1]`, … (what `launch` does)",
                         a.name
                     )))
                 }
@@ -392,6 +466,9 @@ pub fn prepare(
     args: &[Arg],
     opts: &LaunchOptions,
 ) -> Result<Prepared, RunError> {
+    if let Some(flat) = flatten_tuples(kernel, args) {
+        return prepare(prog, kernel, &flat, opts);
+    }
     opts.check_profile()?;
     let target = code_target(opts.resolved_backend(), &opts.session())?;
     prepare_bound(prog, kernel, args, &bind(kernel, args)?, opts, target, true)
@@ -405,6 +482,12 @@ pub fn launch(
     args: &mut [Arg],
     opts: &LaunchOptions,
 ) -> Result<LaunchOutcome, RunError> {
+    if let Some(mut flat) = flatten_tuples(kernel, args) {
+        // On failure the caller's tuples keep their values: the elements ran as copies.
+        let out = launch(prog, kernel, &mut flat, opts)?;
+        refill_tuples(args, flat);
+        return Ok(out);
+    }
     let prepared = prepare(prog, kernel, args, opts)?;
     let measured = opts.profile_cost != crate::profile::ProbeCost::Calibrated
         && opts.profile.is_some_and(|p| p.mode == trident_gpu::ProbeMode::Probes);
@@ -489,6 +572,11 @@ pub fn run_compiled_reps(
     warmup: usize,
     reps: usize,
 ) -> Result<LaunchOutcome, RunError> {
+    if let Some(mut flat) = flatten_compiled_tuples(ck, args) {
+        let out = run_compiled_reps(ck, &mut flat, opts, warmup, reps)?;
+        refill_tuples(args, flat);
+        return Ok(out);
+    }
     opts.check_profile()?;
     let backend = opts.resolved_backend();
     let raw = crate::run::run_raw(ck, args, opts, backend, warmup, reps)?;

@@ -21,7 +21,7 @@ mod val;
 
 use crate::globals::Globals;
 use crate::kernel::resolve_def;
-use crate::kernel::KernelFile;
+use crate::kernel::{KernelFile, ParamInfo};
 use crate::source::SrcRef;
 use crate::value::ConstValue;
 use crate::{ArgInfo, CompileOptions, Compiled, ParamBinding};
@@ -240,6 +240,108 @@ fn host_descriptor_params(
     Ok(ParamBinding::Descriptor { base, shape, strides })
 }
 
+/// The parameter a launch argument name belongs to: `ptrs` for a tuple element `ptrs[1][0]`.
+pub fn tuple_root(name: &str) -> &str {
+    name.split('[').next().unwrap_or(name)
+}
+
+/// The indices of tuple element `ptrs[1][0]` (`[1, 0]`); `None` for a name without any or a
+/// malformed one.
+fn tuple_path(name: &str) -> Option<Vec<usize>> {
+    let rest = &name[tuple_root(name).len()..];
+    if rest.is_empty() {
+        return None;
+    }
+    let inner = rest.strip_prefix('[')?.strip_suffix(']')?;
+    inner.split("][").map(|i| i.parse().ok()).collect()
+}
+
+/// The tuple whose elements are `leaves` at their index paths (checked complete by
+/// [`param_slots`]).
+fn tuple_of(mut leaves: Vec<(Vec<usize>, Val)>) -> Val {
+    leaves.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut items: Vec<Val> = vec![];
+    let mut i = 0;
+    while i < leaves.len() {
+        let head = leaves[i].0[0];
+        let group: Vec<(Vec<usize>, Val)> =
+            leaves[i..].iter().take_while(|(p, _)| p[0] == head).map(|(p, v)| (p[1..].to_vec(), v.clone())).collect();
+        i += group.len();
+        items.push(match group.as_slice() {
+            [(p, v)] if p.is_empty() => v.clone(),
+            _ => tuple_of(group),
+        });
+    }
+    Val::Tuple(items)
+}
+
+/// An IR (and PTX) parameter name for a launch argument name: a tuple element `ptrs[1][0]`
+/// becomes `ptrs_1_0`.
+fn ir_name(name: &str) -> String {
+    name.replace("][", "_").replace('[', "_").replace(']', "")
+}
+
+/// The kernel's parameters as the launch binds them: each parameter, except a tuple given
+/// element by element (Triton's tuple arguments: the package passes `ptrs=(x, y)` as
+/// `ptrs[0]=x`, `ptrs[1]=y`), which stands for one slot per element, in index order. An
+/// element slot is a plain runtime parameter: no annotation, no default.
+fn param_slots<'p>(
+    params: &'p [ParamInfo],
+    args: &[(String, ArgInfo)],
+) -> Result<Vec<ParamInfo>, (&'p ParamInfo, String)> {
+    let mut out = vec![];
+    for p in params {
+        let mut elems: Vec<(Vec<usize>, &str)> = vec![];
+        for (n, _) in args.iter().filter(|(n, _)| tuple_root(n) == p.name && *n != p.name) {
+            let path =
+                tuple_path(n).ok_or_else(|| (p, format!("`{n}` does not name an element of tuple `{}`", p.name)))?;
+            if !elems.iter().any(|(q, _)| *q == path) {
+                elems.push((path, n));
+            }
+        }
+        if elems.is_empty() {
+            out.push(p.clone());
+            continue;
+        }
+        if p.is_constexpr {
+            return Err((
+                p,
+                format!("`{}` is a tl.constexpr parameter: its tuple must hold compile-time values", p.name),
+            ));
+        }
+        if args.iter().any(|(n, _)| *n == p.name) {
+            return Err((p, format!("`{}` is given both whole and element by element", p.name)));
+        }
+        elems.sort();
+        // Complete: each element's siblings 0..n are there, no element is also a tuple's prefix.
+        for (i, (path, name)) in elems.iter().enumerate() {
+            let last = *path.last().expect("a tuple path has an index");
+            let parent = &path[..path.len() - 1];
+            let sibling_before = last == 0
+                || elems
+                    .iter()
+                    .any(|(q, _)| q.len() >= path.len() && q[..parent.len()] == *parent && q[parent.len()] == last - 1);
+            let prefix_of_next =
+                elems.get(i + 1).is_some_and(|(q, _)| q.len() > path.len() && q[..path.len()] == path[..]);
+            if !sibling_before || prefix_of_next {
+                return Err((p, format!("tuple `{}`'s elements do not form a tuple (at `{name}`)", p.name)));
+            }
+        }
+        for (_, name) in elems {
+            out.push(ParamInfo {
+                name: name.to_string(),
+                annotation: None,
+                annotated_type: None,
+                has_default: false,
+                default: None,
+                is_constexpr: false,
+                ..p.clone()
+            });
+        }
+    }
+    Ok(out)
+}
+
 fn suggest<'s>(name: &str, candidates: impl Iterator<Item = &'s str>) -> Option<String> {
     suggest::closest(name, candidates).map(|c| format!("did you mean `{c}`?"))
 }
@@ -272,9 +374,9 @@ pub(crate) fn compile(
     }
     let def_name_range = def.name.range;
 
-    // Unknown argument names.
+    // Unknown argument names (a tuple's elements are named after it: `ptrs[0]`, `t[1][0]`).
     for (name, _) in args {
-        if info.param(name).is_none() {
+        if info.param(tuple_root(name)).is_none() {
             let mut d = src
                 .error(def_name_range, format!("kernel `{kernel}` has no parameter named `{name}`"))
                 .label("kernel defined here");
@@ -291,7 +393,9 @@ pub(crate) fn compile(
     let mut runtime_defaults = vec![];
     // Host descriptors: (index into `bindings`, block shape, NaN padding).
     let mut descriptors: Vec<(usize, Vec<u32>, bool)> = vec![];
-    for p in &info.params {
+    let slots = param_slots(&info.params, args)
+        .map_err(|(p, msg)| Box::new(Diagnostic::error(msg).at(p.loc, p.name.len() as u32)))?;
+    for p in &slots {
         let arg = match args.iter().rev().find(|(n, _)| *n == p.name) {
             Some((_, a)) => a.clone(),
             None => match (&p.default, p.has_default) {
@@ -345,8 +449,15 @@ pub(crate) fn compile(
                 }
                 ArgInfo::Pointer { dtype, aligned16 } => (Elem::ptr(dtype), aligned16, None),
                 ArgInfo::TensorDesc { dtype, aligned16, block, nan, shape_div16 } => {
-                    let b = host_descriptor_params(&p.name, dtype, aligned16, &block, &shape_div16, &mut ir_params)
-                        .map_err(here)?;
+                    let b = host_descriptor_params(
+                        &ir_name(&p.name),
+                        dtype,
+                        aligned16,
+                        &block,
+                        &shape_div16,
+                        &mut ir_params,
+                    )
+                    .map_err(here)?;
                     descriptors.push((bindings.len(), block, nan));
                     bindings.push(b);
                     continue;
@@ -389,7 +500,7 @@ pub(crate) fn compile(
             }
             let div = (div16 && !p.do_not_specialize && !p.do_not_specialize_on_alignment).then_some(16);
             bindings.push(ParamBinding::Runtime { ir_index: ir_params.len() });
-            ir_params.push((p.name.clone(), Type::Scalar(ty), div));
+            ir_params.push((ir_name(&p.name), Type::Scalar(ty), div));
             continue;
         };
         bindings.push(b);
@@ -417,7 +528,7 @@ pub(crate) fn compile(
     f.loc = src.loc(def_name_range.start());
     let body_block = f.body;
     let mut scope = Scope::new();
-    for (i, (p, b)) in info.params.iter().zip(&bindings).enumerate() {
+    for (i, (p, b)) in slots.iter().zip(&bindings).enumerate() {
         let v = match b {
             ParamBinding::Runtime { ir_index } => Val::T(f.params[*ir_index].value),
             ParamBinding::Constexpr(c) | ParamBinding::Specialized(c) => Val::from_const(c.clone()),
@@ -454,7 +565,7 @@ pub(crate) fn compile(
     // A host descriptor's sizes arrive as int32 parameters; the descriptor holds them as int64,
     // as `tl.make_tensor_descriptor` makes them.
     for (i, _, _) in &descriptors {
-        let name = &info.params[*i].name;
+        let name = &slots[*i].name;
         let Some(Val::BlockPtr(bp)) = l.fr.scope.get(name).cloned() else { continue };
         let mut shape = vec![];
         for v in &bp.shape {
@@ -462,6 +573,17 @@ pub(crate) fn compile(
             shape.push(Val::T(l.cast(*v, Elem::Num(DType::I64), None, def_name_range)?));
         }
         l.fr.scope.insert(name.clone(), Val::BlockPtr(Box::new(BlockPtr { shape, ..*bp })));
+    }
+    // A tuple given element by element: the parameter names the tuple of its slots' values.
+    for p in &info.params {
+        let leaves: Vec<(Vec<usize>, Val)> = slots
+            .iter()
+            .filter(|s| tuple_root(&s.name) == p.name && s.name != p.name)
+            .filter_map(|s| Some((tuple_path(&s.name)?, l.fr.scope.get(&s.name)?.clone())))
+            .collect();
+        if !leaves.is_empty() {
+            l.fr.scope.insert(p.name.clone(), tuple_of(leaves));
+        }
     }
     l.body(&def.body, def_name_range)?;
     l.emit(OpKind::Return, &[], &[]);
@@ -472,7 +594,7 @@ pub(crate) fn compile(
     Ok(Compiled {
         module,
         kernel: kernel.to_string(),
-        param_names: info.params.iter().map(|p| p.name.clone()).collect(),
+        param_names: slots.iter().map(|p| p.name.clone()).collect(),
         params: bindings,
         static_prints: ctx.prints,
         runtime_defaults,

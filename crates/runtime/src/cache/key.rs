@@ -317,6 +317,15 @@ pub(crate) fn describe(
     let mut constexprs = vec![];
     for p in &kernel.params {
         let info = find(&p.name);
+        // A tuple given element by element: each element's name and signature.
+        let elems: Vec<&(String, ArgInfo)> =
+            infos.iter().filter(|(n, _)| *n != p.name && trident_front::tuple_root(n) == p.name).collect();
+        if !elems.is_empty() {
+            for (n, a) in elems {
+                signature.push(format!("{n}={}", signature_text(Some(a))));
+            }
+            continue;
+        }
         if p.is_constexpr {
             // A constexpr left out takes its default from the source (part of the key already).
             if let Some(a) = info {
