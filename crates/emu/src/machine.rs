@@ -132,6 +132,26 @@ impl MachineModel {
         }
     }
 
+    /// NVIDIA H200 SXM 141 GB: the H100's chip (its SMs, clocks, caches and latencies as
+    /// [`MachineModel::h100_sxm`] models them) with HBM3e at 4.8 TB/s. The sustained rate is
+    /// the one measured on an H200 (2026-11-29, `bench/RESULTS.md`: a vector add moved 4252
+    /// GB/s, a bandwidth-bound softmax 3995), as the H100's 3.0 TB/s is its measured one.
+    pub fn h200_sxm() -> MachineModel {
+        MachineModel { name: "H200 SXM", dram_bytes_per_s: 4.3e12, l2_bytes: 50 << 20, ..MachineModel::h100_sxm() }
+    }
+
+    /// The preset a name picks (`h100`, `h200`, `a100`; case and an `_sxm` suffix ignored),
+    /// as `TRIDENT_EMU_MACHINE` names one.
+    pub fn named(name: &str) -> Option<MachineModel> {
+        let n = name.trim().to_ascii_lowercase();
+        match n.strip_suffix("_sxm").or_else(|| n.strip_suffix("-sxm")).unwrap_or(&n) {
+            "h100" => Some(MachineModel::h100_sxm()),
+            "h200" => Some(MachineModel::h200_sxm()),
+            "a100" => Some(MachineModel::a100_sxm()),
+            _ => None,
+        }
+    }
+
     /// NVIDIA A100 SXM4 80 GB (sm_80): 108 SMs at 1.41 GHz, 2.04 TB/s HBM2e, 40 MB L2,
     /// 164 KB shared memory per SM, 312 dense f16 TFLOP/s.
     pub fn a100_sxm() -> MachineModel {
@@ -241,5 +261,21 @@ mod tests {
         let a = MachineModel::a100_sxm();
         let tflops = 2.0 * a.tensor_fma_per_clk as f64 * a.sms as f64 * a.clock_hz() / 1e12;
         assert!((tflops - 312.0).abs() < 2.0, "{tflops}");
+    }
+}
+
+#[cfg(test)]
+mod named_tests {
+    use super::MachineModel;
+
+    #[test]
+    fn presets_are_found_by_name_and_the_h200_differs_from_the_h100_in_dram_only() {
+        assert_eq!(MachineModel::named("H200"), Some(MachineModel::h200_sxm()));
+        assert_eq!(MachineModel::named(" h100_sxm "), Some(MachineModel::h100_sxm()));
+        assert_eq!(MachineModel::named("a100-sxm"), Some(MachineModel::a100_sxm()));
+        assert_eq!(MachineModel::named("b200"), None);
+        let (h100, h200) = (MachineModel::h100_sxm(), MachineModel::h200_sxm());
+        assert!(h200.dram_bytes_per_s > h100.dram_bytes_per_s);
+        assert_eq!(MachineModel { name: h100.name, dram_bytes_per_s: h100.dram_bytes_per_s, ..h200 }, h100);
     }
 }

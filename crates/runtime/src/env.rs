@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | `TRITON_F32_DEFAULT` | `ieee`, `tf32` or `tf32x3`: the precision of `tl.dot` on fp32 inputs that do not say (Triton's variable; default tf32) | [`compile_options`] → the `default_dot_precision` option |
 //! | `TRIDENT_EMU_TARGET` | the architecture the emulator backend compiles for: `sm_80` (default), `sm_90`, `sm_90a` | the target (`emu-sm_90a`) |
+//! | `TRIDENT_EMU_MACHINE` | the GPU whose timing the emulators model: `h100` (the PTX emulator's default; the SASS emulator's for sm_90), `h200` (the H100's SMs, the H200's measured DRAM bandwidth), `a100` (the SASS emulator's default for sm_80) — modelled times, autotuning on the emulators, and `trident bench` follow it | the autotuner's choices (its tuner id) |
 //! | `TRIDENT_NO_WGMMA` | set (to anything): on compute capability 9.0, compile for sm_90 (`mma.sync`) instead of sm_90a (`wgmma`) | the target (`cuda-sm_90`) |
 //! | `TRIDENT_DUMP_IR` | `1`: print the IR after every pass (also read by trident-opt and trident-gpu); compiles bypass the cache so the dumps happen | not keyed: nothing is cached |
 //! | any `X` a kernel file reads at module level (`os.environ.get("X")`, `os.getenv("X")`, `os.environ["X"]`) | whatever the kernel does with it (the front end evaluates that code) | `env:X` options ([`crate::cache::key`]) |
@@ -63,6 +64,17 @@ pub fn emu_target() -> Result<Target, String> {
         None => Ok(Target::Sm80),
         Some(s) => Target::parse(s.trim())
             .ok_or_else(|| format!("TRIDENT_EMU_TARGET=`{s}` is not a target (sm_80, sm_90 or sm_90a)")),
+    }
+}
+
+/// `TRIDENT_EMU_MACHINE`: the machine the emulators' timing models, when set.
+pub fn emu_machine() -> Result<Option<trident_emu::MachineModel>, String> {
+    match value("TRIDENT_EMU_MACHINE") {
+        None => Ok(None),
+        Some(v) if v.trim().is_empty() => Ok(None),
+        Some(v) => trident_emu::MachineModel::named(&v)
+            .map(Some)
+            .ok_or_else(|| format!("TRIDENT_EMU_MACHINE={v:?}: expected h100, h200 or a100")),
     }
 }
 

@@ -103,6 +103,7 @@ fn run_emu_module(
 ) -> Result<GpuRun, RunError> {
     let mut samples = vec![];
     let mut last = None;
+    let machine = crate::env::emu_machine().map_err(RunError::argument)?.unwrap_or_default();
     for _ in 0..reps.max(1) {
         let mut kargs = emulator_args(ptx, args);
         if let Some(n) = profile_bytes {
@@ -120,6 +121,7 @@ fn run_emu_module(
             block: [ptx.num_threads, 1, 1],
             dynamic_shared_bytes: ptx.shared_bytes,
             deadline,
+            machine: machine.clone(),
             ..Default::default()
         };
         let report = trident_emu::launch(module, &ptx.entry, &cfg, &mut kargs)

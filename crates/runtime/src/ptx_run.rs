@@ -203,6 +203,7 @@ fn run_cubin(cmd: &PtxCommand, file: &str) -> Result<PtxOutcome, RunError> {
         grid: cmd.grid.dims(),
         block: cmd.block.dims(),
         dynamic_shared_bytes: cmd.shared,
+        machine: crate::env::emu_machine().map_err(RunError::argument)?,
         ..Default::default()
     };
     let rep =
@@ -265,6 +266,7 @@ pub fn run_ptx(cmd: &PtxCommand) -> Result<PtxOutcome, RunError> {
             grid: cmd.grid.dims(),
             block: cmd.block.dims(),
             dynamic_shared_bytes: cmd.shared,
+            machine: crate::env::emu_machine().map_err(RunError::argument)?,
             ..Default::default()
         };
         let rep = trident_sass_emu::launch(&p, &cfg, &mut args)
@@ -276,6 +278,7 @@ pub fn run_ptx(cmd: &PtxCommand) -> Result<PtxOutcome, RunError> {
         grid: cmd.grid.dims(),
         block: cmd.block.dims(),
         dynamic_shared_bytes: cmd.shared,
+        machine: crate::env::emu_machine().map_err(RunError::argument)?.unwrap_or_default(),
         ..Default::default()
     };
     let rep = trident_emu::launch(&module, &entry, &cfg, &mut args).map_err(|e| RunError::msg(e.to_string()))?;

@@ -31,6 +31,8 @@ pub(crate) fn launch_config(ptx: &trident_gpu::PtxKernel, grid: [u32; 3]) -> tri
         grid,
         block: [ptx.num_threads, 1, 1],
         dynamic_shared_bytes: ptx.shared_bytes,
+        // An unknown name is refused where the launch reads it (`run_emu_module`'s twin below).
+        machine: crate::env::emu_machine().ok().flatten(),
         ..Default::default()
     }
 }

@@ -87,6 +87,10 @@ pub struct LaunchConfig {
     pub check_hazards: bool,
     /// A CTA stops with an error after this many warp-instructions.
     pub max_warp_instructions_per_cta: u64,
+    /// The machine whose SM count, residency limits and memory bandwidths the grid's estimate
+    /// takes; `None` (the default): the cubin's architecture's (A100 for sm_80, H100 for
+    /// sm_90). The per-instruction latencies stay the architecture's.
+    pub machine: Option<trident_emu::MachineModel>,
 }
 
 impl Default for LaunchConfig {
@@ -97,6 +101,7 @@ impl Default for LaunchConfig {
             dynamic_shared_bytes: 0,
             check_hazards: true,
             max_warp_instructions_per_cta: 50_000_000,
+            machine: None,
         }
     }
 }
@@ -245,7 +250,7 @@ fn run_on(p: &Program, cfg: &LaunchConfig, params: &[u8], mem: &GlobalMem) -> Re
         report.instructions += n;
         ctas.push(cta);
     }
-    let m = timing::model(k.sm);
+    let m = cfg.machine.as_ref().unwrap_or_else(|| timing::model(k.sm));
     let shared = k.shared_reserved() + k.shared_bytes + cfg.dynamic_shared_bytes;
     let threads: u32 = cfg.block.iter().product();
     report.ctas_per_sm = m.ctas_per_sm(threads, shared, p.registers.unwrap_or(0));

@@ -192,7 +192,9 @@ pub(crate) fn select(ctx: &Ctx) -> Result<Selected, RunError> {
         return Ok(chosen(&candidate(&configs[0], &given, opts), Decision::FirstConfig, vec![], 0));
     }
 
-    let identity = format!("{}:{}", ctx.target.name(), ctx.prog.source_id());
+    // The emulators' modelled machine decides their timings (`TRIDENT_EMU_MACHINE`).
+    let machine = crate::env::emu_machine().ok().flatten().map_or(String::new(), |m| format!("@{}", m.name));
+    let identity = format!("{}{machine}:{}", ctx.target.name(), ctx.prog.source_id());
     // The candidates follow from the configs (in the source), which names are
     // pinned and the warps/stages overrides: that names the tuner.
     let pinned: Vec<&str> =
