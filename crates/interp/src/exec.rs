@@ -385,6 +385,17 @@ impl<'a> Program<'a> {
             OpKind::Yield | OpKind::Condition | OpKind::Return => {
                 return Err(Fault::internal(format!("`{}` in the middle of a block", od.kind.name())).into())
             }
+            // PTX text: only a GPU, or the PTX emulator, runs it (Triton's interpreter cannot
+            // either).
+            OpKind::InlineAsm { .. } => {
+                return Err(Fault::new(
+                    ErrorKind::Unsupported,
+                    "`tl.inline_asm_elementwise` runs PTX, which the interpreter cannot: run the kernel on the \
+                     PTX emulator (`--backend emu`, `TRIDENT_BACKEND=emu`, `backend=\"emu\"`) or a GPU"
+                        .to_string(),
+                )
+                .into())
+            }
             // GPU-IR ops (layouts, shared memory, ...) and anything added to the IR later.
             #[allow(unreachable_patterns)]
             other => {

@@ -303,6 +303,13 @@ pub enum OpKind {
     Gather { axis: u32 },
 
     // ---- elementwise ----
+    /// `[args...]` (tensors of one shape) → one or more tensors of that shape: Triton's
+    /// `tl.inline_asm_elementwise`. `asm` is PTX with LLVM-style operand placeholders (`$0`
+    /// the first result, then the other results, then the arguments), run once per group of
+    /// `pack` elements; `constraints` gives each placeholder's register kind (`"=r,r,h"`: `r`
+    /// 32-bit, `h` 16-bit, `l` 64-bit, `f` f32, `d` f64; outputs marked `=`). Not `pure`: kept
+    /// and ordered like a store.
+    InlineAsm { asm: String, constraints: String, pure: bool, pack: u32 },
     /// `[a, b]` → same type.
     Binary(BinaryOp),
     /// `[a]` → same type (i1 for predicates).
@@ -671,6 +678,7 @@ impl OpKind {
             Split => "split",
             Cat => "cat",
             Gather { .. } => "gather",
+            InlineAsm { .. } => "inline_asm",
             Binary(op) => op.name(),
             Unary(op) => op.name(),
             Cmp(_) => "cmp",
@@ -797,6 +805,12 @@ impl OpKind {
             }
             Print { prefix, hex } => vec![("prefix", Attr::Str(prefix.clone())), ("hex", Attr::Bool(*hex))],
             Assert { msg } => vec![("msg", Attr::Str(msg.clone()))],
+            InlineAsm { asm, constraints, pure, pack } => vec![
+                ("asm", Attr::Str(asm.clone())),
+                ("constraints", Attr::Str(constraints.clone())),
+                ("pure", Attr::Bool(*pure)),
+                ("pack", Attr::Int(*pack as i64)),
+            ],
             Record { name, end, kind } => {
                 vec![("name", Attr::Str(name.clone())), ("end", Attr::Bool(*end)), ("kind", ident(kind.name()))]
             }
@@ -862,6 +876,12 @@ impl OpKind {
             "split" => Split,
             "cat" => Cat,
             "gather" => Gather { axis: a.small("axis", 63)? as u32 },
+            "inline_asm" => InlineAsm {
+                asm: a.string("asm")?,
+                constraints: a.string("constraints")?,
+                pure: a.bool_or("pure", false)?,
+                pack: a.small("pack", 64)?.max(1) as u32,
+            },
             "cmp" => Cmp(a.word("pred", CmpPred::from_name, CmpPred::Eq).and_then(|p| {
                 a.get("pred")?;
                 Ok(p)
@@ -1021,6 +1041,7 @@ impl OpKind {
             | AtomicCas { .. }
             | Print { .. }
             | Assert { .. }
+            | InlineAsm { pure: false, .. }
             // A profiling marker: ordered with every other effect, never deleted (see `Record`).
             | Record { .. }
             | Assume
@@ -1107,6 +1128,18 @@ mod tests {
         round_trip(OpKind::Dot { precision: InputPrecision::Ieee, max_num_imprecise_acc: 32 });
         round_trip(OpKind::Trans { perm: vec![1, 0, 2] });
         round_trip(OpKind::Gather { axis: 1 });
+        round_trip(OpKind::InlineAsm {
+            asm: "{ .reg .b32 t;\n mul.lo.u32 $0, $1, 3; }".into(),
+            constraints: "=r,r".into(),
+            pure: true,
+            pack: 1,
+        });
+        round_trip(OpKind::InlineAsm {
+            asm: "and.b32 $0, $1, 31;".into(),
+            constraints: "=r,r".into(),
+            pure: false,
+            pack: 4,
+        });
         round_trip(OpKind::MemDescTrans { perm: vec![1, 0] });
         round_trip(OpKind::Cast { kind: CastKind::Convert, rounding: Rounding::Rtz });
         round_trip(OpKind::Print { prefix: "x = \"".into(), hex: true });

@@ -700,6 +700,31 @@ impl<'a> Verifier<'a> {
                     self.permuted(op, perm, ot[0], rt[0]);
                 }
             }
+            InlineAsm { constraints, pack, .. } => {
+                let d = &self.f.ops[op];
+                let (no, nr) = (d.operands.len(), d.results.len());
+                if nr == 0 {
+                    self.err(op, "inline_asm has no result");
+                    return;
+                }
+                let shape = rt[0].shape().to_vec();
+                if ot.iter().chain(rt.iter()).any(|t| t.shape() != shape.as_slice()) {
+                    self.err(op, format!("inline_asm operands and results must have one shape: {}", list(&ot)));
+                }
+                let cs: Vec<&str> = constraints.split(',').map(str::trim).collect();
+                let outs = cs.iter().filter(|c| c.starts_with('=')).count();
+                if cs.len() != no + nr || outs != nr || cs.iter().take(nr).any(|c| !c.starts_with('=')) {
+                    self.err(
+                        op,
+                        format!(
+                            "inline_asm constraints `{constraints}` must list {nr} output(s) (`=r`…) then {no} input(s)"
+                        ),
+                    );
+                }
+                if *pack == 0 {
+                    self.err(op, "inline_asm pack must be at least 1");
+                }
+            }
             Gather { axis } => {
                 if !self.counts(op, 2..=2, 1) {
                     return;

@@ -103,6 +103,7 @@ pub(crate) const TL_FUNCS: &[&str] = &[
     "to_tensor",
     "item",
     "gather",
+    "inline_asm_elementwise",
     "histogram",
     "swizzle2d",
     "debug_barrier",
@@ -122,16 +123,8 @@ pub(crate) const TL_FUNCS: &[&str] = &[
 ];
 
 /// `triton.language` names Trident knows but does not implement (so the error can say so).
-pub(crate) const TL_UNSUPPORTED: &[&str] = &[
-    "inline_asm_elementwise",
-    "dot_scaled",
-    "atomic_load",
-    "atomic_store",
-    "atomic_poll",
-    "map_elementwise",
-    "bitonic_merge",
-    "expect_zero",
-];
+pub(crate) const TL_UNSUPPORTED: &[&str] =
+    &["dot_scaled", "atomic_load", "atomic_store", "atomic_poll", "map_elementwise", "bitonic_merge", "expect_zero"];
 
 /// `triton.language.math` functions (the rest of `tl.math.*` falls back to libdevice: see
 /// [`super::libdevice::is_known`]).

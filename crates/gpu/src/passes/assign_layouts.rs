@@ -373,7 +373,7 @@ impl Assigner<'_> {
                 self.hint(d.operands[1], lb);
                 self.hint(d.operands[2], lc);
             }
-            k if k.is_elementwise() => {
+            k if k.is_elementwise() || matches!(k, OpKind::InlineAsm { .. }) => {
                 if let Some(h) = res_hint {
                     for &o in &d.operands {
                         self.hint(o, h);
@@ -605,6 +605,18 @@ impl Assigner<'_> {
                         self.convert_operand(op, i, l);
                     }
                     self.set_layout(d.results[0], l);
+                }
+            }
+            // Elementwise with several results, all in the operands' layout.
+            OpKind::InlineAsm { .. } => {
+                if tensor_result {
+                    let l = self.pick_elementwise(&d.operands, hint0, &self.result_shape(op));
+                    for i in 0..d.operands.len() {
+                        self.convert_operand(op, i, l);
+                    }
+                    for &r in &d.results {
+                        self.set_layout(r, l);
+                    }
                 }
             }
             OpKind::Broadcast => {

@@ -536,6 +536,7 @@ impl<'a> Emitter<'a> {
             | ExpandDims { .. } => self.emit_misc(op),
             Reshape { .. } | Trans { .. } | Join | Split | Cat => self.emit_shape_op(op),
             Gather { .. } => self.emit_gather(op),
+            InlineAsm { .. } => self.emit_inline_asm(op),
             Binary(_) | Unary(_) | Cmp(_) | Select | Fma | Cast { .. } | AddPtr => self.emit_elementwise(op),
             Load { .. } => self.emit_load(op),
             Store { .. } => self.emit_store(op),

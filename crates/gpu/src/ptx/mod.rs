@@ -38,6 +38,7 @@ pub mod dot;
 pub mod elementwise;
 pub mod emitter;
 pub mod gather;
+pub mod inline_asm;
 pub mod math;
 pub mod math_f64;
 pub mod memory;

@@ -2,6 +2,7 @@
 //! Triton itself (random numbers, sort, softmax, the reductions' combine
 //! functions) live in Trident's prelude and are expanded from there.
 
+mod asm;
 mod atomic;
 mod blockptr;
 mod create;
@@ -87,6 +88,7 @@ impl<'c, 'a> FnLowering<'c, 'a> {
             "expand_dims" => self.expand_dims_builtin(args),
             "join" => self.join(args),
             "gather" => self.gather(args),
+            "inline_asm_elementwise" => self.inline_asm(args),
             "split" => self.split(args),
             "cat" => self.cat(args),
             "where" => {
