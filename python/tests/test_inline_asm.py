@@ -56,6 +56,45 @@ def negate_halves_by_row(x, out, c, BLOCK: tl.constexpr):
     tl.store(out + r, z)
 
 
+@trident.jit
+def widen_and_max(a_ptr, b_ptr, c_ptr, d_ptr, BLOCK: tl.constexpr):
+    # pack=4: the four uint8s of `a` share one register ($8), the four int32/f32 values of
+    # each other operand take a register each ($0-$3, $4-$7, $9-$12).
+    a = tl.load(a_ptr + tl.arange(0, BLOCK))
+    b = tl.load(b_ptr + tl.arange(0, BLOCK))
+    c, d = tl.inline_asm_elementwise(
+        asm="""
+        {
+            .reg .b8 t<4>;
+            mov.b32 {t0, t1, t2, t3}, $8;
+            cvt.u32.u8 $0, t0;
+            cvt.u32.u8 $1, t1;
+            cvt.u32.u8 $2, t2;
+            cvt.u32.u8 $3, t3;
+        }
+        cvt.rn.f32.s32 $4, $0;
+        cvt.rn.f32.s32 $5, $1;
+        cvt.rn.f32.s32 $6, $2;
+        cvt.rn.f32.s32 $7, $3;
+        max.f32 $4, $4, $9;
+        max.f32 $5, $5, $10;
+        max.f32 $6, $6, $11;
+        max.f32 $7, $7, $12;
+        """,
+        constraints="=r,=r,=r,=r,=r,=r,=r,=r,r,r,r,r,r",
+        args=[a, b], dtype=(tl.int32, tl.float32), is_pure=True, pack=4)
+    tl.store(c_ptr + tl.arange(0, BLOCK), c)
+    tl.store(d_ptr + tl.arange(0, BLOCK), d)
+
+
+@trident.jit
+def through_pointers(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    # Pointer tensors in 64-bit registers; the asm loads and stores itself (not pure).
+    tl.inline_asm_elementwise("ld.global.b8 $0, [$1];\n shl.b32 $0, $0, 3;\n st.global.b8 [$2], $0;", "=r,l,l",
+                              [x_ptr + tl.arange(0, BLOCK), y_ptr + tl.arange(0, BLOCK)], dtype=tl.int8,
+                              is_pure=False, pack=1)
+
+
 def emulators():
     import os
     has_tools = all(os.path.isfile(os.environ.get(v, "")) for v in ("TRIDENT_PTXAS", "TRIDENT_NVDISASM"))
@@ -104,6 +143,26 @@ def test_16_bit_registers_and_broadcast_operands(rng, backend):
     np.testing.assert_array_equal(out, -x + c[:, None])
 
 
+@pytest.mark.parametrize("backend", emulators())
+def test_packed_and_unpacked_operands_side_by_side(rng, backend):
+    n = 512
+    a = rng.integers(0, 256, n, dtype=np.uint8)
+    b = (rng.standard_normal(n) * 200).astype(np.float32)
+    c, d = np.full(n, -7, np.int32), np.full(n, np.nan, np.float32)
+    widen_and_max[(1,)](a, b, c, d, BLOCK=n, backend=backend)
+    np.testing.assert_array_equal(c, a.astype(np.int32))
+    np.testing.assert_array_equal(d, np.maximum(a.astype(np.float32), b))
+
+
+@pytest.mark.parametrize("backend", emulators())
+def test_pointer_arguments_and_an_asm_that_stores(rng, backend):
+    n = 512
+    x = rng.integers(0, 256, n, dtype=np.uint8)
+    y = np.full(n, 0xAA, np.uint8)
+    through_pointers[(1,)](x, y, BLOCK=n, backend=backend)
+    np.testing.assert_array_equal(y, (x.astype(np.uint16) << 3).astype(np.uint8))
+
+
 def test_the_interpreter_refuses_inline_asm_and_says_where_it_runs(rng):
     x = rng.integers(0, 9, 16, dtype=np.int32)
     out = np.full(16, -1, np.int32)
@@ -122,6 +181,6 @@ def test_bad_constraints_are_a_compile_error_at_the_call(rng):
 
     x = np.zeros(16, np.int32)
     out = np.full(16, -1, np.int32)
-    with pytest.raises(trident.CompilationError, match=r"must list 1 output\(s\).*then 1 input"):
+    with pytest.raises(trident.CompilationError, match=r"must list 1 output register\(s\).*then 1 input"):
         bad[(1,)](x, out, BLOCK=16, backend="emu")
     assert (out == -1).all()

@@ -45,7 +45,7 @@ fn one_op_over_broadcast_arguments_and_a_tuple_of_results() {
 fn errors_name_the_problem_at_the_call() {
     let err = |call: &str| compile_err(&kernel(call), "k", &args());
     let e = err(r#"tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r", [a], dtype=tl.int32, is_pure=True, pack=1)"#);
-    assert!(e.contains("must list 1 output(s)") && e.contains("then 1 input(s)"), "{e}");
+    assert!(e.contains("must list 1 output register(s)") && e.contains("then 1 input register(s)"), "{e}");
     let e = err(r#"tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,q", [a], dtype=tl.int32, is_pure=True, pack=1)"#);
     assert!(e.contains("constraint \"q\" is not one Trident lowers"), "{e}");
     let e = err(r#"tl.inline_asm_elementwise("mov.b32 $0, 1;", "=r,r", [1], dtype=tl.int32, is_pure=True, pack=1)"#);

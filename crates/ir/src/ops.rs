@@ -15,6 +15,7 @@
 //! [`discardable`]; the verifier rejects any other.
 
 use crate::attr::Attr;
+use crate::Elem;
 
 /// Declares a C-like enum with a text name per variant, `name()`, `from_name()` and `ALL`.
 macro_rules! named_enum {
@@ -656,6 +657,23 @@ impl Attrs<'_> {
                 parse(s).ok_or_else(|| format!("unknown value `{s}` for attribute `{key}` of `{}`", self.op))
             }
         }
+    }
+}
+
+/// Registers one operand of an `inline_asm` takes per group of `pack` elements of `bits` bits
+/// each (Triton's rule: elements narrower than 32 bits share 32-bit registers, 4 int8s or 2
+/// f16s to one; wider ones take a register each): `$N` placeholders and constraints count
+/// these registers, the results' first.
+pub fn inline_asm_registers(e: Elem, pack: u32) -> u32 {
+    let per_reg = (32 / inline_asm_bits(e)).max(1);
+    pack.max(1).div_ceil(per_reg)
+}
+
+/// Bits an element of `e` takes in an `inline_asm` register (pointers: 64).
+pub fn inline_asm_bits(e: Elem) -> u32 {
+    match e {
+        Elem::Num(d) => d.bits().max(8),
+        Elem::Ptr { .. } => 64,
     }
 }
 

@@ -712,15 +712,19 @@ impl<'a> Verifier<'a> {
                     self.err(op, format!("inline_asm operands and results must have one shape: {}", list(&ot)));
                 }
                 let cs: Vec<&str> = constraints.split(',').map(str::trim).collect();
+                let regs = |t: &Type| crate::inline_asm_registers(t.elem(), *pack) as usize;
+                let (n_out, n_in): (usize, usize) =
+                    (rt.iter().map(|t| regs(t)).sum(), ot.iter().map(|t| regs(t)).sum());
                 let outs = cs.iter().filter(|c| c.starts_with('=')).count();
-                if cs.len() != no + nr || outs != nr || cs.iter().take(nr).any(|c| !c.starts_with('=')) {
+                if cs.len() != n_out + n_in || outs != n_out || cs.iter().take(n_out).any(|c| !c.starts_with('=')) {
                     self.err(
                         op,
                         format!(
-                            "inline_asm constraints `{constraints}` must list {nr} output(s) (`=r`…) then {no} input(s)"
+                            "inline_asm constraints `{constraints}` must list {n_out} output register(s) (`=r`…) then {n_in} input register(s)"
                         ),
                     );
                 }
+                let _ = (no, nr);
                 if *pack == 0 {
                     self.err(op, "inline_asm pack must be at least 1");
                 }

@@ -14,7 +14,7 @@
 
 use super::emitter::{Emitter, Res};
 use super::regs::{Reg, RegClass};
-use trident_ir::{DType, Op, OpKind};
+use trident_ir::{inline_asm_bits, inline_asm_registers, DType, Elem, Op, OpKind};
 
 /// The register class of a constraint letter (without its `=`).
 fn class_of_letter(c: &str) -> Option<RegClass> {
@@ -61,49 +61,66 @@ impl Emitter<'_> {
         };
         let pack = (*pack).max(1) as usize;
         let cs: Vec<&str> = constraints.split(',').map(str::trim).collect();
-        let (nres, narg) = (d.results.len(), d.operands.len());
-        if cs.len() != nres + narg {
-            return Err(
-                self.err(format!("inline asm: {} constraints for {nres} results and {narg} arguments", cs.len()))
-            );
+        let elems: Vec<Elem> = d.results.iter().chain(&d.operands).map(|&v| f.ty(v).elem()).collect();
+        // Each operand's registers per group: (its index among results then arguments, how many
+        // elements each register holds).
+        let mut slots: Vec<(usize, usize)> = vec![];
+        for (i, &e) in elems.iter().enumerate() {
+            let nregs = inline_asm_registers(e, pack as u32) as usize;
+            let per = pack.div_ceil(nregs);
+            slots.extend((0..nregs).map(|_| (i, per)));
         }
-        let dtype = |v| f.ty(v).elem().num().ok_or_else(|| self.err("inline asm on a non-number tensor"));
-        let res_t: Vec<DType> = d.results.iter().map(|&v| dtype(v)).collect::<Res<_>>()?;
-        let arg_t: Vec<DType> = d.operands.iter().map(|&v| dtype(v)).collect::<Res<_>>()?;
+        if cs.len() != slots.len() {
+            return Err(self.err(format!("inline asm: {} constraints for {} registers", cs.len(), slots.len())));
+        }
         let mut classes = vec![];
-        for (c, t) in cs.iter().zip(res_t.iter().chain(&arg_t)) {
+        for (c, &(i, per)) in cs.iter().zip(&slots) {
             let class = class_of_letter(c).ok_or_else(|| self.err(format!("inline asm constraint `{c}`")))?;
-            let bits = t.bits().max(8) as usize;
-            if bits * pack > class.bits() as usize {
+            let bits = inline_asm_bits(elems[i]) as usize;
+            if bits * per > class.bits() as usize {
                 return Err(self.err(format!(
-                    "inline asm: {pack} element(s) of {t} do not fit the {}-bit register of constraint `{c}`",
+                    "inline asm: {per} element(s) of {} bits do not fit the {}-bit register of constraint `{c}`",
+                    bits,
                     class.bits()
                 )));
             }
             classes.push(class);
         }
+        let nres = d.results.len();
         let n = self.ll(d.results[0])?.map_or(1, |l| l.num_regs());
         let args: Vec<Vec<Reg>> = d.operands.iter().map(|&v| self.regs(v)).collect::<Res<_>>()?;
         if args.iter().any(|a| a.len() != n) {
             return Err(self.err("internal: inline asm operands and results differ in registers"));
         }
+        let kind = |e: Elem| e.num().unwrap_or(DType::U64);
         let mut outs: Vec<Vec<Reg>> = vec![Vec::with_capacity(n); nres];
         for g in 0..n.div_ceil(pack) {
             let idx: Vec<usize> = (0..pack).map(|k| (g * pack + k).min(n - 1)).collect();
+            // Each placeholder's register: a fresh one for a result, the packed elements of an
+            // argument (`slot`: which of the operand's registers, `per` elements each).
             let mut names = vec![];
-            let out_regs: Vec<Reg> = classes[..nres].iter().map(|&c| self.new_reg(c)).collect();
-            names.extend(out_regs.iter().map(Reg::to_string));
-            for (i, a) in args.iter().enumerate() {
-                let elems: Vec<Reg> = idx.iter().map(|&k| a[k]).collect();
-                let r = self.pack_elements(&elems, arg_t[i], classes[nres + i]);
+            let mut out_regs: Vec<(usize, usize, Reg)> = vec![];
+            let mut nth = vec![0usize; elems.len()];
+            for (s, &(i, per)) in slots.iter().enumerate() {
+                let slot = nth[i];
+                nth[i] += 1;
+                let part: Vec<usize> = idx.iter().copied().skip(slot * per).take(per).collect();
+                let r = if i < nres {
+                    let r = self.new_reg(classes[s]);
+                    out_regs.push((i, part.len(), r));
+                    r
+                } else {
+                    let a = &args[i - nres];
+                    let regs: Vec<Reg> = part.iter().map(|&k| a[k]).collect();
+                    self.pack_elements(&regs, kind(elems[i]), classes[s])
+                };
                 names.push(r.to_string());
             }
             let text = substitute(asm, &names).map_err(|m| self.err(format!("inline asm: {m}")))?;
             self.raw(format!("\t// begin inline asm\n\t{{\n\t{}\n\t}}\n\t// end inline asm\n", text.trim()));
-            for (i, &r) in out_regs.iter().enumerate() {
-                let elems = self.unpack_elements(r, res_t[i], pack);
-                for (k, e) in elems.into_iter().enumerate() {
-                    if g * pack + k < n {
+            for (i, count, r) in out_regs {
+                for e in self.unpack_elements(r, kind(elems[i]), count) {
+                    if outs[i].len() < n && outs[i].len() < (g + 1) * pack {
                         outs[i].push(e);
                     }
                 }

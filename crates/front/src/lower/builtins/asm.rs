@@ -53,11 +53,10 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         let mut vals: Vec<Value> = vec![];
         for v in &items {
             let x = self.tensor_of(v, b.range(2))?;
-            if self.elem(x) == Elem::Num(DType::I1) || !matches!(self.elem(x), Elem::Num(_)) {
-                return Err(self.err(
-                    b.range(2),
-                    "inline asm arguments must be number tensors (not booleans or pointers): cast them first",
-                ));
+            if self.elem(x) == Elem::Num(DType::I1) {
+                return Err(
+                    self.err(b.range(2), "inline asm arguments cannot be booleans: cast them to an integer first")
+                );
             }
             vals.push(x);
         }
@@ -70,18 +69,20 @@ impl<'c, 'a> FnLowering<'c, 'a> {
         }
         let shape = self.shape(shape_of);
         let vals: Vec<Value> = vals.into_iter().map(|v| self.broadcast_to(v, &shape, b.range(2))).collect::<R<_>>()?;
-        // The constraints: one per result (`=x`), then one per argument.
+        // The constraints: one per register, the results' first (`=x`), then the arguments'
+        // (a group of `pack` narrow elements shares 32-bit registers; wider ones take one each).
         let cs: Vec<&str> = constraints.split(',').map(str::trim).collect();
-        let want = outs.len() + vals.len();
-        let outputs_first = cs.iter().take(outs.len()).all(|c| c.starts_with('='))
-            && cs.iter().skip(outs.len()).all(|c| !c.starts_with('='));
-        if cs.len() != want || !outputs_first {
+        let regs = |e: Elem| trident_ir::inline_asm_registers(e, pack as u32) as usize;
+        let n_out: usize = outs.iter().map(|&t| regs(Elem::Num(t))).sum();
+        let n_in: usize = vals.iter().map(|&v| regs(self.elem(v))).sum();
+        let outputs_first =
+            cs.iter().take(n_out).all(|c| c.starts_with('=')) && cs.iter().skip(n_out).all(|c| !c.starts_with('='));
+        if cs.len() != n_out + n_in || !outputs_first {
             return Err(self.err(
                 b.range(1),
                 format!(
-                    "constraints \"{constraints}\" must list {} output(s) (\"=r\", …) then {} input(s)",
-                    outs.len(),
-                    vals.len()
+                    "constraints \"{constraints}\" must list {n_out} output register(s) (\"=r\", …) then {n_in} input \
+                     register(s) (with pack={pack}: 4 int8s or 2 16-bit values share a register, wider elements take one each)"
                 ),
             ));
         }
