@@ -149,18 +149,18 @@ def benches(quick):
                 bytes=None, flops=2 * M * N * K, torch=lambda t: t["a"] @ t["b"].T))
 
     # Attention over descriptors (Triton's Hopper tutorial's shape: K used as k.T).
-    def attn_desc(D, causal, ws, bn, stages, suffix="", env=None):
+    def attn_desc(D, causal, ws, bn, stages, suffix="", env=None, kernel="attn_fwd_desc"):
         Z, H = 4, 16
         S = 1024 if quick else 4096
         shape = (Z, H, S, D)
         return dict(
             name=f"attention fwd f16 Z{Z} H{H} S{S} D{D}{' causal' if causal else ''} descriptors"
                  f"{' warp-specialized' if ws else ''}{suffix}",
-            file="kernels/flash_attention_desc.py", kernel="attn_fwd_desc", grid=(cdiv(S, 128), Z * H), warps=8,
+            file="kernels/flash_attention_desc.py", kernel=kernel, grid=(cdiv(S, 128), Z * H), warps=8,
             stages=stages, tensors=[(n, "randn", f16, shape) for n in "qkv"] + [("o", "empty", f16, shape)],
             scalars=[("sm_scale", D ** -0.5), ("Z", Z), ("H", H), ("N_CTX", S)],
-            consts=[("BLOCK_M", 128), ("BLOCK_N", bn), ("HEAD_DIM", D), ("IS_CAUSAL", causal),
-                    ("WARP_SPECIALIZE", ws)],
+            consts=[("BLOCK_M", 128), ("BLOCK_N", bn), ("HEAD_DIM", D), ("IS_CAUSAL", causal)]
+            + ([] if kernel.endswith("_fa3") else [("WARP_SPECIALIZE", ws)]),
             env=env or {},
             bytes=None, flops=4 * Z * H * S * S * D * (0.5 if causal else 1.0),
             torch=(lambda c: lambda t: F.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=c))(causal))
@@ -180,6 +180,15 @@ def benches(quick):
         for pingpong in (True, False):
             out.append(attn_desc(D, causal, True, 64, 3, " 3 stages" + (" ping-pong" if pingpong else " no ping-pong"),
                                  None if pingpong else {"TRIDENT_PINGPONG": "0"}))
+
+    # FA3's order inside a warpgroup (`attn_fwd_desc_fa3`: Q·K_jᵀ, then P·V of block j-1, then
+    # block j's softmax under it; `wgmma.wait_group 1`): 136 registers at D64 (the plain
+    # kernel 117), so one CTA an SM where the plain kernel has two.
+    for D, causal in ((64, False), (64, True), (128, False), (128, True)):
+        for stages in (2, 3):
+            # 64-key blocks at D128 too: 155 registers (128-key blocks: 223, and 3 stages do not fit).
+            out.append(attn_desc(D, causal, False, 64, stages, f" FA3 order {stages} stages",
+                                 kernel="attn_fwd_desc_fa3"))
 
     Z, H, D = 4, 16, 64
     # The plain attention kernel, also with its loop split at the masks (TRIDENT_SPLIT_LOOPS=1,

@@ -469,14 +469,21 @@ impl<'a> Emitter<'a> {
         let wait = if is_record { self.wait_before_records(op) } else { self.needs_wgmma_wait(op) };
         if !self.pending_wgmma.is_empty() && wait {
             // A barrier the pipeliner marked lets the last groups run on (they read no slot
-            // it protects): wait for the older ones only.
+            // it protects): wait for the older ones only. An op that only reads MMA results
+            // waits for the youngest group it reads, groups issued after it running on.
             let keep = match self.f.ops[op].kind {
                 OpKind::Barrier | OpKind::MbarrierArrive => {
                     self.f.ops[op].attrs.int(WGMMA_IN_FLIGHT).unwrap_or(0).max(0) as usize
                 }
+                _ if !is_record => self.groups_after_operands(op),
                 _ => 0,
             };
-            if keep > 0 {
+            let reads_none_in_flight = !is_record
+                && !matches!(self.f.ops[op].kind, OpKind::Barrier | OpKind::MbarrierArrive)
+                && keep >= self.pending_wgmma.len();
+            if reads_none_in_flight {
+                // A reduction whose operands are not in flight: no wait.
+            } else if keep > 0 {
                 self.ins(format!("wgmma.wait_group.sync.aligned {keep}"));
                 let n = self.pending_wgmma.len();
                 self.pending_wgmma.drain(..n.saturating_sub(keep));
@@ -570,6 +577,30 @@ impl<'a> Emitter<'a> {
     /// shared memory other than the pipeline's copies into free slots (the tiles the MMAs
     /// read must stay as they are until they finish). A `record` writes only its ring,
     /// which no MMA reads: it needs no wait (see `wait_before_records`).
+    /// For an op that waits only because it reads results of warpgroup MMAs in flight (a
+    /// pure op: no regions, no shared memory, no effect), how many of the groups issued after
+    /// the youngest one it reads may stay in flight (`wgmma.wait_group N` completes groups
+    /// oldest first); 0 for any other op. FA3's order relies on it: the softmax of block j
+    /// waits for `Q·K_jᵀ` while `P·V` of block j-1, issued after it, runs on.
+    fn groups_after_operands(&self, op: Op) -> usize {
+        let d = &self.f.ops[op];
+        // A reduction's or scan's regions are its combine function: scalar code on its operands.
+        let combine_only = d.regions.is_empty() || matches!(d.kind, OpKind::Reduce { .. } | OpKind::Scan { .. });
+        let pure = combine_only
+            && d.kind.effect() == trident_ir::Effect::Pure
+            && !matches!(d.kind, OpKind::Dot { .. } | OpKind::Yield | OpKind::Condition | OpKind::Return)
+            && !d.attrs.int(SMEM_SIZE).is_some_and(|n| n > 0);
+        if !pure {
+            return 0;
+        }
+        let youngest = d.operands.iter().filter_map(|v| self.pending_wgmma.iter().rposition(|p| p == v)).max();
+        match youngest {
+            Some(i) => self.pending_wgmma.len() - 1 - i,
+            // Reads nothing in flight (a reduction waits for its regions' sake only): no wait.
+            None => self.pending_wgmma.len(),
+        }
+    }
+
     fn needs_wgmma_wait(&self, op: Op) -> bool {
         let d = &self.f.ops[op];
         let in_flight = |v: &Value| self.pending_wgmma.contains(v);

@@ -10,17 +10,21 @@ use crate::case::{f64_copy, Case, Check, Inputs, RefError, Tolerance};
 use crate::TensorList;
 
 pub(crate) fn cases() -> Vec<Case> {
-    // (Z, H, N_CTX, HEAD_DIM, BLOCK_M, BLOCK_N, causal, sm_scale, WARP_SPECIALIZE)
+    // (Z, H, N_CTX, HEAD_DIM, BLOCK_M, BLOCK_N, causal, sm_scale, WARP_SPECIALIZE, FA3 order)
     let problems = [
-        (1, 2, 40, 16, 16, 16, true, "0.25", false),
-        (2, 2, 37, 32, 16, 32, false, "0.17677669529663687", false),
-        (1, 2, 100, 64, 64, 32, true, "0.125", false),
-        (1, 1, 90, 64, 64, 64, false, "0.125", false),
-        (1, 2, 100, 64, 64, 32, true, "0.125", true),
+        (1, 2, 40, 16, 16, 16, true, "0.25", false, false),
+        (2, 2, 37, 32, 16, 32, false, "0.17677669529663687", false, false),
+        (1, 2, 100, 64, 64, 32, true, "0.125", false, false),
+        (1, 1, 90, 64, 64, 64, false, "0.125", false, false),
+        (1, 2, 100, 64, 64, 32, true, "0.125", true, false),
+        // `attn_fwd_desc_fa3`: one block (no loop), several, causal with a ragged last block.
+        (1, 2, 40, 16, 16, 64, false, "0.25", false, true),
+        (2, 1, 100, 64, 64, 32, false, "0.125", false, true),
+        (1, 2, 100, 64, 64, 32, true, "0.125", false, true),
     ];
     problems
         .into_iter()
-        .map(|(z, h, n, d, bm, bn, causal, scale, ws)| {
+        .map(|(z, h, n, d, bm, bn, causal, scale, ws, fa3)| {
             let dt = DType::F16;
             let shape = format!("{z}x{h}x{n}x{d}");
             let args = vec![
@@ -36,13 +40,17 @@ pub(crate) fn cases() -> Vec<Case> {
                 format!("BLOCK_N={bn}"),
                 format!("HEAD_DIM={d}"),
                 format!("IS_CAUSAL={}", if causal { "True" } else { "False" }),
-                format!("WARP_SPECIALIZE={}", if ws { "True" } else { "False" }),
             ];
+            let mut args = args;
+            if !fa3 {
+                args.push(format!("WARP_SPECIALIZE={}", if ws { "True" } else { "False" }));
+            }
+            let kernel = if fa3 { "attn_fwd_desc_fa3" } else { "attn_fwd_desc" };
             case(
                 kernel_file!("flash_attention_desc.py"),
-                "attn_fwd_desc",
+                kernel,
                 format!(
-                    "attn_fwd_desc/{dt}/{shape}/{}{}",
+                    "{kernel}/{dt}/{shape}/{}{}",
                     if causal { "causal" } else { "full" },
                     if ws { "/ws" } else { "" }
                 ),
