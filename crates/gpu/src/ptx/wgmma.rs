@@ -18,8 +18,11 @@
 //!
 //! A dot issues `wgmma.fence` (registers written before it are visible to the tensor
 //! cores), all its instructions (K outermost, so consecutive ones use different
-//! accumulators where there are several), one `commit_group`, and `wait_group 0` before
-//! the result is used. A dot whose accumulator is its loop's carried value, used by
+//! accumulators where there are several), one `commit_group`, and a wait before the result
+//! is used: `wait_group N`, N the groups issued after it, where the user only computes on
+//! registers (elementwise ops, in-register reductions) — groups complete oldest first, so
+//! the later ones run on (FA3's order: block j's softmax under block j-1's `P·V`) — and
+//! `wait_group 0` before anything else (stores, shared memory, control flow, yields). A dot whose accumulator is its loop's carried value, used by
 //! nothing else, accumulates in the loop's own registers
 //! (`Emitter::accumulates_in_place`): the `yield` does not wait, the next iteration's dot
 //! chains on the MMA still in flight, and a barrier marked `wgmma_in_flight = N` by the
