@@ -156,7 +156,8 @@ def benches(quick):
         return dict(
             name=f"attention fwd f16 Z{Z} H{H} S{S} D{D}{' causal' if causal else ''} descriptors"
                  f"{' warp-specialized' if ws else ''}{suffix}",
-            file="kernels/flash_attention_desc.py", kernel=kernel, grid=(cdiv(S, 128), Z * H), warps=8,
+            file="kernels/flash_attention_fa3.py" if kernel.endswith("_fa3") else "kernels/flash_attention_desc.py",
+            kernel=kernel, grid=(cdiv(S, 128), Z * H), warps=8,
             stages=stages, tensors=[(n, "randn", f16, shape) for n in "qkv"] + [("o", "empty", f16, shape)],
             scalars=[("sm_scale", D ** -0.5), ("Z", Z), ("H", H), ("N_CTX", S)],
             consts=[("BLOCK_M", 128), ("BLOCK_N", bn), ("HEAD_DIM", D), ("IS_CAUSAL", causal)]

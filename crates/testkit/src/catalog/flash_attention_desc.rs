@@ -46,8 +46,10 @@ pub(crate) fn cases() -> Vec<Case> {
                 args.push(format!("WARP_SPECIALIZE={}", if ws { "True" } else { "False" }));
             }
             let kernel = if fa3 { "attn_fwd_desc_fa3" } else { "attn_fwd_desc" };
+            let file =
+                if fa3 { kernel_file!("flash_attention_fa3.py") } else { kernel_file!("flash_attention_desc.py") };
             case(
-                kernel_file!("flash_attention_desc.py"),
+                file,
                 kernel,
                 format!(
                     "{kernel}/{dt}/{shape}/{}{}",
