@@ -49,44 +49,8 @@ def inline_asm_rows():
     one argument in one register beside one register per f32 — with two results."""
     import torch
     import triton
-    import triton.language as tl
-
-    @triton.jit
-    def mad3(x, y, out, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = offs < n
-        z = tl.inline_asm_elementwise("mad.lo.s32 $0, $1, 3, $2;", "=r,r,r",
-                                      [tl.load(x + offs, mask=m), tl.load(y + offs, mask=m)], dtype=tl.int32,
-                                      is_pure=True, pack=1)
-        tl.store(out + offs, z, mask=m)
-
-    @triton.jit
-    def widen_and_max(a_ptr, b_ptr, c_ptr, d_ptr, BLOCK: tl.constexpr):
-        a = tl.load(a_ptr + tl.arange(0, BLOCK))
-        b = tl.load(b_ptr + tl.arange(0, BLOCK))
-        c, d = tl.inline_asm_elementwise(
-            asm="""
-            {
-                .reg .b8 t<4>;
-                mov.b32 {t0, t1, t2, t3}, $8;
-                cvt.u32.u8 $0, t0;
-                cvt.u32.u8 $1, t1;
-                cvt.u32.u8 $2, t2;
-                cvt.u32.u8 $3, t3;
-            }
-            cvt.rn.f32.s32 $4, $0;
-            cvt.rn.f32.s32 $5, $1;
-            cvt.rn.f32.s32 $6, $2;
-            cvt.rn.f32.s32 $7, $3;
-            max.f32 $4, $4, $9;
-            max.f32 $5, $5, $10;
-            max.f32 $6, $6, $11;
-            max.f32 $7, $7, $12;
-            """,
-            constraints="=r,=r,=r,=r,=r,=r,=r,=r,r,r,r,r,r",
-            args=[a, b], dtype=(tl.int32, tl.float32), is_pure=True, pack=4)
-        tl.store(c_ptr + tl.arange(0, BLOCK), c)
-        tl.store(d_ptr + tl.arange(0, BLOCK), d)
+    sys.path.insert(0, os.path.join(ROOT, "python", "tests"))
+    from inline_asm_kernels import mad3, widen_and_max
 
     rows = []
     try:

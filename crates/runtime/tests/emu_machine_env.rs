@@ -9,17 +9,6 @@ use common::*;
 use trident_runtime::args::Backend;
 use trident_runtime::launch::launch;
 
-const VADD: &str = r#"import triton
-import triton.language as tl
-
-
-@triton.jit
-def vadd(x, y, out, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    tl.store(out + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
-"#;
-
 #[test]
 fn the_modelled_machine_follows_trident_emu_machine() {
     let dir = TempDir::new("emu-machine");
