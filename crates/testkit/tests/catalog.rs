@@ -78,7 +78,7 @@ fn every_kernel_file_and_public_kernel_has_cases() {
             }
         }
     }
-    assert_eq!(files, 14);
+    assert_eq!(files, 15);
 }
 
 #[test]
