@@ -589,7 +589,7 @@ impl<'a> Emitter<'a> {
         let pure = combine_only
             && d.kind.effect() == trident_ir::Effect::Pure
             && !matches!(d.kind, OpKind::Dot { .. } | OpKind::Yield | OpKind::Condition | OpKind::Return)
-            && !d.attrs.int(SMEM_SIZE).is_some_and(|n| n > 0);
+            && d.attrs.int(SMEM_SIZE).is_none_or(|n| n <= 0);
         if !pure {
             return 0;
         }
