@@ -5,7 +5,7 @@
 
 mod common;
 use common::*;
-use trident_core::DType;
+use trident_core::{DType, HostTensor};
 use trident_gpu::{emit_ptx, GpuOptions, Target};
 use trident_ir::Module;
 
@@ -116,4 +116,38 @@ fn flash_attention_on_warpgroup_mma() {
     attention_case(&mut rng, (1, 1, 150, 64), (128, 64), true, 8);
     attention_case(&mut rng, (2, 1, 100, 32), (64, 32), false, 4);
     attention_case(&mut rng, (1, 1, 96, 16), (64, 16), true, 4);
+}
+
+/// `kernels/flash_attention_fa3.py` on sm_90a: the softmax of block j waits for `Q·K_jᵀ` only
+/// (`wgmma.wait_group 1`: the later-issued `P·V` of block j-1 runs on under it, FA3's order),
+/// and the loop's yield then waits for everything (`wait_group 0`). Guards the emitter's
+/// partial waits (`Emitter::groups_after_operands`); the results are the catalog's to check.
+#[test]
+fn a_softmax_under_the_previous_blocks_pv_waits_for_its_own_scores_only() {
+    let shape = [1, 2, 256, 64];
+    let t = || A::T(HostTensor::zeros(DType::F16, &shape));
+    let args = [
+        ("q", t()),
+        ("k", t()),
+        ("v", t()),
+        ("o", t()),
+        ("sm_scale", A::F(0.125)),
+        ("Z", A::I(1)),
+        ("H", A::I(2)),
+        ("N_CTX", A::I(256)),
+        ("BLOCK_M", A::C(128)),
+        ("BLOCK_N", A::C(64)),
+        ("HEAD_DIM", A::C(64)),
+        ("IS_CAUSAL", A::CB(false)),
+    ];
+    let (m, kernel, _) = front("flash_attention_fa3.py", "attn_fwd_desc_fa3", &args);
+    let kernels = compile_all(&m, &kernel, 8, 3);
+    let hopper = kernels.iter().find(|k| k.ptx.contains("wgmma.mma_async")).expect("sm_90a uses wgmma");
+    let ptx = &hopper.ptx;
+    let body = &ptx[ptx.find("$L_for_head").expect("a loop")..ptx.find("bra.uni $L_for_head").expect("its back edge")];
+    let partial = body.find("wgmma.wait_group.sync.aligned 1").unwrap_or_else(|| panic!("no partial wait:\n{body}"));
+    let full = body.rfind("wgmma.wait_group.sync.aligned 0").expect("the yield's wait");
+    let exps = body[partial..full].matches("ex2.approx").count();
+    assert!(exps >= 32, "the softmax's exponentials sit between the two waits: {exps}");
+    assert_eq!(body.matches("wgmma.wait_group").count(), 2, "one partial and one full wait per iteration");
 }
