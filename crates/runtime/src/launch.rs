@@ -272,12 +272,41 @@ pub fn flatten_tuples(kernel: &KernelInfo, args: &[Arg]) -> Option<Vec<Arg>> {
     flatten_tuples_of(args, |name| kernel.param(trident_front::tuple_root(name)).is_some_and(|p| !p.is_constexpr))
 }
 
-/// [`flatten_tuples`] for a compiled kernel: the tuples it was compiled for element by element.
-fn flatten_compiled_tuples(ck: &CompiledKernel, args: &[Arg]) -> Option<Vec<Arg>> {
-    flatten_tuples_of(args, |name| {
-        let prefix = format!("{name}[");
-        !ck.params.iter().any(|p| p.name == name) && ck.params.iter().any(|p| p.name.starts_with(&prefix))
-    })
+/// Whether `name` is a tuple `ck` was compiled for element by element.
+fn compiled_as_elements(ck: &CompiledKernel, name: &str) -> bool {
+    let prefix = format!("{name}[");
+    !ck.params.iter().any(|p| p.name == name) && ck.params.iter().any(|p| p.name.starts_with(&prefix))
+}
+
+/// Every argument of `args` moved out (left `None`), the tuples `flat` accepts element by
+/// element; [`refill_tuples`] moves them back. `None` (nothing moved) when no tuple is
+/// accepted. Moving, not copying: a launch's tensors are not duplicated.
+fn take_flattened(args: &mut [Arg], flat: impl Fn(&str) -> bool) -> Option<Vec<Arg>> {
+    let tuples: Vec<bool> =
+        args.iter().map(|a| matches!(&a.value, ArgValue::Tuple(items) if !items.is_empty()) && flat(&a.name)).collect();
+    if !tuples.contains(&true) {
+        return None;
+    }
+    fn leaves(name: String, text: &str, v: &mut ArgValue, out: &mut Vec<Arg>) {
+        match v {
+            ArgValue::Tuple(items) if !items.is_empty() => {
+                for (i, x) in items.iter_mut().enumerate() {
+                    leaves(format!("{name}[{i}]"), text, x, out);
+                }
+            }
+            _ => out.push(Arg { name, text: text.to_string(), value: std::mem::replace(v, ArgValue::None) }),
+        }
+    }
+    let mut out = vec![];
+    for (a, tuple) in args.iter_mut().zip(tuples) {
+        if tuple {
+            leaves(a.name.clone(), &a.text, &mut a.value, &mut out);
+        } else {
+            let value = std::mem::replace(&mut a.value, ArgValue::None);
+            out.push(Arg { name: a.name.clone(), text: a.text.clone(), value });
+        }
+    }
+    Some(out)
 }
 
 /// `args` with each non-empty tuple whose name `flat` accepts given element by element.
@@ -307,8 +336,8 @@ fn flatten_tuples_of(args: &[Arg], flat: impl Fn(&str) -> bool) -> Option<Vec<Ar
     Some(out)
 }
 
-/// Puts the element values of [`flatten_tuples`]'s `flat` back into the tuples of `args`
-/// (the tensors the kernel wrote).
+/// Moves the values of [`take_flattened`]'s `flat` back into `args`, tuple elements into their
+/// tuples (with the tensors as the kernel left them).
 fn refill_tuples(args: &mut [Arg], flat: Vec<Arg>) {
     let mut by_name: std::collections::HashMap<String, ArgValue> =
         flat.into_iter().map(|a| (a.name, a.value)).collect();
@@ -378,8 +407,8 @@ pub fn bind(kernel: &KernelInfo, args: &[Arg]) -> Result<Vec<(String, ArgInfo)>,
                 ArgValue::Bool(v) => ArgInfo::Bool(*v),
                 // Triton makes a dtype or None given to any parameter a compile-time value.
                 ArgValue::DType(_) | ArgValue::None => ArgInfo::Constexpr(const_of(a)?),
-                // A tuple of compile-time values only (a shape) is one; `launch` passes
-                // tuples holding tensors element by element.
+                // An empty tuple is a compile-time value; `launch` passes the others element
+                // by element.
                 ArgValue::Tuple(items) if items.is_empty() => ArgInfo::Constexpr(const_of(a)?),
                 ArgValue::Tuple(_) => {
                     return Err(RunError::argument(format!(
@@ -482,11 +511,12 @@ pub fn launch(
     args: &mut [Arg],
     opts: &LaunchOptions,
 ) -> Result<LaunchOutcome, RunError> {
-    if let Some(mut flat) = flatten_tuples(kernel, args) {
-        // On failure the caller's tuples keep their values: the elements ran as copies.
-        let out = launch(prog, kernel, &mut flat, opts)?;
+    let as_elements = |name: &str| kernel.param(trident_front::tuple_root(name)).is_some_and(|p| !p.is_constexpr);
+    if let Some(mut flat) = take_flattened(args, as_elements) {
+        // On failure `launch` leaves its arguments as they were: they go back either way.
+        let out = launch(prog, kernel, &mut flat, opts);
         refill_tuples(args, flat);
-        return Ok(out);
+        return out;
     }
     let prepared = prepare(prog, kernel, args, opts)?;
     let measured = opts.profile_cost != crate::profile::ProbeCost::Calibrated
@@ -572,10 +602,10 @@ pub fn run_compiled_reps(
     warmup: usize,
     reps: usize,
 ) -> Result<LaunchOutcome, RunError> {
-    if let Some(mut flat) = flatten_compiled_tuples(ck, args) {
-        let out = run_compiled_reps(ck, &mut flat, opts, warmup, reps)?;
+    if let Some(mut flat) = take_flattened(args, |name| compiled_as_elements(ck, name)) {
+        let out = run_compiled_reps(ck, &mut flat, opts, warmup, reps);
         refill_tuples(args, flat);
-        return Ok(out);
+        return out;
     }
     opts.check_profile()?;
     let backend = opts.resolved_backend();
