@@ -120,7 +120,7 @@ impl Emitter<'_> {
             self.raw(format!("\t// begin inline asm\n\t{{\n\t{}\n\t}}\n\t// end inline asm\n", text.trim()));
             for (i, count, r) in out_regs {
                 for e in self.unpack_elements(r, kind(elems[i]), count) {
-                    if outs[i].len() < n && outs[i].len() < (g + 1) * pack {
+                    if outs[i].len() < n {
                         outs[i].push(e);
                     }
                 }
